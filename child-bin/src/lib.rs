@@ -1,0 +1,63 @@
+//! `crashcells-child`: the reference session store, its journal-mode
+//! resolver, and the child operations the crashcells driver runs in a
+//! separate process and kills with `SIGKILL`.
+//!
+//! The driver reaches all of this only through the child's command line
+//! (`crashcells child <op> ...`), the ack journal and `dump`'s JSON, so that
+//! another store can stand behind the same commands.
+
+pub mod config;
+pub mod ops;
+pub mod protocol;
+pub mod resolver;
+pub mod store;
+
+use std::path::PathBuf;
+
+pub use protocol::PROTOCOL;
+
+/// What can stop a child before or during its work.
+#[derive(Debug, thiserror::Error)]
+pub enum ChildError {
+    #[error("config {}: {message}", path.display())]
+    Config { path: PathBuf, message: String },
+    #[error("store: {0}")]
+    Store(#[from] rusqlite::Error),
+    #[error("{0}: {1}")]
+    Io(String, #[source] std::io::Error),
+    #[error("no database at {}", .0.display())]
+    Missing(PathBuf),
+}
+
+impl ChildError {
+    fn io(what: &str) -> impl FnOnce(std::io::Error) -> ChildError + '_ {
+        move |e| ChildError::Io(what.to_string(), e)
+    }
+
+    /// The exit code for this error: 2 for bad configuration, 3 otherwise.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            ChildError::Config { .. } => 2,
+            _ => 3,
+        }
+    }
+}
+
+/// `sqlite_source_id()` of the linked library.
+pub fn sqlite_source_id() -> String {
+    rusqlite::Connection::open_in_memory()
+        .and_then(|c| c.query_row("SELECT sqlite_source_id()", [], |r| r.get(0)))
+        .unwrap_or_default()
+}
+
+/// Runs a child operation as a process would: errors go to stderr as one
+/// line, and the result is the exit code.
+pub fn main_with(op: ops::ChildOp) -> i32 {
+    match ops::run(op) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("crashcells child: error: {e}");
+            e.exit_code()
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! The child operations the driver runs in a separate process and kills:
+//! `append`, `rotate`, `park`, `claim` and `dump`.
+//!
+//! Crash model: `append` and `rotate` run until the driver's `SIGKILL` (or
+//! `--stop-after`), writing one ack per operation only after it returned;
+//! `claim` races other claimants released together by a file-lock barrier;
+//! `dump` is the recovery pass, run in a fresh process after the kill.
+
+use std::fs::File;
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use crate::ChildError;
+use crate::config::DatabaseConfig;
+use crate::protocol::{Ack, AckWriter, PROTOCOL, Ready, Record};
+use crate::store::{Store, dump};
+
+/// Exit code of a claimant that won the handoff.
+pub const EXIT_WON: i32 = 0;
+/// Exit code of a claimant that lost the handoff.
+pub const EXIT_LOST: i32 = 10;
+/// How many appends the `stall` mutant acknowledges before it blocks.
+pub const STALL_AFTER: u64 = 5;
+/// The session `append` writes to.
+pub const APPEND_SESSION: &str = "main";
+
+/// A deliberately broken variant of the reference store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Mutant {
+    /// Acks each append before committing it (cell 1 fires).
+    AckBeforeCommit,
+    /// Claims with a read and an unpredicated update (cell 2 fires).
+    RacyClaim,
+    /// Ends the parent and inserts the continuation in two transactions (cell 3 fires).
+    SplitRotation,
+    /// Acks a few appends, then blocks forever (the harness's deadline fires).
+    Stall,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ChildOp {
+    /// Append m0, m1, ... to one session until killed.
+    Append(WorkArgs),
+    /// Rotate sessions by compression until killed.
+    Rotate(WorkArgs),
+    /// Create a session with a pending handoff.
+    Park(ParkArgs),
+    /// Wait at the barrier, then race to claim the parked handoff (exit 0 WON, 10 LOST).
+    Claim(ClaimArgs),
+    /// Recover the store and print its logical state as canonical JSON.
+    Dump(DumpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WorkArgs {
+    #[arg(long)]
+    pub db: PathBuf,
+    #[arg(long)]
+    pub acks: PathBuf,
+    #[arg(long, value_enum)]
+    pub mutant: Option<Mutant>,
+    /// Exit 0 after this many operations instead of running until killed.
+    #[arg(long)]
+    pub stop_after: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct ParkArgs {
+    #[arg(long)]
+    pub db: PathBuf,
+    #[arg(long)]
+    pub session: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ClaimArgs {
+    #[arg(long)]
+    pub db: PathBuf,
+    #[arg(long)]
+    pub acks: PathBuf,
+    #[arg(long)]
+    pub session: String,
+    /// A lock file the driver holds exclusively; all claimants go when it drops it.
+    #[arg(long)]
+    pub barrier: PathBuf,
+    #[arg(long)]
+    pub claimant: String,
+    #[arg(long, value_enum)]
+    pub mutant: Option<Mutant>,
+}
+
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    #[arg(long)]
+    pub db: PathBuf,
+}
+
+/// Runs one operation and returns the process's exit code.
+pub fn run(op: ChildOp) -> Result<i32, ChildError> {
+    match op {
+        ChildOp::Append(a) => append(a).map(|()| 0),
+        ChildOp::Rotate(a) => rotate(a).map(|()| 0),
+        ChildOp::Park(a) => park(a).map(|()| 0),
+        ChildOp::Claim(a) => claim(a),
+        ChildOp::Dump(a) => print_dump(a).map(|()| 0),
+    }
+}
+
+fn ready(store: &Store, op: &str) -> Record {
+    Record::Ready(Ready {
+        protocol: PROTOCOL,
+        pid: std::process::id(),
+        op: op.to_string(),
+        sqlite_version: rusqlite::version().to_string(),
+        sqlite_source_id: Some(crate::sqlite_source_id()),
+        journal_mode: store.journal_mode.clone(),
+        synchronous: store.synchronous.map(|s| s.to_string()),
+        resolver: Some(store.decision.clone()),
+    })
+}
+
+fn ack(op: &str, i: u64) -> Record {
+    Record::Ack(Ack { op: op.to_string(), i, parent: None, child: None })
+}
+
+fn open(db: &std::path::Path) -> Result<Store, ChildError> {
+    Ok(Store::open(db, DatabaseConfig::from_env()?)?)
+}
+
+fn stall_forever() -> ! {
+    loop {
+        std::thread::park();
+    }
+}
+
+fn append(a: WorkArgs) -> Result<(), ChildError> {
+    let mut store = open(&a.db)?;
+    store.create_session(APPEND_SESSION, None)?;
+    let mut acks = AckWriter::create(&a.acks).map_err(ChildError::io("ack journal"))?;
+    acks.record(&ready(&store, "append")).map_err(ChildError::io("ack journal"))?;
+    for i in 0..a.stop_after.unwrap_or(u64::MAX) {
+        if a.mutant == Some(Mutant::Stall) && i >= STALL_AFTER {
+            stall_forever();
+        }
+        let content = format!("m{i}");
+        if a.mutant == Some(Mutant::AckBeforeCommit) {
+            let mut early = Ok(());
+            store.append(APPEND_SESSION, "user", &content, &mut || early = acks.record(&ack("append", i)))?;
+            early.map_err(ChildError::io("ack journal"))?;
+        } else {
+            store.append(APPEND_SESSION, "user", &content, &mut || ())?;
+            acks.record(&ack("append", i)).map_err(ChildError::io("ack journal"))?;
+        }
+    }
+    Ok(())
+}
+
+fn rotate(a: WorkArgs) -> Result<(), ChildError> {
+    let mut store = open(&a.db)?;
+    let mut acks = AckWriter::create(&a.acks).map_err(ChildError::io("ack journal"))?;
+    acks.record(&ready(&store, "rotate")).map_err(ChildError::io("ack journal"))?;
+    for k in 0..a.stop_after.unwrap_or(u64::MAX) {
+        let (parent, child) = (format!("p{k}"), format!("c{k}"));
+        store.create_session(&parent, None)?;
+        store.append(&parent, "user", &format!("work {k}"), &mut || ())?;
+        store.take_lease(&parent)?;
+        if a.mutant == Some(Mutant::SplitRotation) {
+            store.publish_rotation_split(&parent, &child)?;
+        } else {
+            store.publish_rotation(&parent, &child)?;
+        }
+        let record = Record::Ack(Ack { op: "rotate".into(), i: k, parent: Some(parent), child: Some(child) });
+        acks.record(&record).map_err(ChildError::io("ack journal"))?;
+    }
+    Ok(())
+}
+
+fn park(a: ParkArgs) -> Result<(), ChildError> {
+    open(&a.db)?.park(&a.session)?;
+    Ok(())
+}
+
+fn claim(a: ClaimArgs) -> Result<i32, ChildError> {
+    let barrier = File::open(&a.barrier).map_err(ChildError::io("barrier"))?;
+    // The store is opened before the barrier so that released claimants race
+    // on the claim itself, not on opening files.
+    let mut store = open(&a.db)?;
+    let mut acks = AckWriter::create(&a.acks).map_err(ChildError::io("ack journal"))?;
+    acks.record(&ready(&store, "claim")).map_err(ChildError::io("ack journal"))?;
+    // Blocks until the driver drops its exclusive lock; the driver's deadline
+    // bounds this wait by killing the group.
+    barrier.lock_shared().map_err(ChildError::io("barrier"))?;
+    let won = match a.mutant {
+        Some(Mutant::RacyClaim) => store.claim_racy(&a.session, &a.claimant)?,
+        _ => store.claim(&a.session, &a.claimant)?,
+    };
+    acks.record(&ack("claim", 0)).map_err(ChildError::io("ack journal"))?;
+    Ok(if won { EXIT_WON } else { EXIT_LOST })
+}
+
+fn print_dump(a: DumpArgs) -> Result<(), ChildError> {
+    if !a.db.is_file() {
+        return Err(ChildError::Missing(a.db));
+    }
+    let state = dump(&a.db)?;
+    let text = serde_json::to_string(&state).map_err(|e| ChildError::Io("dump".into(), e.into()))?;
+    println!("{text}");
+    Ok(())
+}

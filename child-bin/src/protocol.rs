@@ -1,0 +1,110 @@
+//! The records a child writes to its ack journal, and the writer that puts
+//! each one down with a single `write(2)`.
+//!
+//! Crash model: the child can be killed between any two instructions,
+//! including inside the `write` of a record. One `write(2)` per line on an
+//! `O_APPEND` file means a kill leaves at most the final line torn; an ack is
+//! written only after the operation it acknowledges returned, so an ack on
+//! disk is a promise the store must keep.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::resolver::Decision;
+
+/// The protocol version the driver and this child speak.
+pub const PROTOCOL: u32 = 1;
+
+/// One line of the ack journal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Record {
+    Ready(Ready),
+    Ack(Ack),
+}
+
+/// Written once, after the store is open and before the first operation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ready {
+    pub protocol: u32,
+    pub pid: u32,
+    pub op: String,
+    pub sqlite_version: String,
+    #[serde(default)]
+    pub sqlite_source_id: Option<String>,
+    /// `PRAGMA journal_mode` as the child's own connection reports it.
+    pub journal_mode: String,
+    /// `PRAGMA synchronous` as the child's own connection reports it.
+    #[serde(default)]
+    pub synchronous: Option<String>,
+    /// The resolver's decision, where the store has a resolver.
+    #[serde(default)]
+    pub resolver: Option<Decision>,
+}
+
+/// Written after an operation returned.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ack {
+    pub op: String,
+    /// The operation's ordinal within this child run, from 0.
+    pub i: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child: Option<String>,
+}
+
+/// An append-only NDJSON journal written one `write(2)` per record.
+pub struct AckWriter {
+    file: File,
+}
+
+impl AckWriter {
+    pub fn create(path: &Path) -> std::io::Result<Self> {
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(Self { file })
+    }
+
+    /// Writes one record as one line with one `write(2)`. A short write is an
+    /// error rather than a second call: a second call could be split from the
+    /// first by the kill and leave a torn line that is not the final one.
+    pub fn record(&mut self, record: &Record) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(record).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        let n = self.file.write(&line)?;
+        if n != line.len() {
+            return Err(std::io::Error::other(format!("short write of an ack: {n} of {} bytes", line.len())));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_as_single_lines() {
+        let ack = Record::Ack(Ack { op: "rotate".into(), i: 3, parent: Some("p3".into()), child: Some("c3".into()) });
+        let text = serde_json::to_string(&ack).unwrap();
+        assert_eq!(text, r#"{"kind":"ack","op":"rotate","i":3,"parent":"p3","child":"c3"}"#);
+        assert_eq!(serde_json::from_str::<Record>(&text).unwrap(), ack);
+    }
+
+    #[test]
+    fn writer_appends_whole_lines() {
+        let path = std::env::temp_dir().join(format!("cc-acks-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let mut w = AckWriter::create(&path).unwrap();
+        for i in 0..3 {
+            w.record(&Record::Ack(Ack { op: "append".into(), i, parent: None, child: None })).unwrap();
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 3);
+        assert!(text.ends_with('\n'));
+        std::fs::remove_file(&path).unwrap();
+    }
+}

@@ -1,0 +1,393 @@
+//! The reference session store: sessions and their messages in one SQLite file.
+//!
+//! Crash model: the process that holds the store may be killed with `SIGKILL`
+//! at any instant. Every write here is one transaction, so that SQLite's
+//! journal (rollback or WAL) decides what a crash leaves: a committed
+//! transaction survives, an interrupted one vanishes whole. The operations the
+//! cells check are `append` (prefix durability), `claim` (consume-once) and
+//! `rotate` (rotation atomicity).
+
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
+use serde::Serialize;
+
+use crate::config::{DatabaseConfig, Synchronous};
+use crate::resolver::{Decision, SqliteVersion, resolve};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    parent_session_id TEXT REFERENCES sessions(id),
+    started_at REAL NOT NULL,
+    ended_at REAL,
+    end_reason TEXT,
+    message_count INTEGER NOT NULL DEFAULT 0,
+    handoff_state TEXT
+);
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    timestamp REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session_id);
+CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions(parent_session_id);
+";
+
+/// How long a connection waits for a lock before `SQLITE_BUSY`.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How many times a write is retried after `SQLITE_BUSY` outlived the timeout.
+const BUSY_RETRIES: u32 = 8;
+
+/// An open store and what its connection reports about itself.
+pub struct Store {
+    conn: Connection,
+    pub decision: Decision,
+    /// `PRAGMA journal_mode` as this connection reports it after the resolver applied its choice.
+    pub journal_mode: String,
+    pub synchronous: Option<Synchronous>,
+}
+
+/// Whether the database file's header says WAL (bytes 18 and 19 are 2).
+pub fn file_header_is_wal(path: &Path) -> bool {
+    use std::io::Read;
+    let mut header = [0u8; 20];
+    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut header)).is_ok() && header[18] == 2 && header[19] == 2
+}
+
+fn now() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
+}
+
+/// Runs `f` and retries it a bounded number of times while SQLite says busy.
+fn with_retry<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let mut attempt = 0;
+    loop {
+        match f() {
+            Err(e) if is_busy(&e) && attempt < BUSY_RETRIES => attempt += 1,
+            other => return other,
+        }
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the store at `path`, steered by `config`
+    /// through the resolver.
+    pub fn open(path: &Path, config: DatabaseConfig) -> rusqlite::Result<Store> {
+        let decision = resolve(config, SqliteVersion::linked(), file_header_is_wal(path));
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        let journal_mode: String =
+            with_retry(|| conn.query_row(&format!("PRAGMA journal_mode={}", decision.applied), [], |r| r.get(0)))?;
+        if let Some(level) = decision.synchronous {
+            conn.execute_batch(&format!("PRAGMA synchronous={level}"))?;
+        }
+        let synchronous =
+            conn.query_row("PRAGMA synchronous", [], |r| r.get::<_, i64>(0)).map(Synchronous::from_level)?;
+        let store = Store { conn, decision, journal_mode: journal_mode.to_lowercase(), synchronous };
+        with_retry(|| store.conn.execute_batch(SCHEMA))?;
+        Ok(store)
+    }
+
+    /// Runs `body` in one `BEGIN IMMEDIATE` transaction, retried while busy.
+    /// `before_commit` runs after `body`, inside the transaction; only a
+    /// mutant puts anything there.
+    fn immediate<T>(
+        &mut self,
+        mut body: impl FnMut(&rusqlite::Transaction<'_>) -> rusqlite::Result<T>,
+        before_commit: &mut dyn FnMut(),
+    ) -> rusqlite::Result<T> {
+        let mut attempt = 0;
+        loop {
+            let tx = match self.conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+                Err(e) if is_busy(&e) && attempt < BUSY_RETRIES => {
+                    attempt += 1;
+                    continue;
+                }
+                other => other?,
+            };
+            let value = body(&tx)?;
+            before_commit();
+            match tx.commit() {
+                Err(e) if is_busy(&e) && attempt < BUSY_RETRIES => attempt += 1,
+                other => return other.map(|()| value),
+            }
+        }
+    }
+
+    /// Creates a session (no-op if it exists).
+    pub fn create_session(&mut self, id: &str, parent: Option<&str>) -> rusqlite::Result<()> {
+        self.immediate(|tx| insert_session(tx, id, parent), &mut || ())
+    }
+
+    /// Appends one message to `session`: one transaction that inserts the
+    /// message and bumps the session's `message_count`.
+    pub fn append(
+        &mut self,
+        session: &str,
+        role: &str,
+        content: &str,
+        before_commit: &mut dyn FnMut(),
+    ) -> rusqlite::Result<i64> {
+        self.immediate(|tx| insert_message(tx, session, role, content), before_commit)
+    }
+
+    /// Parks a handoff on `session`: creates it with `handoff_state='pending'`.
+    pub fn park(&mut self, session: &str) -> rusqlite::Result<()> {
+        self.immediate(
+            |tx| {
+                insert_session(tx, session, None)?;
+                tx.execute("UPDATE sessions SET handoff_state='pending' WHERE id=?1", [session]).map(drop)
+            },
+            &mut || (),
+        )
+    }
+
+    /// Claims the parked handoff with one predicated `UPDATE`; true if this
+    /// caller won. The winner records its claim as a message in the same
+    /// transaction, so a recovered store shows how many claims landed.
+    pub fn claim(&mut self, session: &str, claimant: &str) -> rusqlite::Result<bool> {
+        self.immediate(
+            |tx| {
+                let won = tx.execute(
+                    "UPDATE sessions SET handoff_state='running' WHERE id=?1 AND handoff_state='pending'",
+                    [session],
+                )? == 1;
+                if won {
+                    insert_message(tx, session, "system", &format!("claimed by {claimant}"))?;
+                }
+                Ok(won)
+            },
+            &mut || (),
+        )
+    }
+
+    /// Mutant `racy-claim`: reads the state, then updates without the
+    /// predicate, in two separate statements. Two racers can both read
+    /// `pending` before either writes.
+    pub fn claim_racy(&mut self, session: &str, claimant: &str) -> rusqlite::Result<bool> {
+        let state: Option<String> = with_retry(|| {
+            self.conn
+                .query_row("SELECT handoff_state FROM sessions WHERE id=?1", [session], |r| r.get(0))
+                .optional()
+                .map(Option::flatten)
+        })?;
+        if state.as_deref() != Some("pending") {
+            return Ok(false);
+        }
+        self.immediate(
+            |tx| {
+                tx.execute("UPDATE sessions SET handoff_state='running' WHERE id=?1", [session])?;
+                insert_message(tx, session, "system", &format!("claimed by {claimant}"))?;
+                Ok(true)
+            },
+            &mut || (),
+        )
+    }
+
+    /// Takes the compression lease on `parent`: a transaction of its own,
+    /// as a compressor would before the slow summarising work.
+    pub fn take_lease(&mut self, parent: &str) -> rusqlite::Result<()> {
+        self.immediate(
+            |tx| {
+                let n = tx.execute(
+                    "UPDATE sessions SET handoff_state='compressing' WHERE id=?1 AND handoff_state IS NULL",
+                    [parent],
+                )?;
+                expect_one(n)
+            },
+            &mut || (),
+        )
+    }
+
+    /// Publishes a rotation in one transaction: the continuation session, its
+    /// handoff message, and the parent ended by compression.
+    pub fn publish_rotation(&mut self, parent: &str, child: &str) -> rusqlite::Result<()> {
+        self.immediate(
+            |tx| {
+                insert_continuation(tx, parent, child)?;
+                end_by_compression(tx, parent)
+            },
+            &mut || (),
+        )
+    }
+
+    /// Mutant `split-rotation`: ends the parent, commits, then inserts the
+    /// continuation in a second transaction. A crash between the two leaves an
+    /// orphan: a compression-ended parent without its continuation.
+    pub fn publish_rotation_split(&mut self, parent: &str, child: &str) -> rusqlite::Result<()> {
+        self.immediate(|tx| end_by_compression(tx, parent), &mut || ())?;
+        self.immediate(|tx| insert_continuation(tx, parent, child), &mut || ())
+    }
+}
+
+fn expect_one(rows: usize) -> rusqlite::Result<()> {
+    match rows {
+        1 => Ok(()),
+        // Returning an error from the body drops the transaction: it rolls back.
+        n => Err(rusqlite::Error::StatementChangedRows(n)),
+    }
+}
+
+fn insert_session(tx: &rusqlite::Transaction<'_>, id: &str, parent: Option<&str>) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT OR IGNORE INTO sessions (id, parent_session_id, started_at) VALUES (?1, ?2, ?3)",
+        params![id, parent, now()],
+    )
+    .map(drop)
+}
+
+fn insert_message(tx: &rusqlite::Transaction<'_>, session: &str, role: &str, content: &str) -> rusqlite::Result<i64> {
+    tx.execute(
+        "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?1, ?2, ?3, ?4)",
+        params![session, role, content, now()],
+    )?;
+    let id = tx.last_insert_rowid();
+    let n = tx.execute("UPDATE sessions SET message_count = message_count + 1 WHERE id=?1", [session])?;
+    expect_one(n).map(|()| id)
+}
+
+fn insert_continuation(tx: &rusqlite::Transaction<'_>, parent: &str, child: &str) -> rusqlite::Result<()> {
+    insert_session(tx, child, Some(parent))?;
+    insert_message(tx, child, "system", &format!("continued from {parent}")).map(drop)
+}
+
+fn end_by_compression(tx: &rusqlite::Transaction<'_>, parent: &str) -> rusqlite::Result<()> {
+    let n = tx.execute(
+        "UPDATE sessions SET ended_at=?1, end_reason='compression' WHERE id=?2 AND ended_at IS NULL",
+        params![now(), parent],
+    )?;
+    expect_one(n)
+}
+
+/// The store's logical state, as `dump` prints it: no row ids or timestamps,
+/// so that any store implementing the protocol can produce the same shape.
+#[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct Dump {
+    pub protocol: u32,
+    pub integrity: String,
+    pub sessions: Vec<DumpSession>,
+    pub messages: Vec<DumpMessage>,
+}
+
+#[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct DumpSession {
+    pub id: String,
+    pub parent_session_id: Option<String>,
+    pub ended: bool,
+    pub end_reason: Option<String>,
+    pub message_count: i64,
+    pub handoff_state: Option<String>,
+}
+
+#[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct DumpMessage {
+    pub session_id: String,
+    pub role: String,
+    pub content: String,
+}
+
+/// Recovers the store at `path` (opening it rolls back a hot journal or
+/// replays the WAL) and reads its logical state. It never applies the
+/// resolver: recovery must not change the mode under audit.
+pub fn dump(path: &Path) -> rusqlite::Result<Dump> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    let integrity = integrity_check(&conn)?;
+    let sessions = conn
+        .prepare(
+            "SELECT id, parent_session_id, ended_at IS NOT NULL, end_reason, message_count, handoff_state
+             FROM sessions ORDER BY id",
+        )?
+        .query_map([], |r| {
+            Ok(DumpSession {
+                id: r.get(0)?,
+                parent_session_id: r.get(1)?,
+                ended: r.get(2)?,
+                end_reason: r.get(3)?,
+                message_count: r.get(4)?,
+                handoff_state: r.get(5)?,
+            })
+        })?
+        .collect::<Result<_, _>>()?;
+    let messages = conn
+        .prepare("SELECT session_id, role, content FROM messages ORDER BY id")?
+        .query_map([], |r| Ok(DumpMessage { session_id: r.get(0)?, role: r.get(1)?, content: r.get(2)? }))?
+        .collect::<Result<_, _>>()?;
+    Ok(Dump { protocol: crate::PROTOCOL, integrity, sessions, messages })
+}
+
+fn integrity_check(conn: &Connection) -> rusqlite::Result<String> {
+    let rows: Vec<String> =
+        conn.prepare("PRAGMA integrity_check")?.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
+    Ok(rows.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::JournalMode;
+
+    fn open(dir: &Path, mode: JournalMode) -> Store {
+        let config = DatabaseConfig { journal_mode: Some(mode), synchronous: None };
+        Store::open(&dir.join("s.db"), config).unwrap()
+    }
+
+    fn temp(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("cc-store-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn append_counts_messages_and_dump_reads_them_back() {
+        let dir = temp("append");
+        let mut s = open(&dir, JournalMode::Delete);
+        assert_eq!(s.journal_mode, "delete");
+        s.create_session("main", None).unwrap();
+        for i in 0..3 {
+            s.append("main", "user", &format!("m{i}"), &mut || ()).unwrap();
+        }
+        let d = dump(&dir.join("s.db")).unwrap();
+        assert_eq!(d.integrity, "ok");
+        assert_eq!(d.sessions[0].message_count, 3);
+        let contents: Vec<_> = d.messages.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(contents, ["m0", "m1", "m2"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn claim_is_won_once() {
+        let dir = temp("claim");
+        let mut s = open(&dir, JournalMode::Wal);
+        s.park("h").unwrap();
+        assert!(s.claim("h", "a").unwrap());
+        assert!(!s.claim("h", "b").unwrap());
+        assert!(!s.claim_racy("h", "c").unwrap());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn rotation_ends_parent_and_links_child() {
+        let dir = temp("rotate");
+        let mut s = open(&dir, JournalMode::Wal);
+        s.create_session("p0", None).unwrap();
+        s.take_lease("p0").unwrap();
+        s.publish_rotation("p0", "c0").unwrap();
+        // A second publication must not end the parent twice: it rolls back whole.
+        assert!(s.publish_rotation("p0", "c0b").is_err());
+        let d = dump(&dir.join("s.db")).unwrap();
+        let ids: Vec<_> = d.sessions.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["c0", "p0"]);
+        assert_eq!(d.sessions[1].end_reason.as_deref(), Some("compression"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
