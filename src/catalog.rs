@@ -1,0 +1,185 @@
+//! The cell catalog: one TOML file per cell in `cells/`, embedded at build
+//! time and replaceable with `--catalog DIR`. It drives `list` and the plan.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+const EMBEDDED: [(&str, &str); 5] = [
+    ("1-prefix-durability.toml", include_str!("../cells/1-prefix-durability.toml")),
+    ("2-consume-once.toml", include_str!("../cells/2-consume-once.toml")),
+    ("3-rotation-atomicity.toml", include_str!("../cells/3-rotation-atomicity.toml")),
+    ("4-fork-determinism.toml", include_str!("../cells/4-fork-determinism.toml")),
+    ("5-outbox-exactly-once.toml", include_str!("../cells/5-outbox-exactly-once.toml")),
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Live,
+    Stub,
+}
+
+/// Which legs of a matrix a cell runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Legs {
+    /// Every leg of the matrix.
+    All,
+    /// Only the leg that leaves the journal mode to the resolver.
+    Default,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// Acknowledged operations before a timed kill.
+    pub window: Option<u64>,
+    /// Trials per result.
+    pub trials: Option<u32>,
+    /// Racing processes per race.
+    pub racers: Option<u32>,
+    /// Races per result.
+    pub races: Option<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cell {
+    pub number: u32,
+    pub id: String,
+    pub clause: String,
+    pub origin: String,
+    pub status: Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub legs: Legs,
+    #[serde(default)]
+    pub params: Params,
+}
+
+impl Cell {
+    fn validate(self, file: &str) -> Result<Cell> {
+        let bad = |message: String| Err(Error::Catalog { file: file.to_string(), message });
+        if self.status == Status::Stub && self.reason.is_none() {
+            return bad("field `reason`: a stub must say why it is a stub".into());
+        }
+        if self.id.is_empty() || !self.id.chars().all(|c| c.is_ascii_lowercase() || c == '-' || c.is_ascii_digit()) {
+            return bad(format!("field `id`: `{}` is not a lowercase-dashed name", self.id));
+        }
+        for (name, value) in
+            [("trials", self.params.trials), ("racers", self.params.racers), ("races", self.params.races)]
+        {
+            if value == Some(0) {
+                return bad(format!("field `params.{name}`: must be at least 1"));
+            }
+        }
+        Ok(self)
+    }
+}
+
+/// The cells, sorted by number.
+#[derive(Clone, Debug)]
+pub struct Catalog {
+    pub cells: Vec<Cell>,
+}
+
+impl Catalog {
+    /// The catalog embedded in the binary.
+    pub fn embedded() -> Result<Catalog> {
+        Self::from_files(EMBEDDED.iter().map(|(f, t)| (f.to_string(), t.to_string())))
+    }
+
+    /// Every `*.toml` in `dir`.
+    pub fn from_dir(dir: &Path) -> Result<Catalog> {
+        let entries = std::fs::read_dir(dir).map_err(Error::io("catalog folder", dir))?;
+        let mut files = Vec::new();
+        for entry in entries {
+            let path = entry.map_err(Error::io("catalog folder", dir))?.path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let text = std::fs::read_to_string(&path).map_err(Error::io("catalog file", &path))?;
+                files.push((path.display().to_string(), text));
+            }
+        }
+        if files.is_empty() {
+            return Err(Error::Catalog { file: dir.display().to_string(), message: "no *.toml cell files".into() });
+        }
+        Self::from_files(files.into_iter())
+    }
+
+    fn from_files(files: impl Iterator<Item = (String, String)>) -> Result<Catalog> {
+        let mut cells: Vec<Cell> = Vec::new();
+        for (file, text) in files {
+            let cell: Cell =
+                toml::from_str(&text).map_err(|e| Error::Catalog { file: file.clone(), message: toml_message(&e) })?;
+            let cell = cell.validate(&file)?;
+            if let Some(twin) = cells.iter().find(|c| c.id == cell.id || c.number == cell.number) {
+                let message =
+                    format!("cell {} `{}` clashes with cell {} `{}`", cell.number, cell.id, twin.number, twin.id);
+                return Err(Error::Catalog { file, message });
+            }
+            cells.push(cell);
+        }
+        cells.sort_by_key(|c| c.number);
+        Ok(Catalog { cells })
+    }
+
+    /// Finds a cell by id or number.
+    pub fn find(&self, key: &str) -> Result<&Cell> {
+        self.cells.iter().find(|c| c.id == key || c.number.to_string() == key).ok_or_else(|| {
+            let known: Vec<_> = self.cells.iter().map(|c| c.id.as_str()).collect();
+            Error::Usage(format!("unknown cell `{key}` (known: {})", known.join(", ")))
+        })
+    }
+}
+
+/// A TOML error as one line: the message and where it is.
+pub(crate) fn toml_message(e: &toml::de::Error) -> String {
+    let message = e.message().trim().to_string();
+    match e.span() {
+        Some(span) => format!("{message} (at byte {})", span.start),
+        None => message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_catalog_has_five_cells_in_order() {
+        let c = Catalog::embedded().unwrap();
+        let ids: Vec<_> = c.cells.iter().map(|c| (c.number, c.id.as_str(), c.status)).collect();
+        assert_eq!(
+            ids,
+            [
+                (1, "prefix-durability", Status::Live),
+                (2, "consume-once", Status::Live),
+                (3, "rotation-atomicity", Status::Live),
+                (4, "fork-determinism", Status::Stub),
+                (5, "outbox-exactly-once", Status::Stub),
+            ]
+        );
+        assert_eq!(c.find("2").unwrap().id, "consume-once");
+        assert!(c.find("nope").unwrap_err().to_string().contains("unknown cell `nope`"));
+    }
+
+    fn parse_one(text: &str) -> String {
+        Catalog::from_files([("x.toml".to_string(), text.to_string())].into_iter()).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn malformed_files_name_the_file_and_field() {
+        let e = parse_one("number = 1\nid = \"a\"\n");
+        assert!(e.starts_with("catalog x.toml:") && e.contains("clause"), "{e}");
+        let base = "number = 1\nid = \"a\"\nclause = \"c\"\norigin = \"o\"\nlegs = \"all\"\n";
+        let e = parse_one(&format!("{base}status = \"stub\"\n"));
+        assert!(e.contains("field `reason`"), "{e}");
+        let e = parse_one(&format!("{base}status = \"live\"\n[params]\ntrials = 0\n"));
+        assert!(e.contains("params.trials"), "{e}");
+        let e = parse_one(&format!("{base}status = \"alive\"\n"));
+        assert!(e.contains("alive"), "{e}");
+    }
+}

@@ -1,0 +1,105 @@
+//! Cell 1, prefix durability.
+//!
+//! Clause: every acknowledged append survives a hard crash; the recovered
+//! transcript is a contiguous prefix m0..m(n-1) with no holes and no
+//! duplicates; recovery is deterministic; the file's integrity is ok.
+//!
+//! Crash model: the child appends `m0, m1, ...` to one session, one
+//! transaction each, and acks each after it committed; it is killed once at
+//! least the window of acks (200) is reached.
+
+use crashcells_child::ops::APPEND_SESSION;
+use crashcells_child::protocol::Ack;
+use crashcells_child::store::Dump;
+
+use super::workload::{Violations, Workload};
+
+pub const WORKLOAD: fn(u64) -> Workload = |window| Workload { op: "append", window, check };
+
+/// The indices of the recovered appends, in recovery order; `Err` names a
+/// message that is not an append's.
+fn indices(dump: &Dump) -> Result<Vec<u64>, String> {
+    dump.messages
+        .iter()
+        .filter(|m| m.session_id == APPEND_SESSION)
+        .map(|m| m.content.strip_prefix('m').and_then(|i| i.parse().ok()).ok_or_else(|| m.content.clone()))
+        .collect()
+}
+
+pub fn check(dump: &Dump, acks: &[Ack]) -> Violations {
+    let mut v = Violations::default();
+    let recovered = match indices(dump) {
+        Ok(i) => i,
+        Err(content) => {
+            v.found.push(format!("recovered a message that is no append: {content:?}"));
+            return v;
+        }
+    };
+    let n = recovered.len() as u64;
+    let acked = acks.iter().map(|a| a.i + 1).max().unwrap_or(0);
+    v.details.push(format!("acked m0..m{} ({acked} appends); recovered {n} appends", acked.saturating_sub(1)));
+    if let Some((pos, &i)) = recovered.iter().enumerate().find(|&(pos, &i)| i != pos as u64) {
+        let what = if recovered[..pos].contains(&i) { "a duplicate" } else { "a hole" };
+        v.found.push(format!("the transcript is not a contiguous prefix: {what} at position {pos} (found m{i})"));
+    }
+    if let Some(missing) = acks.iter().map(|a| a.i).find(|i| !recovered.contains(i)) {
+        v.details.push(format!("first missing acked index: m{missing}"));
+        v.found.push(format!("acked append m{missing} was lost (acked {acked}, recovered {n})"));
+    }
+    let count = dump.sessions.iter().find(|s| s.id == APPEND_SESSION).map_or(0, |s| s.message_count);
+    if count != n as i64 {
+        v.found.push(format!("message_count is {count} but {n} messages were recovered"));
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crashcells_child::store::{DumpMessage, DumpSession};
+
+    fn dump(contents: &[&str], count: i64) -> Dump {
+        Dump {
+            protocol: 1,
+            integrity: "ok".into(),
+            sessions: vec![DumpSession {
+                id: "main".into(),
+                parent_session_id: None,
+                ended: false,
+                end_reason: None,
+                message_count: count,
+                handoff_state: None,
+            }],
+            messages: contents
+                .iter()
+                .map(|c| DumpMessage { session_id: "main".into(), role: "user".into(), content: c.to_string() })
+                .collect(),
+        }
+    }
+
+    fn acks(n: u64) -> Vec<Ack> {
+        (0..n).map(|i| Ack { op: "append".into(), i, parent: None, child: None }).collect()
+    }
+
+    #[test]
+    fn a_prefix_longer_than_the_acks_passes() {
+        assert!(check(&dump(&["m0", "m1", "m2"], 3), &acks(2)).found.is_empty());
+    }
+
+    #[test]
+    fn a_lost_ack_fires() {
+        let v = check(&dump(&["m0"], 1), &acks(2));
+        assert_eq!(v.found, ["acked append m1 was lost (acked 2, recovered 1)"]);
+    }
+
+    #[test]
+    fn holes_and_duplicates_fire() {
+        assert!(check(&dump(&["m0", "m2"], 2), &acks(0)).found[0].contains("a hole at position 1"));
+        assert!(check(&dump(&["m0", "m0"], 2), &acks(0)).found[0].contains("a duplicate at position 1"));
+    }
+
+    #[test]
+    fn a_wrong_count_fires() {
+        assert!(check(&dump(&["m0"], 2), &acks(1)).found[0].contains("message_count is 2"));
+    }
+}

@@ -1,0 +1,120 @@
+//! Cell 3, rotation atomicity.
+//!
+//! Clause: a compression rotation is visible entirely or not at all: never a
+//! parent ended by compression without its continuation (the orphan shape),
+//! never a continuation whose parent is not ended by compression, and every
+//! acknowledged rotation complete.
+//!
+//! Crash model: the child loops create parent, append, take the lease,
+//! publish (continuation + handoff message + end parent, one transaction), and
+//! acks each rotation after commit; it is killed after at least 50 acks.
+
+use std::collections::{HashMap, HashSet};
+
+use crashcells_child::protocol::Ack;
+use crashcells_child::store::Dump;
+
+use super::workload::{Violations, Workload};
+
+pub const WORKLOAD: fn(u64) -> Workload = |window| Workload { op: "rotate", window, check };
+
+pub fn check(dump: &Dump, acks: &[Ack]) -> Violations {
+    let mut v = Violations::default();
+    let by_id: HashMap<&str, _> = dump.sessions.iter().map(|s| (s.id.as_str(), s)).collect();
+    let parents_with_child: HashSet<&str> =
+        dump.sessions.iter().filter_map(|s| s.parent_session_id.as_deref()).collect();
+    let handoffs: HashSet<&str> =
+        dump.messages.iter().filter(|m| m.role == "system").map(|m| m.session_id.as_str()).collect();
+    let compressed =
+        |id: &str| by_id.get(id).is_some_and(|s| s.ended && s.end_reason.as_deref() == Some("compression"));
+
+    let orphans: Vec<&str> = dump
+        .sessions
+        .iter()
+        .filter(|s| compressed(&s.id) && !parents_with_child.contains(s.id.as_str()))
+        .map(|s| s.id.as_str())
+        .collect();
+    if let Some(first) = orphans.first() {
+        v.found
+            .push(format!("{} orphan(s): parent {first} ended by compression without a continuation", orphans.len()));
+    }
+    for s in &dump.sessions {
+        if let Some(p) = s.parent_session_id.as_deref().filter(|p| !compressed(p)) {
+            v.found.push(format!("continuation {} exists but its parent {p} is not ended by compression", s.id));
+            break;
+        }
+    }
+    let incomplete = acks.iter().find(|a| {
+        let (Some(p), Some(c)) = (a.parent.as_deref(), a.child.as_deref()) else { return true };
+        !(compressed(p)
+            && by_id.get(c).is_some_and(|s| s.parent_session_id.as_deref() == Some(p))
+            && handoffs.contains(c))
+    });
+    if let Some(a) = incomplete {
+        v.found
+            .push(format!("acked rotation {} ({:?} -> {:?}) is not complete after recovery", a.i, a.parent, a.child));
+    }
+    let rotations = by_id.values().filter(|s| s.parent_session_id.is_some()).count();
+    v.details.push(format!(
+        "acked {} rotations; recovered {rotations} continuations, {} orphans",
+        acks.len(),
+        orphans.len()
+    ));
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crashcells_child::store::{DumpMessage, DumpSession};
+
+    fn session(id: &str, parent: Option<&str>, compressed: bool) -> DumpSession {
+        DumpSession {
+            id: id.into(),
+            parent_session_id: parent.map(Into::into),
+            ended: compressed,
+            end_reason: compressed.then(|| "compression".into()),
+            message_count: 1,
+            handoff_state: None,
+        }
+    }
+
+    fn handoff(child: &str) -> DumpMessage {
+        DumpMessage { session_id: child.into(), role: "system".into(), content: "continued".into() }
+    }
+
+    fn ack(i: u64) -> Ack {
+        Ack { op: "rotate".into(), i, parent: Some(format!("p{i}")), child: Some(format!("c{i}")) }
+    }
+
+    fn dump(sessions: Vec<DumpSession>, messages: Vec<DumpMessage>) -> Dump {
+        Dump { protocol: 1, integrity: "ok".into(), sessions, messages }
+    }
+
+    #[test]
+    fn complete_rotations_pass_and_an_unpublished_one_is_fine() {
+        let d = dump(
+            vec![session("p0", None, true), session("c0", Some("p0"), false), session("p1", None, false)],
+            vec![handoff("c0")],
+        );
+        assert!(check(&d, &[ack(0)]).found.is_empty());
+    }
+
+    #[test]
+    fn an_orphan_fires() {
+        let d = dump(vec![session("p0", None, true)], vec![]);
+        assert!(check(&d, &[]).found[0].contains("orphan"));
+    }
+
+    #[test]
+    fn a_continuation_of_a_live_parent_fires() {
+        let d = dump(vec![session("p0", None, false), session("c0", Some("p0"), false)], vec![handoff("c0")]);
+        assert!(check(&d, &[]).found[0].contains("not ended by compression"));
+    }
+
+    #[test]
+    fn a_lost_acked_rotation_fires() {
+        let d = dump(vec![], vec![]);
+        assert!(check(&d, &[ack(0)]).found[0].contains("acked rotation 0"));
+    }
+}

@@ -1,0 +1,125 @@
+//! The trial shared by the cells whose child works until killed (cells 1 and
+//! 3): spawn, wait for the window, confirm the child is alive, `SIGKILL` its
+//! group, reap, parse the acks, audit the leg, recover twice, then hand the
+//! recovered state and the acks to the cell's own check.
+//!
+//! Crash model: one `SIGKILL` per trial at a seeded number of acks; the only
+//! valid end of the child is death by that signal.
+
+use std::ffi::OsString;
+
+use crashcells_child::protocol::Ack;
+use crashcells_child::store::Dump;
+
+use crate::audit::audit;
+use crate::harness::Running;
+use crate::journal;
+use crate::kill::{WaitError, phase_delay, timed_target, wait_for_acks};
+use crate::plan::Job;
+use crate::report::KillPoint;
+use crate::trial::{Context, Outcome, Trial, TrialEnv};
+
+/// A cell's check: the violations in a recovered state, given the acks.
+pub type Check = fn(&Dump, &[Ack]) -> Violations;
+
+/// What a check found: a line per violation and the facts a reader needs.
+#[derive(Debug, Default)]
+pub struct Violations {
+    pub found: Vec<String>,
+    pub details: Vec<String>,
+}
+
+/// The child operation and window of a workload cell.
+pub struct Workload {
+    pub op: &'static str,
+    pub window: u64,
+    pub check: Check,
+}
+
+/// Runs trial `index` of `job`.
+pub fn trial(job: &Job, ctx: &Context, w: &Workload, index: u32) -> Trial {
+    let leg = job.leg.as_ref().expect("a live cell runs on a leg");
+    let env = match TrialEnv::new(ctx, leg, &format!("{}-{}-t{index}", job.cell.id, leg.name)) {
+        Ok(env) => env,
+        Err(e) => return Trial::new(index, None).conclude(Outcome::Error(format!("trial folder: {e}"))),
+    };
+    let seed = crate::seed::derive(job.seed, &[&index.to_string()]);
+    let mut trial = Trial::new(index, None);
+    let outcome = run(job, ctx, w, &env, seed, &mut trial);
+    trial.env = Some(env);
+    trial.conclude(outcome)
+}
+
+fn spawn(ctx: &Context, env: &TrialEnv, op: &str) -> std::io::Result<Running> {
+    let mut args: Vec<OsString> =
+        vec![op.into(), "--db".into(), env.db.clone().into(), "--acks".into(), env.acks.clone().into()];
+    if let Some(m) = &ctx.mutant {
+        args.extend(["--mutant".into(), m.into()]);
+    }
+    Running::spawn(ctx.child.command(&args, &env.home), Some(&env.stderr))
+}
+
+fn run(job: &Job, ctx: &Context, w: &Workload, env: &TrialEnv, seed: u64, trial: &mut Trial) -> Outcome {
+    let mut child = match spawn(ctx, env, w.op) {
+        Ok(c) => c,
+        Err(e) => return Outcome::Error(format!("could not start the child `{}`: {e}", ctx.child.display())),
+    };
+    let target = timed_target(w.window, seed);
+    let reached = match wait_for_acks(&mut child, &env.acks, target, ctx.deadline) {
+        Ok(r) => r,
+        Err(WaitError::Exited(why)) => return Outcome::Error(why),
+        Err(WaitError::Io(why)) => return Outcome::Error(why),
+        Err(WaitError::Deadline { acks }) => {
+            let tail = child.stderr_tail();
+            return Outcome::Error(format!(
+                "no progress: {acks} of {target} acks within the {:?} deadline; child killed{}",
+                ctx.deadline,
+                if tail.is_empty() { String::new() } else { format!(": {tail}") }
+            ));
+        }
+    };
+    std::thread::sleep(phase_delay(seed, reached.mean_op));
+    if !child.is_alive() {
+        return Outcome::Error(format!("child was not alive at the kill ({})", child.stderr_tail()));
+    }
+    let seen = crate::journal::Tail::default().poll(&env.acks).map_or(reached.acks, |l| l.saturating_sub(1));
+    trial.kill_point = Some(KillPoint { trial: trial.index, after_acks: seen, ..KillPoint::default() });
+    let reaped = child.kill_and_reap();
+    if !reaped.exit.is_sigkill() {
+        return Outcome::Error(format!("child ended by {} instead of SIGKILL: {}", reaped.exit, reaped.stderr_tail));
+    }
+    if reaped.leftover {
+        return Outcome::Error("a process of the child's group was left after the reap".into());
+    }
+    after_kill(job, ctx, w, env, trial)
+}
+
+/// Everything after the reap: acks, audit, recovery, checks.
+fn after_kill(job: &Job, ctx: &Context, w: &Workload, env: &TrialEnv, trial: &mut Trial) -> Outcome {
+    let leg = job.leg.as_ref().expect("a live cell runs on a leg");
+    let bytes = std::fs::read(&env.acks).unwrap_or_default();
+    let journal = match journal::parse(&bytes) {
+        Ok(j) => j,
+        Err(e) => return Outcome::Error(e.to_string()),
+    };
+    let Some(ready) = &journal.ready else {
+        return Outcome::Error("the child wrote no ready record".into());
+    };
+    if let Err(e) = super::check_protocol(ready) {
+        return Outcome::Error(e);
+    }
+    trial.acked = journal.acks.len() as u64;
+    trial.synchronous = ready.synchronous.clone();
+    let audit = audit(&env.db, ready, leg.journal_mode);
+    let honored = audit.honored;
+    let reason = audit.reason.clone();
+    trial.audit = Some(audit);
+    if !honored {
+        return Outcome::Skip(reason);
+    }
+    let recovered = match crate::verify::recover(ctx, env) {
+        Ok(r) => r,
+        Err(e) => return Outcome::Error(e),
+    };
+    super::judge(&recovered, &journal.acks, w.check, trial)
+}

@@ -1,0 +1,337 @@
+//! The command line: argument definitions (clap derive) and the commands
+//! that turn them into calls of the library. `main.rs` only calls [`main`].
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use crashcells_child::ops::{ChildOp, Mutant};
+
+use crate::catalog::Catalog;
+use crate::error::{Error, Result};
+use crate::harness::ChildCommand;
+use crate::matrix::Matrix;
+use crate::plan::{Selection, plan};
+use crate::report::{self, CellResult, Format, KillMode, Verdict};
+use crate::run::{self, Progress};
+use crate::trial::Context;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "crashcells",
+    version,
+    about = "Crash-persistence conformance cells for SQLite-backed session stores",
+    long_about = "Crash-persistence conformance cells for SQLite-backed session stores.\n\n\
+        Each cell runs a child process that writes to a real SQLite store, kills it with a real \
+        SIGKILL mid-write, recovers the database and checks one clause of the persistence contract, \
+        on every journal-mode leg of a matrix.\n\n\
+        Exit codes of `run`: 0 nothing fired, 1 a cell fired, 2 bad input or a harness error, \
+        3 nothing ran (every leg skipped).",
+    after_help = "Examples:\n  crashcells run                                  # the CI gate: every cell, default matrix\n  \
+        crashcells run --cell prefix-durability --mutant ack-before-commit\n  \
+        crashcells list\n  crashcells run --format json --out run.json"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run cells across a journal-mode matrix and report their verdicts.
+    Run(RunArgs),
+    /// List the cells of the catalog.
+    List(ListArgs),
+    /// Re-render a saved JSON report in another format.
+    Report(ReportArgs),
+    /// Internal: the reference child the driver re-executes.
+    #[command(subcommand, hide = true)]
+    Child(ChildOp),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum KillArg {
+    Timed,
+    Syscall,
+    All,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// Run only this cell (id or number); repeatable. Default: every cell.
+    #[arg(long = "cell", value_name = "ID|N")]
+    cells: Vec<String>,
+    /// A built-in matrix (default, audit) or a path to a matrix file.
+    #[arg(long, value_name = "NAME|PATH", default_value = "default")]
+    matrix: String,
+    /// Run only this leg of the matrix; repeatable.
+    #[arg(long = "leg", value_name = "NAME")]
+    legs: Vec<String>,
+    /// How the child is killed.
+    #[arg(long, value_enum, default_value = "timed")]
+    kill: KillArg,
+    /// Trials (or races) per result, instead of the catalog's.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    trials: Option<u32>,
+    /// Run only trial N of each result (what a repro command uses).
+    #[arg(long, value_name = "N")]
+    trial: Option<u32>,
+    /// The run's seed; every kill point derives from it. Default: a fresh one, printed.
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Run a deliberately broken variant of the reference store.
+    #[arg(long, value_name = "NAME")]
+    mutant: Option<String>,
+    #[command(flatten)]
+    output: OutputArgs,
+    /// Keep the evidence of fires and errors here [default: target/crashcells/evidence/RUN-ID].
+    #[arg(long, value_name = "DIR")]
+    evidence: Option<PathBuf>,
+    /// Where trials run [default: /dev/shm where writable, else the temp folder].
+    #[arg(long, value_name = "DIR")]
+    workdir: Option<PathBuf>,
+    /// Seconds any single wait of a trial may take before it is an error.
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = clap::value_parser!(u64).range(1..))]
+    deadline: u64,
+    /// Results run in parallel [default: the number of cores].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    jobs: Option<u64>,
+    /// Read the cell catalog from this folder instead of the built-in one.
+    #[arg(long, value_name = "DIR")]
+    catalog: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct OutputArgs {
+    /// The report's format.
+    #[arg(long, value_enum, default_value = "human")]
+    format: Format,
+    /// Write the report to this file; a human summary still goes to the terminal.
+    #[arg(long, value_name = "PATH")]
+    out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct ListArgs {
+    #[arg(long, value_enum, default_value = "human")]
+    format: ListFormat,
+    /// Read the cell catalog from this folder instead of the built-in one.
+    #[arg(long, value_name = "DIR")]
+    catalog: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ListFormat {
+    Human,
+    Json,
+}
+
+#[derive(Debug, Args)]
+struct ReportArgs {
+    /// A report written by `run --format json`.
+    #[arg(long, value_name = "RUN.json")]
+    from: PathBuf,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+/// Parses the command line, runs the command, and returns the exit code.
+/// Errors print one line on stderr and exit 2.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_error(e),
+    };
+    let outcome = match cli.command {
+        Command::Run(a) => cmd_run(a),
+        Command::List(a) => cmd_list(a),
+        Command::Report(a) => cmd_report(a),
+        Command::Child(op) => Ok(crashcells_child::main_with(op)),
+    };
+    outcome.unwrap_or_else(|e| {
+        eprintln!("crashcells: error: {e}");
+        2
+    })
+}
+
+/// Help and version print as clap makes them; a usage error prints its
+/// first line only, so that bad input costs one line.
+fn clap_error(e: clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 };
+    }
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or("bad arguments").trim_start_matches("error: ");
+    eprintln!("crashcells: error: {first} (see crashcells --help)");
+    2
+}
+
+fn load_catalog(dir: Option<&Path>) -> Result<Catalog> {
+    match dir {
+        Some(d) => Catalog::from_dir(d),
+        None => Catalog::embedded(),
+    }
+}
+
+fn cmd_list(a: ListArgs) -> Result<i32> {
+    let catalog = load_catalog(a.catalog.as_deref())?;
+    match a.format {
+        ListFormat::Json => println!("{}", serde_json::to_string_pretty(&catalog.cells).expect("cells serialize")),
+        ListFormat::Human => {
+            for c in &catalog.cells {
+                let status = match &c.reason {
+                    Some(r) => format!("stub: {r}"),
+                    None => format!("{:?} on {:?} legs", c.status, c.legs).to_lowercase(),
+                };
+                println!("{} {:<20} {}\n    {}", c.number, c.id, status, c.clause);
+            }
+        }
+    }
+    Ok(0)
+}
+
+fn cmd_report(a: ReportArgs) -> Result<i32> {
+    let text = std::fs::read_to_string(&a.from).map_err(Error::io("report", &a.from))?;
+    let report = report::Report::from_json(&a.from.display().to_string(), &text)?;
+    emit(&report, &a.output)?;
+    Ok(report.summary.exit_code())
+}
+
+/// Checks everything the user gave before any child runs.
+fn validate_mutant(m: &Option<String>) -> Result<()> {
+    let Some(name) = m else { return Ok(()) };
+    if Mutant::from_str(name, false).is_ok() {
+        return Ok(());
+    }
+    let known: Vec<_> = Mutant::value_variants()
+        .iter()
+        .filter_map(|v| v.to_possible_value())
+        .map(|p| p.get_name().to_string())
+        .collect();
+    Err(Error::Usage(format!("unknown mutant `{name}` (known: {})", known.join(", "))))
+}
+
+fn check_out_path(out: &Option<PathBuf>) -> Result<()> {
+    let Some(path) = out else { return Ok(()) };
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(Error::Usage(format!("--out {}: folder {} does not exist", path.display(), parent.display())));
+    }
+    if path.is_dir() {
+        return Err(Error::Usage(format!("--out {}: is a folder", path.display())));
+    }
+    Ok(())
+}
+
+fn kills(k: KillArg) -> Vec<KillMode> {
+    match k {
+        KillArg::Timed => vec![KillMode::Timed],
+        KillArg::Syscall => vec![KillMode::Syscall],
+        KillArg::All => vec![KillMode::Timed, KillMode::Syscall],
+    }
+}
+
+fn cmd_run(a: RunArgs) -> Result<i32> {
+    validate_mutant(&a.mutant)?;
+    check_out_path(&a.output.out)?;
+    let catalog = load_catalog(a.catalog.as_deref())?;
+    let matrix = Matrix::load(&a.matrix)?;
+    let seed = a.seed.unwrap_or_else(crate::seed::fresh);
+    let selection = Selection { cells: a.cells.clone(), legs: a.legs.clone(), kills: kills(a.kill) };
+    let jobs = plan(&catalog, &matrix, &selection, seed)?;
+    let run_id = run::run_id();
+    let workdir = a.workdir.clone().unwrap_or_else(run::default_workdir);
+    if !workdir.is_dir() {
+        return Err(Error::Usage(format!("--workdir {}: not a folder", workdir.display())));
+    }
+    let evidence_root = a.evidence.clone().unwrap_or_else(|| PathBuf::from("target/crashcells/evidence")).join(&run_id);
+    if evidence_root.parent().is_some_and(|p| p.exists() && !p.is_dir()) {
+        return Err(Error::Usage(format!(
+            "--evidence {}: not a folder",
+            evidence_root.parent().unwrap_or(&evidence_root).display()
+        )));
+    }
+    let work = tempfile::Builder::new()
+        .prefix(&format!("crashcells-{run_id}-"))
+        .tempdir_in(&workdir)
+        .map_err(Error::io("work folder in", &workdir))?;
+    let ctx = Context {
+        child: ChildCommand::reference().map_err(Error::io("own executable", "."))?,
+        work_root: work.path().to_path_buf(),
+        evidence_root,
+        mutant: a.mutant.clone(),
+        deadline: Duration::from_secs(a.deadline),
+        trials: a.trials,
+        only_trial: a.trial,
+        seed,
+        matrix_arg: a.matrix.clone(),
+        child_arg: None,
+    };
+    eprintln!(
+        "crashcells: run {run_id}, seed {seed}, matrix {}, {} results, trials in {}",
+        matrix.name,
+        jobs.len(),
+        workdir.display()
+    );
+    let started = Instant::now();
+    let threads = a.jobs.map_or_else(default_jobs, |j| j as usize);
+    let results = run::execute(&jobs, &ctx, threads, &StderrProgress);
+    let report = run::report(&ctx, &run_id, &workdir, results, started);
+    emit(&report, &a.output)?;
+    Ok(report.summary.exit_code())
+}
+
+fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// Writes the report: to `--out` (atomically) in the chosen format with a
+/// human summary on stdout, or to stdout in the chosen format.
+fn emit(report: &report::Report, out: &OutputArgs) -> Result<()> {
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let text = report::render(report, out.format, color && out.out.is_none())?;
+    match &out.out {
+        None => print!("{text}"),
+        Some(path) => {
+            write_atomically(path, &text)?;
+            print!("{}", report::render(report, Format::Human, color)?);
+            eprintln!("crashcells: report written to {}", path.display());
+        }
+    }
+    Ok(())
+}
+
+/// Writes `text` beside `path` and renames it into place, so that a reader
+/// never sees half a report.
+pub fn write_atomically(path: &Path, text: &str) -> Result<()> {
+    use std::io::Write;
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(Error::io("--out folder", dir))?;
+    tmp.write_all(text.as_bytes()).map_err(Error::io("--out", path))?;
+    tmp.persist(path).map_err(|e| Error::io("--out", path)(e.error))?;
+    Ok(())
+}
+
+struct StderrProgress;
+
+impl Progress for StderrProgress {
+    fn started(&self, _total: usize) {}
+
+    fn finished(&self, done: usize, total: usize, r: &CellResult) {
+        let mark = if r.verdict == Verdict::Pass { "" } else { " <-" };
+        eprintln!(
+            "[{done:>2}/{total}] {:<5} {} / {} / {} ({:.2}s){mark}",
+            r.verdict.as_str(),
+            r.cell,
+            r.leg,
+            r.kill.as_str(),
+            r.duration_ms as f64 / 1000.0
+        );
+    }
+}

@@ -1,0 +1,33 @@
+//! The harness's own errors: bad input, or a step the harness could not take.
+//! A violated clause is never one of these; it is a result with verdict `fire`.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("catalog {file}: {message}")]
+    Catalog { file: String, message: String },
+    #[error("matrix {file}: {message}")]
+    Matrix { file: String, message: String },
+    #[error("{0}")]
+    Usage(String),
+    #[error("{what} {}: {source}", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("report {file}: {message}")]
+    Report { file: String, message: String },
+}
+
+impl Error {
+    /// Wraps an I/O error with the thing and the path it concerns.
+    pub fn io(what: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
+        let path = path.into();
+        move |source| Error::Io { what, path, source }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

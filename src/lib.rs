@@ -1,0 +1,23 @@
+//! crashcells: a crash-persistence conformance harness for SQLite-backed
+//! session stores.
+//!
+//! Data flows one way: plan (cells × legs × kill modes, seeded) → per trial a
+//! private folder and isolated config home → spawn → acks and barriers →
+//! kill → reap and classify the exit → audit the on-disk mode → recovery
+//! passes → invariants → verdict and evidence → renderers.
+
+pub mod audit;
+pub mod catalog;
+pub mod cells;
+pub mod cli;
+pub mod error;
+pub mod harness;
+pub mod journal;
+pub mod kill;
+pub mod matrix;
+pub mod plan;
+pub mod report;
+pub mod run;
+pub mod seed;
+pub mod trial;
+pub mod verify;

@@ -1,0 +1,116 @@
+//! The plan of a run: which cell runs on which leg with which kill mode, and
+//! the seed each result derives from the run's seed.
+
+use crate::catalog::{Catalog, Cell, Legs, Status};
+use crate::error::{Error, Result};
+use crate::matrix::{Leg, Matrix};
+use crate::report::KillMode;
+
+/// One result to produce.
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub cell: Cell,
+    /// `None` for a stub, which runs on no leg.
+    pub leg: Option<Leg>,
+    pub kill: KillMode,
+    pub seed: u64,
+}
+
+/// What the user narrowed the run to.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    pub cells: Vec<String>,
+    pub legs: Vec<String>,
+    pub kills: Vec<KillMode>,
+}
+
+/// Plans cells × legs × kill modes. Stubs appear once each, so that every
+/// run reports them; a leg filter that names no leg of the matrix is an error.
+pub fn plan(catalog: &Catalog, matrix: &Matrix, sel: &Selection, seed: u64) -> Result<Vec<Job>> {
+    let cells: Vec<&Cell> = if sel.cells.is_empty() {
+        catalog.cells.iter().collect()
+    } else {
+        sel.cells.iter().map(|k| catalog.find(k)).collect::<Result<_>>()?
+    };
+    for name in &sel.legs {
+        if !matrix.legs.iter().any(|l| &l.name == name) {
+            let known: Vec<_> = matrix.legs.iter().map(|l| l.name.as_str()).collect();
+            return Err(Error::Usage(format!(
+                "unknown leg `{name}` in matrix {} (legs: {})",
+                matrix.name,
+                known.join(", ")
+            )));
+        }
+    }
+    let mut jobs = Vec::new();
+    for cell in cells {
+        if cell.status == Status::Stub {
+            let kill = sel.kills.first().copied().unwrap_or(KillMode::Timed);
+            jobs.push(Job { cell: cell.clone(), leg: None, kill, seed: crate::seed::derive(seed, &[&cell.id]) });
+            continue;
+        }
+        for leg in legs_for(cell, matrix, &sel.legs) {
+            for &kill in &sel.kills {
+                let s = crate::seed::derive(seed, &[&cell.id, &leg.name, kill.as_str()]);
+                jobs.push(Job { cell: cell.clone(), leg: Some(leg.clone()), kill, seed: s });
+            }
+        }
+    }
+    Ok(jobs)
+}
+
+fn legs_for<'m>(cell: &Cell, matrix: &'m Matrix, only: &[String]) -> impl Iterator<Item = &'m Leg> {
+    let cell_legs = cell.legs;
+    let wanted = |l: &&Leg| only.is_empty() || only.contains(&l.name);
+    // A default-only cell runs on the matrix's resolver-default legs; other legs
+    // are not planned for it (and not reported as skips).
+    matrix.legs.iter().filter(move |l| cell_legs == Legs::All || l.is_resolver_default()).filter(wanted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sel(cells: &[&str]) -> Selection {
+        Selection { cells: cells.iter().map(|s| s.to_string()).collect(), legs: vec![], kills: vec![KillMode::Timed] }
+    }
+
+    #[test]
+    fn default_gate_plans_live_cells_on_their_legs_and_stubs_once() {
+        let jobs = plan(&Catalog::embedded().unwrap(), &Matrix::load("default").unwrap(), &sel(&[]), 7).unwrap();
+        let shape: Vec<_> = jobs.iter().map(|j| (j.cell.number, j.leg.as_ref().map(|l| l.name.as_str()))).collect();
+        assert_eq!(
+            shape,
+            [
+                (1, Some("default")),
+                (1, Some("delete")),
+                (1, Some("wal")),
+                (2, Some("default")),
+                (3, Some("default")),
+                (3, Some("delete")),
+                (3, Some("wal")),
+                (4, None),
+                (5, None),
+            ]
+        );
+    }
+
+    #[test]
+    fn result_seeds_do_not_depend_on_filters() {
+        let (c, m) = (Catalog::embedded().unwrap(), Matrix::load("default").unwrap());
+        let all = plan(&c, &m, &sel(&[]), 7).unwrap();
+        let mut one = sel(&["1"]);
+        one.legs = vec!["wal".into()];
+        let narrowed = plan(&c, &m, &one, 7).unwrap();
+        assert_eq!(narrowed.len(), 1);
+        assert_eq!(narrowed[0].seed, all[2].seed);
+    }
+
+    #[test]
+    fn unknown_leg_is_an_error() {
+        let mut s = sel(&[]);
+        s.legs = vec!["wall".into()];
+        let e = plan(&Catalog::embedded().unwrap(), &Matrix::load("default").unwrap(), &s, 7).unwrap_err();
+        assert!(e.to_string().contains("unknown leg `wall`"), "{e}");
+    }
+}

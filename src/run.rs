@@ -1,0 +1,85 @@
+//! Running a plan: the run's work folder, the jobs spread over `--jobs`
+//! threads, progress on stderr, and the report.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use crate::cells;
+use crate::plan::Job;
+use crate::report::{CellResult, Report, SCHEMA, Summary};
+use crate::trial::Context;
+
+/// Where trials run when `--workdir` is not given: a memory-backed folder
+/// where there is one. A `SIGKILL` tests the process's contract, not the
+/// device, so memory is a fair place and much faster than a disk.
+pub fn default_workdir() -> PathBuf {
+    let shm = PathBuf::from("/dev/shm");
+    let writable = tempfile::Builder::new().prefix(".crashcells-probe-").tempdir_in(&shm).is_ok();
+    if shm.is_dir() && writable { shm } else { std::env::temp_dir() }
+}
+
+/// A run's identity: time and pid, so two runs at once never share a folder.
+pub fn run_id() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    format!("{secs}-{}", std::process::id())
+}
+
+/// Prints progress to stderr as results finish.
+pub trait Progress: Sync {
+    fn started(&self, total: usize);
+    fn finished(&self, done: usize, total: usize, result: &CellResult);
+}
+
+/// Runs every job on up to `jobs` threads; results come back in plan order.
+pub fn execute(plan: &[Job], ctx: &Context, jobs: usize, progress: &dyn Progress) -> Vec<CellResult> {
+    progress.started(plan.len());
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let slots: Mutex<Vec<Option<CellResult>>> = Mutex::new(vec![None; plan.len()]);
+    std::thread::scope(|s| {
+        for _ in 0..jobs.clamp(1, plan.len().max(1)) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(job) = plan.get(i) else { break };
+                    let result = cells::run_job(job, ctx);
+                    let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+                    progress.finished(n, plan.len(), &result);
+                    slots.lock().expect("no thread panics holding the slots")[i] = Some(result);
+                }
+            });
+        }
+    });
+    slots.into_inner().expect("no thread panicked").into_iter().flatten().collect()
+}
+
+/// Builds the report of a finished run.
+pub fn report(
+    ctx: &Context,
+    run_id: &str,
+    workdir: &std::path::Path,
+    results: Vec<CellResult>,
+    started: Instant,
+) -> Report {
+    Report {
+        schema: SCHEMA.to_string(),
+        crashcells_version: env!("CARGO_PKG_VERSION").to_string(),
+        sqlite_version: rusqlite_version(),
+        seed: ctx.seed,
+        matrix: ctx.matrix_arg.clone(),
+        duration_ms: started.elapsed().as_millis() as u64,
+        run_id: run_id.to_string(),
+        workdir: workdir.display().to_string(),
+        child: ctx.child_arg.clone().unwrap_or_else(|| "reference".into()),
+        interrupted: false,
+        summary: Summary::of(&results),
+        results,
+    }
+}
+
+/// The SQLite version of the reference store linked into this binary.
+pub fn rusqlite_version() -> String {
+    crashcells_child::resolver::SqliteVersion::linked().to_string()
+}
