@@ -1,0 +1,66 @@
+//! Each cell in both directions: it passes on the reference store and fires
+//! on the mutant made to break its clause.
+
+use crate::common::{results, run_json, scratch};
+
+#[test]
+fn prefix_durability_passes_on_the_reference_store() {
+    let dir = scratch();
+    let (code, report) = run_json(&["run", "--cell", "prefix-durability", "--seed", "11"], dir.path());
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["schema"], "crashcells.report.v1");
+    for r in results(&report, "prefix-durability") {
+        assert!(r["verdict"] == "pass" || r["verdict"] == "skip", "{r:#}");
+        if r["verdict"] == "pass" {
+            assert!(r["acked"].as_u64().unwrap() >= 200, "{r:#}");
+        }
+    }
+    let legs: Vec<_> = results(&report, "prefix-durability").iter().map(|r| r["leg"].clone()).collect();
+    assert_eq!(legs, ["default", "delete", "wal"]);
+}
+
+#[test]
+fn prefix_durability_fires_on_ack_before_commit() {
+    let dir = scratch();
+    let args = ["run", "--cell", "1", "--mutant", "ack-before-commit", "--seed", "12"];
+    let (code, report) = run_json(&args, dir.path());
+    assert_eq!(code, 1, "{report:#}");
+    let fired: Vec<_> = results(&report, "prefix-durability").into_iter().filter(|r| r["verdict"] == "fire").collect();
+    assert!(!fired.is_empty(), "{report:#}");
+    assert!(fired[0]["reason"].as_str().unwrap().contains("was lost"), "{:#}", fired[0]);
+}
+
+#[test]
+fn consume_once_passes_on_the_reference_store_and_fires_on_racy_claim() {
+    let dir = scratch();
+    let (code, report) = run_json(&["run", "--cell", "consume-once", "--seed", "13"], dir.path());
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(results(&report, "consume-once")[0]["trials"], 20);
+    let (code, report) = run_json(&["run", "--cell", "2", "--mutant", "racy-claim", "--seed", "13"], dir.path());
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(results(&report, "consume-once")[0]["verdict"], "fire");
+}
+
+#[test]
+fn rotation_atomicity_passes_on_the_reference_store_and_fires_on_split_rotation() {
+    let dir = scratch();
+    let (code, report) = run_json(&["run", "--cell", "rotation-atomicity", "--seed", "14"], dir.path());
+    assert_eq!(code, 0, "{report:#}");
+    let (code, report) = run_json(&["run", "--cell", "3", "--mutant", "split-rotation", "--seed", "14"], dir.path());
+    assert_eq!(code, 1, "{report:#}");
+    let fired = results(&report, "rotation-atomicity").into_iter().find(|r| r["verdict"] == "fire").expect("a fire");
+    assert!(fired["reason"].as_str().unwrap().contains("orphan"), "{fired:#}");
+}
+
+#[test]
+fn stubs_are_reported_and_never_pass() {
+    let dir = scratch();
+    let (_, report) = run_json(&["run", "--cell", "4", "--cell", "5", "--seed", "1"], dir.path());
+    for id in ["fork-determinism", "outbox-exactly-once"] {
+        let r = results(&report, id);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0]["verdict"], "stub");
+        assert!(!r[0]["reason"].as_str().unwrap().is_empty());
+    }
+    assert_eq!(report["summary"]["pass"], 0);
+}

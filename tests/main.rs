@@ -1,0 +1,6 @@
+//! The integration tests: one binary, one module per concern. They run the
+//! real `crashcells` binary, as users and CI do.
+
+mod cells;
+mod cli;
+mod common;
