@@ -100,6 +100,10 @@ struct RunArgs {
     /// Read the cell catalog from this folder instead of the built-in one.
     #[arg(long, value_name = "DIR")]
     catalog: Option<PathBuf>,
+    /// Run this command as the child instead of the reference store: the
+    /// driver runs `CMD ARGS <op> ...` (see docs/PROTOCOL.md).
+    #[arg(long, value_name = "'CMD ARGS'")]
+    child: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -203,9 +207,18 @@ fn cmd_report(a: ReportArgs) -> Result<i32> {
     Ok(report.summary.exit_code())
 }
 
-/// Checks everything the user gave before any child runs.
-fn validate_mutant(m: &Option<String>) -> Result<()> {
-    let Some(name) = m else { return Ok(()) };
+/// The child to run: `--child` if given, else this binary as the reference child.
+pub fn child_command(arg: Option<&str>) -> Result<ChildCommand> {
+    match arg {
+        None => ChildCommand::reference().map_err(Error::io("own executable", ".")),
+        Some(line) => ChildCommand::parse(line).ok_or_else(|| Error::Usage("--child: empty command".into())),
+    }
+}
+
+/// Checks everything the user gave before any child runs. Mutants are the
+/// reference store's; an external child gets the name as it is.
+fn validate_mutant(m: &Option<String>, external_child: bool) -> Result<()> {
+    let Some(name) = m.as_ref().filter(|_| !external_child) else { return Ok(()) };
     if Mutant::from_str(name, false).is_ok() {
         return Ok(());
     }
@@ -238,7 +251,7 @@ fn kills(k: KillArg) -> Vec<KillMode> {
 }
 
 fn cmd_run(a: RunArgs) -> Result<i32> {
-    validate_mutant(&a.mutant)?;
+    validate_mutant(&a.mutant, a.child.is_some())?;
     check_out_path(&a.output.out)?;
     let catalog = load_catalog(a.catalog.as_deref())?;
     let matrix = Matrix::load(&a.matrix)?;
@@ -262,7 +275,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         .tempdir_in(&workdir)
         .map_err(Error::io("work folder in", &workdir))?;
     let ctx = Context {
-        child: ChildCommand::reference().map_err(Error::io("own executable", "."))?,
+        child: child_command(a.child.as_deref())?,
         work_root: work.path().to_path_buf(),
         evidence_root,
         mutant: a.mutant.clone(),
@@ -271,7 +284,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         only_trial: a.trial,
         seed,
         matrix_arg: a.matrix.clone(),
-        child_arg: None,
+        child_arg: a.child.clone(),
     };
     eprintln!(
         "crashcells: run {run_id}, seed {seed}, matrix {}, {} results, trials in {}",
