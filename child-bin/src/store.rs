@@ -77,13 +77,22 @@ fn with_retry<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result
     }
 }
 
+/// Sets the busy timeout with the pragma rather than rusqlite's
+/// `Connection::busy_timeout`: that one also calls `sqlite3_set_clientdata`,
+/// which SQLite only has since 3.44.0, and the `system-sqlite` build must
+/// link against older (affected) libraries such as Debian's 3.40.1.
+fn set_busy_timeout(conn: &Connection) -> rusqlite::Result<()> {
+    let ms = BUSY_TIMEOUT.as_millis();
+    conn.query_row(&format!("PRAGMA busy_timeout = {ms}"), [], |_| Ok(()))
+}
+
 impl Store {
     /// Opens (creating if needed) the store at `path`, steered by `config`
     /// through the resolver.
     pub fn open(path: &Path, config: DatabaseConfig) -> rusqlite::Result<Store> {
         let decision = resolve(config, SqliteVersion::linked(), file_header_is_wal(path));
         let conn = Connection::open(path)?;
-        conn.busy_timeout(BUSY_TIMEOUT)?;
+        set_busy_timeout(&conn)?;
         let journal_mode: String =
             with_retry(|| conn.query_row(&format!("PRAGMA journal_mode={}", decision.applied), [], |r| r.get(0)))?;
         if let Some(level) = decision.synchronous {
@@ -299,7 +308,7 @@ pub struct DumpMessage {
 /// resolver: recovery must not change the mode under audit.
 pub fn dump(path: &Path) -> rusqlite::Result<Dump> {
     let conn = Connection::open(path)?;
-    conn.busy_timeout(BUSY_TIMEOUT)?;
+    set_busy_timeout(&conn)?;
     let integrity = integrity_check(&conn)?;
     let sessions = conn
         .prepare(
