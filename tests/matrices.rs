@@ -209,3 +209,34 @@ fn a_run_where_nothing_ran_exits_3_with_a_line() {
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(stderr.lines().any(|l| l.starts_with("crashcells: nothing ran:")), "{stderr}");
 }
+
+/// `run --matrix audit` runs cells 1 and 3 on every audit leg and reports the
+/// mode and level each ran at. Under a kill, `journal_mode=off` and `memory`
+/// can tear a commit (SQLite keeps no rollback journal on disk for them), so
+/// those legs may fire; every other leg must pass.
+#[cfg(feature = "bundled")]
+#[test]
+fn run_on_the_audit_matrix_reports_mode_and_level_per_leg() {
+    let dir = scratch();
+    let args = ["run", "--matrix", "audit", "--cell", "1", "--cell", "3", "--trials", "1", "--seed", "4"];
+    let (code, report) = crate::common::run_json(&args, dir.path());
+    let matrix = crashcells::matrix::Matrix::load("audit").unwrap();
+    for cell in ["prefix-durability", "rotation-atomicity"] {
+        let results = crate::common::results(&report, cell);
+        assert_eq!(results.len(), matrix.legs.len(), "{cell}");
+        for (r, leg) in results.iter().zip(&matrix.legs) {
+            assert_eq!(r["leg"], leg.name.as_str());
+            let mode = leg.journal_mode.map_or("wal".to_string(), |m| m.to_string());
+            assert_eq!(r["effective_mode"], mode.as_str(), "{r}");
+            let level = leg.synchronous.map_or("full".to_string(), |s| s.to_string());
+            assert_eq!(r["synchronous"], level.as_str(), "{r}");
+            let may_tear = matches!(mode.as_str(), "off" | "memory");
+            let ok = r["verdict"] == "pass" || (may_tear && r["verdict"] == "fire");
+            assert!(ok, "{r}");
+        }
+    }
+    assert!(code == 0 || code == 1, "{code}");
+    let out = run(&["run", "--matrix", "audit", "--leg", "wal-sync-off", "--cell", "1", "--trials", "1"], dir.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.lines().any(|l| l.contains("wal-sync-off") && l.contains("wal/off")), "{stdout}");
+}
