@@ -314,6 +314,57 @@ mod tests {
         assert_eq!(sanitize("../x y"), "___x_y");
     }
 
+    fn fixed_row(leg: &str, requested: Option<&str>, honored: bool) -> Row {
+        let gate = requested.is_none_or(|m| m == "wal");
+        let (decided_by, reason) = if gate {
+            ("wal-reset-gate", "WAL-reset gate: SQLite 3.40.1 is affected, so WAL is refused and DELETE applied")
+        } else {
+            ("config", "config asked for delete")
+        };
+        Row {
+            leg: leg.into(),
+            requested_mode: requested.map(String::from),
+            requested_synchronous: Some("off".into()),
+            resolver: Some(ResolverRow {
+                decided_by: decided_by.into(),
+                applied: "delete".into(),
+                reason: reason.into(),
+            }),
+            ran_mode: "delete".into(),
+            ran_synchronous: Some("off".into()),
+            header: Family::Rollback,
+            artefacts: Artefacts { wal: None, journal: Some(0), journal_zeroed: false },
+            effective_mode: "delete".into(),
+            honored,
+            reason: if honored { String::new() } else { format!("requested wal, child ran delete: {reason}") },
+            sqlite_version: "3.40.1".into(),
+            sqlite_source_id: Some("2022-12-28 abc".into()),
+            acked: 20,
+        }
+    }
+
+    #[test]
+    fn human_audit_shows_a_row_per_leg_and_why_not_honored() {
+        let rows = vec![
+            fixed_row("default", None, true),
+            fixed_row("delete", Some("delete"), true),
+            fixed_row("wal", Some("wal"), false),
+        ];
+        let report = AuditReport {
+            schema: SCHEMA.into(),
+            crashcells_version: "0.0.0".into(),
+            matrix: "default".into(),
+            workdir: "/tmp".into(),
+            filesystem: "ext2/3/4".into(),
+            child: "reference".into(),
+            summary: AuditSummary { legs: 3, honored: 2, not_honored: 1 },
+            rows,
+        };
+        insta::assert_snapshot!(report.to_human());
+        let back: AuditReport = serde_json::from_str(&report.to_json()).unwrap();
+        assert_eq!(back, report);
+    }
+
     #[test]
     fn the_filesystem_of_a_folder_has_a_name() {
         assert_ne!(filesystem_name(&std::env::temp_dir()), "unknown");
