@@ -19,6 +19,9 @@ use crate::trial::{Context, Outcome, Trial};
 use crate::verify::Recovered;
 use workload::{Check, Violations};
 
+/// The reason of a result whose trial was cut short by `SIGINT`/`SIGTERM`.
+pub const INTERRUPTED: &str = "interrupted before a verdict";
+
 /// The child must speak our protocol version; anything else is an error.
 pub fn check_protocol(ready: &Ready) -> Result<(), String> {
     if ready.protocol == PROTOCOL {
@@ -86,14 +89,26 @@ pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
         let trial = run_trial(job, ctx, index);
         let decisive = trial.outcome != Outcome::Pass;
         trials.push(trial);
-        if decisive {
+        if decisive || crate::harness::interrupted().is_some() {
             break;
         }
     }
+    mark_interrupted(&mut trials);
     let mut result = fold(job, ctx, &mut trials);
     result.duration_ms = start.elapsed().as_millis() as u64;
     keep_evidence(ctx, &mut result, trials);
     result
+}
+
+/// A trial that ended in an error while the run was being interrupted owes
+/// the error to the interruption (its waits gave up), whatever it says.
+fn mark_interrupted(trials: &mut [Trial]) {
+    let Some(last) = trials.last_mut() else { return };
+    if let (Outcome::Error(why), Some(_)) = (&last.outcome, crate::harness::interrupted())
+        && !why.starts_with(INTERRUPTED)
+    {
+        last.outcome = Outcome::Error(format!("{INTERRUPTED} ({why})"));
+    }
 }
 
 fn base_result(job: &Job, ctx: &Context, verdict: Verdict, reason: String, trials: u32) -> CellResult {
