@@ -45,7 +45,7 @@ pub fn execute(plan: &[Job], ctx: &Context, jobs: usize, progress: &dyn Progress
                 while crate::harness::interrupted().is_none() {
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(job) = plan.get(i) else { break };
-                    let result = cells::run_job(job, ctx);
+                    let result = cells::run_job_guarded(job, ctx);
                     let n = done.fetch_add(1, Ordering::SeqCst) + 1;
                     progress.finished(n, plan.len(), &result);
                     slots.lock().expect("no thread panics holding the slots")[i] = Some(result);

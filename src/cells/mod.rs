@@ -73,6 +73,25 @@ fn run_trial(job: &Job, ctx: &Context, index: u32) -> Trial {
     }
 }
 
+/// Produces the result of one job; a panic in a probe (a bug of the
+/// harness) becomes this result's `error` rather than the end of the run and
+/// the loss of every other result. Its children die as the unwinding drops
+/// their handles.
+pub fn run_job_guarded(job: &Job, ctx: &Context) -> CellResult {
+    let start = Instant::now();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_job(job, ctx))) {
+        Ok(result) => result,
+        Err(panic) => {
+            let what =
+                panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned());
+            let why = format!("the harness panicked: {}", what.unwrap_or_else(|| "no message".into()));
+            let mut result = base_result(job, ctx, Verdict::Error, why, 0);
+            result.duration_ms = start.elapsed().as_millis() as u64;
+            result
+        }
+    }
+}
+
 /// Produces the result of one job.
 pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
     let start = Instant::now();
