@@ -10,6 +10,8 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::Signal;
+
 use crate::common::{bin, run_json, scratch};
 
 /// Pids of live processes (not this test) whose command line mentions `needle`.
@@ -91,16 +93,21 @@ fn a_driver_killed_with_sigkill_leaves_no_child() {
 }
 
 #[test]
-fn sigint_kills_the_children_and_writes_a_partial_report() {
+fn sigint_and_sigterm_kill_the_children_and_write_a_partial_report() {
+    interrupt_with(Signal::SIGINT);
+    interrupt_with(Signal::SIGTERM);
+}
+
+fn interrupt_with(signal: Signal) {
     let dir = scratch();
     let workdir = dir.path().join("work");
     std::fs::create_dir(&workdir).unwrap();
     let out = dir.path().join("run.json");
     let out_arg = out.to_str().unwrap();
     let mut driver = start_long_run(&workdir, &["--format", "json", "--out", out_arg]);
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(driver.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(driver.id() as i32), signal).unwrap();
     let code = wait_bounded(&mut driver, Duration::from_secs(30));
-    assert_eq!(code, Some(130), "an interrupted run exits 128 + SIGINT");
+    assert_eq!(code, Some(128 + signal as i32), "an interrupted run exits 128 + {signal}");
     let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(report["interrupted"], true, "{report}");
     assert!(processes_mentioning(&workdir).is_empty(), "children left: {:?}", processes_mentioning(&workdir));
