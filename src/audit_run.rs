@@ -163,6 +163,7 @@ fn run_and_kill(setup: &AuditSetup, f: &LegFiles) -> std::result::Result<u64, St
         Err(WaitError::Deadline { acks }) => {
             return Err(format!("{acks} of {AUDIT_ACKS} acks within the {:?} deadline", setup.deadline));
         }
+        Err(WaitError::Interrupted) => return Err("interrupted".into()),
     };
     let reaped = child.kill_and_reap();
     if !reaped.exit.is_sigkill() {

@@ -27,7 +27,8 @@ use crate::trial::Context;
         SIGKILL mid-write, recovers the database and checks one clause of the persistence contract, \
         on every journal-mode leg of a matrix.\n\n\
         Exit codes of `run`: 0 nothing fired, 1 a cell fired, 2 bad input or a harness error, \
-        3 nothing ran (every leg skipped).",
+        3 nothing ran (every leg skipped), 130 or 143 interrupted by SIGINT or SIGTERM (the \
+        children are killed and a partial report with `interrupted: true` is written).",
     after_help = "Examples:\n  crashcells run                                  # the CI gate: every cell, default matrix\n  \
         crashcells run --cell prefix-durability --mutant ack-before-commit\n  \
         crashcells list\n  crashcells audit --matrix audit\n  crashcells run --format json --out run.json"
@@ -254,6 +255,9 @@ fn validate_mutant(m: &Option<String>, external_child: bool) -> Result<()> {
 fn check_out_path(out: &Option<PathBuf>) -> Result<()> {
     let Some(path) = out else { return Ok(()) };
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if parent.exists() && !parent.is_dir() {
+        return Err(Error::Usage(format!("--out {}: {} is not a folder", path.display(), parent.display())));
+    }
     if !parent.is_dir() {
         return Err(Error::Usage(format!("--out {}: folder {} does not exist", path.display(), parent.display())));
     }
@@ -261,6 +265,17 @@ fn check_out_path(out: &Option<PathBuf>) -> Result<()> {
         return Err(Error::Usage(format!("--out {}: is a folder", path.display())));
     }
     Ok(())
+}
+
+/// The evidence folder is made on first use, deep inside a run; a path that
+/// can never become a folder (a file on the way) is bad input now, not a
+/// lost piece of evidence later.
+fn check_evidence_path(root: &Path) -> Result<()> {
+    let blocker = root.ancestors().find(|p| p.exists()).filter(|p| !p.is_dir());
+    match blocker {
+        Some(file) => Err(Error::Usage(format!("--evidence: {} is not a folder", file.display()))),
+        None => Ok(()),
+    }
 }
 
 fn kills(k: KillArg) -> Vec<KillMode> {
@@ -285,12 +300,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         return Err(Error::Usage(format!("--workdir {}: not a folder", workdir.display())));
     }
     let evidence_root = a.evidence.clone().unwrap_or_else(|| PathBuf::from("target/crashcells/evidence")).join(&run_id);
-    if evidence_root.parent().is_some_and(|p| p.exists() && !p.is_dir()) {
-        return Err(Error::Usage(format!(
-            "--evidence {}: not a folder",
-            evidence_root.parent().unwrap_or(&evidence_root).display()
-        )));
-    }
+    check_evidence_path(&evidence_root)?;
     let work = tempfile::Builder::new()
         .prefix(&format!("crashcells-{run_id}-"))
         .tempdir_in(&workdir)
@@ -313,12 +323,13 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         jobs.len(),
         workdir.display()
     );
+    crate::harness::catch_interrupts().map_err(Error::io("signal handlers", "."))?;
     let started = Instant::now();
     let threads = a.jobs.map_or_else(default_jobs, |j| j as usize);
     let results = run::execute(&jobs, &ctx, threads, &StderrProgress);
     let report = run::report(&ctx, &run_id, &workdir, results, started);
     emit(&report, &a.output)?;
-    let code = report.summary.exit_code();
+    let code = run_exit_code(&report, jobs.len());
     if code == 3 {
         eprintln!("crashcells: {}", nothing_ran(&report.summary));
     }
@@ -364,6 +375,15 @@ fn cmd_audit(a: AuditArgs) -> Result<i32> {
         ListFormat::Human => print!("{}", report.to_human()),
     }
     Ok(0)
+}
+
+/// The report's exit code, or `128 + signal` for an interrupted run, as
+/// shells report a process the signal ended.
+fn run_exit_code(report: &report::Report, planned: usize) -> i32 {
+    let Some(sig) = crate::harness::interrupted() else { return report.summary.exit_code() };
+    let name = nix::sys::signal::Signal::try_from(sig).map_or_else(|_| sig.to_string(), |s| s.as_str().to_string());
+    eprintln!("crashcells: interrupted by {name}: partial report of {} of {planned} results", report.results.len());
+    128 + sig
 }
 
 fn default_jobs() -> usize {

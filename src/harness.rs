@@ -12,6 +12,8 @@ use std::ffi::OsString;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -27,6 +29,9 @@ pub const POLL: Duration = Duration::from_micros(200);
 pub enum Exit {
     Code(i32),
     Signal(i32),
+    /// The child did not end within [`KILL_GRACE`] of its `SIGKILL` (stuck in
+    /// the kernel, say); it may still exist.
+    Unreaped,
 }
 
 impl Exit {
@@ -52,6 +57,7 @@ impl std::fmt::Display for Exit {
                 Ok(sig) => write!(f, "signal {}", sig.as_str()),
                 Err(_) => write!(f, "signal {s}"),
             },
+            Exit::Unreaped => write!(f, "no end within {KILL_GRACE:?} of SIGKILL"),
         }
     }
 }
@@ -111,11 +117,18 @@ impl Running {
             cmd.stderr(std::fs::File::create(path)?);
         }
         cmd.process_group(0);
-        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: prctl, getppid and _exit are async-signal-safe and touch no
+        // memory of the parent.
         unsafe {
-            cmd.pre_exec(|| {
+            cmd.pre_exec(move || {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                     return Err(std::io::Error::last_os_error());
+                }
+                // A driver that died between the fork and the prctl sent no
+                // death signal: the child has been reparented, so it goes.
+                if libc::getppid() != parent {
+                    libc::_exit(1);
                 }
                 Ok(())
             });
@@ -142,18 +155,24 @@ impl Running {
         self.try_exit().is_none()
     }
 
-    /// Sends `SIGKILL` to the child's whole group. A group already gone is fine.
+    /// Sends `SIGKILL` to the child's whole group, and to the child itself in
+    /// case it left the group (`setsid`). A group already gone is fine.
     pub fn kill_group(&self) {
         let _ = killpg(self.pgid, Signal::SIGKILL);
+        // Not yet reaped, so the pid is still the child's.
+        if self.exit.is_none() {
+            let _ = nix::sys::signal::kill(self.pgid, Signal::SIGKILL);
+        }
     }
 
-    /// Waits until the child ends or `deadline` passes; `None` on the deadline.
+    /// Waits until the child ends or `deadline` passes; `None` on the
+    /// deadline, or at once when the run is interrupted.
     pub fn wait_until(&mut self, deadline: Instant) -> Option<Exit> {
         loop {
             if let Some(exit) = self.try_exit() {
                 return Some(exit);
             }
-            if Instant::now() >= deadline {
+            if Instant::now() >= deadline || interrupted().is_some() {
                 return None;
             }
             std::thread::sleep(POLL);
@@ -163,12 +182,26 @@ impl Running {
     /// Kills the group and reaps the child: always returns how it ended, and
     /// whether any process of its group was left behind afterwards.
     pub fn kill_and_reap(mut self) -> Reaped {
+        let exit = self.kill_and_wait();
+        let leftover = reap_group(self.pgid) || exit == Exit::Unreaped;
+        Reaped { exit, leftover, stderr_tail: self.stderr_tail() }
+    }
+
+    /// Kills the group and waits for the child, within [`KILL_GRACE`]: a
+    /// `SIGKILL` ends a process unless the kernel holds it, and a driver must
+    /// not hang on one the kernel holds.
+    fn kill_and_wait(&mut self) -> Exit {
         self.kill_group();
-        let exit = match self.exit {
-            Some(e) => e,
-            None => self.child.wait().map(Exit::from_status).unwrap_or(Exit::Code(-1)),
-        };
-        Reaped { exit, leftover: reap_group(self.pgid), stderr_tail: self.stderr_tail() }
+        let end = Instant::now() + KILL_GRACE;
+        loop {
+            if let Some(exit) = self.try_exit() {
+                return exit;
+            }
+            if Instant::now() >= end {
+                return Exit::Unreaped;
+            }
+            std::thread::sleep(POLL);
+        }
     }
 
     /// The last lines of the child's stderr, for a reason line.
@@ -181,8 +214,7 @@ impl Drop for Running {
     /// A child is never left running, whatever path the caller took.
     fn drop(&mut self) {
         if self.exit.is_none() {
-            self.kill_group();
-            let _ = self.child.wait();
+            self.kill_and_wait();
             reap_group(self.pgid);
         }
     }
@@ -199,6 +231,40 @@ pub struct Reaped {
 
 /// How long a killed group may take to disappear before it counts as a leak.
 const GROUP_GRACE: Duration = Duration::from_secs(2);
+
+/// How long a killed child may take to be reaped before the driver gives up
+/// on it (and reports it as left over).
+pub const KILL_GRACE: Duration = Duration::from_secs(5);
+
+/// The signal that interrupted the run (`SIGINT` or `SIGTERM`); 0 while none has.
+static INTERRUPT: LazyLock<Arc<AtomicUsize>> = LazyLock::new(|| Arc::new(AtomicUsize::new(0)));
+/// Set by the first interrupting signal, so that a second one ends the driver at once.
+static INTERRUPTED_ONCE: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(false)));
+
+/// Catches `SIGINT` and `SIGTERM`. The handlers only record the signal:
+/// every wait of the harness looks at it and gives up at once, so the run's
+/// children are killed and reaped by the ordinary paths, evidence is kept,
+/// and the driver writes a partial report. A second signal ends the driver
+/// at once with `128 + signal`; its children die with it (parent-death signal).
+pub fn catch_interrupts() -> std::io::Result<()> {
+    use signal_hook::flag;
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // Registered first, so that it looks at the flag before the first
+        // signal sets it.
+        flag::register_conditional_shutdown(sig, 128 + sig, Arc::clone(&INTERRUPTED_ONCE))?;
+        flag::register(sig, Arc::clone(&INTERRUPTED_ONCE))?;
+        flag::register_usize(sig, Arc::clone(&INTERRUPT), sig as usize)?;
+    }
+    Ok(())
+}
+
+/// The signal that interrupted the run, if one did.
+pub fn interrupted() -> Option<i32> {
+    match INTERRUPT.load(Ordering::SeqCst) {
+        0 => None,
+        sig => Some(sig as i32),
+    }
+}
 
 /// Makes this process the reaper of its orphaned descendants, so that a
 /// killed child's own children are reparented to us and can be reaped here,

@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::harness::{POLL, Running};
+use crate::harness::{POLL, Running, interrupted};
 use crate::journal::Tail;
 
 /// Why a wait for acks ended without reaching its target.
@@ -22,6 +22,8 @@ pub enum WaitError {
         acks: u64,
     },
     Io(String),
+    /// The run was interrupted (`SIGINT`/`SIGTERM`) while waiting.
+    Interrupted,
 }
 
 /// The number of acks a timed trial waits for: the window plus a seeded
@@ -72,10 +74,14 @@ pub fn wait_for_acks(
         }
         if let Some(exit) = child.try_exit() {
             let tail = child.stderr_tail();
-            return Err(WaitError::Exited(format!("child ended early ({exit}) after {acks} acks: {tail}")));
+            let tail = if tail.is_empty() { "(empty)".to_string() } else { tail };
+            return Err(WaitError::Exited(format!("child ended early ({exit}) after {acks} acks; stderr: {tail}")));
         }
         if Instant::now() >= end {
             return Err(WaitError::Deadline { acks });
+        }
+        if interrupted().is_some() {
+            return Err(WaitError::Interrupted);
         }
         std::thread::sleep(POLL);
     }

@@ -41,10 +41,11 @@ pub fn execute(plan: &[Job], ctx: &Context, jobs: usize, progress: &dyn Progress
     std::thread::scope(|s| {
         for _ in 0..jobs.clamp(1, plan.len().max(1)) {
             s.spawn(|| {
-                loop {
+                // An interrupted run starts no further result.
+                while crate::harness::interrupted().is_none() {
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(job) = plan.get(i) else { break };
-                    let result = cells::run_job(job, ctx);
+                    let result = cells::run_job_guarded(job, ctx);
                     let n = done.fetch_add(1, Ordering::SeqCst) + 1;
                     progress.finished(n, plan.len(), &result);
                     slots.lock().expect("no thread panics holding the slots")[i] = Some(result);
@@ -73,7 +74,7 @@ pub fn report(
         run_id: run_id.to_string(),
         workdir: workdir.display().to_string(),
         child: ctx.child_arg.clone().unwrap_or_else(|| "reference".into()),
-        interrupted: false,
+        interrupted: crate::harness::interrupted().is_some(),
         summary: Summary::of(&results),
         results,
     }

@@ -62,7 +62,13 @@ impl TrialEnv {
     }
 
     /// Copies everything the trial left into `dest`, then removes the folder.
+    /// `dest` must not exist yet: evidence is never merged into, or written
+    /// over, another trial's or another run's.
     pub fn keep(self, dest: &Path) -> std::io::Result<()> {
+        if let Some(parent) = dest.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::create_dir(dest)?;
         copy_tree(self.dir.path(), dest)
     }
 }

@@ -128,7 +128,10 @@ fn open(db: &std::path::Path) -> Result<Store, ChildError> {
     Ok(Store::open(db, DatabaseConfig::from_env()?)?)
 }
 
+/// Blocks for good, saying so on stderr first: the line is what the driver's
+/// deadline error shows as the child's stderr tail.
 fn stall_forever() -> ! {
+    eprintln!("crashcells child: stall mutant: blocking forever after {STALL_AFTER} acks");
     loop {
         std::thread::park();
     }

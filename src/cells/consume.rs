@@ -16,7 +16,7 @@ use crashcells_child::config::JournalMode;
 use crashcells_child::ops::{EXIT_LOST, EXIT_WON};
 
 use crate::audit::audit;
-use crate::harness::{Exit, POLL, Running, run_to_end};
+use crate::harness::{Exit, POLL, Running, interrupted, run_to_end};
 use crate::journal;
 use crate::plan::Job;
 use crate::trial::{Context, Outcome, Trial, TrialEnv};
@@ -103,6 +103,9 @@ fn wait_ready(ctx: &Context, env: &TrialEnv, running: &mut [Running]) -> Result<
         }
         if Instant::now() >= end {
             return Err(format!("racers {pending:?} were not ready within {:?}", ctx.deadline));
+        }
+        if interrupted().is_some() {
+            return Err(super::INTERRUPTED.into());
         }
         std::thread::sleep(POLL);
     }

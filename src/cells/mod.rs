@@ -19,6 +19,9 @@ use crate::trial::{Context, Outcome, Trial};
 use crate::verify::Recovered;
 use workload::{Check, Violations};
 
+/// The reason of a result whose trial was cut short by `SIGINT`/`SIGTERM`.
+pub const INTERRUPTED: &str = "interrupted before a verdict";
+
 /// The child must speak our protocol version; anything else is an error.
 pub fn check_protocol(ready: &Ready) -> Result<(), String> {
     if ready.protocol == PROTOCOL {
@@ -70,6 +73,25 @@ fn run_trial(job: &Job, ctx: &Context, index: u32) -> Trial {
     }
 }
 
+/// Produces the result of one job; a panic in a probe (a bug of the
+/// harness) becomes this result's `error` rather than the end of the run and
+/// the loss of every other result. Its children die as the unwinding drops
+/// their handles.
+pub fn run_job_guarded(job: &Job, ctx: &Context) -> CellResult {
+    let start = Instant::now();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_job(job, ctx))) {
+        Ok(result) => result,
+        Err(panic) => {
+            let what =
+                panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned());
+            let why = format!("the harness panicked: {}", what.unwrap_or_else(|| "no message".into()));
+            let mut result = base_result(job, ctx, Verdict::Error, why, 0);
+            result.duration_ms = start.elapsed().as_millis() as u64;
+            result
+        }
+    }
+}
+
 /// Produces the result of one job.
 pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
     let start = Instant::now();
@@ -86,14 +108,26 @@ pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
         let trial = run_trial(job, ctx, index);
         let decisive = trial.outcome != Outcome::Pass;
         trials.push(trial);
-        if decisive {
+        if decisive || crate::harness::interrupted().is_some() {
             break;
         }
     }
+    mark_interrupted(&mut trials);
     let mut result = fold(job, ctx, &mut trials);
     result.duration_ms = start.elapsed().as_millis() as u64;
     keep_evidence(ctx, &mut result, trials);
     result
+}
+
+/// A trial that ended in an error while the run was being interrupted owes
+/// the error to the interruption (its waits gave up), whatever it says.
+fn mark_interrupted(trials: &mut [Trial]) {
+    let Some(last) = trials.last_mut() else { return };
+    if let (Outcome::Error(why), Some(_)) = (&last.outcome, crate::harness::interrupted())
+        && !why.starts_with(INTERRUPTED)
+    {
+        last.outcome = Outcome::Error(format!("{INTERRUPTED} ({why})"));
+    }
 }
 
 fn base_result(job: &Job, ctx: &Context, verdict: Verdict, reason: String, trials: u32) -> CellResult {

@@ -69,12 +69,12 @@ fn run(job: &Job, ctx: &Context, w: &Workload, env: &TrialEnv, seed: u64, trial:
         Ok(r) => r,
         Err(WaitError::Exited(why)) => return Outcome::Error(why),
         Err(WaitError::Io(why)) => return Outcome::Error(why),
+        Err(WaitError::Interrupted) => return Outcome::Error(super::INTERRUPTED.into()),
         Err(WaitError::Deadline { acks }) => {
-            let tail = child.stderr_tail();
             return Outcome::Error(format!(
-                "no progress: {acks} of {target} acks within the {:?} deadline; child killed{}",
+                "child stalled: {acks} of {target} acks within the {:?} deadline; child killed; stderr: {}",
                 ctx.deadline,
-                if tail.is_empty() { String::new() } else { format!(": {tail}") }
+                or_empty(&child.stderr_tail())
             ));
         }
     };
@@ -92,6 +92,11 @@ fn run(job: &Job, ctx: &Context, w: &Workload, env: &TrialEnv, seed: u64, trial:
         return Outcome::Error("a process of the child's group was left after the reap".into());
     }
     after_kill(job, ctx, w, env, trial)
+}
+
+/// A stderr tail for a reason line; an empty one says so.
+fn or_empty(tail: &str) -> &str {
+    if tail.is_empty() { "(empty)" } else { tail }
 }
 
 /// Everything after the reap: acks, audit, recovery, checks.

@@ -1,0 +1,245 @@
+//! The harness's own robustness, as users meet it: no orphans when the driver
+//! is killed, no hang on a stalled child, no panic on bad input, and an
+//! interrupted run that kills its children and still writes its report.
+//!
+//! Processes are found by their command line: every child of a run names the
+//! run's private work folder (`--db <workdir>/...`), so a scan of `/proc` for
+//! that folder finds exactly this test's processes, whatever else runs.
+
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use crate::common::{bin, run_json, scratch};
+
+/// Pids of live processes (not this test) whose command line mentions `needle`.
+/// A zombie has an empty command line and so never matches.
+fn processes_mentioning(needle: &Path) -> Vec<u32> {
+    let needle = needle.to_string_lossy().into_owned();
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != me)
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmdline).replace('\0', " ").contains(&needle)
+        })
+        .collect()
+}
+
+/// Polls `cond` until it holds or `limit` passes; returns whether it held.
+fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cond()
+}
+
+/// Starts a long run (far more trials than the test waits for) with trials
+/// in `workdir`, and waits until one of its children is running.
+fn start_long_run(workdir: &Path, extra: &[&str]) -> Child {
+    let mut cmd = bin();
+    cmd.args(["run", "--cell", "prefix-durability", "--leg", "default", "--trials", "100000"])
+        .args(extra)
+        .arg("--workdir")
+        .arg(workdir)
+        .arg("--evidence")
+        .arg(workdir.with_extension("evidence"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut driver = cmd.spawn().expect("the binary runs");
+    let driver_pid = driver.id();
+    let child_seen =
+        eventually(Duration::from_secs(30), || processes_mentioning(workdir).iter().any(|&p| p != driver_pid));
+    if !child_seen {
+        let _ = driver.kill();
+        panic!("no child of the run appeared");
+    }
+    driver
+}
+
+/// Waits for `child` within `limit`, killing it if it overstays.
+fn wait_bounded(child: &mut Child, limit: Duration) -> Option<i32> {
+    let mut status = None;
+    eventually(limit, || {
+        status = child.try_wait().ok().flatten();
+        status.is_some()
+    });
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the driver did not end within {limit:?}");
+    }
+    status.and_then(|s| s.code())
+}
+
+#[test]
+fn a_driver_killed_with_sigkill_leaves_no_child() {
+    let dir = scratch();
+    let workdir = dir.path().join("work");
+    std::fs::create_dir(&workdir).unwrap();
+    let mut driver = start_long_run(&workdir, &[]);
+    driver.kill().unwrap(); // SIGKILL: no handler of the driver runs
+    driver.wait().unwrap();
+    let gone = eventually(Duration::from_secs(10), || processes_mentioning(&workdir).is_empty());
+    assert!(gone, "children left after the driver's SIGKILL: {:?}", processes_mentioning(&workdir));
+}
+
+#[test]
+fn sigint_and_sigterm_kill_the_children_and_write_a_partial_report() {
+    interrupt_with(Signal::SIGINT);
+    interrupt_with(Signal::SIGTERM);
+}
+
+fn interrupt_with(signal: Signal) {
+    let dir = scratch();
+    let workdir = dir.path().join("work");
+    std::fs::create_dir(&workdir).unwrap();
+    let out = dir.path().join("run.json");
+    let out_arg = out.to_str().unwrap();
+    let mut driver = start_long_run(&workdir, &["--format", "json", "--out", out_arg]);
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(driver.id() as i32), signal).unwrap();
+    let code = wait_bounded(&mut driver, Duration::from_secs(30));
+    assert_eq!(code, Some(128 + signal as i32), "an interrupted run exits 128 + {signal}");
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(report["interrupted"], true, "{report}");
+    assert!(processes_mentioning(&workdir).is_empty(), "children left: {:?}", processes_mentioning(&workdir));
+    let left: Vec<_> = std::fs::read_dir(&workdir).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(left.is_empty(), "temp folders left: {left:?}");
+}
+
+#[test]
+fn a_stalled_child_is_an_error_with_its_stderr_within_the_deadline() {
+    let dir = scratch();
+    let args = ["run", "--cell", "prefix-durability", "--leg", "default", "--mutant", "stall", "--deadline", "1"];
+    let (code, report) = run_json(&args, dir.path());
+    assert_eq!(code, 2, "{report}");
+    let r = &report["results"][0];
+    assert_eq!(r["verdict"], "error", "{r}");
+    let reason = r["reason"].as_str().unwrap();
+    assert!(reason.contains("child stalled") && reason.contains("1s deadline"), "{reason}");
+    assert!(reason.contains("stall mutant: blocking forever"), "the stderr tail is missing: {reason}");
+}
+
+#[test]
+fn a_child_that_exits_at_once_is_an_error_per_result() {
+    let dir = scratch();
+    let (code, report) =
+        run_json(&["run", "--cell", "prefix-durability", "--leg", "default", "--child", "true"], dir.path());
+    assert_eq!(code, 2, "{report}");
+    let reason = report["results"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("child ended early (exit code 0) after 0 acks"), "{reason}");
+}
+
+#[test]
+fn the_users_crashcells_home_does_not_reach_the_trials() {
+    let dir = scratch();
+    let not_a_folder = dir.path().join("afile");
+    std::fs::write(&not_a_folder, "x").unwrap();
+    let out = bin()
+        .args(["run", "--cell", "prefix-durability", "--leg", "default", "--trials", "1", "--format", "json"])
+        .arg("--workdir")
+        .arg(dir.path())
+        .arg("--evidence")
+        .arg(dir.path().join("evidence"))
+        .env("CRASHCELLS_HOME", &not_a_folder)
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{report}");
+}
+
+#[test]
+fn two_runs_at_once_keep_their_evidence_apart() {
+    let dir = scratch();
+    let spawn = || {
+        bin()
+            .args(["run", "--child", "true", "--format", "json", "--workdir"])
+            .arg(dir.path())
+            .arg("--evidence")
+            .arg(dir.path().join("evidence"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    let paths = |c: Child| -> Vec<String> {
+        let out = c.wait_with_output().unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let results = report["results"].as_array().unwrap().clone();
+        results.iter().filter_map(|r| r["evidence"].as_str().map(String::from)).collect()
+    };
+    let (pa, pb) = (paths(a), paths(b));
+    assert!(!pa.is_empty() && !pb.is_empty());
+    for p in &pa {
+        assert!(!pb.contains(p), "both runs kept evidence in {p}");
+        assert!(Path::new(p).join("result.json").is_file(), "{p}");
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(left, ["evidence"], "temp folders left beside the evidence");
+}
+
+/// Runs `crashcells args` (with `env`), expecting exit 2, one line on stderr
+/// that contains every needle, and no panic.
+fn fails_with<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S], env: &[(&str, &Path)], needles: &[&str]) {
+    let mut cmd = bin();
+    cmd.args(args).env("NO_COLOR", "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("the binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    for needle in needles {
+        assert!(stderr.contains(needle), "{args:?}: `{needle}` not in: {stderr}");
+    }
+    assert!(!stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"), "{args:?}: {stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: one line expected: {stderr}");
+}
+
+#[test]
+fn every_bad_input_is_one_line_and_exit_2() {
+    let dir = scratch();
+    let d = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    std::fs::write(d("afile"), "x").unwrap();
+    std::fs::write(d("bad.toml"), "garbage [[").unwrap();
+    std::fs::create_dir(d("badcat")).unwrap();
+    std::fs::write(d("badcat/1-x.toml"), "nope = [").unwrap();
+    let (afile, under_file) = (d("afile"), d("afile/sub"));
+    let workdir = dir.path().to_string_lossy().into_owned();
+    // A stub cell: an input check that failed to fire runs nothing long.
+    let run = |extra: &[&str]| -> Vec<String> {
+        let head = ["run", "--cell", "4", "--workdir", &workdir];
+        head.iter().chain(extra).map(|s| s.to_string()).collect()
+    };
+    fails_with(&["run", "--cell", "nope"], &[], &["unknown cell `nope`"]);
+    fails_with(&run(&["--mutant", "nope"]), &[], &["unknown mutant `nope`"]);
+    fails_with(&run(&["--matrix", "nope"]), &[], &["unknown matrix `nope`"]);
+    fails_with(&run(&["--matrix", &d("bad.toml")]), &[], &["matrix", "bad.toml"]);
+    fails_with(&run(&["--matrix", &d("afile/m.toml")]), &[], &["matrix", "afile/m.toml"]);
+    fails_with(&run(&["--catalog", &d("badcat")]), &[], &["catalog", "1-x.toml"]);
+    fails_with(&run(&["--catalog", &afile]), &[], &["catalog", "afile"]);
+    fails_with(&["list", "--catalog", &d("missing")], &[], &["catalog", "missing"]);
+    fails_with(&run(&["--trials", "0"]), &[], &["--trials"]);
+    fails_with(&run(&["--seed", "abc"]), &[], &["--seed", "abc"]);
+    fails_with(&run(&["--out", &d("missing/x.json")]), &[], &["--out", "does not exist"]);
+    fails_with(&run(&["--out", &d("afile/x.json")]), &[], &["--out", "is not a folder"]);
+    fails_with(&run(&["--evidence", &afile]), &[], &["--evidence", "afile is not a folder"]);
+    fails_with(&run(&["--evidence", &under_file]), &[], &["--evidence", "afile is not a folder"]);
+    fails_with(&["run", "--cell", "4", "--workdir", &under_file], &[], &["--workdir", "not a folder"]);
+    fails_with(&["run", "--cell", "4", "--workdir", "/proc"], &[], &["work folder in /proc"]);
+    fails_with(&run(&["--child", " "]), &[], &["--child", "empty"]);
+    fails_with(&["report", "--from", &d("bad.toml")], &[], &["report", "bad.toml"]);
+    let home = Path::new(&afile);
+    let db = d("x.db");
+    let child = ["child", "append", "--db", &db, "--acks", &under_file, "--stop-after", "1"];
+    fails_with(&child, &[("CRASHCELLS_HOME", home)], &["CRASHCELLS_HOME is not a folder"]);
+}
