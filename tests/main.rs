@@ -5,3 +5,4 @@ mod cells;
 mod cli;
 mod common;
 mod evidence;
+mod reports;

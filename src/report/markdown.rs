@@ -114,7 +114,7 @@ fn section(out: &mut String, r: &CellResult) {
 }
 
 fn kill_point(r: &CellResult) -> String {
-    let Some(k) = r.deciding_kill() else { return "none: the child was not killed".into() };
+    let Some(k) = r.deciding_kill() else { return "not reached: the trial ended before its kill point".into() };
     let earlier = r.kill_points.len() - 1;
     match earlier {
         0 => k.describe(),
