@@ -86,7 +86,10 @@ fn description(r: &CellResult) -> String {
     let mut lines = vec![format!("clause: {}", r.clause), format!("leg: {} ({})", r.leg, r.mode_line())];
     match r.deciding_kill() {
         Some(k) => lines.push(format!("kill: {}; {}", r.kill.as_str(), k.describe())),
-        None => lines.push(format!("kill: {}; the trial ended before its kill point", r.kill.as_str())),
+        None if r.verdict == Verdict::Error => {
+            lines.push(format!("kill: {}; the trial ended before its kill point", r.kill.as_str()))
+        }
+        None => lines.push(format!("kill: {}; this cell's trials end without a kill", r.kill.as_str())),
     }
     if let Some(m) = &r.mutant {
         lines.push(format!("mutant: {m}"));

@@ -102,7 +102,7 @@ fn section(out: &mut String, r: &CellResult) {
         Some(e) => {
             let _ = writeln!(
                 out,
-                "- **Evidence:** `{e}` (database with its `-wal`/`-journal` as the kill left them, ack journal, \
+                "- **Evidence:** `{e}` (database with its `-wal`/`-journal` as the trial left them, ack journal, \
                  child stderr, `result.json`)"
             );
         }
@@ -114,7 +114,12 @@ fn section(out: &mut String, r: &CellResult) {
 }
 
 fn kill_point(r: &CellResult) -> String {
-    let Some(k) = r.deciding_kill() else { return "not reached: the trial ended before its kill point".into() };
+    let Some(k) = r.deciding_kill() else {
+        return match r.verdict {
+            Verdict::Error => "not reached: the trial ended before its kill point".into(),
+            _ => "none: this cell's trials end without a kill".into(),
+        };
+    };
     let earlier = r.kill_points.len() - 1;
     match earlier {
         0 => k.describe(),
