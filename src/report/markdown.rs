@@ -128,8 +128,9 @@ fn kill_point(r: &CellResult) -> String {
     }
 }
 
+/// Seconds without a space, so that a narrow table column does not wrap.
 fn seconds(ms: u64) -> String {
-    format!("{:.2} s", ms as f64 / 1000.0)
+    format!("{:.2}s", ms as f64 / 1000.0)
 }
 
 /// Text on one line, safe in Markdown prose: no line breaks, no HTML.
