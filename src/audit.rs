@@ -12,7 +12,10 @@ use std::path::{Path, PathBuf};
 
 use crashcells_child::config::JournalMode;
 use crashcells_child::protocol::Ready;
+use crashcells_child::resolver::Decider;
 use serde::{Deserialize, Serialize};
+
+use crate::matrix::Leg;
 
 /// What the database header says about the journal family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,6 +51,11 @@ pub struct Audit {
     pub honored: bool,
     /// Why not honored (empty when honored).
     pub reason: String,
+    /// When honored but the resolver overrode the wish for WAL (the default
+    /// leg on an affected library, or a file already in WAL): what ran and
+    /// who decided, so that a passing result still says so.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
 }
 
 /// Path of a file beside the database: `-wal`, `-journal`, `-shm`.
@@ -97,7 +105,34 @@ pub fn audit(db: &Path, ready: &Ready, requested: Option<JournalMode>) -> Audit 
         (Some(want), None) if want.as_str() != reported => not_honored(want, &reported, ready),
         _ => String::new(),
     };
-    Audit { requested, reported, family, artefacts, effective, honored: reason.is_empty(), reason }
+    let note = if reason.is_empty() { resolver_note(&reported, ready) } else { String::new() };
+    Audit { requested, reported, family, artefacts, effective, honored: reason.is_empty(), reason, note }
+}
+
+/// Audits a trial against everything its leg asked for: the journal mode as
+/// [`audit`] does, then the synchronous level the child's connection
+/// reported. A leg that advertises a level it did not run at is no evidence
+/// for that level either.
+pub fn audit_leg(db: &Path, ready: &Ready, leg: &Leg) -> Audit {
+    let mut a = audit(db, ready, leg.journal_mode);
+    let ran = ready.synchronous.as_deref().unwrap_or("unreported");
+    if let Some(want) = leg.synchronous.filter(|w| a.honored && w.as_str() != ran) {
+        a.honored = false;
+        a.note.clear();
+        a.reason = format!("requested synchronous={want}, child ran synchronous={ran}");
+    }
+    a
+}
+
+/// The resolver's word when it chose something other than what was asked
+/// (or than its own default) and the result still counts for the leg.
+fn resolver_note(ran: &str, ready: &Ready) -> String {
+    match &ready.resolver {
+        Some(d) if matches!(d.decided_by, Decider::WalResetGate | Decider::AlreadyWal) => {
+            format!("ran {ran}: {}", d.reason)
+        }
+        _ => String::new(),
+    }
 }
 
 fn not_honored(want: JournalMode, ran: &str, ready: &Ready) -> String {
@@ -199,5 +234,19 @@ mod tests {
         let a = audit(&db, &ready("delete", None, SqliteVersion(3, 40, 1)), None);
         assert!(a.honored);
         assert_eq!(a.effective, "delete");
+        assert!(a.note.contains("ran delete: WAL-reset gate") && a.note.contains("3.40.1"), "{}", a.note);
+    }
+
+    #[test]
+    fn a_level_the_child_did_not_run_at_is_not_honored() {
+        use crashcells_child::config::Synchronous;
+        let db = db_with_header("level", 1);
+        let mut r = ready("delete", Some(JournalMode::Delete), SqliteVersion(3, 54, 1));
+        r.synchronous = Some("full".into());
+        let leg = |s| Leg { name: "x".into(), journal_mode: Some(JournalMode::Delete), synchronous: Some(s) };
+        assert!(audit_leg(&db, &r, &leg(Synchronous::Full)).honored);
+        let a = audit_leg(&db, &r, &leg(Synchronous::Off));
+        assert!(!a.honored);
+        assert_eq!(a.reason, "requested synchronous=off, child ran synchronous=full");
     }
 }

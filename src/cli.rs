@@ -30,7 +30,7 @@ use crate::trial::{Context, DEFAULT_DEADLINE_SECS};
         3 nothing ran (every leg skipped).",
     after_help = "Examples:\n  crashcells run                                  # the CI gate: every cell, default matrix\n  \
         crashcells run --cell prefix-durability --mutant ack-before-commit\n  \
-        crashcells list\n  crashcells run --format json --out run.json"
+        crashcells list\n  crashcells audit --matrix audit\n  crashcells run --format json --out run.json"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -45,6 +45,8 @@ enum Command {
     List(ListArgs),
     /// Re-render a saved JSON report in another format.
     Report(ReportArgs),
+    /// Audit each leg of a matrix on this machine: requested, decided, ran, on disk, honored.
+    Audit(AuditArgs),
     /// Internal: the reference child the driver re-executes.
     #[command(subcommand, hide = true)]
     Child(ChildOp),
@@ -140,6 +142,24 @@ struct ReportArgs {
     output: OutputArgs,
 }
 
+#[derive(Debug, Args)]
+struct AuditArgs {
+    /// A built-in matrix (default, audit) or a path to a matrix file.
+    #[arg(long, value_name = "NAME|PATH", default_value = "audit")]
+    matrix: String,
+    #[arg(long, value_enum, default_value = "human")]
+    format: ListFormat,
+    /// The folder to audit in: the audit is about its filesystem [default: the temp folder].
+    #[arg(long, value_name = "DIR")]
+    workdir: Option<PathBuf>,
+    /// Seconds a leg's child may take to reach its acks before it is an error.
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = clap::value_parser!(u64).range(1..))]
+    deadline: u64,
+    /// Audit this command as the child instead of the reference store.
+    #[arg(long, value_name = "'CMD ARGS'")]
+    child: Option<String>,
+}
+
 /// Parses the command line, runs the command, and returns the exit code.
 /// Errors print one line on stderr and exit 2.
 pub fn main() -> i32 {
@@ -151,6 +171,7 @@ pub fn main() -> i32 {
         Command::Run(a) => cmd_run(a),
         Command::List(a) => cmd_list(a),
         Command::Report(a) => cmd_report(a),
+        Command::Audit(a) => cmd_audit(a),
         Command::Child(op) => Ok(crashcells_child::main_with(op)),
     };
     outcome.unwrap_or_else(|e| {
@@ -298,7 +319,52 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     let results = run::execute(&jobs, &ctx, threads, &StderrProgress);
     let report = run::report(&ctx, &run_id, &workdir, results, started);
     emit(&report, &a.output)?;
-    Ok(report.summary.exit_code())
+    let code = report.summary.exit_code();
+    if code == 3 {
+        eprintln!("crashcells: {}", nothing_ran(&report.summary));
+    }
+    Ok(code)
+}
+
+/// The line a run that probed nothing ends with, so that a gate that reads
+/// only stderr still sees why it got no evidence.
+fn nothing_ran(s: &report::Summary) -> String {
+    format!(
+        "nothing ran: every planned leg skipped ({} skip, {} stub), so this run is no evidence either way",
+        s.skip, s.stub
+    )
+}
+
+/// `audit`: one short killed run per leg, one row each. Exit 0 once every
+/// leg was audited, whatever the rows say; 2 on bad input or a child that
+/// could not be audited.
+fn cmd_audit(a: AuditArgs) -> Result<i32> {
+    let matrix = Matrix::load(&a.matrix)?;
+    // Not /dev/shm: an audit answers for the filesystem trials will use.
+    let workdir = a.workdir.clone().unwrap_or_else(std::env::temp_dir);
+    if !workdir.is_dir() {
+        return Err(Error::Usage(format!("--workdir {}: not a folder", workdir.display())));
+    }
+    let child = child_command(a.child.as_deref())?;
+    eprintln!(
+        "crashcells: auditing {} legs of matrix {} in {} ({})",
+        matrix.legs.len(),
+        matrix.name,
+        workdir.display(),
+        crate::audit_run::filesystem_name(&workdir)
+    );
+    let setup = crate::audit_run::AuditSetup {
+        matrix: &matrix,
+        child: &child,
+        workdir: &workdir,
+        deadline: Duration::from_secs(a.deadline),
+    };
+    let report = crate::audit_run::audit_matrix(&setup, a.child.as_deref())?;
+    match a.format {
+        ListFormat::Json => print!("{}", report.to_json()),
+        ListFormat::Human => print!("{}", report.to_human()),
+    }
+    Ok(0)
 }
 
 fn default_jobs() -> usize {

@@ -20,6 +20,9 @@ pub enum Error {
     },
     #[error("report {file}: {message}")]
     Report { file: String, message: String },
+    /// `crashcells audit` could not audit a leg at all (honored or not is data).
+    #[error("audit leg `{leg}`: {message}")]
+    Audit { leg: String, message: String },
 }
 
 impl Error {

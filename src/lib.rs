@@ -7,6 +7,7 @@
 //! passes → invariants → verdict and evidence → renderers.
 
 pub mod audit;
+pub mod audit_run;
 pub mod catalog;
 pub mod cells;
 pub mod cli;

@@ -5,4 +5,5 @@ mod cells;
 mod cli;
 mod common;
 mod evidence;
+mod matrices;
 mod reports;

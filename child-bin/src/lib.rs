@@ -16,6 +16,14 @@ use std::path::PathBuf;
 
 pub use protocol::PROTOCOL;
 
+// One SQLite per build: with both features cargo would quietly link the
+// bundled library, and a run meant to probe the system's would probe the
+// wrong one.
+#[cfg(all(feature = "bundled", feature = "system-sqlite"))]
+compile_error!(
+    "features `bundled` and `system-sqlite` exclude each other: build with `--no-default-features --features system-sqlite`"
+);
+
 /// What can stop a child before or during its work.
 #[derive(Debug, thiserror::Error)]
 pub enum ChildError {

@@ -77,13 +77,22 @@ fn with_retry<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result
     }
 }
 
+/// Sets the busy timeout with the pragma rather than rusqlite's
+/// `Connection::busy_timeout`: that one also calls `sqlite3_set_clientdata`,
+/// which SQLite only has since 3.44.0, and the `system-sqlite` build must
+/// link against older (affected) libraries such as Debian's 3.40.1.
+fn set_busy_timeout(conn: &Connection) -> rusqlite::Result<()> {
+    let ms = BUSY_TIMEOUT.as_millis();
+    conn.query_row(&format!("PRAGMA busy_timeout = {ms}"), [], |_| Ok(()))
+}
+
 impl Store {
     /// Opens (creating if needed) the store at `path`, steered by `config`
     /// through the resolver.
     pub fn open(path: &Path, config: DatabaseConfig) -> rusqlite::Result<Store> {
         let decision = resolve(config, SqliteVersion::linked(), file_header_is_wal(path));
         let conn = Connection::open(path)?;
-        conn.busy_timeout(BUSY_TIMEOUT)?;
+        set_busy_timeout(&conn)?;
         let journal_mode: String =
             with_retry(|| conn.query_row(&format!("PRAGMA journal_mode={}", decision.applied), [], |r| r.get(0)))?;
         if let Some(level) = decision.synchronous {
@@ -297,9 +306,30 @@ pub struct DumpMessage {
 /// Recovers the store at `path` (opening it rolls back a hot journal or
 /// replays the WAL) and reads its logical state. It never applies the
 /// resolver: recovery must not change the mode under audit.
+///
+/// A file SQLite calls corrupt is a finding about the store, not a failure
+/// of the recovery pass: the dump says so in `integrity` and holds nothing,
+/// so the cell fires (a kill inside a commit in `journal_mode=off` or
+/// `memory` can leave exactly that) instead of the trial being an error.
 pub fn dump(path: &Path) -> rusqlite::Result<Dump> {
+    match read_state(path) {
+        Err(e) if is_corrupt(&e) => Ok(Dump {
+            protocol: crate::PROTOCOL,
+            integrity: format!("corrupt: {e}"),
+            sessions: vec![],
+            messages: vec![],
+        }),
+        other => other,
+    }
+}
+
+fn is_corrupt(e: &rusqlite::Error) -> bool {
+    matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase))
+}
+
+fn read_state(path: &Path) -> rusqlite::Result<Dump> {
     let conn = Connection::open(path)?;
-    conn.busy_timeout(BUSY_TIMEOUT)?;
+    set_busy_timeout(&conn)?;
     let integrity = integrity_check(&conn)?;
     let sessions = conn
         .prepare(
@@ -345,6 +375,22 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
+    }
+
+    #[test]
+    fn a_corrupt_file_dumps_as_a_finding_not_an_error() {
+        let dir = temp("corrupt");
+        let mut store = open(&dir, JournalMode::Delete);
+        store.create_session("s", None).unwrap();
+        drop(store);
+        // Keep the header, scribble over the schema on page 1.
+        let db = dir.join("s.db");
+        let mut bytes = std::fs::read(&db).unwrap();
+        bytes[100..600].fill(0xA5);
+        std::fs::write(&db, bytes).unwrap();
+        let d = dump(&db).unwrap();
+        assert!(d.integrity.starts_with("corrupt: "), "{}", d.integrity);
+        assert!(d.sessions.is_empty() && d.messages.is_empty());
     }
 
     #[test]

@@ -137,6 +137,10 @@ fn fold(job: &Job, ctx: &Context, trials: &mut [Trial]) -> CellResult {
         _ => last.acked,
     };
     result.effective_mode = trials.iter().rev().find_map(|t| t.audit.as_ref().map(|a| a.effective.clone()));
+    if verdict == Verdict::Pass {
+        // A pass in a mode the resolver chose over the wish says so.
+        result.reason = last.audit.as_ref().map(|a| a.note.clone()).unwrap_or_default();
+    }
     result.synchronous = trials.iter().rev().find_map(|t| t.synchronous.clone()).or(result.synchronous);
     result.details = last.details.clone();
     if verdict != Verdict::Pass {

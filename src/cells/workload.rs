@@ -11,7 +11,7 @@ use std::ffi::OsString;
 use crashcells_child::protocol::Ack;
 use crashcells_child::store::Dump;
 
-use crate::audit::audit;
+use crate::audit::audit_leg;
 use crate::harness::Running;
 use crate::journal;
 use crate::kill::{WaitError, phase_delay, timed_target, wait_for_acks};
@@ -110,7 +110,7 @@ fn after_kill(job: &Job, ctx: &Context, w: &Workload, env: &TrialEnv, trial: &mu
     }
     trial.acked = journal.acks.len() as u64;
     trial.synchronous = ready.synchronous.clone();
-    let audit = audit(&env.db, ready, leg.journal_mode);
+    let audit = audit_leg(&env.db, ready, leg);
     let honored = audit.honored;
     let reason = audit.reason.clone();
     trial.audit = Some(audit);

@@ -22,10 +22,12 @@ pub fn render(report: &Report, color: bool) -> String {
     let mut out = String::new();
     for r in &report.results {
         let verdict = paint(&format!("{:<5}", r.verdict.as_str()), r.verdict, color);
-        let mode = r.effective_mode.as_deref().unwrap_or("-");
+        // The mode and level the trials ran at: `wal/full`, `delete/off`.
+        let mode =
+            format!("{}/{}", r.effective_mode.as_deref().unwrap_or("-"), r.synchronous.as_deref().unwrap_or("-"));
         let _ = write!(
             out,
-            "{verdict} {:<20} {:<18} {:<9} {:<7} acked {:>5}  {:>6.2}s",
+            "{verdict} {:<20} {:<18} {:<15} {:<7} acked {:>5}  {:>6.2}s",
             r.cell,
             r.leg,
             mode,
@@ -33,7 +35,7 @@ pub fn render(report: &Report, color: bool) -> String {
             r.acked,
             r.duration_ms as f64 / 1000.0
         );
-        if r.verdict != Verdict::Pass {
+        if !r.reason.is_empty() {
             let _ = write!(out, "  {}", r.reason);
         }
         out.push('\n');

@@ -1,0 +1,372 @@
+//! `crashcells audit`: what an operator runs on a machine to see which legs
+//! of a matrix can be probed there. For each leg, one short real run of the
+//! child, then one row: what the leg asked for, what the resolver decided and
+//! why, what the child's connection ran, what the file shows, honored or not,
+//! and the SQLite the child linked.
+//!
+//! Crash model: the same as a trial's. The child appends until it has
+//! acknowledged [`AUDIT_ACKS`] appends, then its group gets `SIGKILL`, so the
+//! files beside the database are the ones a killed trial leaves (a `-wal`, a
+//! hot or zeroed `-journal`) and the leg audit reads them exactly as it does
+//! after a trial. Honored or not is data; only a child that could not be
+//! audited at all is an error.
+
+use std::ffi::OsString;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crashcells_child::protocol::Ready;
+use serde::{Deserialize, Serialize};
+
+use crate::audit::{Artefacts, Audit, Family, audit_leg};
+use crate::error::{Error, Result};
+use crate::harness::{ChildCommand, Running};
+use crate::kill::{WaitError, wait_for_acks};
+use crate::matrix::{Leg, Matrix};
+
+pub const SCHEMA: &str = "crashcells.audit.v1";
+
+/// Appends each leg's child acknowledges before the kill: enough for every
+/// mode to have committed and left its artefacts, short enough that an audit
+/// of fifteen legs takes seconds on a disk with `synchronous=extra`.
+pub const AUDIT_ACKS: u64 = 20;
+
+/// What the audit needs: the legs, the child, where to run, how long to wait.
+pub struct AuditSetup<'a> {
+    pub matrix: &'a Matrix,
+    pub child: &'a ChildCommand,
+    /// The folder the audit's own work folder is made in.
+    pub workdir: &'a Path,
+    pub deadline: Duration,
+}
+
+/// The resolver's decision as the child reported it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResolverRow {
+    pub decided_by: String,
+    pub applied: String,
+    pub reason: String,
+}
+
+/// One leg's audit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub leg: String,
+    pub requested_mode: Option<String>,
+    pub requested_synchronous: Option<String>,
+    /// Null for a child that has no resolver.
+    pub resolver: Option<ResolverRow>,
+    /// `PRAGMA journal_mode` as the child's own connection reported it.
+    pub ran_mode: String,
+    /// `PRAGMA synchronous` as the child's own connection reported it.
+    pub ran_synchronous: Option<String>,
+    /// The journal family in the database header.
+    pub header: Family,
+    pub artefacts: Artefacts,
+    /// The mode the evidence agrees on (`mode?` when the file contradicts the child).
+    pub effective_mode: String,
+    pub honored: bool,
+    /// Why not honored, or what the resolver overrode (empty otherwise).
+    pub reason: String,
+    pub sqlite_version: String,
+    pub sqlite_source_id: Option<String>,
+    /// Appends acknowledged before the kill.
+    pub acked: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditSummary {
+    pub legs: usize,
+    pub honored: usize,
+    pub not_honored: usize,
+}
+
+/// The audit of a matrix on one filesystem.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AuditReport {
+    pub schema: String,
+    pub crashcells_version: String,
+    pub matrix: String,
+    /// The folder audited in, and its filesystem as `statfs` names it.
+    pub workdir: String,
+    pub filesystem: String,
+    pub child: String,
+    pub rows: Vec<Row>,
+    pub summary: AuditSummary,
+}
+
+/// Audits every leg of the matrix, in order. The first leg whose child
+/// cannot be audited ends the audit with an error naming the leg.
+pub fn audit_matrix(setup: &AuditSetup, child_arg: Option<&str>) -> Result<AuditReport> {
+    let work = tempfile::Builder::new()
+        .prefix("crashcells-audit-")
+        .tempdir_in(setup.workdir)
+        .map_err(Error::io("audit folder in", setup.workdir))?;
+    let rows = setup.matrix.legs.iter().map(|leg| audit_one(setup, leg, work.path())).collect::<Result<Vec<_>>>()?;
+    let honored = rows.iter().filter(|r| r.honored).count();
+    Ok(AuditReport {
+        schema: SCHEMA.into(),
+        crashcells_version: env!("CARGO_PKG_VERSION").into(),
+        matrix: setup.matrix.name.clone(),
+        workdir: setup.workdir.display().to_string(),
+        filesystem: filesystem_name(setup.workdir),
+        child: child_arg.unwrap_or("reference").into(),
+        summary: AuditSummary { legs: rows.len(), honored, not_honored: rows.len() - honored },
+        rows,
+    })
+}
+
+/// The paths of one leg's run.
+struct LegFiles {
+    db: PathBuf,
+    acks: PathBuf,
+    stderr: PathBuf,
+    home: PathBuf,
+}
+
+fn leg_files(leg: &Leg, root: &Path) -> std::io::Result<LegFiles> {
+    let dir = root.join(format!("leg-{}", sanitize(&leg.name)));
+    std::fs::create_dir_all(&dir)?;
+    let home = dir.join("home");
+    leg.config().write_home(&home)?;
+    Ok(LegFiles { db: dir.join("store.db"), acks: dir.join("acks.ndjson"), stderr: dir.join("child.stderr"), home })
+}
+
+/// A leg name as a folder name: anything but `[A-Za-z0-9_-]` becomes `_`.
+fn sanitize(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
+}
+
+fn audit_one(setup: &AuditSetup, leg: &Leg, root: &Path) -> Result<Row> {
+    let fail = |message: String| Error::Audit { leg: leg.name.clone(), message };
+    let files = leg_files(leg, root).map_err(|e| fail(format!("leg folder: {e}")))?;
+    let acked = run_and_kill(setup, &files).map_err(&fail)?;
+    let bytes = std::fs::read(&files.acks).map_err(|e| fail(format!("ack journal: {e}")))?;
+    let journal = crate::journal::parse(&bytes).map_err(|e| fail(e.to_string()))?;
+    let ready = journal.ready.ok_or_else(|| fail("the child wrote no ready record".into()))?;
+    crate::cells::check_protocol(&ready).map_err(&fail)?;
+    let audit = audit_leg(&files.db, &ready, leg);
+    Ok(row(leg, &ready, audit, acked))
+}
+
+/// Starts `append`, waits for [`AUDIT_ACKS`] acks, kills the group and
+/// checks it died of the kill. Returns the acks seen at the kill.
+fn run_and_kill(setup: &AuditSetup, f: &LegFiles) -> std::result::Result<u64, String> {
+    let args: Vec<OsString> =
+        vec!["append".into(), "--db".into(), f.db.clone().into(), "--acks".into(), f.acks.clone().into()];
+    let mut child = Running::spawn(setup.child.command(&args, &f.home), Some(&f.stderr))
+        .map_err(|e| format!("could not start the child `{}`: {e}", setup.child.display()))?;
+    let reached = match wait_for_acks(&mut child, &f.acks, AUDIT_ACKS, setup.deadline) {
+        Ok(r) => r,
+        Err(WaitError::Exited(why) | WaitError::Io(why)) => return Err(why),
+        Err(WaitError::Deadline { acks }) => {
+            return Err(format!("{acks} of {AUDIT_ACKS} acks within the {:?} deadline", setup.deadline));
+        }
+    };
+    let reaped = child.kill_and_reap();
+    if !reaped.exit.is_sigkill() {
+        return Err(format!("child ended by {} instead of SIGKILL: {}", reaped.exit, reaped.stderr_tail));
+    }
+    Ok(reached.acks)
+}
+
+fn row(leg: &Leg, ready: &Ready, audit: Audit, acked: u64) -> Row {
+    let resolver = ready.resolver.as_ref().map(|d| ResolverRow {
+        decided_by: serde_json::to_value(d.decided_by)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default(),
+        applied: d.applied.to_string(),
+        reason: d.reason.clone(),
+    });
+    let reason = if audit.honored { audit.note } else { audit.reason };
+    Row {
+        leg: leg.name.clone(),
+        requested_mode: leg.journal_mode.map(|m| m.to_string()),
+        requested_synchronous: leg.synchronous.map(|s| s.to_string()),
+        resolver,
+        ran_mode: audit.reported,
+        ran_synchronous: ready.synchronous.clone(),
+        header: audit.family,
+        artefacts: audit.artefacts,
+        effective_mode: audit.effective,
+        honored: audit.honored,
+        reason,
+        sqlite_version: ready.sqlite_version.clone(),
+        sqlite_source_id: ready.sqlite_source_id.clone(),
+        acked,
+    }
+}
+
+/// The filesystem type of `dir` as `statfs` reports it: a name for the
+/// common ones, the magic number otherwise.
+pub fn filesystem_name(dir: &Path) -> String {
+    use nix::sys::statfs::{
+        BTRFS_SUPER_MAGIC, EXT4_SUPER_MAGIC, NFS_SUPER_MAGIC, OVERLAYFS_SUPER_MAGIC, TMPFS_MAGIC, XFS_SUPER_MAGIC,
+        statfs,
+    };
+    let Ok(st) = statfs(dir) else { return "unknown".into() };
+    let t = st.filesystem_type();
+    let known = [
+        (EXT4_SUPER_MAGIC, "ext2/3/4"),
+        (TMPFS_MAGIC, "tmpfs"),
+        (BTRFS_SUPER_MAGIC, "btrfs"),
+        (XFS_SUPER_MAGIC, "xfs"),
+        (OVERLAYFS_SUPER_MAGIC, "overlayfs"),
+        (NFS_SUPER_MAGIC, "nfs"),
+    ];
+    known.iter().find(|(m, _)| *m == t).map_or_else(|| format!("{:#x}", t.0), |(_, n)| n.to_string())
+}
+
+impl AuditReport {
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("an audit always serializes");
+        s.push('\n');
+        s
+    }
+
+    /// One row per leg, the resolver's and the audit's words under the rows
+    /// that need them, then a summary with the SQLite in use.
+    pub fn to_human(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{:<18} {:<15} {:<22} {:<15} {:<36} honored",
+            "leg", "requested", "resolver", "ran", "file shows"
+        );
+        for r in &self.rows {
+            human_row(&mut out, r);
+        }
+        let s = &self.summary;
+        let _ = writeln!(
+            out,
+            "{} of {} legs honored (matrix {}, in {} on {}, SQLite {})",
+            s.honored,
+            s.legs,
+            self.matrix,
+            self.workdir,
+            self.filesystem,
+            self.sqlite_versions()
+        );
+        out
+    }
+
+    /// The SQLite versions and source ids the legs' children reported.
+    fn sqlite_versions(&self) -> String {
+        let mut seen: Vec<String> = Vec::new();
+        for r in &self.rows {
+            let v = format!("{} ({})", r.sqlite_version, r.sqlite_source_id.as_deref().unwrap_or("no source id"));
+            if !seen.contains(&v) {
+                seen.push(v);
+            }
+        }
+        seen.join(", ")
+    }
+}
+
+fn human_row(out: &mut String, r: &Row) {
+    let requested =
+        format!("{}/{}", r.requested_mode.as_deref().unwrap_or("-"), r.requested_synchronous.as_deref().unwrap_or("-"));
+    let resolver = r.resolver.as_ref().map_or("-".into(), |d| format!("{}: {}", d.decided_by, d.applied));
+    let ran = format!("{}/{}", r.ran_mode, r.ran_synchronous.as_deref().unwrap_or("-"));
+    let honored = if r.honored { "yes" } else { "NO" };
+    let _ = writeln!(out, "{:<18} {requested:<15} {resolver:<22} {ran:<15} {:<36} {honored}", r.leg, file_shows(r));
+    // A refusal's reason already carries the resolver's words.
+    if let Some(d) = r.resolver.as_ref().filter(|d| r.honored && d.decided_by != "config") {
+        let _ = writeln!(out, "    resolver: {}", d.reason);
+    }
+    if !r.honored {
+        let _ = writeln!(out, "    not honored: {}", r.reason);
+    }
+}
+
+/// The header family and the journal files, as one short cell.
+fn file_shows(r: &Row) -> String {
+    let family = match r.header {
+        Family::Wal => "wal header",
+        Family::Rollback => "rollback header",
+        Family::Unknown => "no header",
+    };
+    let a = &r.artefacts;
+    let mut files = Vec::new();
+    if let Some(n) = a.wal {
+        files.push(format!("-wal {n}B"));
+    }
+    match a.journal {
+        Some(n) if a.journal_zeroed => files.push(format!("-journal {n}B zeroed")),
+        Some(n) => files.push(format!("-journal {n}B")),
+        None => {}
+    }
+    if files.is_empty() {
+        files.push("no journal".into());
+    }
+    format!("{family}, {}", files.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leg_names_become_folder_names() {
+        assert_eq!(sanitize("wal-sync-off"), "wal-sync-off");
+        assert_eq!(sanitize("../x y"), "___x_y");
+    }
+
+    fn fixed_row(leg: &str, requested: Option<&str>, honored: bool) -> Row {
+        let gate = requested.is_none_or(|m| m == "wal");
+        let (decided_by, reason) = if gate {
+            ("wal-reset-gate", "WAL-reset gate: SQLite 3.40.1 is affected, so WAL is refused and DELETE applied")
+        } else {
+            ("config", "config asked for delete")
+        };
+        Row {
+            leg: leg.into(),
+            requested_mode: requested.map(String::from),
+            requested_synchronous: Some("off".into()),
+            resolver: Some(ResolverRow {
+                decided_by: decided_by.into(),
+                applied: "delete".into(),
+                reason: reason.into(),
+            }),
+            ran_mode: "delete".into(),
+            ran_synchronous: Some("off".into()),
+            header: Family::Rollback,
+            artefacts: Artefacts { wal: None, journal: Some(0), journal_zeroed: false },
+            effective_mode: "delete".into(),
+            honored,
+            reason: if honored { String::new() } else { format!("requested wal, child ran delete: {reason}") },
+            sqlite_version: "3.40.1".into(),
+            sqlite_source_id: Some("2022-12-28 abc".into()),
+            acked: 20,
+        }
+    }
+
+    #[test]
+    fn human_audit_shows_a_row_per_leg_and_why_not_honored() {
+        let rows = vec![
+            fixed_row("default", None, true),
+            fixed_row("delete", Some("delete"), true),
+            fixed_row("wal", Some("wal"), false),
+        ];
+        let report = AuditReport {
+            schema: SCHEMA.into(),
+            crashcells_version: "0.0.0".into(),
+            matrix: "default".into(),
+            workdir: "/tmp".into(),
+            filesystem: "ext2/3/4".into(),
+            child: "reference".into(),
+            summary: AuditSummary { legs: 3, honored: 2, not_honored: 1 },
+            rows,
+        };
+        insta::assert_snapshot!(report.to_human());
+        let back: AuditReport = serde_json::from_str(&report.to_json()).unwrap();
+        assert_eq!(back, report);
+    }
+
+    #[test]
+    fn the_filesystem_of_a_folder_has_a_name() {
+        assert_ne!(filesystem_name(&std::env::temp_dir()), "unknown");
+    }
+}
