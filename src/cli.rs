@@ -15,7 +15,7 @@ use crate::matrix::Matrix;
 use crate::plan::{Selection, plan};
 use crate::report::{self, CellResult, Format, KillMode, Verdict};
 use crate::run::{self, Progress};
-use crate::trial::Context;
+use crate::trial::{Context, DEFAULT_DEADLINE_SECS};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -95,7 +95,7 @@ struct RunArgs {
     #[arg(long, value_name = "DIR")]
     workdir: Option<PathBuf>,
     /// Seconds any single wait of a trial may take before it is an error.
-    #[arg(long, value_name = "SECS", default_value = "30", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_DEADLINE_SECS, value_parser = clap::value_parser!(u64).range(1..))]
     deadline: u64,
     /// Results run in parallel [default: the number of cores].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -316,6 +316,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         seed,
         matrix_arg: a.matrix.clone(),
         child_arg: a.child.clone(),
+        catalog_arg: a.catalog.as_ref().map(|c| c.display().to_string()),
     };
     eprintln!(
         "crashcells: run {run_id}, seed {seed}, matrix {}, {} results, trials in {}",

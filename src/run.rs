@@ -75,8 +75,19 @@ pub fn report(
         workdir: workdir.display().to_string(),
         child: ctx.child_arg.clone().unwrap_or_else(|| "reference".into()),
         interrupted: crate::harness::interrupted().is_some(),
+        os: os_description(),
         summary: Summary::of(&results),
         results,
+    }
+}
+
+/// The operating system: name, kernel release where the kernel tells it,
+/// and machine, e.g. `linux 6.8.0 x86_64`. Durability depends on the kernel.
+pub fn os_description() -> String {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|r| r.trim().to_string());
+    match release {
+        Ok(r) if !r.is_empty() => format!("{} {r} {}", std::env::consts::OS, std::env::consts::ARCH),
+        _ => format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
     }
 }
 

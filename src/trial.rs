@@ -30,7 +30,12 @@ pub struct Context {
     pub seed: u64,
     pub matrix_arg: String,
     pub child_arg: Option<String>,
+    /// `--catalog`, which changes a cell's window and trials.
+    pub catalog_arg: Option<String>,
 }
+
+/// `--deadline` when not given; a repro names any other value.
+pub const DEFAULT_DEADLINE_SECS: u64 = 30;
 
 /// A trial's private folder.
 #[derive(Debug)]

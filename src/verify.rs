@@ -4,11 +4,18 @@
 //!
 //! Clause (every cell): recovery is deterministic: two passes print the same
 //! canonical state; and the recovered file passes `PRAGMA integrity_check`.
+//!
+//! Recovery changes the files it opens (a hot journal is rolled back, a WAL
+//! is checkpointed and removed), so the passes run on a copy in `recovery/`
+//! and the trial's own database, `-wal` and `-journal` stay as the kill left
+//! them: that is the evidence a fire keeps.
 
 use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
 use crashcells_child::store::Dump;
 
+use crate::audit::sibling;
 use crate::harness::{Exit, run_to_end};
 use crate::trial::{Context, TrialEnv};
 
@@ -20,9 +27,27 @@ pub struct Recovered {
     pub nondeterministic: Option<String>,
 }
 
-/// One `dump` pass: the canonical JSON text.
-fn pass(ctx: &Context, env: &TrialEnv, n: u32) -> Result<String, String> {
-    let args: Vec<OsString> = vec!["dump".into(), "--db".into(), env.db.clone().into()];
+/// The files of a database: the file itself and every journal beside it.
+const DB_FILES: [&str; 4] = ["", "-wal", "-journal", "-shm"];
+
+/// Copies the database and its journal files, as they are, into `dir`;
+/// returns the copy's path. Nothing writes them any more (the child is
+/// reaped), so a copy is the crash state exactly.
+fn copy_db(db: &Path, dir: &Path) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    let copy = dir.join(db.file_name().unwrap_or_else(|| "store.db".as_ref()));
+    for suffix in DB_FILES {
+        let from = sibling(db, suffix);
+        if from.exists() {
+            std::fs::copy(&from, sibling(&copy, suffix))?;
+        }
+    }
+    Ok(copy)
+}
+
+/// One `dump` pass on `db`: the canonical JSON text.
+fn pass(ctx: &Context, env: &TrialEnv, db: &Path, n: u32) -> Result<String, String> {
+    let args: Vec<OsString> = vec!["dump".into(), "--db".into(), db.into()];
     let stdout = env.path(&format!("dump-{n}.json"));
     let stderr = env.path(&format!("dump-{n}.stderr"));
     let (exit, tail) = run_to_end(ctx.child.command(&args, &env.home), &stdout, &stderr, ctx.deadline)
@@ -37,8 +62,9 @@ fn pass(ctx: &Context, env: &TrialEnv, n: u32) -> Result<String, String> {
 /// Runs two recovery passes and parses the first. An `Err` is a harness
 /// error (a pass that could not run or printed something that is not a dump).
 pub fn recover(ctx: &Context, env: &TrialEnv) -> Result<Recovered, String> {
-    let first = pass(ctx, env, 1)?;
-    let second = pass(ctx, env, 2)?;
+    let db = copy_db(&env.db, &env.path("recovery")).map_err(|e| format!("copying the database to recover: {e}"))?;
+    let first = pass(ctx, env, &db, 1)?;
+    let second = pass(ctx, env, &db, 2)?;
     let dump: Dump = serde_json::from_str(first.trim()).map_err(|e| format!("recovery pass 1 printed no dump: {e}"))?;
     let nondeterministic = (first != second).then(|| first_difference(&first, &second));
     Ok(Recovered { dump, nondeterministic })
@@ -53,6 +79,22 @@ fn first_difference(a: &str, b: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn copy_keeps_every_journal_file_and_leaves_the_original() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("store.db");
+        for (suffix, body) in [("", "db"), ("-wal", "wal"), ("-journal", "journal")] {
+            std::fs::write(sibling(&db, suffix), body).unwrap();
+        }
+        let copy = copy_db(&db, &dir.path().join("recovery")).unwrap();
+        assert_eq!(copy, dir.path().join("recovery/store.db"));
+        for (suffix, body) in [("", "db"), ("-wal", "wal"), ("-journal", "journal")] {
+            assert_eq!(std::fs::read_to_string(sibling(&copy, suffix)).unwrap(), body);
+            assert!(sibling(&db, suffix).exists());
+        }
+        assert!(!sibling(&copy, "-shm").exists());
+    }
 
     #[test]
     fn difference_names_the_byte() {

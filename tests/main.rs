@@ -4,5 +4,7 @@
 mod cells;
 mod cli;
 mod common;
+mod evidence;
 mod matrices;
+mod reports;
 mod robustness;

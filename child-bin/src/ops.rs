@@ -22,6 +22,8 @@ pub const EXIT_WON: i32 = 0;
 pub const EXIT_LOST: i32 = 10;
 /// How many appends the `stall` mutant acknowledges before it blocks.
 pub const STALL_AFTER: u64 = 5;
+/// The `drop-append` mutant never writes one append in this many.
+pub const DROP_EVERY: u64 = 64;
 /// The session `append` writes to.
 pub const APPEND_SESSION: &str = "main";
 
@@ -36,6 +38,10 @@ pub enum Mutant {
     SplitRotation,
     /// Acks a few appends, then blocks forever (the harness's deadline fires).
     Stall,
+    /// Acks every append but never writes every 64th one (m63, m127, ...): a
+    /// lost acknowledged write that needs no crash to show, so cell 1 fires on
+    /// every trial of every leg and a fire's repro fires again for certain.
+    DropAppend,
 }
 
 #[derive(Debug, Subcommand)]
@@ -147,7 +153,9 @@ fn append(a: WorkArgs) -> Result<(), ChildError> {
             stall_forever();
         }
         let content = format!("m{i}");
-        if a.mutant == Some(Mutant::AckBeforeCommit) {
+        if a.mutant == Some(Mutant::DropAppend) && i % DROP_EVERY == DROP_EVERY - 1 {
+            acks.record(&ack("append", i)).map_err(ChildError::io("ack journal"))?;
+        } else if a.mutant == Some(Mutant::AckBeforeCommit) {
             let mut early = Ok(());
             store.append(APPEND_SESSION, "user", &content, &mut || early = acks.record(&ack("append", i)))?;
             early.map_err(ChildError::io("ack journal"))?;

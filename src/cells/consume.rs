@@ -172,7 +172,8 @@ fn race_violations(dump: &crashcells_child::store::Dump, won: usize, racers: usi
     let claims =
         dump.messages.iter().filter(|m| m.session_id == HANDOFF && m.content.starts_with("claimed by")).count();
     let state = dump.sessions.iter().find(|s| s.id == HANDOFF).and_then(|s| s.handoff_state.clone());
-    v.details.push(format!("{racers} racers: {won} WON; the store shows {claims} claim(s), state {state:?}"));
+    let shown = state.as_deref().unwrap_or("none");
+    v.details.push(format!("{racers} racers: {won} WON; the store shows {claims} claim(s), handoff state {shown}"));
     if won != 1 {
         v.found.push(format!("{won} of {racers} racers won the handoff (exactly one must)"));
     }

@@ -200,7 +200,12 @@ fn keep_evidence(ctx: &Context, result: &mut CellResult, trials: Vec<Trial>) {
     }
 }
 
-/// The command line that reruns exactly this result (or one trial of it).
+/// The command line that reruns exactly this result (or one trial of it):
+/// every option that changes which jobs run, their seeds, their trials, the
+/// store and the bounds a verdict depends on. A timed kill is seeded (its
+/// ack target and its phase within an operation) but lands where the
+/// scheduler lets it, so its repro reruns the same kill, not the same
+/// instant; a fire that needs no lucky instant fires again every time.
 pub fn repro(job: &Job, ctx: &Context, trial: Option<u32>) -> String {
     let mut cmd = format!("crashcells run --cell {} --matrix {}", job.cell.id, shell_word(&ctx.matrix_arg));
     if let Some(leg) = &job.leg {
@@ -214,7 +219,13 @@ pub fn repro(job: &Job, ctx: &Context, trial: Option<u32>) -> String {
         cmd.push_str(&format!(" --trial {t}"));
     }
     if let Some(m) = &ctx.mutant {
-        cmd.push_str(&format!(" --mutant {m}"));
+        cmd.push_str(&format!(" --mutant {}", shell_word(m)));
+    }
+    if ctx.deadline != std::time::Duration::from_secs(crate::trial::DEFAULT_DEADLINE_SECS) {
+        cmd.push_str(&format!(" --deadline {}", ctx.deadline.as_secs()));
+    }
+    if let Some(c) = &ctx.catalog_arg {
+        cmd.push_str(&format!(" --catalog {}", shell_word(c)));
     }
     if let Some(c) = &ctx.child_arg {
         cmd.push_str(&format!(" --child {}", shell_word(c)));
@@ -228,5 +239,64 @@ pub fn shell_word(s: &str) -> String {
         s.to_string()
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use clap::Parser;
+
+    use super::*;
+    use crate::catalog::Catalog;
+    use crate::harness::ChildCommand;
+    use crate::matrix::Matrix;
+    use crate::plan::{Selection, plan};
+    use crate::report::KillMode;
+
+    fn ctx() -> Context {
+        Context {
+            child: ChildCommand::parse("store --flag").unwrap(),
+            work_root: PathBuf::from("w"),
+            evidence_root: PathBuf::from("e"),
+            mutant: Some("drop-append".into()),
+            deadline: Duration::from_secs(5),
+            trials: Some(6),
+            only_trial: None,
+            seed: 42,
+            matrix_arg: "audit".into(),
+            child_arg: Some("store --flag".into()),
+            catalog_arg: Some("my cells".into()),
+        }
+    }
+
+    fn job() -> Job {
+        let sel =
+            Selection { cells: vec!["1".into()], legs: vec!["wal-sync-off".into()], kills: vec![KillMode::Timed] };
+        plan(&Catalog::embedded().unwrap(), &Matrix::load("audit").unwrap(), &sel, 42).unwrap().remove(0)
+    }
+
+    #[test]
+    fn repro_names_every_option_a_result_depends_on() {
+        assert_eq!(
+            repro(&job(), &ctx(), Some(3)),
+            "crashcells run --cell prefix-durability --matrix audit --leg wal-sync-off --kill timed --seed 42 \
+             --trials 6 --trial 3 --mutant drop-append --deadline 5 --catalog 'my cells' --child 'store --flag'"
+        );
+    }
+
+    #[test]
+    fn repro_leaves_out_what_was_not_given_and_parses_as_a_command_line() {
+        let mut c = ctx();
+        (c.mutant, c.trials, c.catalog_arg, c.child_arg) = (None, None, None, None);
+        c.deadline = Duration::from_secs(crate::trial::DEFAULT_DEADLINE_SECS);
+        let line = repro(&job(), &c, Some(0));
+        assert_eq!(
+            line,
+            "crashcells run --cell prefix-durability --matrix audit --leg wal-sync-off --kill timed --seed 42 --trial 0"
+        );
+        crate::cli::Cli::try_parse_from(line.split(' ')).unwrap();
     }
 }

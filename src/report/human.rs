@@ -40,6 +40,9 @@ pub fn render(report: &Report, color: bool) -> String {
         }
         out.push('\n');
         if matches!(r.verdict, Verdict::Fire | Verdict::Error) {
+            if let Some(k) = r.deciding_kill() {
+                let _ = writeln!(out, "      kill point: {}", k.describe());
+            }
             if let Some(e) = &r.evidence {
                 let _ = writeln!(out, "      evidence: {e}");
             }

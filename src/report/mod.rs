@@ -3,6 +3,8 @@
 //! --from` reads it back and renders it again.
 
 pub mod human;
+pub mod junit;
+pub mod markdown;
 
 use serde::{Deserialize, Serialize};
 
@@ -66,6 +68,37 @@ pub struct KillPoint {
     pub len: Option<u64>,
 }
 
+impl KillPoint {
+    /// One line for a reader: the trial, the acks seen, and where the
+    /// syscall kill mode stopped the child when it did.
+    pub fn describe(&self) -> String {
+        let mut s = format!("trial {}, after {} acks", self.trial, self.after_acks);
+        if self.ordinal.is_some() || self.syscall.is_some() {
+            s.push_str(", at");
+            if let Some(n) = self.ordinal {
+                s.push_str(&format!(" syscall #{n}"));
+            }
+            if let Some(name) = &self.syscall {
+                s.push_str(&format!(" {name}"));
+            }
+        }
+        let mut place = Vec::new();
+        if let Some(f) = &self.file {
+            place.push(f.clone());
+        }
+        if let Some(o) = self.offset {
+            place.push(format!("offset {o}"));
+        }
+        if let Some(n) = self.len {
+            place.push(format!("{n} bytes"));
+        }
+        if !place.is_empty() {
+            s.push_str(&format!(" ({})", place.join(", ")));
+        }
+        s
+    }
+}
+
 /// One cell × leg × kill mode.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CellResult {
@@ -91,6 +124,36 @@ pub struct CellResult {
     /// Facts a reader of a fire needs: what was acked, what was recovered.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub details: Vec<String>,
+}
+
+impl CellResult {
+    /// The deciding kill point: the last trial's (a result stops at its first
+    /// fire, error or skip).
+    pub fn deciding_kill(&self) -> Option<&KillPoint> {
+        self.kill_points.last()
+    }
+
+    /// What `PRAGMA integrity_check` said after recovery, if recovery ran.
+    pub fn integrity(&self) -> Option<&str> {
+        self.details.iter().find_map(|d| d.strip_prefix("integrity_check: "))
+    }
+
+    /// The details other than the integrity check: what was acked, what
+    /// was recovered, and anything else the cell noted.
+    pub fn findings(&self) -> impl Iterator<Item = &str> {
+        self.details.iter().map(String::as_str).filter(|d| !d.starts_with("integrity_check: "))
+    }
+
+    /// The leg as a reader needs it: what was asked for and what ran.
+    pub fn mode_line(&self) -> String {
+        let requested = self.requested_mode.as_deref().unwrap_or("resolver default");
+        let effective = self.effective_mode.as_deref().unwrap_or("not audited");
+        let mut s = format!("requested {requested}, effective {effective}");
+        if let Some(sync) = &self.synchronous {
+            s.push_str(&format!(", synchronous {sync}"));
+        }
+        s
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -149,6 +212,10 @@ pub struct Report {
     pub child: String,
     #[serde(default)]
     pub interrupted: bool,
+    /// The operating system the run was on (name, kernel release, machine);
+    /// empty in reports written before it was recorded.
+    #[serde(default)]
+    pub os: String,
     pub results: Vec<CellResult>,
     pub summary: Summary,
 }
@@ -158,6 +225,25 @@ impl Report {
         let mut s = serde_json::to_string_pretty(self).expect("a report always serializes");
         s.push('\n');
         s
+    }
+
+    /// The journal modes the results effectively ran in, as audited, sorted.
+    pub fn journal_modes(&self) -> Vec<&str> {
+        let mut modes: Vec<&str> = self.results.iter().filter_map(|r| r.effective_mode.as_deref()).collect();
+        modes.sort_unstable();
+        modes.dedup();
+        modes
+    }
+
+    /// The mutants the results ran with, in order of first appearance.
+    pub fn mutants(&self) -> Vec<&str> {
+        let mut seen: Vec<&str> = Vec::new();
+        for m in self.results.iter().filter_map(|r| r.mutant.as_deref()) {
+            if !seen.contains(&m) {
+                seen.push(m);
+            }
+        }
+        seen
     }
 
     pub fn from_json(file: &str, text: &str) -> Result<Report> {
@@ -185,8 +271,41 @@ pub fn render(report: &Report, format: Format, color: bool) -> Result<String> {
     match format {
         Format::Human => Ok(human::render(report, color)),
         Format::Json => Ok(report.to_json()),
-        Format::Junit | Format::Markdown => {
-            Err(Error::Usage(format!("format {format:?} is not implemented yet").to_lowercase()))
-        }
+        Format::Junit => junit::render(report),
+        Format::Markdown => Ok(markdown::render(report)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kill_point_names_the_syscall_fields_it_has() {
+        let timed = KillPoint { trial: 2, after_acks: 292, ..KillPoint::default() };
+        assert_eq!(timed.describe(), "trial 2, after 292 acks");
+        let syscall = KillPoint {
+            trial: 17,
+            after_acks: 3,
+            ordinal: Some(17),
+            syscall: Some("pwrite64".into()),
+            file: Some("store.db-wal".into()),
+            offset: Some(4096),
+            len: Some(4120),
+        };
+        assert_eq!(
+            syscall.describe(),
+            "trial 17, after 3 acks, at syscall #17 pwrite64 (store.db-wal, offset 4096, 4120 bytes)"
+        );
+    }
+
+    #[test]
+    fn a_report_without_the_newer_fields_still_reads() {
+        let old = r#"{"schema":"crashcells.report.v1","crashcells_version":"0.1.0","sqlite_version":"3.54.1",
+            "seed":1,"matrix":"default","duration_ms":5,"results":[],
+            "summary":{"pass":0,"fire":0,"skip":0,"stub":0,"error":0}}"#;
+        let r = Report::from_json("old.json", old).unwrap();
+        assert_eq!((r.os.as_str(), r.run_id.as_str()), ("", ""));
+        assert!(markdown::render(&r).contains("| OS | not recorded |"));
     }
 }

@@ -1,0 +1,195 @@
+//! The JUnit XML rendering, for CI servers: one test suite per matrix, one
+//! test case per cell × leg × kill mode. A `fire` is a failure (the store
+//! broke a clause), an `error` an error (the harness reached no verdict),
+//! `skip` and `stub` are skipped with their reasons; a fire's or an error's
+//! text carries its clause, kill point, findings, evidence and repro, so the
+//! CI page alone is enough to start on it.
+
+use std::time::Duration;
+
+use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
+
+use super::{CellResult, Report, Verdict};
+use crate::error::{Error, Result};
+
+pub fn render(report: &Report) -> Result<String> {
+    let mut junit = quick_junit::Report::new("crashcells");
+    junit.set_time(Duration::from_millis(report.duration_ms));
+    junit.add_test_suite(suite(report));
+    let xml = junit.to_string().map_err(|e| Error::Report { file: "junit".into(), message: e.to_string() })?;
+    let mut xml = without_root_skipped(&xml);
+    if !xml.ends_with('\n') {
+        xml.push('\n');
+    }
+    Ok(xml)
+}
+
+/// Drops `skipped` from the root `<testsuites>` element. quick-junit writes
+/// it (nextest's extension), but the JUnit schema that CI plugins validate
+/// against (Jenkins' xunit `junit-10.xsd`) allows it only on `<testsuite>`,
+/// where the count stays.
+fn without_root_skipped(xml: &str) -> String {
+    let Some(start) = xml.find("<testsuites") else { return xml.to_string() };
+    let end = start + xml[start..].find('>').unwrap_or(0);
+    let Some(at) = xml[start..end].find(" skipped=\"").map(|i| start + i) else { return xml.to_string() };
+    let value_end = xml[at + 10..].find('"').map_or(at, |i| at + 10 + i + 1);
+    format!("{}{}", &xml[..at], &xml[value_end..])
+}
+
+/// The run's one matrix as a suite, with the run's identity as properties.
+fn suite(report: &Report) -> TestSuite {
+    let mut suite = TestSuite::new(report.matrix.as_str());
+    suite.set_time(Duration::from_millis(report.duration_ms));
+    let mut props = vec![
+        ("seed", report.seed.to_string()),
+        ("crashcells_version", report.crashcells_version.clone()),
+        ("sqlite_version", report.sqlite_version.clone()),
+        ("journal_modes", report.journal_modes().join(",")),
+        ("run_id", report.run_id.clone()),
+        ("child", report.child.clone()),
+    ];
+    if !report.os.is_empty() {
+        props.push(("os", report.os.clone()));
+    }
+    let mutants = report.mutants();
+    if !mutants.is_empty() {
+        props.push(("mutant", mutants.join(",")));
+    }
+    if report.interrupted {
+        props.push(("interrupted", "true".into()));
+    }
+    suite.add_properties(props.into_iter().map(|(k, v)| Property::new(k, v)));
+    suite.add_test_cases(report.results.iter().map(case));
+    suite
+}
+
+fn case(r: &CellResult) -> TestCase {
+    let name = if r.leg == "-" { r.cell.clone() } else { format!("{}/{}/{}", r.cell, r.leg, r.kill.as_str()) };
+    let mut case = TestCase::new(name, status(r));
+    case.set_classname(r.cell.as_str());
+    case.set_time(Duration::from_millis(r.duration_ms));
+    if matches!(r.verdict, Verdict::Fire | Verdict::Error) {
+        let mut out = String::new();
+        if let Some(e) = &r.evidence {
+            out.push_str(&format!("evidence: {e}\n"));
+        }
+        out.push_str(&format!("repro: {}\n", r.repro));
+        case.set_system_out(out);
+    }
+    case
+}
+
+fn status(r: &CellResult) -> TestCaseStatus {
+    let mut status = match r.verdict {
+        Verdict::Pass => return TestCaseStatus::success(),
+        Verdict::Fire => TestCaseStatus::non_success(NonSuccessKind::Failure),
+        Verdict::Error => TestCaseStatus::non_success(NonSuccessKind::Error),
+        Verdict::Skip | Verdict::Stub => TestCaseStatus::skipped(),
+    };
+    status.set_type(r.verdict.as_str()).set_message(r.reason.as_str());
+    if matches!(r.verdict, Verdict::Fire | Verdict::Error) {
+        status.set_description(description(r));
+    }
+    status
+}
+
+/// The text of a failure or an error: everything a reader of the CI page
+/// needs to understand the result and rerun it.
+fn description(r: &CellResult) -> String {
+    let mut lines = vec![format!("clause: {}", r.clause), format!("leg: {} ({})", r.leg, r.mode_line())];
+    match r.deciding_kill() {
+        Some(k) => lines.push(format!("kill: {}; {}", r.kill.as_str(), k.describe())),
+        None if r.verdict == Verdict::Error => {
+            lines.push(format!("kill: {}; the trial ended before its kill point", r.kill.as_str()))
+        }
+        None => lines.push(format!("kill: {}; this cell's trials end without a kill", r.kill.as_str())),
+    }
+    if let Some(m) = &r.mutant {
+        lines.push(format!("mutant: {m}"));
+    }
+    lines.extend(r.findings().map(String::from));
+    lines.push(format!("integrity_check: {}", r.integrity().unwrap_or("not run")));
+    if let Some(e) = &r.evidence {
+        lines.push(format!("evidence: {e}"));
+    }
+    lines.push(format!("repro: {}", r.repro));
+    lines.join("\n") + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{KillMode, KillPoint, SCHEMA, Summary};
+
+    fn result(verdict: Verdict, leg: &str) -> CellResult {
+        CellResult {
+            cell: "prefix-durability".into(),
+            number: 1,
+            clause: "acked appends survive".into(),
+            leg: leg.into(),
+            requested_mode: Some("wal".into()),
+            effective_mode: Some("wal".into()),
+            synchronous: None,
+            kill: KillMode::Timed,
+            verdict,
+            reason: format!("{} <reason> & more", verdict.as_str()),
+            trials: 1,
+            kill_points: vec![KillPoint { trial: 0, after_acks: 7, ..KillPoint::default() }],
+            acked: 7,
+            duration_ms: 1500,
+            evidence: Some("/ev/x".into()),
+            repro: "crashcells run --cell 1".into(),
+            mutant: None,
+            details: vec!["integrity_check: ok".into()],
+        }
+    }
+
+    fn report(results: Vec<CellResult>) -> Report {
+        Report {
+            schema: SCHEMA.into(),
+            crashcells_version: "0.1.0".into(),
+            sqlite_version: "3.54.1".into(),
+            seed: 1,
+            matrix: "default".into(),
+            duration_ms: 2000,
+            run_id: "r".into(),
+            workdir: "/w".into(),
+            child: "reference".into(),
+            interrupted: false,
+            os: String::new(),
+            summary: Summary::of(&results),
+            results,
+        }
+    }
+
+    #[test]
+    fn root_skipped_is_dropped_and_nothing_else() {
+        let xml =
+            "<?xml?>\n<testsuites name=\"c\" tests=\"3\" skipped=\"12\" failures=\"1\">\n<testsuite skipped=\"12\">";
+        assert_eq!(
+            without_root_skipped(xml),
+            "<?xml?>\n<testsuites name=\"c\" tests=\"3\" failures=\"1\">\n<testsuite skipped=\"12\">"
+        );
+        assert_eq!(without_root_skipped("<testsuites tests=\"0\">"), "<testsuites tests=\"0\">");
+    }
+
+    #[test]
+    fn verdicts_map_to_junit_statuses_and_counts() {
+        let verdicts = [Verdict::Pass, Verdict::Fire, Verdict::Error, Verdict::Skip, Verdict::Stub];
+        let legs = ["a", "b", "c", "d", "-"];
+        let r = report(verdicts.iter().zip(legs).map(|(&v, l)| result(v, l)).collect());
+        let xml = render(&r).unwrap();
+        let back = quick_junit::Report::deserialize_from_str(&xml).unwrap();
+        assert_eq!((back.tests, back.failures, back.errors), (5, 1, 1));
+        assert_eq!(back.test_suites[0].skipped, 2);
+        let cases = &back.test_suites[0].test_cases;
+        assert_eq!(cases[0].name.as_str(), "prefix-durability/a/timed");
+        assert_eq!(cases[4].name.as_str(), "prefix-durability", "a stub has no leg");
+        let TestCaseStatus::NonSuccess { message, description, .. } = &cases[1].status else { panic!("fire") };
+        assert_eq!(message.as_deref(), Some("fire <reason> & more"), "escaped and read back intact");
+        let text = description.as_deref().unwrap();
+        assert!(text.contains("kill: timed; trial 0, after 7 acks"), "{text}");
+        assert!(text.contains("evidence: /ev/x") && text.contains("repro: crashcells run --cell 1"), "{text}");
+        assert!(cases[1].system_out.as_deref().unwrap().contains("repro: crashcells run --cell 1"));
+    }
+}

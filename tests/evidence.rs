@@ -1,0 +1,130 @@
+//! Evidence and reproduction, as a maintainer meets them after a fire: the
+//! folder a fire or an error keeps, nothing left by passing trials, and a
+//! `repro` command that fires again.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{bin, run, run_json, scratch};
+
+/// The fired or errored results of a report.
+fn decisive(report: &Value) -> Vec<&Value> {
+    report["results"].as_array().unwrap().iter().filter(|r| r["verdict"] == "fire" || r["verdict"] == "error").collect()
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Checks a kept folder: the crash state, the ack journal, the child's
+/// stderr and the result as JSON, equal to the report's result.
+fn check_evidence(r: &Value) {
+    let dir = PathBuf::from(r["evidence"].as_str().unwrap_or_else(|| panic!("no evidence: {r:#}")));
+    let files = files_in(&dir);
+    for name in ["store.db", "acks.ndjson", "child.stderr", "result.json"] {
+        assert!(files.contains(&name.to_string()), "{name} missing in {}: {files:?}", dir.display());
+    }
+    // The child's connection never closed, so the WAL it wrote is part of the
+    // crash state; a recovery pass on the original would have removed it.
+    if r["effective_mode"] == "wal" {
+        assert!(files.contains(&"store.db-wal".to_string()), "no -wal in {}: {files:?}", dir.display());
+    }
+    let kept: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap()).unwrap();
+    for field in ["cell", "leg", "verdict", "reason", "repro", "evidence"] {
+        assert_eq!(kept[field], r[field], "result.json differs in {field}");
+    }
+}
+
+#[test]
+fn a_fire_keeps_the_crash_state_and_passes_leave_nothing_behind() {
+    let dir = scratch();
+    let args = ["run", "--cell", "1", "--leg", "wal", "--leg", "delete", "--mutant", "drop-append", "--seed", "21"];
+    let (code, report) = run_json(&args, dir.path());
+    assert_eq!(code, 1, "{report:#}");
+    let fired = decisive(&report);
+    assert_eq!(fired.len(), 2, "{report:#}");
+    for r in &fired {
+        check_evidence(r);
+        let recovered = Path::new(r["evidence"].as_str().unwrap()).join("recovery/store.db");
+        assert!(recovered.is_file(), "the recovery passes' copy is kept too");
+    }
+    let run_folder = Path::new(fired[0]["evidence"].as_str().unwrap()).parent().unwrap().to_path_buf();
+    assert_eq!(files_in(&run_folder), ["prefix-durability-delete-timed", "prefix-durability-wal-timed"]);
+    assert_eq!(files_in(dir.path()), ["evidence"], "the run's work folder is gone");
+
+    let clean = scratch();
+    let (code, report) =
+        run_json(&["run", "--cell", "1", "--cell", "3", "--trials", "2", "--seed", "21"], clean.path());
+    assert_eq!(code, 0, "{report:#}");
+    assert!(files_in(clean.path()).is_empty(), "a passing run left {:?}", files_in(clean.path()));
+}
+
+#[test]
+fn an_error_keeps_its_evidence_and_its_repro_errs_again() {
+    let dir = scratch();
+    let args = ["run", "--cell", "1", "--leg", "default", "--mutant", "stall", "--deadline", "1", "--seed", "5"];
+    let (code, report) = run_json(&args, dir.path());
+    assert_eq!(code, 2, "{report:#}");
+    let errors = decisive(&report);
+    assert_eq!(errors.len(), 1, "{report:#}");
+    check_evidence(errors[0]);
+    let acks = std::fs::read_to_string(Path::new(errors[0]["evidence"].as_str().unwrap()).join("acks.ndjson")).unwrap();
+    assert_eq!(acks.lines().count(), 6, "the ready record and the stall mutant's 5 acks: {acks}");
+    let again = rerun(errors[0]["repro"].as_str().unwrap(), dir.path());
+    assert_eq!(again["summary"]["error"], 1, "{again:#}");
+}
+
+/// Runs a `repro` line as a user pastes it, with this build's binary for the
+/// leading `crashcells` and private scratch folders.
+pub fn rerun(repro: &str, scratch: &Path) -> Value {
+    assert!(!repro.contains('\''), "this helper splits on spaces: {repro}");
+    let words: Vec<&str> = repro.split(' ').collect();
+    assert_eq!(words[0], "crashcells", "{repro}");
+    let out = bin()
+        .args(&words[1..])
+        .arg("--workdir")
+        .arg(scratch)
+        .arg("--evidence")
+        .arg(scratch.join("evidence-rerun"))
+        .args(["--format", "json"])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{repro}: no JSON report ({e}): {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+#[test]
+fn a_fired_repro_fires_again_with_the_same_kill() {
+    let dir = scratch();
+    let (code, report) = run_json(&["run", "--cell", "1", "--mutant", "drop-append", "--seed", "22"], dir.path());
+    assert_eq!(code, 1, "{report:#}");
+    for fired in decisive(&report) {
+        let repro = fired["repro"].as_str().unwrap();
+        let again = rerun(repro, dir.path());
+        let results = again["results"].as_array().unwrap();
+        assert_eq!(results.len(), 1, "the repro reruns one result: {again:#}");
+        let r = &results[0];
+        for field in ["cell", "leg", "kill", "verdict", "reason", "repro", "mutant", "clause"] {
+            assert_eq!(r[field], fired[field], "{field} differs after `{repro}`");
+        }
+        assert_eq!((&again["seed"], &again["matrix"]), (&report["seed"], &report["matrix"]));
+        let trial = |r: &Value| r["kill_points"].as_array().unwrap().last().unwrap()["trial"].clone();
+        assert_eq!(trial(r), trial(fired), "the same trial");
+        assert_eq!(r["trials"], 1);
+    }
+}
+
+#[test]
+fn no_evidence_folder_is_made_before_a_fire() {
+    let dir = scratch();
+    let out = run(&["run", "--cell", "4", "--seed", "1"], dir.path());
+    assert_eq!(out.status.code(), Some(3));
+    assert!(files_in(dir.path()).is_empty());
+}

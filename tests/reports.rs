@@ -1,0 +1,240 @@
+//! Every report format, snapshotted for one run that has every verdict, and
+//! the JUnit XML read back against the JSON summary.
+//!
+//! The run is put together from real runs of the binary: a fire (cell 1 with
+//! the `drop-append` mutant, which fires on every trial), a pass (cell 3 on
+//! the reference store), an error (the `stall` mutant under `--deadline 1`)
+//! and the two stubs. A skip cannot happen on the bundled SQLite, which
+//! honours every mode, so that one result is made by hand: a copy of the
+//! pass moved to the WAL leg, with the reason the real leg audit gives for a
+//! child that ran on an affected SQLite 3.40.1 and was refused WAL.
+
+use std::path::Path;
+
+use crashcells::audit::audit;
+use crashcells::report::{CellResult, KillPoint, Report, Summary, Verdict};
+use crashcells_child::config::{DatabaseConfig, JournalMode};
+use crashcells_child::protocol::Ready;
+use crashcells_child::resolver::{SqliteVersion, resolve};
+
+use crate::common::{bin, run_json, scratch};
+
+const SEED: &str = "31";
+
+fn run_report(args: &[&str], dir: &Path) -> Report {
+    let mut all = args.to_vec();
+    all.extend(["--seed", SEED, "--trials", "1"]);
+    let (_, json) = run_json(&all, dir);
+    serde_json::from_value(json).expect("a report")
+}
+
+/// The skip reason the leg audit gives when WAL was asked for and an
+/// affected library's resolver refused it.
+fn affected_wal_skip_reason(dir: &Path) -> String {
+    let db = dir.join("affected.db");
+    let mut header = vec![0u8; 100];
+    (header[18], header[19]) = (1, 1);
+    std::fs::write(&db, header).unwrap();
+    let v = SqliteVersion(3, 40, 1);
+    let decision = resolve(DatabaseConfig { journal_mode: Some(JournalMode::Wal), synchronous: None }, v, false);
+    let ready = Ready {
+        protocol: 1,
+        pid: 1,
+        op: "rotate".into(),
+        sqlite_version: v.to_string(),
+        sqlite_source_id: None,
+        journal_mode: "delete".into(),
+        synchronous: Some("full".into()),
+        resolver: Some(decision),
+    };
+    let a = audit(&db, &ready, Some(JournalMode::Wal));
+    assert!(!a.honored);
+    a.reason
+}
+
+fn skip_from(pass: &CellResult, reason: String) -> CellResult {
+    let mut skip = pass.clone();
+    skip.leg = "wal".into();
+    skip.requested_mode = Some("wal".into());
+    skip.effective_mode = Some("delete".into());
+    skip.verdict = Verdict::Skip;
+    skip.reason = reason;
+    skip.details.clear();
+    skip.kill_points = vec![KillPoint { trial: 0, after_acks: 57, ..KillPoint::default() }];
+    skip.acked = 58;
+    skip.repro = pass.repro.replace("--leg delete", "--leg wal") + " --trial 0";
+    skip
+}
+
+/// Builds the run with every verdict and saves it as JSON in `dir`.
+fn every_verdict(dir: &Path) -> std::path::PathBuf {
+    let fire = run_report(&["run", "--cell", "1", "--leg", "wal", "--mutant", "drop-append"], dir);
+    let pass = run_report(&["run", "--cell", "3", "--leg", "delete"], dir);
+    let error = run_report(&["run", "--cell", "1", "--leg", "default", "--mutant", "stall", "--deadline", "1"], dir);
+    let stubs = run_report(&["run", "--cell", "4", "--cell", "5"], dir);
+    let skip = skip_from(&pass.results[0], affected_wal_skip_reason(dir));
+    let mut report = fire.clone();
+    report.results = [&error.results[..], &fire.results, &pass.results, &[skip], &stubs.results].concat();
+    report.summary = Summary::of(&report.results);
+    report.duration_ms = fire.duration_ms + pass.duration_ms + error.duration_ms + stubs.duration_ms;
+    let verdicts: Vec<_> = report.results.iter().map(|r| r.verdict.as_str()).collect();
+    assert_eq!(verdicts, ["error", "fire", "pass", "skip", "stub", "stub"], "{}", report.to_json());
+    let path = dir.join("every-verdict.json");
+    std::fs::write(&path, report.to_json()).unwrap();
+    path
+}
+
+/// `crashcells report --from FILE --format F`, as a user runs it.
+fn rendered(from: &Path, format: &str) -> String {
+    let out = bin().args(["report", "--from"]).arg(from).args(["--format", format]).env("NO_COLOR", "1").output();
+    let out = out.unwrap();
+    assert_eq!(out.status.code(), Some(1), "a fire: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// What changes from run to run, replaced by fixed-width placeholders: the
+/// scratch folder, run ids (time and pid), times, how many acks a timed
+/// kill let through, the kernel and the crate's version.
+fn settings(dir: &Path, report: &Report) -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.set_snapshot_path("snapshots");
+    s.set_prepend_module_to_snapshot(false);
+    s.add_filter(&regex::escape(&dir.display().to_string()), "[SCRATCH]");
+    s.add_filter(r"\d{9,}-\d+", "[RUN-ID]");
+    if !report.os.is_empty() {
+        s.add_filter(&regex::escape(&report.os), "[OS]");
+    }
+    s.add_filter(&format!(r"\b{}\b", regex::escape(&report.crashcells_version)), "[VERSION]");
+    // Times: human and Markdown `0.85s`, JUnit `time="0.853"`, JSON duration_ms.
+    s.add_filter(r" +\d+\.\d\ds\b", " [TIME]s");
+    s.add_filter(r#"time="[\d.]+""#, r#"time="[TIME]""#);
+    s.add_filter(r#""duration_ms": \d+"#, r#""duration_ms": "[MS]""#);
+    // Acks a timed kill let through, wherever they are shown.
+    s.add_filter(r"acked +\d+ \[TIME\]", "acked [ACKS] [TIME]");
+    s.add_filter(r"after \d+ acks", "after [ACKS] acks");
+    s.add_filter(r"m0\.\.m\d+ \(\d+ appends\); recovered \d+ appends", "m0..m[N] ([N] appends); recovered [N] appends");
+    s.add_filter(
+        r"acked \d+ rotations; recovered \d+ continuations",
+        "acked [N] rotations; recovered [N] continuations",
+    );
+    s.add_filter(r"\| \d+ \| \[TIME\]s \|", "| [ACKS] | [TIME]s |");
+    s.add_filter(r#""(acked|after_acks)": \d+"#, r#""$1": "[ACKS]""#);
+    s
+}
+
+#[test]
+fn every_format_of_a_run_with_every_verdict() {
+    let dir = scratch();
+    let from = every_verdict(dir.path());
+    let report = Report::from_json("every-verdict.json", &std::fs::read_to_string(&from).unwrap()).unwrap();
+    settings(dir.path(), &report).bind(|| {
+        insta::assert_snapshot!("every_verdict.human", rendered(&from, "human"));
+        insta::assert_snapshot!("every_verdict.json", rendered(&from, "json"));
+        insta::assert_snapshot!("every_verdict.junit.xml", rendered(&from, "junit"));
+        insta::assert_snapshot!("every_verdict.md", rendered(&from, "markdown"));
+    });
+    let xml = rendered(&from, "junit");
+    junit_agrees_with_json(&xml, &report);
+    attributes_are_the_schemas(&xml);
+}
+
+/// The attributes each element may carry in the JUnit schema CI plugins
+/// validate against (Jenkins' xunit `junit-10.xsd`, which declares no
+/// wildcard attributes): an unknown one fails validation there. (Checked
+/// once by hand with `xmllint --schema`; this keeps it so without the file.)
+fn attributes_are_the_schemas(xml: &str) {
+    let allowed = |element: &str| -> &[&str] {
+        match element {
+            "testsuites" => &["name", "time", "tests", "failures", "disabled", "errors"],
+            "testsuite" => &[
+                "name",
+                "tests",
+                "failures",
+                "errors",
+                "time",
+                "disabled",
+                "skipped",
+                "skips",
+                "timestamp",
+                "hostname",
+                "id",
+                "package",
+                "assertions",
+                "file",
+                "skip",
+                "log",
+                "url",
+            ],
+            "testcase" => &[
+                "name",
+                "assertions",
+                "time",
+                "timestamp",
+                "classname",
+                "status",
+                "class",
+                "file",
+                "line",
+                "log",
+                "group",
+                "url",
+            ],
+            "failure" | "error" | "skipped" => &["type", "message"],
+            "property" => &["name", "value"],
+            _ => &[],
+        }
+    };
+    let tag = regex::Regex::new(r#"<([a-z-]+)((?:\s+[a-zA-Z_-]+="[^"]*")*)\s*/?>"#).unwrap();
+    let attr = regex::Regex::new(r#"([a-zA-Z_-]+)=""#).unwrap();
+    let mut seen = 0;
+    for t in tag.captures_iter(xml) {
+        let element = &t[1];
+        for a in attr.captures_iter(&t[2]) {
+            assert!(allowed(element).contains(&&a[1]), "<{element}> may not carry `{}`", &a[1]);
+            seen += 1;
+        }
+    }
+    assert!(seen > 30, "the patterns found the document's attributes: {seen}");
+}
+
+/// The JUnit XML reads back (quick-junit's parser follows the schema CI
+/// servers read) and its counts and statuses equal the JSON report's.
+fn junit_agrees_with_json(xml: &str, report: &Report) {
+    use quick_junit::{NonSuccessKind, TestCaseStatus};
+    let junit = quick_junit::Report::deserialize_from_str(xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
+    let s = &report.summary;
+    let total = s.pass + s.fire + s.skip + s.stub + s.error;
+    assert_eq!((junit.tests, junit.failures, junit.errors), (total, s.fire, s.error));
+    assert_eq!(junit.test_suites.len(), 1, "one suite per matrix");
+    let suite = &junit.test_suites[0];
+    assert_eq!((suite.tests, suite.failures, suite.errors, suite.skipped), (total, s.fire, s.error, s.skip + s.stub));
+    assert_eq!(suite.name.as_str(), report.matrix);
+    assert_eq!(suite.test_cases.len(), report.results.len());
+    for (case, r) in suite.test_cases.iter().zip(&report.results) {
+        let status = match &case.status {
+            TestCaseStatus::Success { .. } => "pass",
+            TestCaseStatus::NonSuccess { kind: NonSuccessKind::Failure, .. } => "fire",
+            TestCaseStatus::NonSuccess { kind: NonSuccessKind::Error, .. } => "error",
+            TestCaseStatus::Skipped { ty, .. } => ty.as_deref().unwrap_or("skipped"),
+        };
+        assert_eq!(status, r.verdict.as_str(), "{}", case.name.as_str());
+        assert_eq!(case.classname.as_deref(), Some(r.cell.as_str()));
+        assert!(case.time.is_some(), "{}", case.name.as_str());
+    }
+}
+
+#[test]
+fn out_writes_the_format_and_the_terminal_gets_the_human_summary() {
+    let dir = scratch();
+    let out_path = dir.path().join("run.xml");
+    let out = crate::common::run(
+        &["run", "--cell", "4", "--seed", "1", "--format", "junit", "--out", out_path.to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(3), "a stub alone: nothing ran");
+    let xml = std::fs::read_to_string(&out_path).unwrap();
+    assert_eq!(quick_junit::Report::deserialize_from_str(&xml).unwrap().test_suites[0].skipped, 1);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("0 pass, 0 fire, 0 skip, 1 stub, 0 error"), "{stdout}");
+    assert!(!stdout.contains("<?xml"), "{stdout}");
+}
