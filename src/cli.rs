@@ -286,6 +286,8 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         matrix_arg: a.matrix.clone(),
         child_arg: a.child.clone(),
     };
+    let ready = crate::protocol::preflight(&ctx.child, &ctx.work_root, ctx.deadline)
+        .map_err(|message| Error::Child { child: ctx.child.display(), message })?;
     eprintln!(
         "crashcells: run {run_id}, seed {seed}, matrix {}, {} results, trials in {}",
         matrix.name,
@@ -295,7 +297,11 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     let started = Instant::now();
     let threads = a.jobs.map_or_else(default_jobs, |j| j as usize);
     let results = run::execute(&jobs, &ctx, threads, &StderrProgress);
-    let report = run::report(&ctx, &run_id, &workdir, results, started);
+    let mut report = run::report(&ctx, &run_id, &workdir, results, started);
+    if ctx.child_arg.is_some() {
+        // The store under test links its own SQLite; ours is beside the point.
+        report.sqlite_version = ready.sqlite_version;
+    }
     emit(&report, &a.output)?;
     Ok(report.summary.exit_code())
 }

@@ -16,6 +16,7 @@ pub mod journal;
 pub mod kill;
 pub mod matrix;
 pub mod plan;
+pub mod protocol;
 pub mod report;
 pub mod run;
 pub mod seed;
