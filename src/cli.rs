@@ -45,6 +45,8 @@ enum Command {
     List(ListArgs),
     /// Re-render a saved JSON report in another format.
     Report(ReportArgs),
+    /// Check that a child speaks the protocol (docs/PROTOCOL.md): each operation once, no kill.
+    ChildCheck(ChildCheckArgs),
     /// Internal: the reference child the driver re-executes.
     #[command(subcommand, hide = true)]
     Child(ChildOp),
@@ -132,6 +134,21 @@ enum ListFormat {
 }
 
 #[derive(Debug, Args)]
+struct ChildCheckArgs {
+    /// The child to check: the driver runs `CMD ARGS <op> ...` [default: the reference child].
+    #[arg(long, value_name = "'CMD ARGS'")]
+    child: Option<String>,
+    #[arg(long, value_enum, default_value = "human")]
+    format: ListFormat,
+    /// Seconds any single operation may take.
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = clap::value_parser!(u64).range(1..))]
+    deadline: u64,
+    /// Where the check's stores are made [default: /dev/shm where writable, else the temp folder].
+    #[arg(long, value_name = "DIR")]
+    workdir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
 struct ReportArgs {
     /// A report written by `run --format json`.
     #[arg(long, value_name = "RUN.json")]
@@ -151,6 +168,7 @@ pub fn main() -> i32 {
         Command::Run(a) => cmd_run(a),
         Command::List(a) => cmd_list(a),
         Command::Report(a) => cmd_report(a),
+        Command::ChildCheck(a) => cmd_child_check(a),
         Command::Child(op) => Ok(crashcells_child::main_with(op)),
     };
     outcome.unwrap_or_else(|e| {
@@ -205,6 +223,22 @@ fn cmd_report(a: ReportArgs) -> Result<i32> {
     let report = report::Report::from_json(&a.from.display().to_string(), &text)?;
     emit(&report, &a.output)?;
     Ok(report.summary.exit_code())
+}
+
+/// `child-check`: exit 0 when the child conforms, 1 when it does not.
+fn cmd_child_check(a: ChildCheckArgs) -> Result<i32> {
+    let child = child_command(a.child.as_deref())?;
+    let workdir = a.workdir.clone().unwrap_or_else(run::default_workdir);
+    let work = tempfile::Builder::new()
+        .prefix("crashcells-child-check-")
+        .tempdir_in(&workdir)
+        .map_err(Error::io("work folder in", &workdir))?;
+    let report = crate::childcheck::check(&child, work.path(), Duration::from_secs(a.deadline));
+    match a.format {
+        ListFormat::Human => print!("{}", report.to_human()),
+        ListFormat::Json => println!("{}", serde_json::to_string_pretty(&report).expect("a check report serializes")),
+    }
+    Ok(report.exit_code())
 }
 
 /// The child to run: `--child` if given, else this binary as the reference child.

@@ -9,6 +9,7 @@
 pub mod audit;
 pub mod catalog;
 pub mod cells;
+pub mod childcheck;
 pub mod cli;
 pub mod error;
 pub mod harness;

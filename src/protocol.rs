@@ -54,7 +54,7 @@ impl Scratch {
 
 /// Waits until `acks` holds one complete line, the child ends, or `deadline`
 /// passes. Returns how the child ended, if it did.
-fn wait_first_line(child: &mut Running, acks: &Path, deadline: Duration) -> Option<Exit> {
+pub fn wait_first_line(child: &mut Running, acks: &Path, deadline: Duration) -> Option<Exit> {
     let end = Instant::now() + deadline;
     loop {
         if std::fs::read(acks).is_ok_and(|b| b.contains(&b'\n')) {
