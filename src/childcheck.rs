@@ -182,6 +182,7 @@ impl Checker<'_> {
         let check = match e {
             JournalError::WrongProtocol { .. } => "protocol-version",
             JournalError::NotReady { .. } => "ready",
+            JournalError::BadReady { .. } => "ready-fields",
             _ => "acks",
         };
         self.note(check, Err(e.to_string()));
@@ -489,6 +490,9 @@ fn parse_dump(text: &str) -> Result<Dump, String> {
 /// sorted by id.
 fn canonical(text: &str) -> Result<String, String> {
     let dump = parse_dump(text)?;
+    if dump.protocol != PROTOCOL {
+        return Err(format!("dump says protocol {} but this driver speaks {PROTOCOL}", dump.protocol));
+    }
     let want = serde_json::to_string(&dump).map_err(|e| e.to_string())? + "\n";
     if text != want {
         return Err(format!(
