@@ -527,6 +527,29 @@ mod tests {
         assert!(canonical(DUMP).is_err(), "the line must end with a newline");
     }
 
+    fn sample_report() -> CheckReport {
+        let finding = |check, ok, detail: &str| Finding { check, ok, detail: detail.into() };
+        CheckReport {
+            schema: SCHEMA,
+            child: "python3 adapter.py".into(),
+            protocol: PROTOCOL,
+            sqlite_version: Some("3.40.1".into()),
+            journal_mode: Some("delete".into()),
+            conforming: false,
+            checks: vec![
+                finding("ready", true, "first line is a ready record for `append`"),
+                finding("dump-canonical", false, "sessions are not sorted by id"),
+            ],
+        }
+    }
+
+    #[test]
+    fn report_formats() {
+        insta::assert_snapshot!("child_check_human", sample_report().to_human());
+        insta::assert_json_snapshot!("child_check_json", sample_report());
+        assert_eq!(sample_report().exit_code(), 1);
+    }
+
     #[test]
     fn unsorted_sessions_are_not_canonical() {
         let two = DUMP.replace("}],", r#"},{"id":"0","parent_session_id":null,"ended":false,"end_reason":null,"message_count":0,"handoff_state":null}],"#);
