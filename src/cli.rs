@@ -48,6 +48,8 @@ enum Command {
     Report(ReportArgs),
     /// Audit each leg of a matrix on this machine: requested, decided, ran, on disk, honored.
     Audit(AuditArgs),
+    /// Check that a child speaks the protocol (docs/PROTOCOL.md): each operation once, no kill.
+    ChildCheck(ChildCheckArgs),
     /// Internal: the reference child the driver re-executes.
     #[command(subcommand, hide = true)]
     Child(ChildOp),
@@ -135,6 +137,21 @@ enum ListFormat {
 }
 
 #[derive(Debug, Args)]
+struct ChildCheckArgs {
+    /// The child to check: the driver runs `CMD ARGS <op> ...` [default: the reference child].
+    #[arg(long, value_name = "'CMD ARGS'")]
+    child: Option<String>,
+    #[arg(long, value_enum, default_value = "human")]
+    format: ListFormat,
+    /// Seconds any single operation may take.
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = clap::value_parser!(u64).range(1..))]
+    deadline: u64,
+    /// Where the check's stores are made [default: /dev/shm where writable, else the temp folder].
+    #[arg(long, value_name = "DIR")]
+    workdir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
 struct ReportArgs {
     /// A report written by `run --format json`.
     #[arg(long, value_name = "RUN.json")]
@@ -173,6 +190,7 @@ pub fn main() -> i32 {
         Command::List(a) => cmd_list(a),
         Command::Report(a) => cmd_report(a),
         Command::Audit(a) => cmd_audit(a),
+        Command::ChildCheck(a) => cmd_child_check(a),
         Command::Child(op) => Ok(crashcells_child::main_with(op)),
     };
     outcome.unwrap_or_else(|e| {
@@ -227,6 +245,22 @@ fn cmd_report(a: ReportArgs) -> Result<i32> {
     let report = report::Report::from_json(&a.from.display().to_string(), &text)?;
     emit(&report, &a.output)?;
     Ok(report.summary.exit_code())
+}
+
+/// `child-check`: exit 0 when the child conforms, 1 when it does not.
+fn cmd_child_check(a: ChildCheckArgs) -> Result<i32> {
+    let child = child_command(a.child.as_deref())?;
+    let workdir = a.workdir.clone().unwrap_or_else(run::default_workdir);
+    let work = tempfile::Builder::new()
+        .prefix("crashcells-child-check-")
+        .tempdir_in(&workdir)
+        .map_err(Error::io("work folder in", &workdir))?;
+    let report = crate::childcheck::check(&child, work.path(), Duration::from_secs(a.deadline));
+    match a.format {
+        ListFormat::Human => print!("{}", report.to_human()),
+        ListFormat::Json => println!("{}", serde_json::to_string_pretty(&report).expect("a check report serializes")),
+    }
+    Ok(report.exit_code())
 }
 
 /// The child to run: `--child` if given, else this binary as the reference child.
@@ -318,17 +352,32 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         child_arg: a.child.clone(),
         catalog_arg: a.catalog.as_ref().map(|c| c.display().to_string()),
     };
+    // Interrupts are caught from here on, so that a Ctrl-C during the
+    // preflight still ends with a (empty) partial report and 128 + signal.
+    crate::harness::catch_interrupts().map_err(Error::io("signal handlers", "."))?;
+    let ready = match crate::protocol::preflight(&ctx.child, &ctx.work_root, ctx.deadline) {
+        Ok(ready) => ready,
+        Err(_) if crate::harness::interrupted().is_some() => {
+            let report = run::report(&ctx, &run_id, &workdir, Vec::new(), Instant::now());
+            emit(&report, &a.output)?;
+            return Ok(run_exit_code(&report, jobs.len()));
+        }
+        Err(message) => return Err(Error::Child { child: ctx.child.display(), message }),
+    };
     eprintln!(
         "crashcells: run {run_id}, seed {seed}, matrix {}, {} results, trials in {}",
         matrix.name,
         jobs.len(),
         workdir.display()
     );
-    crate::harness::catch_interrupts().map_err(Error::io("signal handlers", "."))?;
     let started = Instant::now();
     let threads = a.jobs.map_or_else(default_jobs, |j| j as usize);
     let results = run::execute(&jobs, &ctx, threads, &StderrProgress);
-    let report = run::report(&ctx, &run_id, &workdir, results, started);
+    let mut report = run::report(&ctx, &run_id, &workdir, results, started);
+    if ctx.child_arg.is_some() {
+        // The store under test links its own SQLite; ours is beside the point.
+        report.sqlite_version = ready.sqlite_version;
+    }
     emit(&report, &a.output)?;
     let code = run_exit_code(&report, jobs.len());
     if code == 3 {
@@ -357,6 +406,8 @@ fn cmd_audit(a: AuditArgs) -> Result<i32> {
         return Err(Error::Usage(format!("--workdir {}: not a folder", workdir.display())));
     }
     let child = child_command(a.child.as_deref())?;
+    crate::protocol::preflight(&child, &workdir, Duration::from_secs(a.deadline))
+        .map_err(|message| Error::Child { child: child.display(), message })?;
     eprintln!(
         "crashcells: auditing {} legs of matrix {} in {} ({})",
         matrix.legs.len(),

@@ -18,6 +18,10 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The child given by `--child` (or the reference child) does not speak
+    /// the protocol: see docs/PROTOCOL.md.
+    #[error("child `{child}`: {message} (see docs/PROTOCOL.md)")]
+    Child { child: String, message: String },
     #[error("report {file}: {message}")]
     Report { file: String, message: String },
     /// `crashcells audit` could not audit a leg at all (honored or not is data).

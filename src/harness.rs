@@ -165,6 +165,13 @@ impl Running {
         }
     }
 
+    /// Stops (`SIGSTOP`) or resumes (`SIGCONT`) the child's whole group, so
+    /// that another process can look at the store while the child cannot
+    /// move. Used by `child-check`, never by a killed trial.
+    pub fn pause_group(&self, paused: bool) {
+        let _ = killpg(self.pgid, if paused { Signal::SIGSTOP } else { Signal::SIGCONT });
+    }
+
     /// Waits until the child ends or `deadline` passes; `None` on the
     /// deadline, or at once when the run is interrupted.
     pub fn wait_until(&mut self, deadline: Instant) -> Option<Exit> {

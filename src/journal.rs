@@ -6,7 +6,7 @@
 //! ignored. A torn line anywhere else means the journal cannot be trusted, and
 //! the trial is an `error`, never a pass or a fire.
 
-use crashcells_child::protocol::{Ack, Ready, Record};
+use crashcells_child::protocol::{Ack, PROTOCOL, Ready, Record};
 
 /// A parsed journal.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -25,6 +25,12 @@ pub enum JournalError {
     SecondReady { line: usize },
     #[error("ack journal line {line} is an ack before the ready record")]
     AckBeforeReady { line: usize },
+    #[error("ack journal line 1 is not a ready record: {found}")]
+    NotReady { found: String },
+    #[error("the child speaks protocol {found} but this driver speaks {PROTOCOL}")]
+    WrongProtocol { found: String },
+    #[error("ack journal line 1 is a ready record that does not match protocol {PROTOCOL}: {message}")]
+    BadReady { message: String },
 }
 
 /// Parses the whole journal.
@@ -39,11 +45,40 @@ pub fn parse(bytes: &[u8]) -> Result<Journal, JournalError> {
     // but broken, and nothing after it can be trusted either.
     for (index, line) in lines.into_iter().enumerate() {
         let line_number = index + 1;
+        if line_number == 1 {
+            first_line(line)?;
+        }
         let record = serde_json::from_slice::<Record>(line)
             .map_err(|e| JournalError::TornMiddle { line: line_number, message: e.to_string() })?;
         journal.push(record, line_number)?;
     }
     Ok(journal)
+}
+
+/// Checks the first complete line for what a child of another protocol (or
+/// no protocol at all) would put there, before the record is read as ours:
+/// a version-2 ready record may not even have our fields, and its author
+/// needs to hear "version", not "missing field".
+fn first_line(line: &[u8]) -> Result<(), JournalError> {
+    let value: serde_json::Value =
+        serde_json::from_slice(line).map_err(|_| JournalError::NotReady { found: snippet(line) })?;
+    if value.get("kind").and_then(|k| k.as_str()) != Some("ready") {
+        return Err(JournalError::NotReady { found: snippet(line) });
+    }
+    match value.get("protocol") {
+        Some(v) if v.as_u64() == Some(u64::from(PROTOCOL)) => {}
+        Some(v) => return Err(JournalError::WrongProtocol { found: v.to_string() }),
+        None => return Err(JournalError::WrongProtocol { found: "none (no `protocol` field)".into() }),
+    }
+    serde_json::from_slice::<Record>(line).map(drop).map_err(|e| JournalError::BadReady { message: e.to_string() })
+}
+
+/// The start of a line, quoted, for a message.
+pub fn snippet(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(line);
+    let short: String = text.chars().take(60).collect();
+    let more = if text.chars().count() > 60 { "..." } else { "" };
+    format!("{:?}{more}", short.trim_end())
 }
 
 impl Journal {
@@ -129,9 +164,21 @@ mod tests {
     #[test]
     fn acks_need_a_ready_first() {
         let text = format!("{}\n", ack(0));
-        assert_eq!(parse(text.as_bytes()).unwrap_err(), JournalError::AckBeforeReady { line: 1 });
+        assert!(matches!(parse(text.as_bytes()).unwrap_err(), JournalError::NotReady { .. }));
         let text = format!("{READY}\n{READY}\n");
         assert_eq!(parse(text.as_bytes()).unwrap_err(), JournalError::SecondReady { line: 2 });
+    }
+
+    #[test]
+    fn a_first_line_of_another_protocol_says_so() {
+        let e = parse(b"hello world\n").unwrap_err();
+        assert_eq!(e.to_string(), r#"ack journal line 1 is not a ready record: "hello world""#);
+        let e = parse(format!("{}\n", ack(0)).as_bytes()).unwrap_err();
+        assert!(matches!(e, JournalError::NotReady { .. }), "{e}");
+        let e = parse(b"{\"kind\":\"ready\",\"protocol\":2}\n").unwrap_err();
+        assert_eq!(e.to_string(), "the child speaks protocol 2 but this driver speaks 1");
+        let e = parse(b"{\"kind\":\"ready\",\"protocol\":1}\n").unwrap_err();
+        assert!(e.to_string().contains("missing field"), "{e}");
     }
 
     #[test]

@@ -6,5 +6,6 @@ mod cli;
 mod common;
 mod evidence;
 mod matrices;
+mod protocol;
 mod reports;
 mod robustness;

@@ -93,16 +93,16 @@ fn audit_of_a_missing_matrix_or_workdir_is_exit_2() {
 }
 
 #[test]
-fn audit_of_a_child_that_fails_names_the_leg_and_is_exit_2() {
+fn audit_of_a_child_that_fails_names_it_and_is_exit_2() {
     let dir = scratch();
     let out =
         bin().args(["audit", "--matrix", "default", "--child", "false", "--workdir"]).arg(dir.path()).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    // The line that says where the audit runs, then the one-line error.
+    // The protocol preflight refuses the child before any leg runs, in one line.
     let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("crashcells: error:")).collect();
     assert_eq!(errors.len(), 1, "{stderr}");
-    assert!(errors[0].contains("audit leg `default`") && errors[0].contains("child ended early"), "{stderr}");
+    assert!(errors[0].contains("child `false`") && errors[0].contains("no ready record"), "{stderr}");
 }
 
 #[test]

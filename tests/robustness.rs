@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::common::{bin, run_json, scratch};
+use crate::common::{bin, run, run_json, scratch};
 
 /// Pids of live processes (not this test) whose command line mentions `needle`.
 /// A zombie has an empty command line and so never matches.
@@ -129,13 +129,15 @@ fn a_stalled_child_is_an_error_with_its_stderr_within_the_deadline() {
 }
 
 #[test]
-fn a_child_that_exits_at_once_is_an_error_per_result() {
+fn a_child_that_exits_at_once_is_refused_before_any_cell_runs() {
     let dir = scratch();
-    let (code, report) =
-        run_json(&["run", "--cell", "prefix-durability", "--leg", "default", "--child", "true"], dir.path());
-    assert_eq!(code, 2, "{report}");
-    let reason = report["results"][0]["reason"].as_str().unwrap();
-    assert!(reason.contains("child ended early (exit code 0) after 0 acks"), "{reason}");
+    let out = run(&["run", "--cell", "prefix-durability", "--leg", "default", "--child", "true"], dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("crashcells: error:")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(errors[0].contains("no ready record") && errors[0].contains("exit code 0"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
 #[test]
@@ -161,7 +163,7 @@ fn two_runs_at_once_keep_their_evidence_apart() {
     let dir = scratch();
     let spawn = || {
         bin()
-            .args(["run", "--child", "true", "--format", "json", "--workdir"])
+            .args(["run", "--cell", "1", "--mutant", "drop-append", "--format", "json", "--workdir"])
             .arg(dir.path())
             .arg("--evidence")
             .arg(dir.path().join("evidence"))

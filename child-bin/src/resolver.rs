@@ -58,6 +58,11 @@ pub enum Decider {
     WalResetGate,
     /// The file is already in WAL and stays there.
     AlreadyWal,
+    /// Another store's resolver gave a reason of its own (read from a
+    /// child's ready record; never produced here). Without it, a decider we
+    /// do not know would make the whole record unreadable.
+    #[serde(other)]
+    Other,
 }
 
 /// What was requested, what is applied, and why.
@@ -160,6 +165,13 @@ mod tests {
     fn a_file_already_in_wal_stays_wal() {
         let d = resolve(DatabaseConfig::default(), v(3, 40, 1), true);
         assert_eq!((d.applied, d.decided_by), (JournalMode::Wal, Decider::AlreadyWal));
+    }
+
+    #[test]
+    fn another_stores_decider_is_read_as_other() {
+        let text = r#"{"requested":null,"applied":"delete","synchronous":null,"decided_by":"policy","reason":"ours"}"#;
+        let d: Decision = serde_json::from_str(text).unwrap();
+        assert_eq!((d.decided_by, d.reason.as_str()), (Decider::Other, "ours"));
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::journal;
 use crate::plan::Job;
 use crate::trial::{Context, Outcome, Trial, TrialEnv};
 
-const HANDOFF: &str = "handoff";
+pub const HANDOFF: &str = "handoff";
 
 /// One race: trial `index` of the result.
 pub fn trial(job: &Job, ctx: &Context, racers: u32, index: u32) -> Trial {
@@ -167,7 +167,7 @@ fn judge_race(
     super::judge_with(&recovered, &check, trial)
 }
 
-fn race_violations(dump: &crashcells_child::store::Dump, won: usize, racers: usize) -> super::workload::Violations {
+pub fn race_violations(dump: &crashcells_child::store::Dump, won: usize, racers: usize) -> super::workload::Violations {
     let mut v = super::workload::Violations::default();
     let claims =
         dump.messages.iter().filter(|m| m.session_id == HANDOFF && m.content.starts_with("claimed by")).count();

@@ -1,0 +1,488 @@
+#!/usr/bin/env python3
+"""A second session store behind the crashcells child protocol (docs/PROTOCOL.md).
+
+It uses only the standard library: `sqlite3` (so the system's SQLite, whatever
+version python3 links), `json`, `fcntl` and `argparse`. Its schema is its own
+(`conversations` and `turns`); the driver sees it only through the ack journal
+and `dump`'s canonical JSON, which is the point: any store can stand here.
+
+Crash model: the process may be killed with SIGKILL at any instant. Every write
+is one `BEGIN IMMEDIATE` transaction; an ack is written with one `write(2)`
+only after the transaction that it acknowledges committed.
+
+Run as: python3 store.py <append|rotate|park|claim|dump> [flags]
+"""
+
+import argparse
+import fcntl
+import json
+import os
+import sqlite3
+import sys
+import time
+
+PROTOCOL = 1
+EXIT_WON = 0
+EXIT_LOST = 10
+EXIT_CONFIG = 2
+EXIT_ERROR = 3
+APPEND_SESSION = "main"
+BUSY_TIMEOUT_S = 5.0
+BUSY_RETRIES = 8
+JOURNAL_MODES = ("delete", "truncate", "persist", "memory", "wal", "off")
+SYNC_LEVELS = ("off", "normal", "full", "extra")
+MUTANTS = ("ack-before-commit", "racy-claim", "split-rotation")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS conversations (
+    name TEXT PRIMARY KEY,
+    continues TEXT REFERENCES conversations(name),
+    opened REAL NOT NULL,
+    closed REAL,
+    close_reason TEXT,
+    turns INTEGER NOT NULL DEFAULT 0,
+    handoff TEXT
+);
+CREATE TABLE IF NOT EXISTS turns (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation TEXT NOT NULL REFERENCES conversations(name),
+    speaker TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS turns_by_conversation ON turns(conversation);
+"""
+
+
+class ConfigError(Exception):
+    """A config home the store cannot honour: exit 2, never a silent fallback."""
+
+
+# --- config home -------------------------------------------------------------
+
+
+def parse_config(text):
+    """The `[database]` table of config.toml. tomllib where there is one
+    (Python 3.11+), else a reader for the flat `key = "value"` lines this file
+    holds."""
+    try:
+        import tomllib
+
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(str(e))
+    except ImportError:
+        data = parse_flat_toml(text)
+    unknown = set(data) - {"database"}
+    if unknown:
+        raise ConfigError("unknown table or key `%s`" % sorted(unknown)[0])
+    db = data.get("database", {})
+    unknown = set(db) - {"journal_mode", "synchronous"}
+    if unknown:
+        raise ConfigError("unknown key `%s` in [database]" % sorted(unknown)[0])
+    return check_value(db.get("journal_mode"), JOURNAL_MODES, "journal_mode"), check_value(
+        db.get("synchronous"), SYNC_LEVELS, "synchronous"
+    )
+
+
+def parse_flat_toml(text):
+    data = {}
+    table = data
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            table = data.setdefault(line[1:-1].strip(), {})
+            continue
+        key, sep, value = line.partition("=")
+        value = value.strip()
+        if not sep or len(value) < 2 or value[0] != '"' or value[-1] != '"':
+            raise ConfigError("cannot read line `%s`" % raw)
+        table[key.strip()] = value[1:-1]
+    return data
+
+
+def check_value(value, known, what):
+    if value is None:
+        return None
+    if not isinstance(value, str) or value.lower() not in known:
+        raise ConfigError("unknown %s `%s` (expected one of %s)" % (what, value, "|".join(known)))
+    return value.lower()
+
+
+def read_config():
+    home = os.environ.get("CRASHCELLS_HOME")
+    if home is None:
+        return None, None
+    if os.path.exists(home) and not os.path.isdir(home):
+        raise ConfigError("%s: CRASHCELLS_HOME is not a folder" % home)
+    path = os.path.join(home, "config.toml")
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return None, None
+    try:
+        return parse_config(text)
+    except ConfigError as e:
+        raise ConfigError("config %s: %s" % (path, e))
+
+
+# --- resolver ----------------------------------------------------------------
+
+
+def version_tuple(text):
+    return tuple(int(p) for p in text.split(".")[:3])
+
+
+def wal_reset_affected(v):
+    """The WAL-reset bug: 3.7.0 <= v < 3.51.3, except the backports
+    3.44.6 <= v < 3.45.0 and 3.50.7 <= v < 3.51.0."""
+
+    def within(lo, hi):
+        return lo <= v < hi
+
+    return (
+        within((3, 7, 0), (3, 51, 3))
+        and not within((3, 44, 6), (3, 45, 0))
+        and not within((3, 50, 7), (3, 51, 0))
+    )
+
+
+def header_is_wal(path):
+    try:
+        with open(path, "rb") as f:
+            header = f.read(20)
+    except OSError:
+        return False
+    return len(header) == 20 and header[18] == 2 and header[19] == 2
+
+
+def resolve(requested, synchronous, version, file_is_wal):
+    """The journal mode to apply and why; the same gate as the reference store,
+    applied to the SQLite this python3 links."""
+    wanted = requested or "wal"
+    shown = ".".join(str(p) for p in version)
+    if wanted == "wal" and wal_reset_affected(version):
+        if file_is_wal:
+            applied, by = "wal", "already-wal"
+            why = "SQLite %s has the WAL-reset bug, but the file is already in WAL and stays WAL" % shown
+        else:
+            applied, by = "delete", "wal-reset-gate"
+            why = (
+                "WAL-reset gate: SQLite %s is affected (3.7.0 <= v < 3.51.3 without the "
+                "3.44.6/3.50.7 backports), so WAL is refused and DELETE applied" % shown
+            )
+    elif requested is not None:
+        applied, by, why = wanted, "config", "config asked for %s" % wanted
+    else:
+        applied, by, why = wanted, "default", "nothing asked; resolver default %s" % wanted
+    return {
+        "requested": requested,
+        "applied": applied,
+        "synchronous": synchronous,
+        "decided_by": by,
+        "reason": why,
+    }
+
+
+# --- the store ---------------------------------------------------------------
+
+
+def is_busy(e):
+    return isinstance(e, sqlite3.OperationalError) and ("locked" in str(e) or "busy" in str(e))
+
+
+def with_retry(f):
+    for attempt in range(BUSY_RETRIES + 1):
+        try:
+            return f()
+        except sqlite3.OperationalError as e:
+            if not is_busy(e) or attempt == BUSY_RETRIES:
+                raise
+
+
+class Store:
+    def __init__(self, path):
+        requested, synchronous = read_config()
+        version = version_tuple(sqlite3.sqlite_version)
+        self.decision = resolve(requested, synchronous, version, header_is_wal(path))
+        # isolation_level=None: no implicit transactions; each write says BEGIN IMMEDIATE itself.
+        self.conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        mode = with_retry(lambda: self.conn.execute("PRAGMA journal_mode=%s" % self.decision["applied"]).fetchone())
+        self.journal_mode = str(mode[0]).lower()
+        if synchronous is not None:
+            self.conn.execute("PRAGMA synchronous=%s" % synchronous)
+        level = self.conn.execute("PRAGMA synchronous").fetchone()[0]
+        self.synchronous = SYNC_LEVELS[level] if 0 <= level < len(SYNC_LEVELS) else None
+        with_retry(lambda: self.conn.executescript(SCHEMA))
+
+    def transaction(self, body, before_commit=None):
+        """Runs body(conn) in one BEGIN IMMEDIATE transaction, retried while busy.
+        Only a mutant passes before_commit."""
+        for attempt in range(BUSY_RETRIES + 1):
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as e:
+                if is_busy(e) and attempt < BUSY_RETRIES:
+                    continue
+                raise
+            try:
+                value = body(self.conn)
+                if before_commit is not None:
+                    before_commit()
+                self.conn.execute("COMMIT")
+                return value
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+
+    def create(self, name, continues=None, handoff=None):
+        self.transaction(lambda c: insert_conversation(c, name, continues, handoff))
+
+    def append(self, name, speaker, body, before_commit=None):
+        self.transaction(lambda c: insert_turn(c, name, speaker, body), before_commit)
+
+    def claim(self, name, claimant):
+        def body(c):
+            cur = c.execute("UPDATE conversations SET handoff='running' WHERE name=? AND handoff='pending'", (name,))
+            if cur.rowcount == 1:
+                insert_turn(c, name, "system", "claimed by %s" % claimant)
+                return True
+            return False
+
+        return self.transaction(body)
+
+    def claim_racy(self, name, claimant):
+        """Mutant racy-claim: a read, then an unpredicated update."""
+        row = with_retry(lambda: self.conn.execute("SELECT handoff FROM conversations WHERE name=?", (name,)).fetchone())
+        if row is None or row[0] != "pending":
+            return False
+
+        def body(c):
+            c.execute("UPDATE conversations SET handoff='running' WHERE name=?", (name,))
+            insert_turn(c, name, "system", "claimed by %s" % claimant)
+            return True
+
+        return self.transaction(body)
+
+    def take_lease(self, parent):
+        def body(c):
+            cur = c.execute("UPDATE conversations SET handoff='compressing' WHERE name=? AND handoff IS NULL", (parent,))
+            expect_one(cur, "lease on %s" % parent)
+
+        self.transaction(body)
+
+    def publish_rotation(self, parent, child):
+        def body(c):
+            insert_continuation(c, parent, child)
+            close_by_compression(c, parent)
+
+        self.transaction(body)
+
+    def publish_rotation_split(self, parent, child):
+        """Mutant split-rotation: the parent is closed and the continuation
+        inserted in two transactions; a kill between them leaves an orphan."""
+        self.transaction(lambda c: close_by_compression(c, parent))
+        self.transaction(lambda c: insert_continuation(c, parent, child))
+
+
+def expect_one(cur, what):
+    if cur.rowcount != 1:
+        raise sqlite3.IntegrityError("%s changed %d rows, not 1" % (what, cur.rowcount))
+
+
+def insert_conversation(c, name, continues=None, handoff=None):
+    c.execute(
+        "INSERT OR IGNORE INTO conversations (name, continues, opened, handoff) VALUES (?, ?, ?, ?)",
+        (name, continues, time.time(), handoff),
+    )
+
+
+def insert_turn(c, name, speaker, body):
+    c.execute("INSERT INTO turns (conversation, speaker, body) VALUES (?, ?, ?)", (name, speaker, body))
+    expect_one(c.execute("UPDATE conversations SET turns = turns + 1 WHERE name=?", (name,)), "turn count of %s" % name)
+
+
+def insert_continuation(c, parent, child):
+    insert_conversation(c, child, continues=parent)
+    insert_turn(c, child, "system", "continued from %s" % parent)
+
+
+def close_by_compression(c, parent):
+    cur = c.execute(
+        "UPDATE conversations SET closed=?, close_reason='compression' WHERE name=? AND closed IS NULL",
+        (time.time(), parent),
+    )
+    expect_one(cur, "closing %s" % parent)
+
+
+# --- the ack journal -----------------------------------------------------------
+
+
+class Acks:
+    """NDJSON, one record per line, each line put down with a single write(2)
+    on an O_APPEND file, so that a kill tears at most the final line."""
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def record(self, obj):
+        line = (json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+        n = os.write(self.fd, line)
+        if n != len(line):
+            # A second write could be split from the first by the kill.
+            raise OSError("short write of an ack: %d of %d bytes" % (n, len(line)))
+
+    def ready(self, store, op):
+        source_id = store.conn.execute("SELECT sqlite_source_id()").fetchone()[0]
+        self.record(
+            {
+                "kind": "ready",
+                "protocol": PROTOCOL,
+                "pid": os.getpid(),
+                "op": op,
+                "sqlite_version": sqlite3.sqlite_version,
+                "sqlite_source_id": source_id,
+                "journal_mode": store.journal_mode,
+                "synchronous": store.synchronous,
+                "resolver": store.decision,
+            }
+        )
+
+    def ack(self, op, i, parent=None, child=None):
+        rec = {"kind": "ack", "op": op, "i": i}
+        if parent is not None:
+            rec["parent"], rec["child"] = parent, child
+        self.record(rec)
+
+
+# --- the operations --------------------------------------------------------------
+
+
+def ops(stop_after):
+    i = 0
+    while stop_after is None or i < stop_after:
+        yield i
+        i += 1
+
+
+def op_append(a):
+    store = Store(a.db)
+    store.create(APPEND_SESSION)
+    acks = Acks(a.acks)
+    acks.ready(store, "append")
+    for i in ops(a.stop_after):
+        if a.mutant == "ack-before-commit":
+            store.append(APPEND_SESSION, "user", "m%d" % i, before_commit=lambda: acks.ack("append", i))
+        else:
+            store.append(APPEND_SESSION, "user", "m%d" % i)
+            acks.ack("append", i)
+    return 0
+
+
+def op_rotate(a):
+    store = Store(a.db)
+    acks = Acks(a.acks)
+    acks.ready(store, "rotate")
+    for k in ops(a.stop_after):
+        parent, child = "p%d" % k, "c%d" % k
+        store.create(parent)
+        store.append(parent, "user", "work %d" % k)
+        store.take_lease(parent)
+        if a.mutant == "split-rotation":
+            store.publish_rotation_split(parent, child)
+        else:
+            store.publish_rotation(parent, child)
+        acks.ack("rotate", k, parent, child)
+    return 0
+
+
+def op_park(a):
+    Store(a.db).create(a.session, handoff="pending")
+    return 0
+
+
+def op_claim(a):
+    barrier = open(a.barrier, "rb")
+    # Open before the barrier, so that released claimants race on the claim itself.
+    store = Store(a.db)
+    acks = Acks(a.acks)
+    acks.ready(store, "claim")
+    # Blocks while the driver holds its exclusive lock; its deadline bounds the wait.
+    fcntl.flock(barrier.fileno(), fcntl.LOCK_SH)
+    if a.mutant == "racy-claim":
+        won = store.claim_racy(a.session, a.claimant)
+    else:
+        won = store.claim(a.session, a.claimant)
+    acks.ack("claim", 0)
+    return EXIT_WON if won else EXIT_LOST
+
+
+def op_dump(a):
+    """Recovery pass: opening the file rolls back a hot journal or replays the
+    WAL. It never applies the resolver: recovery must not change the mode."""
+    if not os.path.isfile(a.db):
+        raise FileNotFoundError("no database at %s" % a.db)
+    conn = sqlite3.connect(a.db, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    integrity = "; ".join(r[0] for r in conn.execute("PRAGMA integrity_check"))
+    sessions = [
+        {
+            "id": name,
+            "parent_session_id": continues,
+            "ended": bool(closed),
+            "end_reason": reason,
+            "message_count": turns,
+            "handoff_state": handoff,
+        }
+        for name, continues, closed, reason, turns, handoff in conn.execute(
+            "SELECT name, continues, closed IS NOT NULL, close_reason, turns, handoff FROM conversations ORDER BY name"
+        )
+    ]
+    messages = [
+        {"session_id": conv, "role": speaker, "content": body}
+        for conv, speaker, body in conn.execute("SELECT conversation, speaker, body FROM turns ORDER BY seq")
+    ]
+    state = {"protocol": PROTOCOL, "integrity": integrity, "sessions": sessions, "messages": messages}
+    sys.stdout.write(json.dumps(state, separators=(",", ":"), ensure_ascii=False) + "\n")
+    return 0
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="store.py", description="A Python session store for crashcells.")
+    sub = p.add_subparsers(dest="op", required=True)
+    for name in ("append", "rotate"):
+        s = sub.add_parser(name)
+        s.add_argument("--db", required=True)
+        s.add_argument("--acks", required=True)
+        s.add_argument("--mutant", choices=MUTANTS)
+        s.add_argument("--stop-after", type=int)
+    s = sub.add_parser("park")
+    s.add_argument("--db", required=True)
+    s.add_argument("--session", required=True)
+    s = sub.add_parser("claim")
+    for flag in ("--db", "--acks", "--session", "--barrier", "--claimant"):
+        s.add_argument(flag, required=True)
+    s.add_argument("--mutant", choices=MUTANTS)
+    s = sub.add_parser("dump")
+    s.add_argument("--db", required=True)
+    return p
+
+
+def main():
+    a = parser().parse_args()
+    run = {"append": op_append, "rotate": op_rotate, "park": op_park, "claim": op_claim, "dump": op_dump}[a.op]
+    try:
+        return run(a)
+    except ConfigError as e:
+        print("store.py: error: %s" % e, file=sys.stderr)
+        return EXIT_CONFIG
+    except (OSError, sqlite3.Error) as e:
+        print("store.py: error: %s" % e, file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+//! The driver's side of the child protocol (docs/PROTOCOL.md): starting a
+//! child for one short operation in a private folder, and the preflight that
+//! `run` does before any cell, so that a child of another protocol version,
+//! or one that writes anything but a `ready` record, stops the run with one
+//! line at the top instead of an error in every result.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crashcells_child::protocol::Ready;
+
+use crate::harness::{ChildCommand, Exit, POLL, Running};
+use crate::journal::{self, snippet};
+
+/// A private folder for protocol probes: a store, an ack journal, a config
+/// home, and the child's stdout and stderr.
+pub struct Scratch {
+    dir: tempfile::TempDir,
+    pub home: PathBuf,
+}
+
+impl Scratch {
+    /// Makes the folder inside `work`, with an empty config home (the
+    /// resolver's default) unless `config` gives the text of config.toml.
+    pub fn new(work: &Path, label: &str, config: Option<&str>) -> std::io::Result<Scratch> {
+        let dir = tempfile::Builder::new().prefix(&format!("{label}-")).tempdir_in(work)?;
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home)?;
+        if let Some(text) = config {
+            std::fs::write(home.join("config.toml"), text)?;
+        }
+        Ok(Scratch { dir, home })
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Arguments for `op --db <db>` plus `rest`.
+    pub fn args(&self, op: &str, db: &str, rest: &[&str]) -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec![op.into(), "--db".into(), self.path(db).into()];
+        args.extend(rest.iter().map(OsString::from));
+        args
+    }
+
+    /// Spawns the child for `args` with stdout and stderr in files named after `label`.
+    pub fn spawn(&self, child: &ChildCommand, args: &[OsString], label: &str) -> std::io::Result<Running> {
+        let mut cmd = child.command(args, &self.home);
+        cmd.stdout(std::fs::File::create(self.path(&format!("{label}.stdout")))?);
+        Running::spawn(cmd, Some(&self.path(&format!("{label}.stderr"))))
+    }
+}
+
+/// Waits until `acks` holds one complete line, the child ends, or `deadline`
+/// passes. Returns how the child ended, if it did.
+pub fn wait_first_line(child: &mut Running, acks: &Path, deadline: Duration) -> Option<Exit> {
+    let end = Instant::now() + deadline;
+    loop {
+        if std::fs::read(acks).is_ok_and(|b| b.contains(&b'\n')) {
+            return None;
+        }
+        if let Some(exit) = child.try_exit() {
+            return Some(exit);
+        }
+        if Instant::now() >= end {
+            return None;
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Runs `append --stop-after 1` once with the resolver's default config and
+/// returns the child's `ready` record, or one line saying what is wrong.
+pub fn preflight(child: &ChildCommand, work: &Path, deadline: Duration) -> Result<Ready, String> {
+    let scratch = Scratch::new(work, "preflight", None).map_err(|e| format!("preflight folder: {e}"))?;
+    let acks = scratch.path("acks.ndjson");
+    let args = scratch.args("append", "store.db", &["--acks", &acks.to_string_lossy(), "--stop-after", "1"]);
+    let mut running = scratch.spawn(child, &args, "append").map_err(|e| format!("could not start it: {e}"))?;
+    let exited = wait_first_line(&mut running, &acks, deadline);
+    let reaped = running.kill_and_reap();
+    let bytes = std::fs::read(&acks).unwrap_or_default();
+    let ready = journal::parse(&bytes).map_err(|e| e.to_string())?.ready;
+    ready.ok_or_else(|| {
+        let stdout = std::fs::read(scratch.path("append.stdout")).unwrap_or_default();
+        no_ready(&bytes, &stdout, exited.map(|_| reaped.exit), &reaped.stderr_tail, deadline)
+    })
+}
+
+/// Says why there is no ready record, with what the child did instead.
+pub fn no_ready(acks: &[u8], stdout: &[u8], exit: Option<Exit>, stderr: &str, deadline: Duration) -> String {
+    let mut why = String::from("wrote no ready record to its ack journal");
+    if !acks.is_empty() {
+        why.push_str(&format!(" (the journal holds {} without a newline)", snippet(acks)));
+    } else if !stdout.is_empty() {
+        why.push_str(&format!(
+            " (it printed {} on stdout; the ready record belongs in the --acks file)",
+            snippet(stdout)
+        ));
+    }
+    match exit {
+        Some(e) => why.push_str(&format!("; it ended with {e}")),
+        None => why.push_str(&format!(" within {deadline:?}")),
+    }
+    if !stderr.is_empty() {
+        why.push_str(&format!(": {stderr}"));
+    }
+    why
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_ready_says_what_came_instead() {
+        let d = Duration::from_secs(1);
+        let why = no_ready(b"", b"hello\n", Some(Exit::Code(0)), "", d);
+        assert_eq!(
+            why,
+            r#"wrote no ready record to its ack journal (it printed "hello" on stdout; the ready record belongs in the --acks file); it ended with exit code 0"#
+        );
+        let why = no_ready(b"{\"kind\"", b"", None, "boom", d);
+        assert!(why.contains("without a newline") && why.ends_with("within 1s: boom"), "{why}");
+    }
+}
