@@ -105,8 +105,7 @@ impl Running {
     /// Spawns `cmd` as the leader of a new process group, with stderr to
     /// `stderr` (if given) and the parent-death signal set before exec.
     pub fn spawn(mut cmd: Command, stderr: Option<&Path>) -> std::io::Result<Running> {
-        static SUBREAPER: std::sync::Once = std::sync::Once::new();
-        SUBREAPER.call_once(become_subreaper);
+        ensure_subreaper();
         if let Some(path) = stderr {
             cmd.stderr(std::fs::File::create(path)?);
         }
@@ -188,6 +187,261 @@ impl Drop for Running {
     }
 }
 
+/// Why a traced child could not be started or driven.
+#[derive(Debug)]
+pub enum TraceError {
+    /// ptrace or seccomp is refused here (a container's seccomp or yama
+    /// policy); the syscall results are skipped with this reason.
+    NotPermitted(String),
+    /// The trial's deadline passed; the watchdog killed the group.
+    Deadline,
+    Io(String),
+}
+
+impl TraceError {
+    fn from_errno(step: &str, e: Errno) -> TraceError {
+        match e {
+            Errno::EPERM | Errno::EACCES | Errno::ENOSYS => {
+                TraceError::NotPermitted(format!("{step} is not permitted here ({e})"))
+            }
+            e => TraceError::Io(format!("{step}: {e}")),
+        }
+    }
+}
+
+/// What a traced child did next.
+#[derive(Debug)]
+pub enum TraceEvent {
+    /// Stopped at the entry of a system call the seccomp filter traps:
+    /// its number and its six arguments. The child stays stopped until
+    /// [`Traced::resume`] or a kill.
+    Syscall {
+        nr: i64,
+        args: [u64; 6],
+    },
+    Exited(Exit),
+}
+
+/// Kills a group once a deadline passes, from a thread of its own, so that
+/// the tracer can block in `waitpid` (a blocked wait then returns the kill).
+#[derive(Debug)]
+struct Watchdog {
+    cancel: Option<std::sync::mpsc::Sender<()>>,
+    fired: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watchdog {
+    fn start(pgid: Pid, deadline: Duration) -> Watchdog {
+        use std::sync::atomic::Ordering;
+        let (cancel, cancelled) = std::sync::mpsc::channel::<()>();
+        let fired = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = fired.clone();
+        let thread = std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = cancelled.recv_timeout(deadline) {
+                flag.store(true, Ordering::SeqCst);
+                let _ = killpg(pgid, Signal::SIGKILL);
+            }
+        });
+        Watchdog { cancel: Some(cancel), fired, thread: Some(thread) }
+    }
+
+    fn fired(&self) -> bool {
+        self.fired.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Stops the watchdog before the child is reaped, so that it can never
+    /// kill a group whose id was reused.
+    fn stop(&mut self) {
+        self.cancel.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A child run under ptrace with a seccomp filter that stops it at the entry
+/// of the system calls the filter traps, in a process group of its own.
+///
+/// Crash model: the driver kills the group while the child is stopped at a
+/// system call's entry, so the call never runs: the files hold exactly what
+/// the calls before it wrote. The only valid end is still `SIGKILL`.
+///
+/// ptrace binds the child to the thread that spawned it: every method must be
+/// called from that thread. The child is waited with `waitpid` only (std's
+/// `Child::wait` would take a ptrace stop for an exit), every wait is bounded
+/// by a watchdog that kills the group at the deadline, and the child is
+/// always reaped.
+#[derive(Debug)]
+pub struct Traced {
+    pid: Pid,
+    stderr: Option<PathBuf>,
+    exit: Option<Exit>,
+    watchdog: Watchdog,
+}
+
+/// The seccomp program as the kernel reads it; `filter` is the compiled BPF.
+fn install_filter(filter: &[seccompiler::sock_filter]) -> Result<(), std::io::Error> {
+    let prog = libc::sock_fprog { len: filter.len() as u16, filter: filter.as_ptr() as *mut libc::sock_filter };
+    // SAFETY: plain syscalls on the calling process; `prog` outlives them.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+            || libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) != 0
+            || libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog as *const libc::sock_fprog) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+impl Traced {
+    /// Spawns `cmd` traced: before exec the child asks to be traced and
+    /// installs `filter` (compiled beforehand, since nothing may allocate
+    /// between fork and exec); after exec it stops, the driver sets the
+    /// options (seccomp stops; kill the child if the driver dies) and lets it
+    /// run to its first trapped call.
+    pub fn spawn(
+        mut cmd: Command,
+        stderr: Option<&Path>,
+        filter: &'static [seccompiler::sock_filter],
+        deadline: Duration,
+    ) -> Result<Traced, TraceError> {
+        ensure_subreaper();
+        if let Some(path) = stderr {
+            cmd.stderr(std::fs::File::create(path).map_err(|e| TraceError::Io(format!("child stderr: {e}")))?);
+        }
+        cmd.process_group(0);
+        // SAFETY: only async-signal-safe syscalls on the child itself; the
+        // filter is 'static and read in place, nothing is allocated.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                install_filter(filter)
+            });
+        }
+        let child = cmd.spawn().map_err(|e| match e.raw_os_error() {
+            Some(n) => TraceError::from_errno("tracing the child (PTRACE_TRACEME, seccomp)", Errno::from_raw(n)),
+            None => TraceError::Io(format!("spawn: {e}")),
+        })?;
+        let pid = Pid::from_raw(child.id() as i32);
+        // The std handle is dropped unwaited: only waitpid below may wait.
+        drop(child);
+        let mut traced =
+            Traced { pid, stderr: stderr.map(Path::to_path_buf), exit: None, watchdog: Watchdog::start(pid, deadline) };
+        traced.start()?;
+        Ok(traced)
+    }
+
+    /// Waits for the stop after exec, sets the options and resumes.
+    fn start(&mut self) -> Result<(), TraceError> {
+        use nix::sys::ptrace::{Options, cont, setoptions};
+        match self.wait()? {
+            Some(()) => {}
+            None => return Err(TraceError::Io(format!("the child ended before exec ({})", self.describe_exit()))),
+        }
+        setoptions(self.pid, Options::PTRACE_O_TRACESECCOMP | Options::PTRACE_O_EXITKILL)
+            .map_err(|e| TraceError::from_errno("PTRACE_SETOPTIONS", e))?;
+        cont(self.pid, None).map_err(|e| TraceError::from_errno("PTRACE_CONT", e))
+    }
+
+    fn describe_exit(&self) -> String {
+        self.exit.map_or_else(|| "unknown".into(), |e| e.to_string())
+    }
+
+    /// One blocking wait: `Some(())` on a stop, `None` once the child ended
+    /// (recorded in `self.exit`).
+    fn wait(&mut self) -> Result<Option<()>, TraceError> {
+        use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+        loop {
+            let status = match waitpid(self.pid, Some(WaitPidFlag::__WALL)) {
+                Err(Errno::EINTR) => continue,
+                Err(e) => return Err(TraceError::Io(format!("waitpid: {e}"))),
+                Ok(s) => s,
+            };
+            match status {
+                WaitStatus::Exited(_, code) => self.exit = Some(Exit::Code(code)),
+                WaitStatus::Signaled(_, sig, _) => self.exit = Some(Exit::Signal(sig as i32)),
+                WaitStatus::Stopped(..) | WaitStatus::PtraceEvent(..) | WaitStatus::PtraceSyscall(_) => {
+                    return Ok(Some(()));
+                }
+                _ => continue,
+            }
+            if self.watchdog.fired() {
+                return Err(TraceError::Deadline);
+            }
+            return Ok(None);
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid.as_raw() as u32
+    }
+
+    /// Runs the child to its next trapped system call (or its end). Signals
+    /// sent to the child on the way are passed on to it.
+    pub fn next_syscall(&mut self) -> Result<TraceEvent, TraceError> {
+        use nix::sys::ptrace::{cont, syscall_info};
+        loop {
+            if self.wait()?.is_none() {
+                return Ok(TraceEvent::Exited(self.exit.unwrap_or(Exit::Code(-1))));
+            }
+            match syscall_info(self.pid) {
+                Ok(info) if info.op == libc::PTRACE_SYSCALL_INFO_SECCOMP => {
+                    // SAFETY: the kernel filled the seccomp member, as `op` says.
+                    let s = unsafe { info.u.seccomp };
+                    return Ok(TraceEvent::Syscall { nr: s.nr as i64, args: s.args });
+                }
+                Ok(_) => {
+                    let sig = nix::sys::ptrace::getsiginfo(self.pid)
+                        .ok()
+                        .and_then(|si| Signal::try_from(si.si_signo).ok())
+                        .filter(|&s| s != Signal::SIGTRAP);
+                    cont(self.pid, sig).map_err(|e| TraceError::Io(format!("PTRACE_CONT: {e}")))?;
+                }
+                Err(e) => return Err(TraceError::from_errno("PTRACE_GET_SYSCALL_INFO", e)),
+            }
+        }
+    }
+
+    /// Lets a child stopped at a trapped call run the call and go on.
+    pub fn resume(&mut self) -> Result<(), TraceError> {
+        nix::sys::ptrace::cont(self.pid, None).map_err(|e| TraceError::Io(format!("PTRACE_CONT: {e}")))
+    }
+
+    /// Kills the group (the child may be stopped at a call's entry: the call
+    /// never runs) and reaps it.
+    pub fn kill_and_reap(mut self) -> Reaped {
+        let _ = killpg(self.pid, Signal::SIGKILL);
+        self.watchdog.stop();
+        while self.exit.is_none() {
+            if !matches!(self.wait(), Ok(Some(()))) && self.exit.is_none() {
+                self.exit = Some(Exit::Code(-1));
+            }
+        }
+        let exit = self.exit.unwrap_or(Exit::Code(-1));
+        Reaped { exit, leftover: reap_group(self.pid), stderr_tail: self.stderr_tail() }
+    }
+
+    pub fn stderr_tail(&self) -> String {
+        self.stderr.as_deref().map(stderr_tail).unwrap_or_default()
+    }
+}
+
+impl Drop for Traced {
+    fn drop(&mut self) {
+        if self.exit.is_none() {
+            let _ = killpg(self.pid, Signal::SIGKILL);
+            self.watchdog.stop();
+            while self.exit.is_none() && matches!(self.wait(), Ok(Some(()))) {}
+            reap_group(self.pid);
+        }
+        self.watchdog.stop();
+    }
+}
+
 /// What remains to know after a child was killed and reaped.
 #[derive(Clone, Debug)]
 pub struct Reaped {
@@ -199,6 +453,12 @@ pub struct Reaped {
 
 /// How long a killed group may take to disappear before it counts as a leak.
 const GROUP_GRACE: Duration = Duration::from_secs(2);
+
+/// Becomes the subreaper once per process, before the first child.
+fn ensure_subreaper() {
+    static SUBREAPER: std::sync::Once = std::sync::Once::new();
+    SUBREAPER.call_once(become_subreaper);
+}
 
 /// Makes this process the reaper of its orphaned descendants, so that a
 /// killed child's own children are reparented to us and can be reaped here,

@@ -5,6 +5,7 @@
 pub mod consume;
 pub mod prefix;
 pub mod rotation;
+pub mod sweep;
 pub mod workload;
 
 use std::time::Instant;
@@ -14,7 +15,7 @@ use crashcells_child::store::Dump;
 
 use crate::catalog::Status;
 use crate::plan::Job;
-use crate::report::{CellResult, Verdict};
+use crate::report::{CellResult, KillMode, Verdict};
 use crate::trial::{Context, Outcome, Trial};
 use crate::verify::Recovered;
 use workload::{Check, Violations};
@@ -70,13 +71,8 @@ fn run_trial(job: &Job, ctx: &Context, index: u32) -> Trial {
     }
 }
 
-/// Produces the result of one job.
-pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
-    let start = Instant::now();
-    if job.cell.status == Status::Stub {
-        let reason = job.cell.reason.clone().unwrap_or_default();
-        return base_result(job, ctx, Verdict::Stub, reason, 0);
-    }
+/// The trials of a timed result, in order, up to the first that does not pass.
+fn timed_trials(job: &Job, ctx: &Context) -> Vec<Trial> {
     let indices: Vec<u32> = match ctx.only_trial {
         Some(t) => vec![t],
         None => (0..trial_count(job, ctx)).collect(),
@@ -90,6 +86,31 @@ pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
             break;
         }
     }
+    trials
+}
+
+/// The trials of a syscall result: a sweep over the kill points of a short
+/// workload, the decisive trial last.
+fn syscall_trials(job: &Job, ctx: &Context) -> Vec<Trial> {
+    let p = &job.cell.params;
+    match job.cell.id.as_str() {
+        "prefix-durability" => sweep::workload(job, ctx, &prefix::WORKLOAD(p.window.unwrap_or(200))),
+        "rotation-atomicity" => sweep::workload(job, ctx, &rotation::WORKLOAD(p.window.unwrap_or(50))),
+        other => vec![Trial::new(0, None).conclude(Outcome::Skip(format!("cell `{other}` has no syscall sweep yet")))],
+    }
+}
+
+/// Produces the result of one job.
+pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
+    let start = Instant::now();
+    if job.cell.status == Status::Stub {
+        let reason = job.cell.reason.clone().unwrap_or_default();
+        return base_result(job, ctx, Verdict::Stub, reason, 0);
+    }
+    let mut trials = match job.kill {
+        KillMode::Timed => timed_trials(job, ctx),
+        KillMode::Syscall => syscall_trials(job, ctx),
+    };
     let mut result = fold(job, ctx, &mut trials);
     result.duration_ms = start.elapsed().as_millis() as u64;
     keep_evidence(ctx, &mut result, trials);
@@ -172,8 +193,20 @@ pub fn repro(job: &Job, ctx: &Context, trial: Option<u32>) -> String {
     if let Some(t) = ctx.trials {
         cmd.push_str(&format!(" --trials {t}"));
     }
-    if let Some(t) = trial.or(ctx.only_trial) {
-        cmd.push_str(&format!(" --trial {t}"));
+    match job.kill {
+        KillMode::Timed => {
+            if let Some(t) = trial.or(ctx.only_trial) {
+                cmd.push_str(&format!(" --trial {t}"));
+            }
+        }
+        KillMode::Syscall => match trial.map(u64::from).filter(|&t| t > 0).or(ctx.only_point) {
+            Some(p) => cmd.push_str(&format!(" --point {p}")),
+            None => {
+                if let Some(k) = ctx.points {
+                    cmd.push_str(&format!(" --points {k}"));
+                }
+            }
+        },
     }
     if let Some(m) = &ctx.mutant {
         cmd.push_str(&format!(" --mutant {m}"));
