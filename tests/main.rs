@@ -4,3 +4,4 @@
 mod cells;
 mod cli;
 mod common;
+mod syscall;

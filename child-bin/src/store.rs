@@ -296,8 +296,24 @@ pub struct DumpMessage {
 
 /// Recovers the store at `path` (opening it rolls back a hot journal or
 /// replays the WAL) and reads its logical state. It never applies the
-/// resolver: recovery must not change the mode under audit.
+/// resolver: recovery must not change the mode under audit. A file SQLite
+/// finds corrupt is a finding about the store, not a failure of the dump:
+/// it is reported in `integrity`, with nothing recovered.
 pub fn dump(path: &Path) -> rusqlite::Result<Dump> {
+    match read_state(path) {
+        Err(e) if matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)) => {
+            Ok(Dump {
+                protocol: crate::PROTOCOL,
+                integrity: format!("unreadable: {e}"),
+                sessions: vec![],
+                messages: vec![],
+            })
+        }
+        other => other,
+    }
+}
+
+fn read_state(path: &Path) -> rusqlite::Result<Dump> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     let integrity = integrity_check(&conn)?;
