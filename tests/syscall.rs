@@ -117,3 +117,14 @@ fn sampled_points_are_few_and_within_the_sweep() {
     assert_eq!(r["verdict"], "pass", "{r:#}");
     assert_eq!(r["kill_points"].as_array().unwrap().len(), 5, "{r:#}");
 }
+
+#[test]
+fn consume_once_holds_with_a_racer_killed_at_each_point_and_fires_on_racy_claim() {
+    let Some((code, rs, _dir)) = syscall_results(&["--cell", "2", "--seed", "35"]) else { return };
+    assert_eq!(code, 0, "{rs:#?}");
+    assert_eq!(rs[0]["verdict"], "pass", "{:#}", rs[0]);
+    assert!(!rs[0]["kill_points"].as_array().unwrap().is_empty(), "{:#}", rs[0]);
+    let (code, rs, _dir) = syscall_results(&["--cell", "2", "--seed", "35", "--mutant", "racy-claim"]).unwrap();
+    assert_eq!(code, 1, "{rs:#?}");
+    assert!(rs[0]["reason"].as_str().unwrap().contains("won the handoff"), "{:#}", rs[0]);
+}

@@ -3,6 +3,7 @@
 //! the evidence of a fire or an error, and writes the command that reruns it.
 
 pub mod consume;
+pub mod consume_sweep;
 pub mod prefix;
 pub mod rotation;
 pub mod sweep;
@@ -96,6 +97,7 @@ fn syscall_trials(job: &Job, ctx: &Context) -> Vec<Trial> {
     match job.cell.id.as_str() {
         "prefix-durability" => sweep::workload(job, ctx, &prefix::WORKLOAD(p.window.unwrap_or(200))),
         "rotation-atomicity" => sweep::workload(job, ctx, &rotation::WORKLOAD(p.window.unwrap_or(50))),
+        "consume-once" => consume_sweep::trials(job, ctx, p.racers.unwrap_or(8)),
         other => vec![Trial::new(0, None).conclude(Outcome::Skip(format!("cell `{other}` has no syscall sweep yet")))],
     }
 }
