@@ -561,6 +561,48 @@ mod tests {
         assert!(!group_alive(pgid));
     }
 
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    fn traced(script: &str) -> Option<Traced> {
+        let filter = crate::kill::syscall::filter().unwrap();
+        match Traced::spawn(sh(script), None, filter, Duration::from_secs(20)) {
+            Err(TraceError::NotPermitted(why)) => {
+                eprintln!("ptrace refused here: {why}");
+                None
+            }
+            other => Some(other.unwrap()),
+        }
+    }
+
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    fn a_traced_child_stops_at_trapped_calls_and_its_exit_is_seen() {
+        let Some(mut t) = traced("echo x >&2; exit 4") else { return };
+        let mut stops = 0;
+        let exit = loop {
+            match t.next_syscall().unwrap() {
+                TraceEvent::Syscall { .. } => {
+                    stops += 1;
+                    t.resume().unwrap();
+                }
+                TraceEvent::Exited(e) => break e,
+            }
+        };
+        assert!(stops >= 1, "the echo's write is trapped");
+        assert_eq!(exit, Exit::Code(4));
+    }
+
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    fn a_traced_child_killed_at_a_call_ends_by_sigkill_and_leaves_nothing() {
+        let Some(mut t) = traced("echo x >&2; sleep 30 & wait") else { return };
+        assert!(matches!(t.next_syscall().unwrap(), TraceEvent::Syscall { .. }));
+        let pgid = t.pid;
+        let reaped = t.kill_and_reap();
+        assert!(reaped.exit.is_sigkill(), "{}", reaped.exit);
+        assert!(!reaped.leftover);
+        assert!(!group_alive(pgid));
+    }
+
     #[test]
     fn exits_are_classified() {
         let mut r = Running::spawn(sh("exit 10"), None).unwrap();

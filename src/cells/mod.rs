@@ -156,6 +156,9 @@ fn fold(job: &Job, ctx: &Context, trials: &mut [Trial]) -> CellResult {
     let mut result = base_result(job, ctx, verdict, reason, trials.len() as u32);
     result.kill_points = trials.iter().filter_map(|t| t.kill_point.clone()).collect();
     result.acked = match verdict {
+        // A timed pass reports its least acked trial; a sweep, the most acks
+        // any of its kill points came after.
+        Verdict::Pass if job.kill == KillMode::Syscall => trials.iter().map(|t| t.acked).max().unwrap_or(0),
         Verdict::Pass => trials.iter().map(|t| t.acked).min().unwrap_or(0),
         _ => last.acked,
     };

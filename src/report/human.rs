@@ -41,6 +41,9 @@ pub fn render(report: &Report, color: bool) -> String {
             if let Some(e) = &r.evidence {
                 let _ = writeln!(out, "      evidence: {e}");
             }
+            if let Some(kp) = r.kill_points.last().filter(|kp| kp.ordinal.is_some()) {
+                let _ = writeln!(out, "      kill point: {}", super::describe_point(kp));
+            }
             let _ = writeln!(out, "      repro: {}", r.repro);
         }
     }

@@ -66,6 +66,24 @@ pub struct KillPoint {
     pub len: Option<u64>,
 }
 
+/// A syscall kill point in words: `#12 pwrite64 on journal at 512, 4096 bytes (after 1 acks)`.
+pub fn describe_point(kp: &KillPoint) -> String {
+    let mut s = format!(
+        "#{} {} on {}",
+        kp.ordinal.unwrap_or(0),
+        kp.syscall.as_deref().unwrap_or("?"),
+        kp.file.as_deref().unwrap_or("?")
+    );
+    if let Some(o) = kp.offset {
+        s.push_str(&format!(" at {o}"));
+    }
+    if let Some(l) = kp.len {
+        s.push_str(&format!(", {l} bytes"));
+    }
+    s.push_str(&format!(" (after {} acks)", kp.after_acks));
+    s
+}
+
 /// One cell × leg × kill mode.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CellResult {
@@ -188,5 +206,24 @@ pub fn render(report: &Report, format: Format, color: bool) -> Result<String> {
         Format::Junit | Format::Markdown => {
             Err(Error::Usage(format!("format {format:?} is not implemented yet").to_lowercase()))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kill_point_is_described_in_words() {
+        let kp = KillPoint {
+            trial: 3,
+            after_acks: 1,
+            ordinal: Some(12),
+            syscall: Some("pwrite64".into()),
+            file: Some("journal".into()),
+            offset: Some(512),
+            len: Some(4096),
+        };
+        assert_eq!(describe_point(&kp), "#12 pwrite64 on journal at 512, 4096 bytes (after 1 acks)");
     }
 }
