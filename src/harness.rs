@@ -278,6 +278,8 @@ pub struct Traced {
     stderr: Option<PathBuf>,
     exit: Option<Exit>,
     watchdog: Watchdog,
+    /// True once `kill_and_reap` reaped the whole group.
+    group_reaped: bool,
 }
 
 /// The seccomp program as the kernel reads it; `filter` is the compiled BPF.
@@ -329,8 +331,13 @@ impl Traced {
         let pid = Pid::from_raw(child.id() as i32);
         // The std handle is dropped unwaited: only waitpid below may wait.
         drop(child);
-        let mut traced =
-            Traced { pid, stderr: stderr.map(Path::to_path_buf), exit: None, watchdog: Watchdog::start(pid, deadline) };
+        let mut traced = Traced {
+            pid,
+            stderr: stderr.map(Path::to_path_buf),
+            exit: None,
+            watchdog: Watchdog::start(pid, deadline),
+            group_reaped: false,
+        };
         traced.start()?;
         Ok(traced)
     }
@@ -401,6 +408,10 @@ impl Traced {
                         .filter(|&s| s != Signal::SIGTRAP);
                     cont(self.pid, sig).map_err(|e| TraceError::Io(format!("PTRACE_CONT: {e}")))?;
                 }
+                // A kernel before 5.3 does not know the request.
+                Err(e @ (Errno::EIO | Errno::EINVAL)) => {
+                    return Err(TraceError::NotPermitted(format!("PTRACE_GET_SYSCALL_INFO is not supported ({e})")));
+                }
                 Err(e) => return Err(TraceError::from_errno("PTRACE_GET_SYSCALL_INFO", e)),
             }
         }
@@ -422,6 +433,7 @@ impl Traced {
             }
         }
         let exit = self.exit.unwrap_or(Exit::Code(-1));
+        self.group_reaped = true;
         Reaped { exit, leftover: reap_group(self.pid), stderr_tail: self.stderr_tail() }
     }
 
@@ -431,14 +443,16 @@ impl Traced {
 }
 
 impl Drop for Traced {
+    /// Whatever path the caller took (an early exit, a deadline, an error),
+    /// the group is killed and everything of it reaped.
     fn drop(&mut self) {
-        if self.exit.is_none() {
-            let _ = killpg(self.pid, Signal::SIGKILL);
-            self.watchdog.stop();
-            while self.exit.is_none() && matches!(self.wait(), Ok(Some(()))) {}
-            reap_group(self.pid);
+        if self.group_reaped {
+            return;
         }
+        let _ = killpg(self.pid, Signal::SIGKILL);
         self.watchdog.stop();
+        while self.exit.is_none() && matches!(self.wait(), Ok(Some(()))) {}
+        reap_group(self.pid);
     }
 }
 
@@ -600,6 +614,20 @@ mod tests {
         let reaped = t.kill_and_reap();
         assert!(reaped.exit.is_sigkill(), "{}", reaped.exit);
         assert!(!reaped.leftover);
+        assert!(!group_alive(pgid));
+    }
+
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    fn a_stalled_traced_child_meets_its_deadline() {
+        let filter = crate::kill::syscall::filter().unwrap();
+        let mut t = match Traced::spawn(sh("sleep 30; echo late"), None, filter, Duration::from_millis(200)) {
+            Err(TraceError::NotPermitted(_)) => return,
+            other => other.unwrap(),
+        };
+        let pgid = t.pid;
+        assert!(matches!(t.next_syscall(), Err(TraceError::Deadline)));
+        drop(t);
         assert!(!group_alive(pgid));
     }
 
