@@ -280,6 +280,40 @@ pub struct Traced {
     watchdog: Watchdog,
     /// True once `kill_and_reap` reaped the whole group.
     group_reaped: bool,
+    /// The tracer thread's CPU mask before it was pinned with its child.
+    affinity: Option<libc::cpu_set_t>,
+}
+
+/// Pins the calling thread (and so the child it spawns next, which inherits
+/// the mask) to one CPU of its allowed set, taken round-robin; returns the
+/// mask to restore. A tracer and its tracee hand control back and forth at
+/// every stop, and on one CPU each handoff is a plain context switch rather
+/// than a cross-CPU wakeup.
+fn pin_round_robin() -> Option<libc::cpu_set_t> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: affinity calls on the calling thread with masks of the stated size.
+    unsafe {
+        let mut old: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, size, &mut old) != 0 {
+            return None;
+        }
+        let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &old)).collect();
+        let cpu = *allowed.get(NEXT.fetch_add(1, Ordering::Relaxed) % allowed.len().max(1))?;
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut one);
+        (libc::sched_setaffinity(0, size, &one) == 0).then_some(old)
+    }
+}
+
+fn restore_affinity(mask: &Option<libc::cpu_set_t>) {
+    if let Some(m) = mask {
+        // SAFETY: as above.
+        unsafe {
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), m);
+        }
+    }
 }
 
 /// The seccomp program as the kernel reads it; `filter` is the compiled BPF.
@@ -324,7 +358,9 @@ impl Traced {
                 install_filter(filter)
             });
         }
-        let child = cmd.spawn().map_err(|e| match e.raw_os_error() {
+        let affinity = pin_round_robin();
+        let child = cmd.spawn().inspect_err(|_| restore_affinity(&affinity));
+        let child = child.map_err(|e| match e.raw_os_error() {
             Some(n) => TraceError::from_errno("tracing the child (PTRACE_TRACEME, seccomp)", Errno::from_raw(n)),
             None => TraceError::Io(format!("spawn: {e}")),
         })?;
@@ -337,6 +373,7 @@ impl Traced {
             exit: None,
             watchdog: Watchdog::start(pid, deadline),
             group_reaped: false,
+            affinity,
         };
         traced.start()?;
         Ok(traced)
@@ -434,6 +471,7 @@ impl Traced {
         }
         let exit = self.exit.unwrap_or(Exit::Code(-1));
         self.group_reaped = true;
+        restore_affinity(&self.affinity);
         Reaped { exit, leftover: reap_group(self.pid), stderr_tail: self.stderr_tail() }
     }
 
@@ -446,6 +484,7 @@ impl Drop for Traced {
     /// Whatever path the caller took (an early exit, a deadline, an error),
     /// the group is killed and everything of it reaped.
     fn drop(&mut self) {
+        restore_affinity(&self.affinity);
         if self.group_reaped {
             return;
         }

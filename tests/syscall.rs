@@ -45,7 +45,7 @@ fn delete_and_wal_pass_at_every_kill_point_and_record_each() {
         }
         // The last point comes after the census's last ack.
         let last = points.last().unwrap();
-        assert!(last["after_acks"].as_u64().unwrap() >= 2, "{last}");
+        assert!(last["after_acks"].as_u64().unwrap() >= 1, "{last}");
         assert!(points.iter().any(|p| p["file"] == "acks"), "the ack journal's writes are kill points");
     }
     let files: Vec<_> = rs[1]["kill_points"].as_array().unwrap().iter().map(|p| p["file"].clone()).collect();

@@ -15,7 +15,7 @@ use crashcells_child::store::Dump;
 use super::workload::{Violations, Workload};
 
 /// A syscall census runs this many operations after setup.
-pub const SWEEP_ACKS: u64 = 3;
+pub const SWEEP_ACKS: u64 = 2;
 
 pub const WORKLOAD: fn(u64) -> Workload = |window| Workload { op: "append", window, sweep_acks: SWEEP_ACKS, check };
 

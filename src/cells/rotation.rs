@@ -17,7 +17,7 @@ use crashcells_child::store::Dump;
 use super::workload::{Violations, Workload};
 
 /// A syscall census runs this many operations after setup.
-pub const SWEEP_ACKS: u64 = 2;
+pub const SWEEP_ACKS: u64 = 1;
 
 pub const WORKLOAD: fn(u64) -> Workload = |window| Workload { op: "rotate", window, sweep_acks: SWEEP_ACKS, check };
 
