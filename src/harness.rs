@@ -671,6 +671,14 @@ mod tests {
     }
 
     #[test]
+    fn a_refused_trace_is_not_permitted_and_other_failures_are_errors() {
+        for e in [Errno::EPERM, Errno::EACCES, Errno::ENOSYS] {
+            assert!(matches!(TraceError::from_errno("PTRACE_TRACEME", e), TraceError::NotPermitted(_)), "{e}");
+        }
+        assert!(matches!(TraceError::from_errno("waitpid", Errno::ECHILD), TraceError::Io(_)));
+    }
+
+    #[test]
     fn exits_are_classified() {
         let mut r = Running::spawn(sh("exit 10"), None).unwrap();
         assert_eq!(r.wait_until(Instant::now() + Duration::from_secs(10)), Some(Exit::Code(10)));

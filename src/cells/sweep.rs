@@ -211,3 +211,54 @@ fn kill_at(
     }
     Outcome::Pass
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> Context {
+        Context {
+            child: crate::harness::ChildCommand { program: "child".into(), prefix: vec![] },
+            work_root: std::env::temp_dir(),
+            evidence_root: std::env::temp_dir(),
+            mutant: None,
+            deadline: std::time::Duration::from_secs(1),
+            trials: None,
+            only_trial: None,
+            seed: 1,
+            only_point: None,
+            points: None,
+            jobs: 2,
+            matrix_arg: "default".into(),
+            child_arg: None,
+        }
+    }
+
+    #[test]
+    fn refused_tracing_skips_with_the_reason_and_a_deadline_is_an_error() {
+        let skip = trace_outcome(TraceError::NotPermitted("PTRACE_TRACEME is not permitted here".into()), &ctx());
+        assert!(matches!(&skip, Outcome::Skip(r) if r.contains("PTRACE_TRACEME")), "{skip:?}");
+        assert!(matches!(trace_outcome(TraceError::Deadline, &ctx()), Outcome::Error(_)));
+    }
+
+    fn trial(index: u32, outcome: Outcome) -> Trial {
+        Trial::new(index, None).conclude(outcome)
+    }
+
+    #[test]
+    fn a_parallel_sweep_keeps_the_points_up_to_the_lowest_that_does_not_pass_last() {
+        let points: Vec<u64> = (1..=20).collect();
+        let run = |p: u64| {
+            if p.is_multiple_of(7) {
+                trial(p as u32, Outcome::Fire(format!("at {p}")))
+            } else {
+                trial(p as u32, Outcome::Pass)
+            }
+        };
+        let trials = parallel(&points, 3, &run);
+        let indices: Vec<u32> = trials.iter().map(|t| t.index).collect();
+        assert_eq!(indices, [1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(trials.last().unwrap().outcome, Outcome::Fire("at 7".into()));
+        assert_eq!(parallel(&points, 2, &|p| trial(p as u32, Outcome::Pass)).len(), 20);
+    }
+}
