@@ -73,9 +73,16 @@ struct RunArgs {
     /// Run only this leg of the matrix; repeatable.
     #[arg(long = "leg", value_name = "NAME")]
     legs: Vec<String>,
-    /// How the child is killed.
-    #[arg(long, value_enum, default_value = "timed")]
+    /// How the child is killed: at a seeded number of acks (timed), at every
+    /// file-mutating system call of a short workload (syscall), or both.
+    #[arg(long, value_enum, default_value = "all")]
     kill: KillArg,
+    /// Syscall mode: run only kill point N (what a repro command uses).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    point: Option<u64>,
+    /// Syscall mode: visit K kill points drawn with the seed instead of all.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
+    points: Option<u32>,
     /// Trials (or races) per result, instead of the catalog's.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     trials: Option<u32>,
@@ -348,6 +355,9 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         trials: a.trials,
         only_trial: a.trial,
         seed,
+        only_point: a.point,
+        points: a.points,
+        jobs: a.jobs.map_or_else(default_jobs, |j| j as usize),
         matrix_arg: a.matrix.clone(),
         child_arg: a.child.clone(),
         catalog_arg: a.catalog.as_ref().map(|c| c.display().to_string()),

@@ -28,6 +28,12 @@ pub struct Context {
     pub only_trial: Option<u32>,
     /// What `repro` must say to rerun a result: the run's seed, matrix and child.
     pub seed: u64,
+    /// `--point`: a syscall result runs only this kill point.
+    pub only_point: Option<u64>,
+    /// `--points`: a syscall sweep visits this many points, drawn with the seed.
+    pub points: Option<u32>,
+    /// Threads a syscall sweep spreads its trials over.
+    pub jobs: usize,
     pub matrix_arg: String,
     pub child_arg: Option<String>,
     /// `--catalog`, which changes a cell's window and trials.

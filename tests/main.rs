@@ -9,3 +9,4 @@ mod matrices;
 mod protocol;
 mod reports;
 mod robustness;
+mod syscall;

@@ -218,7 +218,8 @@ fn a_run_where_nothing_ran_exits_3_with_a_line() {
 #[test]
 fn run_on_the_audit_matrix_reports_mode_and_level_per_leg() {
     let dir = scratch();
-    let args = ["run", "--matrix", "audit", "--cell", "1", "--cell", "3", "--trials", "1", "--seed", "4"];
+    let args =
+        ["run", "--matrix", "audit", "--cell", "1", "--cell", "3", "--kill", "timed", "--trials", "1", "--seed", "4"];
     let (code, report) = crate::common::run_json(&args, dir.path());
     let matrix = crashcells::matrix::Matrix::load("audit").unwrap();
     for cell in ["prefix-durability", "rotation-atomicity"] {

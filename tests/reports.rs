@@ -23,7 +23,7 @@ const SEED: &str = "31";
 
 fn run_report(args: &[&str], dir: &Path) -> Report {
     let mut all = args.to_vec();
-    all.extend(["--seed", SEED, "--trials", "1"]);
+    all.extend(["--seed", SEED, "--trials", "1", "--kill", "timed"]);
     let (_, json) = run_json(&all, dir);
     serde_json::from_value(json).expect("a report")
 }

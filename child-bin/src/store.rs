@@ -331,6 +331,14 @@ fn read_state(path: &Path) -> rusqlite::Result<Dump> {
     let conn = Connection::open(path)?;
     set_busy_timeout(&conn)?;
     let integrity = integrity_check(&conn)?;
+    // A store killed before its schema was committed recovers as empty.
+    let has_schema: bool =
+        conn.query_row("SELECT count(*) = 2 FROM sqlite_master WHERE name IN ('sessions', 'messages')", [], |r| {
+            r.get(0)
+        })?;
+    if !has_schema {
+        return Ok(Dump { protocol: crate::PROTOCOL, integrity, sessions: vec![], messages: vec![] });
+    }
     let sessions = conn
         .prepare(
             "SELECT id, parent_session_id, ended_at IS NOT NULL, end_reason, message_count, handoff_state

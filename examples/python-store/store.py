@@ -428,6 +428,12 @@ def op_dump(a):
         raise FileNotFoundError("no database at %s" % a.db)
     conn = sqlite3.connect(a.db, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     integrity = "; ".join(r[0] for r in conn.execute("PRAGMA integrity_check"))
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not {"conversations", "turns"} <= tables:
+        # Killed before the schema was committed: nothing was ever stored.
+        state = {"protocol": PROTOCOL, "integrity": integrity, "sessions": [], "messages": []}
+        sys.stdout.write(json.dumps(state, separators=(",", ":"), ensure_ascii=False) + "\n")
+        return 0
     sessions = [
         {
             "id": name,

@@ -36,7 +36,7 @@ pub fn trial(job: &Job, ctx: &Context, racers: u32, index: u32) -> Trial {
     trial.conclude(outcome)
 }
 
-fn racer_args(ctx: &Context, env: &TrialEnv, r: u32) -> Vec<OsString> {
+pub(super) fn racer_args(ctx: &Context, env: &TrialEnv, r: u32) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec!["claim".into(), "--db".into(), env.db.clone().into()];
     args.extend(["--acks".into(), env.path(&format!("acks-r{r}.ndjson")).into()]);
     args.extend(["--session".into(), HANDOFF.into(), "--barrier".into(), env.path("barrier.lock").into()]);
@@ -47,7 +47,7 @@ fn racer_args(ctx: &Context, env: &TrialEnv, r: u32) -> Vec<OsString> {
     args
 }
 
-fn park(ctx: &Context, env: &TrialEnv) -> Result<(), String> {
+pub(super) fn park(ctx: &Context, env: &TrialEnv) -> Result<(), String> {
     let args: Vec<OsString> =
         vec!["park".into(), "--db".into(), env.db.clone().into(), "--session".into(), HANDOFF.into()];
     let (exit, tail) =
@@ -112,7 +112,7 @@ fn wait_ready(ctx: &Context, env: &TrialEnv, running: &mut [Running]) -> Result<
     Ok(())
 }
 
-fn wait_all(ctx: &Context, running: &mut [Running]) -> Result<Vec<Exit>, String> {
+pub(super) fn wait_all(ctx: &Context, running: &mut [Running]) -> Result<Vec<Exit>, String> {
     let end = Instant::now() + ctx.deadline;
     let mut exits = Vec::new();
     for (r, child) in running.iter_mut().enumerate() {

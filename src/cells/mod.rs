@@ -3,8 +3,10 @@
 //! the evidence of a fire or an error, and writes the command that reruns it.
 
 pub mod consume;
+pub mod consume_sweep;
 pub mod prefix;
 pub mod rotation;
+pub mod sweep;
 pub mod workload;
 
 use std::time::Instant;
@@ -14,7 +16,7 @@ use crashcells_child::store::Dump;
 
 use crate::catalog::Status;
 use crate::plan::Job;
-use crate::report::{CellResult, Verdict};
+use crate::report::{CellResult, KillMode, Verdict};
 use crate::trial::{Context, Outcome, Trial};
 use crate::verify::Recovered;
 use workload::{Check, Violations};
@@ -92,13 +94,8 @@ pub fn run_job_guarded(job: &Job, ctx: &Context) -> CellResult {
     }
 }
 
-/// Produces the result of one job.
-pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
-    let start = Instant::now();
-    if job.cell.status == Status::Stub {
-        let reason = job.cell.reason.clone().unwrap_or_default();
-        return base_result(job, ctx, Verdict::Stub, reason, 0);
-    }
+/// The trials of a timed result, in order, up to the first that does not pass.
+fn timed_trials(job: &Job, ctx: &Context) -> Vec<Trial> {
     let indices: Vec<u32> = match ctx.only_trial {
         Some(t) => vec![t],
         None => (0..trial_count(job, ctx)).collect(),
@@ -112,6 +109,32 @@ pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
             break;
         }
     }
+    trials
+}
+
+/// The trials of a syscall result: a sweep over the kill points of a short
+/// workload, the decisive trial last.
+fn syscall_trials(job: &Job, ctx: &Context) -> Vec<Trial> {
+    let p = &job.cell.params;
+    match job.cell.id.as_str() {
+        "prefix-durability" => sweep::workload(job, ctx, &prefix::WORKLOAD(p.window.unwrap_or(200))),
+        "rotation-atomicity" => sweep::workload(job, ctx, &rotation::WORKLOAD(p.window.unwrap_or(50))),
+        "consume-once" => consume_sweep::trials(job, ctx, p.racers.unwrap_or(8)),
+        other => vec![Trial::new(0, None).conclude(Outcome::Skip(format!("cell `{other}` has no syscall sweep yet")))],
+    }
+}
+
+/// Produces the result of one job.
+pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
+    let start = Instant::now();
+    if job.cell.status == Status::Stub {
+        let reason = job.cell.reason.clone().unwrap_or_default();
+        return base_result(job, ctx, Verdict::Stub, reason, 0);
+    }
+    let mut trials = match job.kill {
+        KillMode::Timed => timed_trials(job, ctx),
+        KillMode::Syscall => syscall_trials(job, ctx),
+    };
     mark_interrupted(&mut trials);
     let mut result = fold(job, ctx, &mut trials);
     result.duration_ms = start.elapsed().as_millis() as u64;
@@ -167,6 +190,9 @@ fn fold(job: &Job, ctx: &Context, trials: &mut [Trial]) -> CellResult {
     let mut result = base_result(job, ctx, verdict, reason, trials.len() as u32);
     result.kill_points = trials.iter().filter_map(|t| t.kill_point.clone()).collect();
     result.acked = match verdict {
+        // A timed pass reports its least acked trial; a sweep, the most acks
+        // any of its kill points came after.
+        Verdict::Pass if job.kill == KillMode::Syscall => trials.iter().map(|t| t.acked).max().unwrap_or(0),
         Verdict::Pass => trials.iter().map(|t| t.acked).min().unwrap_or(0),
         _ => last.acked,
     };
@@ -215,8 +241,20 @@ pub fn repro(job: &Job, ctx: &Context, trial: Option<u32>) -> String {
     if let Some(t) = ctx.trials {
         cmd.push_str(&format!(" --trials {t}"));
     }
-    if let Some(t) = trial.or(ctx.only_trial) {
-        cmd.push_str(&format!(" --trial {t}"));
+    match job.kill {
+        KillMode::Timed => {
+            if let Some(t) = trial.or(ctx.only_trial) {
+                cmd.push_str(&format!(" --trial {t}"));
+            }
+        }
+        KillMode::Syscall => match trial.map(u64::from).filter(|&t| t > 0).or(ctx.only_point) {
+            Some(p) => cmd.push_str(&format!(" --point {p}")),
+            None => {
+                if let Some(k) = ctx.points {
+                    cmd.push_str(&format!(" --points {k}"));
+                }
+            }
+        },
     }
     if let Some(m) = &ctx.mutant {
         cmd.push_str(&format!(" --mutant {}", shell_word(m)));
@@ -266,6 +304,9 @@ mod tests {
             trials: Some(6),
             only_trial: None,
             seed: 42,
+            only_point: None,
+            points: None,
+            jobs: 1,
             matrix_arg: "audit".into(),
             child_arg: Some("store --flag".into()),
             catalog_arg: Some("my cells".into()),

@@ -14,7 +14,10 @@ use crashcells_child::store::Dump;
 
 use super::workload::{Violations, Workload};
 
-pub const WORKLOAD: fn(u64) -> Workload = |window| Workload { op: "append", window, check };
+/// A syscall census runs this many operations after setup.
+pub const SWEEP_ACKS: u64 = 2;
+
+pub const WORKLOAD: fn(u64) -> Workload = |window| Workload { op: "append", window, sweep_acks: SWEEP_ACKS, check };
 
 /// The indices of the recovered appends, in recovery order; `Err` names a
 /// message that is not an append's.

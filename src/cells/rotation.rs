@@ -16,7 +16,10 @@ use crashcells_child::store::Dump;
 
 use super::workload::{Violations, Workload};
 
-pub const WORKLOAD: fn(u64) -> Workload = |window| Workload { op: "rotate", window, check };
+/// A syscall census runs this many operations after setup.
+pub const SWEEP_ACKS: u64 = 1;
+
+pub const WORKLOAD: fn(u64) -> Workload = |window| Workload { op: "rotate", window, sweep_acks: SWEEP_ACKS, check };
 
 pub fn check(dump: &Dump, acks: &[Ack]) -> Violations {
     let mut v = Violations::default();

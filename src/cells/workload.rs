@@ -11,6 +11,7 @@ use std::ffi::OsString;
 use crashcells_child::protocol::Ack;
 use crashcells_child::store::Dump;
 
+use super::sweep::Census;
 use crate::audit::audit_leg;
 use crate::harness::Running;
 use crate::journal;
@@ -33,6 +34,8 @@ pub struct Violations {
 pub struct Workload {
     pub op: &'static str,
     pub window: u64,
+    /// Acks a syscall census runs to: a few operations after setup.
+    pub sweep_acks: u64,
     pub check: Check,
 }
 
@@ -50,13 +53,18 @@ pub fn trial(job: &Job, ctx: &Context, w: &Workload, index: u32) -> Trial {
     trial.conclude(outcome)
 }
 
-fn spawn(ctx: &Context, env: &TrialEnv, op: &str) -> std::io::Result<Running> {
+/// The child's arguments for workload `op` in `env`.
+pub(super) fn args(ctx: &Context, env: &TrialEnv, op: &str) -> Vec<OsString> {
     let mut args: Vec<OsString> =
         vec![op.into(), "--db".into(), env.db.clone().into(), "--acks".into(), env.acks.clone().into()];
     if let Some(m) = &ctx.mutant {
         args.extend(["--mutant".into(), m.into()]);
     }
-    Running::spawn(ctx.child.command(&args, &env.home), Some(&env.stderr))
+    args
+}
+
+fn spawn(ctx: &Context, env: &TrialEnv, op: &str) -> std::io::Result<Running> {
+    Running::spawn(ctx.child.command(&args(ctx, env, op), &env.home), Some(&env.stderr))
 }
 
 fn run(job: &Job, ctx: &Context, w: &Workload, env: &TrialEnv, seed: u64, trial: &mut Trial) -> Outcome {
@@ -91,7 +99,7 @@ fn run(job: &Job, ctx: &Context, w: &Workload, env: &TrialEnv, seed: u64, trial:
     if reaped.leftover {
         return Outcome::Error("a process of the child's group was left after the reap".into());
     }
-    after_kill(job, ctx, w, env, trial)
+    after_kill(job, ctx, w, env, trial, None)
 }
 
 /// A stderr tail for a reason line; an empty one says so.
@@ -99,15 +107,25 @@ fn or_empty(tail: &str) -> &str {
     if tail.is_empty() { "(empty)" } else { tail }
 }
 
-/// Everything after the reap: acks, audit, recovery, checks.
-fn after_kill(job: &Job, ctx: &Context, w: &Workload, env: &TrialEnv, trial: &mut Trial) -> Outcome {
+/// Everything after the reap: acks, audit, recovery, checks. A syscall
+/// trial takes the leg audit of its sweep's census: a kill point may land
+/// before the header or the ready record reach their final state, which says
+/// nothing about the mode the leg ran in.
+pub(super) fn after_kill(
+    job: &Job,
+    ctx: &Context,
+    w: &Workload,
+    env: &TrialEnv,
+    trial: &mut Trial,
+    census: Option<&Census>,
+) -> Outcome {
     let leg = job.leg.as_ref().expect("a live cell runs on a leg");
     let bytes = std::fs::read(&env.acks).unwrap_or_default();
     let journal = match journal::parse(&bytes) {
         Ok(j) => j,
         Err(e) => return Outcome::Error(e.to_string()),
     };
-    let Some(ready) = &journal.ready else {
+    let Some(ready) = journal.ready.as_ref().or(census.map(|c| &c.ready)) else {
         return Outcome::Error("the child wrote no ready record".into());
     };
     if let Err(e) = super::check_protocol(ready) {
@@ -115,7 +133,7 @@ fn after_kill(job: &Job, ctx: &Context, w: &Workload, env: &TrialEnv, trial: &mu
     }
     trial.acked = journal.acks.len() as u64;
     trial.synchronous = ready.synchronous.clone();
-    let audit = audit_leg(&env.db, ready, leg);
+    let audit = census.map_or_else(|| audit_leg(&env.db, ready, leg), |c| c.audit.clone());
     let honored = audit.honored;
     let reason = audit.reason.clone();
     trial.audit = Some(audit);

@@ -1,10 +1,12 @@
-//! Kill modes. `timed`: watch the child's ack journal and kill its group once
+//! Kill modes. `syscall` lives in [`syscall`]. `timed`: watch the child's ack journal and kill its group once
 //! the trial's seeded number of acks is reached (the seed's method: it rarely
 //! lands inside a commit, but it exercises long, realistic runs).
 //!
 //! Crash model: the child runs unhindered until the driver sees `target` acks,
 //! then the whole group gets `SIGKILL`; the child may have completed more
 //! operations (and acks) in the meantime, which the journal shows.
+
+pub mod syscall;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -1,0 +1,149 @@
+//! Benchmark of syscall kill points: prints figures, asserts nothing.
+//!
+//! - kill points per second of the `delete` rotation sweep (cell 3), on
+//!   `--jobs` = the number of cores, trials in the default work folder;
+//! - the cost of a traced child run against an untraced run of the same child
+//!   to the same point (the census's last ack), as a ratio;
+//! - the wall time of the default gate (`crashcells run`, timed and syscall).
+//!
+//! Run with `cargo bench --bench syscall`.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crashcells::harness::{ChildCommand, Exit, Traced, run_to_end};
+use crashcells::kill::syscall::{Driven, Goal, Targets, drive, filter};
+use crashcells::plan::{Selection, plan};
+use crashcells::report::KillMode;
+use crashcells::trial::Context;
+
+const BIN: &str = env!("CARGO_BIN_EXE_crashcells");
+const ROUNDS: u32 = 20;
+
+fn child() -> ChildCommand {
+    ChildCommand { program: BIN.into(), prefix: vec!["child".into()] }
+}
+
+fn context(work: &Path, jobs: usize) -> Context {
+    Context {
+        child: child(),
+        work_root: work.to_path_buf(),
+        evidence_root: work.join("evidence"),
+        mutant: None,
+        deadline: Duration::from_secs(30),
+        trials: None,
+        only_trial: None,
+        seed: 1,
+        only_point: None,
+        points: None,
+        jobs,
+        matrix_arg: "default".into(),
+        child_arg: None,
+        catalog_arg: None,
+    }
+}
+
+fn sweep_rate(work: &Path, jobs: usize) {
+    let catalog = crashcells::catalog::Catalog::embedded().expect("catalog");
+    let matrix = crashcells::matrix::Matrix::load("default").expect("matrix");
+    let sel = Selection { cells: vec!["3".into()], legs: vec!["delete".into()], kills: vec![KillMode::Syscall] };
+    let job = &plan(&catalog, &matrix, &sel, 1).expect("plan")[0];
+    let ctx = context(work, jobs);
+    let start = Instant::now();
+    let result = crashcells::cells::run_job(job, &ctx);
+    let secs = start.elapsed().as_secs_f64();
+    let points = result.kill_points.len();
+    println!(
+        "delete rotation sweep: {points} kill points in {secs:.2}s on {jobs} jobs = {:.0} points/s ({})",
+        points as f64 / secs,
+        result.verdict.as_str()
+    );
+}
+
+/// A fresh folder with a `delete` config home.
+fn folder(work: &Path, name: &str) -> std::path::PathBuf {
+    let dir = work.join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("home")).expect("folder");
+    std::fs::write(dir.join("home/config.toml"), "[database]\njournal_mode = \"delete\"\n").expect("config");
+    dir
+}
+
+fn rotate_args(dir: &Path, stop_after: Option<u64>) -> Vec<OsString> {
+    let mut a: Vec<OsString> = vec!["rotate".into(), "--db".into(), dir.join("s.db").into()];
+    a.extend(["--acks".into(), dir.join("a.ndjson").into()]);
+    if let Some(n) = stop_after {
+        a.extend(["--stop-after".into(), n.to_string().into()]);
+    }
+    a
+}
+
+/// Untraced: the child runs `acks` rotations and exits.
+fn untraced(work: &Path, acks: u64) -> Duration {
+    let dir = folder(work, "untraced");
+    let cmd = child().command(&rotate_args(&dir, Some(acks)), &dir.join("home"));
+    let start = Instant::now();
+    let (exit, tail) = run_to_end(cmd, &dir.join("out"), &dir.join("err"), Duration::from_secs(30)).expect("spawn");
+    assert_eq!(exit, Some(Exit::Code(0)), "{tail}");
+    start.elapsed()
+}
+
+/// Traced: the same child stopped at every trapped call until `acks` acks,
+/// then killed at the next point.
+fn traced(work: &Path, acks: u64) -> Duration {
+    let dir = folder(work, "traced");
+    let cmd = child().command(&rotate_args(&dir, None), &dir.join("home"));
+    let start = Instant::now();
+    let mut c = Traced::spawn(cmd, None, filter().expect("filter"), Duration::from_secs(30)).expect("traced spawn");
+    let targets = Targets::new(&dir.join("s.db"), &dir.join("a.ndjson"));
+    let driven = drive(&mut c, &targets, Goal::Census { acks }).expect("drive");
+    assert!(matches!(driven, Driven::At(_)));
+    assert!(c.kill_and_reap().exit.is_sigkill());
+    start.elapsed()
+}
+
+fn ratio(work: &Path) {
+    let acks = 2;
+    let (mut u, mut t) = (Duration::ZERO, Duration::ZERO);
+    for _ in 0..ROUNDS {
+        u += untraced(work, acks);
+        t += traced(work, acks);
+    }
+    let (u, t) = (u / ROUNDS, t / ROUNDS);
+    println!(
+        "traced vs untraced child to the {acks}th rotation ack (delete): {:.2} ms vs {:.2} ms = ratio {:.2}",
+        t.as_secs_f64() * 1e3,
+        u.as_secs_f64() * 1e3,
+        t.as_secs_f64() / u.as_secs_f64()
+    );
+}
+
+fn gate(work: &Path) {
+    let start = Instant::now();
+    let out = Command::new(BIN)
+        .args(["run", "--seed", "1", "--format", "json", "--workdir"])
+        .arg(work)
+        .arg("--evidence")
+        .arg(work.join("evidence"))
+        .output()
+        .expect("the gate runs");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    println!(
+        "default gate (all cells, all legs, timed and syscall): {:.2}s, exit {:?}, summary {}",
+        start.elapsed().as_secs_f64(),
+        out.status.code(),
+        report["summary"]
+    );
+}
+
+fn main() {
+    let jobs = std::thread::available_parallelism().map_or(1, usize::from);
+    let root = crashcells::run::default_workdir();
+    let work = tempfile::Builder::new().prefix("crashcells-bench-").tempdir_in(&root).expect("work folder");
+    println!("trials in {}", root.display());
+    ratio(work.path());
+    sweep_rate(work.path(), jobs);
+    gate(work.path());
+}

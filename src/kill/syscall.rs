@@ -1,0 +1,317 @@
+//! Syscall kill points: stop the child at the entry of its Nth file-mutating
+//! system call on the store's files or the ack journal, and kill it there.
+//!
+//! Crash model: a seccomp filter traps only the calls that can change a file
+//! (`write`, `pwrite64`, `writev`, `pwritev`, `pwritev2`, `fsync`,
+//! `fdatasync`, `ftruncate`, `unlink`, `unlinkat`, `rename`, `renameat`,
+//! `renameat2`); the driver counts those that touch the database, its
+//! `-journal`, `-wal` or `-shm`, or the ack journal, and at the Nth sends
+//! `SIGKILL` to the group while the call has not run. The files then hold
+//! exactly what calls 1..N-1 left, so a sweep over N visits every crash state
+//! of a short workload, where a timed kill rarely lands inside a commit.
+//!
+//! A census first runs the workload until K acks and counts its points M;
+//! the point after the Kth ack is M+1, so a sweep runs N = 1..=M+1.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, TargetArch};
+
+use crate::harness::{TraceError, TraceEvent, Traced};
+use crate::report::KillPoint;
+
+/// The trapped system calls, by name and number on this architecture.
+#[cfg(target_arch = "x86_64")]
+const TRAPPED: &[(&str, i64)] = &[
+    ("write", libc::SYS_write),
+    ("pwrite64", libc::SYS_pwrite64),
+    ("writev", libc::SYS_writev),
+    ("pwritev", libc::SYS_pwritev),
+    ("pwritev2", libc::SYS_pwritev2),
+    ("fsync", libc::SYS_fsync),
+    ("fdatasync", libc::SYS_fdatasync),
+    ("ftruncate", libc::SYS_ftruncate),
+    ("unlink", libc::SYS_unlink),
+    ("unlinkat", libc::SYS_unlinkat),
+    ("rename", libc::SYS_rename),
+    ("renameat", libc::SYS_renameat),
+    ("renameat2", libc::SYS_renameat2),
+];
+
+/// aarch64 has no `unlink`, `rename` or `renameat`: only their `at` forms.
+#[cfg(target_arch = "aarch64")]
+const TRAPPED: &[(&str, i64)] = &[
+    ("write", libc::SYS_write),
+    ("pwrite64", libc::SYS_pwrite64),
+    ("writev", libc::SYS_writev),
+    ("pwritev", libc::SYS_pwritev),
+    ("pwritev2", libc::SYS_pwritev2),
+    ("fsync", libc::SYS_fsync),
+    ("fdatasync", libc::SYS_fdatasync),
+    ("ftruncate", libc::SYS_ftruncate),
+    ("unlinkat", libc::SYS_unlinkat),
+    ("renameat2", libc::SYS_renameat2),
+];
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const TRAPPED: &[(&str, i64)] = &[];
+
+/// Why syscall kill points cannot run on this architecture, if they cannot.
+pub fn unsupported_arch() -> Option<String> {
+    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        None
+    } else {
+        Some(format!("syscall kill points need x86_64 or aarch64, not {}", std::env::consts::ARCH))
+    }
+}
+
+/// The compiled filter: trace the calls above, allow every other. Compiled
+/// once, before any fork, since the child may not allocate before exec.
+pub fn filter() -> Result<&'static [seccompiler::sock_filter], String> {
+    static FILTER: OnceLock<Result<BpfProgram, String>> = OnceLock::new();
+    FILTER.get_or_init(compile).as_deref().map_err(Clone::clone)
+}
+
+fn compile() -> Result<BpfProgram, String> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
+    let rules = TRAPPED.iter().map(|&(_, nr)| (nr, vec![])).collect();
+    let f = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Trace(0), arch)
+        .map_err(|e| format!("seccomp filter: {e}"))?;
+    BpfProgram::try_from(f).map_err(|e| format!("seccomp filter: {e}"))
+}
+
+fn syscall_name(nr: i64) -> Option<&'static str> {
+    TRAPPED.iter().find(|&&(_, n)| n == nr).map(|&(name, _)| name)
+}
+
+/// Which of the trial's files a call touched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    Database,
+    Journal,
+    Wal,
+    Shm,
+    Acks,
+}
+
+impl FileKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileKind::Database => "database",
+            FileKind::Journal => "journal",
+            FileKind::Wal => "wal",
+            FileKind::Shm => "shm",
+            FileKind::Acks => "acks",
+        }
+    }
+}
+
+/// The files whose calls count as kill points.
+#[derive(Clone, Debug)]
+pub struct Targets {
+    files: Vec<(PathBuf, FileKind)>,
+}
+
+impl Targets {
+    pub fn new(db: &Path, acks: &Path) -> Targets {
+        let sib = crate::audit::sibling;
+        let files = vec![
+            (db.to_path_buf(), FileKind::Database),
+            (sib(db, "-journal"), FileKind::Journal),
+            (sib(db, "-wal"), FileKind::Wal),
+            (sib(db, "-shm"), FileKind::Shm),
+            (acks.to_path_buf(), FileKind::Acks),
+        ];
+        Targets { files }
+    }
+
+    /// The kind of `path`; a relative path is matched on its file name (the
+    /// trial's folder is private, so names are unique within it).
+    pub fn kind(&self, path: &Path) -> Option<FileKind> {
+        let by_name = path.is_relative();
+        self.files
+            .iter()
+            .find(|(p, _)| if by_name { p.file_name() == path.file_name() } else { p == path })
+            .map(|f| f.1)
+    }
+}
+
+/// One kill point: the Nth counted call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Point {
+    pub ordinal: u64,
+    pub syscall: &'static str,
+    pub file: FileKind,
+    pub offset: Option<u64>,
+    pub len: Option<u64>,
+}
+
+impl Point {
+    pub fn kill_point(&self, trial: u32, after_acks: u64) -> KillPoint {
+        KillPoint {
+            trial,
+            after_acks,
+            ordinal: Some(self.ordinal),
+            syscall: Some(self.syscall.to_string()),
+            file: Some(self.file.as_str().to_string()),
+            offset: self.offset,
+            len: self.len,
+        }
+    }
+}
+
+/// Classifies a trapped call: the point it is (ordinal 0, filled in by the
+/// counter) if it touches a target file, else `None`.
+fn classify(pid: u32, targets: &Targets, nr: i64, a: [u64; 6]) -> Option<Point> {
+    let name = syscall_name(nr)?;
+    let (file, offset, len) = match name {
+        "write" => (fd_kind(pid, targets, a[0])?, None, Some(a[2])),
+        "pwrite64" => (fd_kind(pid, targets, a[0])?, Some(a[3]), Some(a[2])),
+        "writev" => (fd_kind(pid, targets, a[0])?, None, None),
+        "pwritev" | "pwritev2" => (fd_kind(pid, targets, a[0])?, Some(a[3]), None),
+        "fsync" | "fdatasync" => (fd_kind(pid, targets, a[0])?, None, None),
+        "ftruncate" => (fd_kind(pid, targets, a[0])?, None, Some(a[1])),
+        "unlink" => (path_kind(pid, targets, &[a[0]])?, None, None),
+        "unlinkat" => (path_kind(pid, targets, &[a[1]])?, None, None),
+        "rename" => (path_kind(pid, targets, &[a[0], a[1]])?, None, None),
+        _ => (path_kind(pid, targets, &[a[1], a[3]])?, None, None),
+    };
+    Some(Point { ordinal: 0, syscall: name, file, offset, len })
+}
+
+fn fd_kind(pid: u32, targets: &Targets, fd: u64) -> Option<FileKind> {
+    let link = std::fs::read_link(format!("/proc/{pid}/fd/{}", fd as i32)).ok()?;
+    targets.kind(&link)
+}
+
+fn path_kind(pid: u32, targets: &Targets, addrs: &[u64]) -> Option<FileKind> {
+    addrs.iter().find_map(|&a| read_path(pid, a).and_then(|p| targets.kind(&p)))
+}
+
+/// Reads a NUL-terminated path from the stopped child's memory, a page at
+/// most at a time (a read may not cross into an unmapped page).
+fn read_path(pid: u32, addr: u64) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    const PAGE: u64 = 4096;
+    let mut bytes = Vec::new();
+    let mut at = addr;
+    while bytes.len() < libc::PATH_MAX as usize {
+        let mut chunk = vec![0u8; (PAGE - at % PAGE) as usize];
+        let local = libc::iovec { iov_base: chunk.as_mut_ptr().cast(), iov_len: chunk.len() };
+        let remote = libc::iovec { iov_base: at as *mut libc::c_void, iov_len: chunk.len() };
+        // SAFETY: reads into our own buffer of the stated length.
+        let n = unsafe { libc::process_vm_readv(pid as i32, &local, 1, &remote, 1, 0) };
+        if n <= 0 {
+            return None;
+        }
+        chunk.truncate(n as usize);
+        if let Some(end) = chunk.iter().position(|&b| b == 0) {
+            bytes.extend_from_slice(&chunk[..end]);
+            return Some(PathBuf::from(std::ffi::OsString::from_vec(bytes)));
+        }
+        bytes.extend_from_slice(&chunk);
+        at += n as u64;
+    }
+    None
+}
+
+/// What the tracer is after.
+#[derive(Clone, Copy, Debug)]
+pub enum Goal {
+    /// Kill at the Nth counted point.
+    KillAt(u64),
+    /// Count the points until `acks` acks were written, and one more.
+    Census { acks: u64 },
+}
+
+/// How a traced run ended.
+#[derive(Debug)]
+pub enum Driven {
+    /// The child is stopped at `point`, which has not run.
+    At(Point),
+    /// The child ended on its own after `counted` points.
+    Exited { exit: crate::harness::Exit, counted: u64 },
+}
+
+/// Drives `child` to its goal, resuming it at every trapped call that is not
+/// the point sought.
+pub fn drive(child: &mut Traced, targets: &Targets, goal: Goal) -> Result<Driven, TraceError> {
+    let mut counted = 0;
+    let mut ack_writes = 0;
+    let mut census_end = None;
+    loop {
+        let (nr, args) = match child.next_syscall()? {
+            TraceEvent::Exited(exit) => return Ok(Driven::Exited { exit, counted }),
+            TraceEvent::Syscall { nr, args } => (nr, args),
+        };
+        if let Some(mut p) = classify(child.stopped_pid(), targets, nr, args) {
+            counted += 1;
+            p.ordinal = counted;
+            let at = match goal {
+                Goal::KillAt(n) => counted == n,
+                Goal::Census { acks } => {
+                    if p.file == FileKind::Acks && p.syscall.contains("write") {
+                        ack_writes += 1;
+                    }
+                    // The ready record is the first write on the ack journal.
+                    if census_end.is_none() && ack_writes > acks {
+                        census_end = Some(counted);
+                    }
+                    census_end.is_some_and(|m| counted == m + 1)
+                }
+            };
+            if at {
+                return Ok(Driven::At(p));
+            }
+        }
+        child.resume()?;
+    }
+}
+
+/// The points a sweep visits: `only` if given; else `sample` of 1..=total
+/// drawn with `seed` (in order); else every point.
+pub fn sweep_points(total: u64, only: Option<u64>, sample: Option<u32>, seed: u64) -> Vec<u64> {
+    if let Some(n) = only {
+        return vec![n];
+    }
+    let mut all: Vec<u64> = (1..=total).collect();
+    if let Some(k) = sample.filter(|&k| (k as u64) < total) {
+        fastrand::Rng::with_seed(seed).shuffle(&mut all);
+        all.truncate(k as usize);
+        all.sort_unstable();
+    }
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_match_the_store_files_and_the_acks() {
+        let t = Targets::new(Path::new("/t/store.db"), Path::new("/t/acks.ndjson"));
+        assert_eq!(t.kind(Path::new("/t/store.db-wal")), Some(FileKind::Wal));
+        assert_eq!(t.kind(Path::new("/t/store.db-journal")), Some(FileKind::Journal));
+        assert_eq!(t.kind(Path::new("/t/acks.ndjson")), Some(FileKind::Acks));
+        assert_eq!(t.kind(Path::new("store.db")), Some(FileKind::Database));
+        assert_eq!(t.kind(Path::new("/other/store.db")), None);
+        assert_eq!(t.kind(Path::new("/t/child.stderr")), None);
+    }
+
+    #[test]
+    fn sampled_points_are_seeded_sorted_and_within_range() {
+        let a = sweep_points(100, None, Some(10), 7);
+        assert_eq!(a, sweep_points(100, None, Some(10), 7));
+        assert_eq!(a.len(), 10);
+        assert!(a.windows(2).all(|w| w[0] < w[1]) && a.iter().all(|&p| (1..=100).contains(&p)));
+        assert_eq!(sweep_points(3, None, Some(10), 7), [1, 2, 3]);
+        assert_eq!(sweep_points(3, Some(9), None, 7), [9]);
+    }
+
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    fn the_filter_compiles() {
+        assert!(filter().unwrap().len() > TRAPPED.len());
+    }
+}

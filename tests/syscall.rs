@@ -1,0 +1,130 @@
+//! Syscall kill points: the sweep visits every point of a short workload,
+//! records where each kill landed, makes the cells sensitive (a
+//! `journal_mode=off` leg and the mutants fire) and keeps the reference
+//! store green in `delete` and `wal`.
+
+use serde_json::Value;
+
+use crate::common::{results, run_json, scratch};
+
+/// The results of a syscall run (with the folder that holds its evidence),
+/// or `None` where this machine refuses ptrace (every result then skips
+/// saying so, which is all there is to test).
+fn syscall_results(args: &[&str]) -> Option<(i32, Vec<Value>, tempfile::TempDir)> {
+    let dir = scratch();
+    let mut all = vec!["run", "--kill", "syscall"];
+    all.extend_from_slice(args);
+    let (code, report) = run_json(&all, dir.path());
+    let rs: Vec<Value> = report["results"].as_array().expect("results").clone();
+    assert!(!rs.is_empty(), "{report:#}");
+    if rs.iter().all(|r| r["verdict"] == "skip" && r["reason"].as_str().unwrap_or("").contains("unavailable")) {
+        eprintln!("ptrace is refused here; skipping: {}", rs[0]["reason"]);
+        return None;
+    }
+    for r in &rs {
+        assert_eq!(r["kill"], "syscall", "{r:#}");
+    }
+    Some((code, rs, dir))
+}
+
+#[test]
+fn delete_and_wal_pass_at_every_kill_point_and_record_each() {
+    let Some((code, rs, _dir)) = syscall_results(&["--cell", "3", "--leg", "delete", "--leg", "wal", "--seed", "21"])
+    else {
+        return;
+    };
+    assert_eq!(code, 0, "{rs:#?}");
+    for r in &rs {
+        assert_eq!(r["verdict"], "pass", "{r:#}");
+        let points = r["kill_points"].as_array().unwrap();
+        assert_eq!(points.len() as u64, r["trials"].as_u64().unwrap());
+        // The sweep is N = 1..=M+1: every ordinal once, in order.
+        for (i, p) in points.iter().enumerate() {
+            assert_eq!(p["ordinal"].as_u64(), Some(i as u64 + 1), "{p}");
+            assert!(p["syscall"].is_string() && p["file"].is_string(), "{p}");
+        }
+        // The last point comes after the census's last ack.
+        let last = points.last().unwrap();
+        assert!(last["after_acks"].as_u64().unwrap() >= 1, "{last}");
+        assert!(points.iter().any(|p| p["file"] == "acks"), "the ack journal's writes are kill points");
+    }
+    let files: Vec<_> = rs[1]["kill_points"].as_array().unwrap().iter().map(|p| p["file"].clone()).collect();
+    assert!(files.contains(&"wal".into()), "a wal leg writes its -wal: {files:?}");
+}
+
+#[test]
+fn journal_mode_off_makes_rotation_atomicity_fire() {
+    for seed in ["22", "23"] {
+        let args = ["--cell", "3", "--matrix", "audit", "--leg", "off", "--seed", seed];
+        let Some((code, rs, _dir)) = syscall_results(&args) else { return };
+        assert_eq!(code, 1, "{rs:#?}");
+        assert_eq!(rs[0]["verdict"], "fire", "{:#}", rs[0]);
+        assert_eq!(rs[0]["effective_mode"], "off", "{:#}", rs[0]);
+    }
+}
+
+fn fires_with_mutant(cell: &str, mutant: &str, needle: &str, seed: &str) -> Value {
+    let args = ["--cell", cell, "--leg", "delete", "--mutant", mutant, "--seed", seed];
+    let (code, rs, _dir) = syscall_results(&args).expect("ptrace is permitted where mutants are tested");
+    assert_eq!(code, 1, "{rs:#?}");
+    let r = rs[0].clone();
+    assert_eq!(r["verdict"], "fire", "{r:#}");
+    assert!(r["reason"].as_str().unwrap().contains(needle), "{r:#}");
+    let kp = r["kill_points"].as_array().unwrap().last().unwrap().clone();
+    assert!(kp["ordinal"].is_u64() && kp["syscall"].is_string(), "{kp}");
+    assert!(r["repro"].as_str().unwrap().contains(&format!("--point {}", kp["ordinal"])), "{r:#}");
+    let evidence = r["evidence"].as_str().expect("a fire keeps its evidence");
+    assert!(std::path::Path::new(evidence).join("kill-point.json").is_file(), "{evidence}");
+    r
+}
+
+#[test]
+fn mutants_fire_under_syscall_kills() {
+    if syscall_results(&["--cell", "1", "--leg", "delete", "--seed", "1", "--point", "1"]).is_none() {
+        return;
+    }
+    for seed in ["31", "32"] {
+        fires_with_mutant("1", "ack-before-commit", "was lost", seed);
+        fires_with_mutant("3", "split-rotation", "orphan", seed);
+    }
+}
+
+#[test]
+fn a_repro_point_reproduces_the_same_crash_state() {
+    if syscall_results(&["--cell", "3", "--leg", "delete", "--seed", "1", "--point", "1"]).is_none() {
+        return;
+    }
+    let fired = fires_with_mutant("3", "split-rotation", "orphan", "33");
+    let point = fired["kill_points"].as_array().unwrap().last().unwrap().clone();
+    let n = point["ordinal"].to_string();
+    let args = ["--cell", "3", "--leg", "delete", "--mutant", "split-rotation", "--seed", "33", "--point", &n];
+    let (code, rs, _dir) = syscall_results(&args).unwrap();
+    assert_eq!(code, 1);
+    assert_eq!(rs[0]["trials"], 1);
+    assert_eq!(rs[0]["reason"], fired["reason"]);
+    assert_eq!(rs[0]["kill_points"][0], point);
+}
+
+#[test]
+fn sampled_points_are_few_and_within_the_sweep() {
+    let dir = scratch();
+    let args = ["run", "--kill", "syscall", "--cell", "1", "--leg", "delete", "--points", "5", "--seed", "34"];
+    let (_, report) = run_json(&args, dir.path());
+    let r = results(&report, "prefix-durability")[0];
+    if r["verdict"] == "skip" {
+        return;
+    }
+    assert_eq!(r["verdict"], "pass", "{r:#}");
+    assert_eq!(r["kill_points"].as_array().unwrap().len(), 5, "{r:#}");
+}
+
+#[test]
+fn consume_once_holds_with_a_racer_killed_at_each_point_and_fires_on_racy_claim() {
+    let Some((code, rs, _dir)) = syscall_results(&["--cell", "2", "--seed", "35"]) else { return };
+    assert_eq!(code, 0, "{rs:#?}");
+    assert_eq!(rs[0]["verdict"], "pass", "{:#}", rs[0]);
+    assert!(!rs[0]["kill_points"].as_array().unwrap().is_empty(), "{:#}", rs[0]);
+    let (code, rs, _dir) = syscall_results(&["--cell", "2", "--seed", "35", "--mutant", "racy-claim"]).unwrap();
+    assert_eq!(code, 1, "{rs:#?}");
+    assert!(rs[0]["reason"].as_str().unwrap().contains("won the handoff"), "{:#}", rs[0]);
+}
