@@ -770,6 +770,31 @@ mod tests {
         assert_eq!(exit, Exit::Code(4));
     }
 
+    /// A launcher script forks and execs before the real child runs; a
+    /// forked process that met the filter untraced would fail its trapped
+    /// calls with ENOSYS, so every process of the group is traced too.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    fn forked_and_execed_processes_of_a_traced_child_are_traced_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        let script = format!("(echo forked > {0}); sh -c 'echo execed >> {0}'; cat {0} >&2", file.display());
+        let Some(mut t) = traced(&script) else { return };
+        let mut stoppers = std::collections::HashSet::new();
+        let exit = loop {
+            match t.next_syscall().unwrap() {
+                TraceEvent::Syscall { .. } => {
+                    stoppers.insert(t.stopped_pid());
+                    t.resume().unwrap();
+                }
+                TraceEvent::Exited(e) => break e,
+            }
+        };
+        assert_eq!(exit, Exit::Code(0));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "forked\nexeced\n");
+        assert!(stoppers.len() >= 2, "the forked processes' writes were trapped: {stoppers:?}");
+    }
+
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     #[test]
     fn a_traced_child_killed_at_a_call_ends_by_sigkill_and_leaves_nothing() {
