@@ -47,7 +47,7 @@ pub(super) fn racer_args(ctx: &Context, env: &TrialEnv, r: u32) -> Vec<OsString>
     args
 }
 
-pub(super) fn park(ctx: &Context, env: &TrialEnv) -> Result<(), String> {
+fn park(ctx: &Context, env: &TrialEnv) -> Result<(), String> {
     let args: Vec<OsString> =
         vec!["park".into(), "--db".into(), env.db.clone().into(), "--session".into(), HANDOFF.into()];
     let (exit, tail) =
@@ -60,14 +60,20 @@ pub(super) fn park(ctx: &Context, env: &TrialEnv) -> Result<(), String> {
     }
 }
 
-fn race(ctx: &Context, env: &TrialEnv, racers: u32, requested: Option<JournalMode>, trial: &mut Trial) -> Outcome {
-    if let Err(e) = park(ctx, env) {
-        return Outcome::Error(e);
-    }
+/// Parks the handoff and takes the barrier: the racers block on it until the
+/// returned file is dropped, which releases all of them at once.
+pub(super) fn park_behind_barrier(ctx: &Context, env: &TrialEnv) -> Result<File, String> {
+    park(ctx, env)?;
     let barrier_path = env.path("barrier.lock");
-    let barrier = match File::create(&barrier_path).and_then(|f| f.lock().map(|()| f)) {
+    File::create(&barrier_path)
+        .and_then(|f| f.lock().map(|()| f))
+        .map_err(|e| format!("barrier {}: {e}", barrier_path.display()))
+}
+
+fn race(ctx: &Context, env: &TrialEnv, racers: u32, requested: Option<JournalMode>, trial: &mut Trial) -> Outcome {
+    let barrier = match park_behind_barrier(ctx, env) {
         Ok(f) => f,
-        Err(e) => return Outcome::Error(format!("barrier {}: {e}", barrier_path.display())),
+        Err(e) => return Outcome::Error(e),
     };
     let mut running = Vec::new();
     for r in 0..racers {

@@ -15,7 +15,7 @@
 use std::fs::File;
 use std::time::Instant;
 
-use super::consume::{HANDOFF, park, racer_args};
+use super::consume::{HANDOFF, park_behind_barrier, racer_args};
 use super::sweep::{parallel, preflight, trace_outcome};
 use super::workload::Violations;
 use crate::audit::audit;
@@ -79,13 +79,9 @@ fn race(
     goal: Goal,
     trial: &mut Trial,
 ) -> Outcome {
-    if let Err(e) = park(ctx, env) {
-        return Outcome::Error(e);
-    }
-    let barrier_path = env.path("barrier.lock");
-    let barrier = match File::create(&barrier_path).and_then(|f| f.lock().map(|()| f)) {
+    let barrier = match park_behind_barrier(ctx, env) {
         Ok(f) => f,
-        Err(e) => return Outcome::Error(format!("barrier {}: {e}", barrier_path.display())),
+        Err(e) => return Outcome::Error(e),
     };
     let r0_done = std::sync::atomic::AtomicBool::new(false);
     let (r0, others) = std::thread::scope(|s| {
