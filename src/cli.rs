@@ -346,9 +346,42 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         .prefix(&format!("crashcells-{run_id}-"))
         .tempdir_in(&workdir)
         .map_err(Error::io("work folder in", &workdir))?;
-    let ctx = Context {
+    let ctx = run_context(&a, seed, work.path(), evidence_root)?;
+    // Interrupts are caught from here on, so that a Ctrl-C during the
+    // preflight still ends with an (empty) partial report and 128 + signal:
+    // an interrupted run starts no result.
+    crate::harness::catch_interrupts().map_err(Error::io("signal handlers", "."))?;
+    let ready = match crate::protocol::preflight(&ctx.child, &ctx.work_root, ctx.deadline) {
+        Ok(ready) => Some(ready),
+        Err(_) if crate::harness::interrupted().is_some() => None,
+        Err(message) => return Err(Error::Child { child: ctx.child.display(), message }),
+    };
+    eprintln!(
+        "crashcells: run {run_id}, seed {seed}, matrix {}, {} results, trials in {}",
+        matrix.name,
+        jobs.len(),
+        workdir.display()
+    );
+    let started = Instant::now();
+    let results = run::execute(&jobs, &ctx, ctx.jobs, &StderrProgress);
+    let mut report = run::report(&ctx, &run_id, &workdir, results, started);
+    if let (Some(ready), Some(_)) = (ready, &ctx.child_arg) {
+        // The store under test links its own SQLite; ours is beside the point.
+        report.sqlite_version = ready.sqlite_version;
+    }
+    emit(&report, &a.output)?;
+    let code = run_exit_code(&report, jobs.len());
+    if code == 3 {
+        eprintln!("crashcells: {}", nothing_ran(&report.summary));
+    }
+    Ok(code)
+}
+
+/// What every cell of a run needs to know, from the run's arguments.
+fn run_context(a: &RunArgs, seed: u64, work_root: &Path, evidence_root: PathBuf) -> Result<Context> {
+    Ok(Context {
         child: child_command(a.child.as_deref())?,
-        work_root: work.path().to_path_buf(),
+        work_root: work_root.to_path_buf(),
         evidence_root,
         mutant: a.mutant.clone(),
         deadline: Duration::from_secs(a.deadline),
@@ -361,39 +394,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         matrix_arg: a.matrix.clone(),
         child_arg: a.child.clone(),
         catalog_arg: a.catalog.as_ref().map(|c| c.display().to_string()),
-    };
-    // Interrupts are caught from here on, so that a Ctrl-C during the
-    // preflight still ends with a (empty) partial report and 128 + signal.
-    crate::harness::catch_interrupts().map_err(Error::io("signal handlers", "."))?;
-    let ready = match crate::protocol::preflight(&ctx.child, &ctx.work_root, ctx.deadline) {
-        Ok(ready) => ready,
-        Err(_) if crate::harness::interrupted().is_some() => {
-            let report = run::report(&ctx, &run_id, &workdir, Vec::new(), Instant::now());
-            emit(&report, &a.output)?;
-            return Ok(run_exit_code(&report, jobs.len()));
-        }
-        Err(message) => return Err(Error::Child { child: ctx.child.display(), message }),
-    };
-    eprintln!(
-        "crashcells: run {run_id}, seed {seed}, matrix {}, {} results, trials in {}",
-        matrix.name,
-        jobs.len(),
-        workdir.display()
-    );
-    let started = Instant::now();
-    let threads = a.jobs.map_or_else(default_jobs, |j| j as usize);
-    let results = run::execute(&jobs, &ctx, threads, &StderrProgress);
-    let mut report = run::report(&ctx, &run_id, &workdir, results, started);
-    if ctx.child_arg.is_some() {
-        // The store under test links its own SQLite; ours is beside the point.
-        report.sqlite_version = ready.sqlite_version;
-    }
-    emit(&report, &a.output)?;
-    let code = run_exit_code(&report, jobs.len());
-    if code == 3 {
-        eprintln!("crashcells: {}", nothing_ran(&report.summary));
-    }
-    Ok(code)
+    })
 }
 
 /// The line a run that probed nothing ends with, so that a gate that reads
