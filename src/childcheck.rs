@@ -25,6 +25,7 @@ use crate::cells::{prefix, rotation};
 use crate::harness::{ChildCommand, Exit, POLL, Running, run_to_end};
 use crate::journal::{self, Journal, JournalError, Tail};
 use crate::protocol::{Scratch, no_ready, wait_first_line};
+use crate::verify::where_differ;
 
 pub const SCHEMA: &str = "crashcells.child-check.v1";
 /// Appends and rotations of the plain runs.
@@ -219,8 +220,11 @@ impl Checker<'_> {
             ack_sequence(&journal, "rotate", ROTATIONS).and_then(|_| rotate_state(&first, &journal)),
         );
         self.note("dump-canonical", canonical(&first));
-        let same =
-            if first == second { Ok("two passes print the same bytes".into()) } else { Err(differ(&first, &second)) };
+        let same = if first == second {
+            Ok("two passes print the same bytes".into())
+        } else {
+            Err(format!("the two passes differ {}", where_differ(&first, &second)))
+        };
         self.note("dump-deterministic", same);
     }
 
@@ -495,21 +499,12 @@ fn canonical(text: &str) -> Result<String, String> {
     }
     let want = serde_json::to_string(&dump).map_err(|e| e.to_string())? + "\n";
     if text != want {
-        return Err(format!(
-            "not canonical: {}",
-            differ(text, &want).replace("the two passes", "printed and canonical")
-        ));
+        return Err(format!("not canonical: printed and canonical differ {}", where_differ(text, &want)));
     }
     if !dump.sessions.is_sorted_by(|a, b| a.id <= b.id) {
         return Err("sessions are not sorted by id".into());
     }
     Ok("one line, canonical field order, sessions sorted by id".into())
-}
-
-fn differ(a: &str, b: &str) -> String {
-    let at = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
-    let around = |s: &str| s.get(at.saturating_sub(15)..(at + 25).min(s.len())).unwrap_or("").to_string();
-    format!("the two passes differ at byte {at} ({:?} vs {:?})", around(a), around(b))
 }
 
 #[cfg(test)]

@@ -71,9 +71,15 @@ pub fn recover(ctx: &Context, env: &TrialEnv) -> Result<Recovered, String> {
 }
 
 fn first_difference(a: &str, b: &str) -> String {
+    format!("recovery is not deterministic: the two passes differ {}", where_differ(a, b))
+}
+
+/// Where two texts first differ: `at byte N ("…" vs "…")`, with a little
+/// context on each side.
+pub fn where_differ(a: &str, b: &str) -> String {
     let at = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
     let around = |s: &str| s.get(at.saturating_sub(20)..(at + 40).min(s.len())).unwrap_or("").to_string();
-    format!("recovery is not deterministic: the two passes differ at byte {at} ({:?} vs {:?})", around(a), around(b))
+    format!("at byte {at} ({:?} vs {:?})", around(a), around(b))
 }
 
 #[cfg(test)]
