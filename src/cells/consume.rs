@@ -12,12 +12,12 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::time::Instant;
 
-use crashcells_child::config::JournalMode;
 use crashcells_child::ops::{EXIT_LOST, EXIT_WON};
 
-use crate::audit::audit;
+use crate::audit::audit_leg;
 use crate::harness::{Exit, POLL, Running, interrupted, run_to_end};
 use crate::journal;
+use crate::matrix::Leg;
 use crate::plan::Job;
 use crate::trial::{Context, Outcome, Trial, TrialEnv};
 
@@ -31,7 +31,7 @@ pub fn trial(job: &Job, ctx: &Context, racers: u32, index: u32) -> Trial {
         Err(e) => return Trial::new(index, None).conclude(Outcome::Error(format!("trial folder: {e}"))),
     };
     let mut trial = Trial::new(index, None);
-    let outcome = race(ctx, &env, racers, leg.journal_mode, &mut trial);
+    let outcome = race(ctx, &env, racers, leg, &mut trial);
     trial.env = Some(env);
     trial.conclude(outcome)
 }
@@ -70,7 +70,7 @@ pub(super) fn park_behind_barrier(ctx: &Context, env: &TrialEnv) -> Result<File,
         .map_err(|e| format!("barrier {}: {e}", barrier_path.display()))
 }
 
-fn race(ctx: &Context, env: &TrialEnv, racers: u32, requested: Option<JournalMode>, trial: &mut Trial) -> Outcome {
+fn race(ctx: &Context, env: &TrialEnv, racers: u32, leg: &Leg, trial: &mut Trial) -> Outcome {
     let barrier = match park_behind_barrier(ctx, env) {
         Ok(f) => f,
         Err(e) => return Outcome::Error(e),
@@ -92,7 +92,7 @@ fn race(ctx: &Context, env: &TrialEnv, racers: u32, requested: Option<JournalMod
         Ok(e) => e,
         Err(e) => return Outcome::Error(e),
     };
-    judge_race(ctx, env, &exits, requested, trial)
+    judge_race(ctx, env, &exits, leg, trial)
 }
 
 /// Waits until every racer has written its ready record (it is then at the
@@ -130,13 +130,7 @@ pub(super) fn wait_all(ctx: &Context, running: &mut [Running]) -> Result<Vec<Exi
     Ok(exits)
 }
 
-fn judge_race(
-    ctx: &Context,
-    env: &TrialEnv,
-    exits: &[Exit],
-    requested: Option<JournalMode>,
-    trial: &mut Trial,
-) -> Outcome {
+fn judge_race(ctx: &Context, env: &TrialEnv, exits: &[Exit], leg: &Leg, trial: &mut Trial) -> Outcome {
     let mut won = 0;
     for (r, exit) in exits.iter().enumerate() {
         match exit {
@@ -158,7 +152,7 @@ fn judge_race(
         return Outcome::Error(e);
     }
     trial.synchronous = ready.synchronous.clone();
-    let a = audit(&env.db, &ready, requested);
+    let a = audit_leg(&env.db, &ready, leg);
     let (honored, reason) = (a.honored, a.reason.clone());
     trial.audit = Some(a);
     if !honored {

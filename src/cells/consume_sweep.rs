@@ -18,7 +18,7 @@ use std::time::Instant;
 use super::consume::{HANDOFF, park_behind_barrier, racer_args};
 use super::sweep::{parallel, preflight, trace_outcome};
 use super::workload::Violations;
-use crate::audit::audit;
+use crate::audit::audit_leg;
 use crate::harness::{Exit, POLL, Running, Traced};
 use crate::journal;
 use crate::kill::syscall::{Driven, Goal, Point, Targets, drive, sweep_points};
@@ -208,7 +208,7 @@ fn judge(job: &Job, ctx: &Context, env: &TrialEnv, r0: Option<Exit>, others: &[E
         Err(e) => return Outcome::Error(e.to_string()),
     };
     trial.synchronous = ready.synchronous.clone();
-    let a = audit(&env.db, &ready, job.leg.as_ref().and_then(|l| l.journal_mode));
+    let a = audit_leg(&env.db, &ready, job.leg.as_ref().expect("a live cell runs on a leg"));
     let (honored, reason) = (a.honored, a.reason.clone());
     trial.audit = Some(a);
     if !honored {

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use crashcells_child::protocol::Ready;
 
 use super::workload::{Workload, after_kill, args};
-use crate::audit::{Audit, audit};
+use crate::audit::{Audit, audit_leg};
 use crate::harness::{TraceError, Traced};
 use crate::journal;
 use crate::kill::syscall::{Driven, Goal, Targets, drive, filter, sweep_points, unsupported_arch};
@@ -138,7 +138,7 @@ fn census(
     let bytes = std::fs::read(&env.acks).unwrap_or_default();
     match journal::parse(&bytes).map(|j| j.ready) {
         Ok(Some(ready)) => {
-            let audit = audit(&env.db, &ready, leg.journal_mode);
+            let audit = audit_leg(&env.db, &ready, leg);
             Ok(Census { points: total, ready, audit })
         }
         Ok(None) => Err(fail(Some(env), Outcome::Error("census: the child wrote no ready record".into()))),
