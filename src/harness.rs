@@ -88,7 +88,9 @@ impl ChildCommand {
     pub fn command(&self, args: &[OsString], home: &Path) -> Command {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.prefix).args(args).env(crashcells_child::config::HOME_ENV, home);
-        cmd.stdin(Stdio::null());
+        // The protocol says a child's stdout is captured and ignored: left
+        // inherited, a chatty child would corrupt `--format json` on ours.
+        cmd.stdin(Stdio::null()).stdout(Stdio::null());
         cmd
     }
 
