@@ -57,6 +57,11 @@ struct RawLeg {
     synchronous: Option<String>,
 }
 
+/// Letters, digits, `.`, `_` and `-`, not starting with `-` or `.`.
+fn valid_leg_name(name: &str) -> bool {
+    name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) && !name.starts_with(['-', '.'])
+}
+
 impl Matrix {
     /// A built-in matrix by name, or a file by path (anything with a `/` or
     /// ending in `.toml`).
@@ -86,6 +91,14 @@ impl Matrix {
             let value_error = |m: String| bad(format!("leg `{}`: {m}", leg.name));
             if leg.name.trim().is_empty() {
                 return Err(bad("a leg has an empty name".into()));
+            }
+            // Leg names become folder names and repro words: two names that
+            // map to one folder, or a `/`, would mix trials of different legs.
+            if !valid_leg_name(&leg.name) {
+                return Err(bad(format!(
+                    "leg `{}`: a leg name is letters, digits, `.`, `_` and `-`, not starting with `-` or `.`",
+                    leg.name
+                )));
             }
             if legs.iter().any(|l| l.name == leg.name) {
                 return Err(bad(format!("duplicate leg name `{}`", leg.name)));
@@ -137,6 +150,10 @@ mod tests {
         let e = error("[[legs]]\nname = \"x\"\n[[legs]]\nname = \"x\"\n");
         assert!(e.contains("duplicate leg name `x`"), "{e}");
         assert!(error("name = \"e\"\n").contains("no legs"));
+        for bad in ["a/b", "x y", "-", "..", "wal\u{e9}"] {
+            let e = error(&format!("[[legs]]\nname = \"{bad}\"\n"));
+            assert!(e.contains("a leg name is letters"), "{bad}: {e}");
+        }
         assert!(Matrix::load("nonesuch").unwrap_err().to_string().contains("unknown matrix `nonesuch`"));
     }
 }
