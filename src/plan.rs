@@ -56,6 +56,16 @@ pub fn plan(catalog: &Catalog, matrix: &Matrix, sel: &Selection, seed: u64) -> R
             }
         }
     }
+    if jobs.is_empty() {
+        // Only a resolver-default cell filtered to other legs plans nothing:
+        // that is a selection to fix, not a run whose every leg skipped.
+        return Err(Error::Usage(format!(
+            "nothing to run: the selected cells run only on legs that leave the journal mode to the resolver, \
+             and --leg {} selects none in matrix {}",
+            sel.legs.join(", --leg "),
+            matrix.name
+        )));
+    }
     Ok(jobs)
 }
 
@@ -104,6 +114,14 @@ mod tests {
         let narrowed = plan(&c, &m, &one, 7).unwrap();
         assert_eq!(narrowed.len(), 1);
         assert_eq!(narrowed[0].seed, all[2].seed);
+    }
+
+    #[test]
+    fn a_selection_that_plans_nothing_is_an_error() {
+        let mut s = sel(&["consume-once"]);
+        s.legs = vec!["wal".into()];
+        let e = plan(&Catalog::embedded().unwrap(), &Matrix::load("default").unwrap(), &s, 7).unwrap_err();
+        assert!(e.to_string().starts_with("nothing to run"), "{e}");
     }
 
     #[test]
