@@ -426,14 +426,30 @@ def op_dump(a):
     WAL. It never applies the resolver: recovery must not change the mode."""
     if not os.path.isfile(a.db):
         raise FileNotFoundError("no database at %s" % a.db)
-    conn = sqlite3.connect(a.db, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    try:
+        state = read_state(a.db)
+    except sqlite3.DatabaseError as e:
+        if not isinstance(e, sqlite3.OperationalError) or "malformed" in str(e) or "not a database" in str(e):
+            # A file SQLite calls corrupt is a finding about the store, not a
+            # failed recovery pass: say so in `integrity`, with nothing recovered.
+            state = empty_state("corrupt: %s" % e)
+        else:
+            raise
+    sys.stdout.write(json.dumps(state, separators=(",", ":"), ensure_ascii=False) + "\n")
+    return 0
+
+
+def empty_state(integrity):
+    return {"protocol": PROTOCOL, "integrity": integrity, "sessions": [], "messages": []}
+
+
+def read_state(db):
+    conn = sqlite3.connect(db, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     integrity = "; ".join(r[0] for r in conn.execute("PRAGMA integrity_check"))
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if not {"conversations", "turns"} <= tables:
         # Killed before the schema was committed: nothing was ever stored.
-        state = {"protocol": PROTOCOL, "integrity": integrity, "sessions": [], "messages": []}
-        sys.stdout.write(json.dumps(state, separators=(",", ":"), ensure_ascii=False) + "\n")
-        return 0
+        return empty_state(integrity)
     sessions = [
         {
             "id": name,
@@ -451,9 +467,7 @@ def op_dump(a):
         {"session_id": conv, "role": speaker, "content": body}
         for conv, speaker, body in conn.execute("SELECT conversation, speaker, body FROM turns ORDER BY seq")
     ]
-    state = {"protocol": PROTOCOL, "integrity": integrity, "sessions": sessions, "messages": messages}
-    sys.stdout.write(json.dumps(state, separators=(",", ":"), ensure_ascii=False) + "\n")
-    return 0
+    return {"protocol": PROTOCOL, "integrity": integrity, "sessions": sessions, "messages": messages}
 
 
 def parser():
