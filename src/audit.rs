@@ -85,8 +85,10 @@ pub fn artefacts(db: &Path) -> Artefacts {
     let journal_path = sibling(db, "-journal");
     let journal = len(journal_path.clone());
     let journal_zeroed = journal.is_some_and(|n| n > 0) && {
-        let head = std::fs::read(&journal_path).unwrap_or_default();
-        head.iter().take(28).all(|&b| b == 0)
+        use std::io::Read;
+        let mut head = Vec::with_capacity(28);
+        let _ = std::fs::File::open(&journal_path).and_then(|f| f.take(28).read_to_end(&mut head));
+        !head.is_empty() && head.iter().all(|&b| b == 0)
     };
     Artefacts { wal: len(sibling(db, "-wal")), journal, journal_zeroed }
 }

@@ -63,5 +63,8 @@ pub fn render(report: &Report, color: bool) -> String {
         report.matrix,
         report.sqlite_version
     );
+    if report.interrupted {
+        out.push_str("interrupted: this is a partial report; results not listed did not run\n");
+    }
     out
 }
