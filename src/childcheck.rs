@@ -286,6 +286,15 @@ impl Checker<'_> {
         if let Some(exit) = wait_first_line(running, acks, self.deadline) {
             return Err(format!("the claimant ended ({exit}) before it wrote its ready record"));
         }
+        // The driver releases the barrier only once every racer is ready: a
+        // claimant that writes its ready record after taking the lock never
+        // gets to race in cell 2.
+        if !std::fs::read(acks).is_ok_and(|b| b.contains(&b'\n')) {
+            return Err(format!(
+                "no ready record within {:?} while the barrier was held: write it before waiting at the barrier",
+                self.deadline
+            ));
+        }
         let dump = self.dump(s, "store.db", "barrier-dump").and_then(|t| parse_dump(&t))?;
         let state = dump.sessions.iter().find(|x| x.id == HANDOFF).and_then(|x| x.handoff_state.clone());
         if let Some(exit) = running.try_exit() {
