@@ -139,10 +139,7 @@ fn resolver_note(ran: &str, ready: &Ready) -> String {
 
 fn not_honored(want: JournalMode, ran: &str, ready: &Ready) -> String {
     match &ready.resolver {
-        Some(d) => {
-            let who = serde_json::to_value(d.decided_by).ok().and_then(|v| v.as_str().map(String::from));
-            format!("requested {want}, child ran {ran}: {} (decided by {})", d.reason, who.unwrap_or_default())
-        }
+        Some(d) => format!("requested {want}, child ran {ran}: {} (decided by {})", d.reason, d.decided_by.as_str()),
         None => format!("requested {want}, child ran {ran} (the child reported no resolver decision)"),
     }
 }

@@ -171,10 +171,7 @@ fn run_and_kill(setup: &AuditSetup, f: &LegFiles) -> std::result::Result<u64, St
 
 fn row(leg: &Leg, ready: &Ready, audit: Audit, acked: u64) -> Row {
     let resolver = ready.resolver.as_ref().map(|d| ResolverRow {
-        decided_by: serde_json::to_value(d.decided_by)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default(),
+        decided_by: d.decided_by.as_str().to_string(),
         applied: d.applied.to_string(),
         reason: d.reason.clone(),
     });

@@ -151,7 +151,7 @@ struct ChildCheckArgs {
     #[arg(long, value_enum, default_value = "human")]
     format: ListFormat,
     /// Seconds any single operation may take.
-    #[arg(long, value_name = "SECS", default_value = "30", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_DEADLINE_SECS, value_parser = clap::value_parser!(u64).range(1..))]
     deadline: u64,
     /// Where the check's stores are made [default: /dev/shm where writable, else the temp folder].
     #[arg(long, value_name = "DIR")]
@@ -178,7 +178,7 @@ struct AuditArgs {
     #[arg(long, value_name = "DIR")]
     workdir: Option<PathBuf>,
     /// Seconds a leg's child may take to reach its acks before it is an error.
-    #[arg(long, value_name = "SECS", default_value = "30", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_DEADLINE_SECS, value_parser = clap::value_parser!(u64).range(1..))]
     deadline: u64,
     /// Audit this command as the child instead of the reference store.
     #[arg(long, value_name = "'CMD ARGS'")]

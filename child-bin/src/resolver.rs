@@ -65,6 +65,19 @@ pub enum Decider {
     Other,
 }
 
+impl Decider {
+    /// The name as the ready record spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decider::Config => "config",
+            Decider::Default => "default",
+            Decider::WalResetGate => "wal-reset-gate",
+            Decider::AlreadyWal => "already-wal",
+            Decider::Other => "other",
+        }
+    }
+}
+
 /// What was requested, what is applied, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Decision {
@@ -126,6 +139,13 @@ mod tests {
         ];
         for (version, affected) in cases {
             assert_eq!(wal_reset_affected(version), affected, "{version}");
+        }
+    }
+
+    #[test]
+    fn decider_names_are_the_serialized_ones() {
+        for d in [Decider::Config, Decider::Default, Decider::WalResetGate, Decider::AlreadyWal, Decider::Other] {
+            assert_eq!(serde_json::to_value(d).unwrap(), d.as_str());
         }
     }
 
