@@ -6,9 +6,11 @@
 //! canonical state; and the recovered file passes `PRAGMA integrity_check`.
 //!
 //! Recovery changes the files it opens (a hot journal is rolled back, a WAL
-//! is checkpointed and removed), so the passes run on a copy in `recovery/`
-//! and the trial's own database, `-wal` and `-journal` stay as the kill left
-//! them: that is the evidence a fire keeps.
+//! is checkpointed and removed), so each pass runs on its own copy of the
+//! crash state (`recovery-1/`, `recovery-2/`): the second pass recovers the
+//! same crash state as the first, not the first's result, and the trial's own
+//! database, `-wal` and `-journal` stay as the kill left them: that is the
+//! evidence a fire keeps.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -62,9 +64,12 @@ fn pass(ctx: &Context, env: &TrialEnv, db: &Path, n: u32) -> Result<String, Stri
 /// Runs two recovery passes and parses the first. An `Err` is a harness
 /// error (a pass that could not run or printed something that is not a dump).
 pub fn recover(ctx: &Context, env: &TrialEnv) -> Result<Recovered, String> {
-    let db = copy_db(&env.db, &env.path("recovery")).map_err(|e| format!("copying the database to recover: {e}"))?;
-    let first = pass(ctx, env, &db, 1)?;
-    let second = pass(ctx, env, &db, 2)?;
+    let copy = |n: u32| {
+        copy_db(&env.db, &env.path(&format!("recovery-{n}")))
+            .map_err(|e| format!("copying the database for recovery pass {n}: {e}"))
+    };
+    let first = pass(ctx, env, &copy(1)?, 1)?;
+    let second = pass(ctx, env, &copy(2)?, 2)?;
     let dump: Dump = serde_json::from_str(first.trim()).map_err(|e| format!("recovery pass 1 printed no dump: {e}"))?;
     let nondeterministic = (first != second).then(|| first_difference(&first, &second));
     Ok(Recovered { dump, nondeterministic })

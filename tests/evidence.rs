@@ -51,8 +51,10 @@ fn a_fire_keeps_the_crash_state_and_passes_leave_nothing_behind() {
     assert_eq!(fired.len(), 2, "{report:#}");
     for r in &fired {
         check_evidence(r);
-        let recovered = Path::new(r["evidence"].as_str().unwrap()).join("recovery/store.db");
-        assert!(recovered.is_file(), "the recovery passes' copy is kept too");
+        for pass in ["recovery-1", "recovery-2"] {
+            let recovered = Path::new(r["evidence"].as_str().unwrap()).join(pass).join("store.db");
+            assert!(recovered.is_file(), "each recovery pass's own copy is kept too: {pass}");
+        }
     }
     let run_folder = Path::new(fired[0]["evidence"].as_str().unwrap()).parent().unwrap().to_path_buf();
     assert_eq!(files_in(&run_folder), ["prefix-durability-delete-timed", "prefix-durability-wal-timed"]);
