@@ -346,7 +346,10 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         .prefix(&format!("crashcells-{run_id}-"))
         .tempdir_in(&workdir)
         .map_err(Error::io("work folder in", &workdir))?;
-    let ctx = run_context(&a, seed, work.path(), evidence_root)?;
+    // The syscall tracer matches the paths /proc reports, which are resolved:
+    // a work folder reached through a symlink would match no file at all.
+    let work_root = std::fs::canonicalize(work.path()).map_err(Error::io("work folder", work.path()))?;
+    let ctx = run_context(&a, seed, &work_root, evidence_root)?;
     // Interrupts are caught from here on, so that a Ctrl-C during the
     // preflight still ends with an (empty) partial report and 128 + signal:
     // an interrupted run starts no result.

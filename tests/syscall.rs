@@ -128,3 +128,24 @@ fn consume_once_holds_with_a_racer_killed_at_each_point_and_fires_on_racy_claim(
     assert_eq!(code, 1, "{rs:#?}");
     assert!(rs[0]["reason"].as_str().unwrap().contains("won the handoff"), "{:#}", rs[0]);
 }
+
+/// The tracer matches the resolved paths /proc reports: a work folder reached
+/// through a symlink must still find the database's files.
+#[test]
+fn a_workdir_behind_a_symlink_is_swept_like_any_other() {
+    let dir = scratch();
+    let real = dir.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let out = crate::common::bin()
+        .args(["run", "--cell", "1", "--leg", "delete", "--kill", "syscall", "--seed", "3", "--format", "json"])
+        .arg("--workdir")
+        .arg(&link)
+        .arg("--evidence")
+        .arg(dir.path().join("evidence"))
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+}
