@@ -558,15 +558,33 @@ impl Traced {
     pub fn kill_and_reap(mut self) -> Reaped {
         let _ = killpg(self.pid, Signal::SIGKILL);
         self.watchdog.stop();
-        while self.exit.is_none() {
-            if !matches!(self.wait(), Ok(Some(()))) && self.exit.is_none() {
-                self.exit = Some(Exit::Code(-1));
-            }
-        }
-        let exit = self.exit.unwrap_or(Exit::Code(-1));
+        let exit = self.reap_after_kill();
         self.group_reaped = true;
         restore_affinity(&self.affinity);
-        Reaped { exit, leftover: reap_group(self.pid), stderr_tail: self.stderr_tail() }
+        let leftover = exit == Exit::Unreaped || reap_group(self.pid);
+        Reaped { exit, leftover, stderr_tail: self.stderr_tail() }
+    }
+
+    /// After the group's `SIGKILL`: waits for the child's end, reaping every
+    /// tracee of the group on the way, within [`KILL_GRACE`]; a child the
+    /// kernel holds past that is `Unreaped`, as for an untraced child.
+    fn reap_after_kill(&mut self) -> Exit {
+        use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+        let group = Pid::from_raw(-self.pid.as_raw());
+        let end = Instant::now() + KILL_GRACE;
+        while self.exit.is_none() {
+            match waitpid(group, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(p, code)) if p == self.pid => self.exit = Some(Exit::Code(code)),
+                Ok(WaitStatus::Signaled(p, sig, _)) if p == self.pid => self.exit = Some(Exit::Signal(sig as i32)),
+                Ok(WaitStatus::StillAlive) if Instant::now() >= end => return Exit::Unreaped,
+                Ok(WaitStatus::StillAlive) => std::thread::sleep(POLL),
+                // Another tracee's end, or a stop on the way to the kill.
+                Ok(_) | Err(Errno::EINTR) => {}
+                // Nothing of the group is left to wait for.
+                Err(_) => self.exit = Some(Exit::Code(-1)),
+            }
+        }
+        self.exit.unwrap_or(Exit::Code(-1))
     }
 
     pub fn stderr_tail(&self) -> String {
@@ -584,7 +602,7 @@ impl Drop for Traced {
         }
         let _ = killpg(self.pid, Signal::SIGKILL);
         self.watchdog.stop();
-        while self.exit.is_none() && matches!(self.wait(), Ok(Some(()))) {}
+        self.reap_after_kill();
         reap_group(self.pid);
     }
 }
