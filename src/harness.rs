@@ -107,6 +107,8 @@ pub struct Running {
     pgid: Pid,
     stderr: Option<PathBuf>,
     exit: Option<Exit>,
+    /// True once `kill_and_reap` has dealt with the group, whatever it found.
+    reaped: bool,
 }
 
 impl Running {
@@ -136,7 +138,7 @@ impl Running {
         }
         let child = cmd.spawn()?;
         let pgid = Pid::from_raw(child.id() as i32);
-        Ok(Running { child, pgid, stderr: stderr.map(Path::to_path_buf), exit: None })
+        Ok(Running { child, pgid, stderr: stderr.map(Path::to_path_buf), exit: None, reaped: false })
     }
 
     pub fn pid(&self) -> u32 {
@@ -192,6 +194,7 @@ impl Running {
     pub fn kill_and_reap(mut self) -> Reaped {
         let exit = self.kill_and_wait();
         let leftover = reap_group(self.pgid) || exit == Exit::Unreaped;
+        self.reaped = true;
         Reaped { exit, leftover, stderr_tail: self.stderr_tail() }
     }
 
@@ -219,12 +222,19 @@ impl Running {
 }
 
 impl Drop for Running {
-    /// A child is never left running, whatever path the caller took.
+    /// A child is never left running, whatever path the caller took; and a
+    /// child that ended on its own leaves nothing of its group behind either
+    /// (a wrapper script's own children, say).
     fn drop(&mut self) {
+        if self.reaped {
+            return;
+        }
         if self.exit.is_none() {
             self.kill_and_wait();
-            reap_group(self.pgid);
+        } else if group_alive(self.pgid) {
+            let _ = killpg(self.pgid, Signal::SIGKILL);
         }
+        reap_group(self.pgid);
     }
 }
 
@@ -847,6 +857,16 @@ mod tests {
             assert!(matches!(TraceError::from_errno("PTRACE_TRACEME", e), TraceError::NotPermitted(_)), "{e}");
         }
         assert!(matches!(TraceError::from_errno("waitpid", Errno::ECHILD), TraceError::Io(_)));
+    }
+
+    #[test]
+    fn a_child_that_ends_on_its_own_leaves_nothing_of_its_group() {
+        let mut r = Running::spawn(sh("sleep 30 & exit 0"), None).unwrap();
+        assert_eq!(r.wait_until(Instant::now() + Duration::from_secs(10)), Some(Exit::Code(0)));
+        let pgid = r.pgid;
+        assert!(group_alive(pgid), "the background sleep is still in the group");
+        drop(r);
+        assert!(!group_alive(pgid));
     }
 
     #[test]
