@@ -45,7 +45,10 @@ pub fn trials(job: &Job, ctx: &Context, racers: u32) -> Vec<Trial> {
         Ok(f) => f,
         Err(outcome) => return vec![Trial::new(0, None).conclude(outcome)],
     };
-    let census = race_trial(job, ctx, racers, filter, 0, Goal::KillAt(u64::MAX));
+    // The census races r0 alone: it always wins, so it counts the points of
+    // the longest path (the winning claim's commit included) and the count,
+    // and with it `--points` and every repro, does not depend on who won.
+    let census = race_trial(job, ctx, 1, filter, 0, Goal::KillAt(u64::MAX));
     let total = match (&census.outcome, census.kill_point.as_ref()) {
         (Outcome::Pass, Some(kp)) => kp.ordinal.unwrap_or(0),
         _ => return vec![census],
@@ -191,6 +194,16 @@ fn run_others(
     Ok(exits)
 }
 
+/// Racer `r`'s ready record, or why there is none.
+fn ready_of(env: &TrialEnv, r: u32) -> Result<crashcells_child::protocol::Ready, String> {
+    let bytes = std::fs::read(env.path(&format!("acks-r{r}.ndjson"))).unwrap_or_default();
+    match journal::parse(&bytes).map(|j| j.ready) {
+        Ok(Some(ready)) => Ok(ready),
+        Ok(None) => Err(format!("racer r{r} wrote no ready record")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 fn judge(job: &Job, ctx: &Context, env: &TrialEnv, r0: Option<Exit>, others: &[Exit], trial: &mut Trial) -> Outcome {
     let mut won = 0;
     for (r, exit) in r0.iter().chain(others).enumerate() {
@@ -201,11 +214,11 @@ fn judge(job: &Job, ctx: &Context, env: &TrialEnv, r0: Option<Exit>, others: &[E
             other => return Outcome::Error(format!("racer r{r} ended with {other}, neither WON (0) nor LOST (10)")),
         }
     }
-    let bytes = std::fs::read(env.path("acks-r1.ndjson")).unwrap_or_default();
-    let ready = match journal::parse(&bytes).map(|j| j.ready) {
-        Ok(Some(r)) => r,
-        Ok(None) => return Outcome::Error("racer r1 wrote no ready record".into()),
-        Err(e) => return Outcome::Error(e.to_string()),
+    // r1 speaks for the leg (r0 may be killed before its ready record);
+    // the census races r0 alone, which then always wrote one.
+    let ready = match ready_of(env, 1).or_else(|_| ready_of(env, 0)) {
+        Ok(r) => r,
+        Err(e) => return Outcome::Error(e),
     };
     trial.synchronous = ready.synchronous.clone();
     let a = audit_leg(&env.db, &ready, job.leg.as_ref().expect("a live cell runs on a leg"));
