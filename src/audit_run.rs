@@ -162,10 +162,7 @@ fn run_and_kill(setup: &AuditSetup, f: &LegFiles) -> std::result::Result<u64, St
         }
         Err(WaitError::Interrupted) => return Err("interrupted".into()),
     };
-    let reaped = child.kill_and_reap();
-    if !reaped.exit.is_sigkill() {
-        return Err(format!("child ended by {} instead of SIGKILL: {}", reaped.exit, reaped.stderr_tail));
-    }
+    child.kill_and_reap().check()?;
     Ok(reached.acks)
 }
 

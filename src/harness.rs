@@ -626,6 +626,20 @@ pub struct Reaped {
     pub stderr_tail: String,
 }
 
+impl Reaped {
+    /// A killed trial is valid only if the child died of the `SIGKILL` and
+    /// nothing of its group outlived the reap; otherwise, why not.
+    pub fn check(&self) -> Result<(), String> {
+        if !self.exit.is_sigkill() {
+            return Err(format!("child ended by {} instead of SIGKILL: {}", self.exit, self.stderr_tail));
+        }
+        if self.leftover {
+            return Err("a process of the child's group was left after the reap".into());
+        }
+        Ok(())
+    }
+}
+
 /// How long a killed group may take to disappear before it counts as a leak.
 const GROUP_GRACE: Duration = Duration::from_secs(2);
 

@@ -142,10 +142,8 @@ fn trace_r0(ctx: &Context, env: &TrialEnv, filter: Filter, goal: Goal) -> RacerE
     let targets = Targets::new(&env.db, &env.path("acks-r0.ndjson"));
     match drive(&mut child, &targets, goal) {
         Ok(Driven::At(p)) => {
-            let reaped = child.kill_and_reap();
-            if !reaped.exit.is_sigkill() {
-                let why = format!("r0 ended by {} instead of SIGKILL: {}", reaped.exit, reaped.stderr_tail);
-                return RacerEnd::Failed(Outcome::Error(why));
+            if let Err(why) = child.kill_and_reap().check() {
+                return RacerEnd::Failed(Outcome::Error(format!("r0: {why}")));
             }
             RacerEnd::Killed(p)
         }

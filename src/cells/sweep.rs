@@ -134,7 +134,9 @@ fn census(
         }
         Err(e) => return Err(fail(Some(env), trace_outcome(e, ctx))),
     };
-    drop(child.kill_and_reap());
+    if let Err(why) = child.kill_and_reap().check() {
+        return Err(fail(Some(env), Outcome::Error(format!("census: {why}"))));
+    }
     let bytes = std::fs::read(&env.acks).unwrap_or_default();
     match journal::parse(&bytes).map(|j| j.ready) {
         Ok(Some(ready)) => {
@@ -202,14 +204,10 @@ fn kill_at(
         Err(e) => return trace_outcome(e, ctx),
     };
     trial.kill_point = Some(point.kill_point(trial.index, 0));
-    let reaped = child.kill_and_reap();
-    if !reaped.exit.is_sigkill() {
-        return Outcome::Error(format!("child ended by {} instead of SIGKILL: {}", reaped.exit, reaped.stderr_tail));
+    match child.kill_and_reap().check() {
+        Ok(()) => Outcome::Pass,
+        Err(why) => Outcome::Error(why),
     }
-    if reaped.leftover {
-        return Outcome::Error("a process of the child's group was left after the reap".into());
-    }
-    Outcome::Pass
 }
 
 #[cfg(test)]

@@ -92,12 +92,8 @@ fn run(job: &Job, ctx: &Context, w: &Workload, env: &TrialEnv, seed: u64, trial:
     }
     let seen = crate::journal::Tail::default().poll(&env.acks).map_or(reached.acks, |l| l.saturating_sub(1));
     trial.kill_point = Some(KillPoint { trial: trial.index, after_acks: seen, ..KillPoint::default() });
-    let reaped = child.kill_and_reap();
-    if !reaped.exit.is_sigkill() {
-        return Outcome::Error(format!("child ended by {} instead of SIGKILL: {}", reaped.exit, reaped.stderr_tail));
-    }
-    if reaped.leftover {
-        return Outcome::Error("a process of the child's group was left after the reap".into());
+    if let Err(why) = child.kill_and_reap().check() {
+        return Outcome::Error(why);
     }
     after_kill(job, ctx, w, env, trial, None)
 }
