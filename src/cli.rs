@@ -257,7 +257,7 @@ fn cmd_report(a: ReportArgs) -> Result<i32> {
 /// `child-check`: exit 0 when the child conforms, 1 when it does not.
 fn cmd_child_check(a: ChildCheckArgs) -> Result<i32> {
     let child = child_command(a.child.as_deref())?;
-    let workdir = a.workdir.clone().unwrap_or_else(run::default_workdir);
+    let workdir = workdir_or(&a.workdir, run::default_workdir)?;
     let work = tempfile::Builder::new()
         .prefix("crashcells-child-check-")
         .tempdir_in(&workdir)
@@ -268,6 +268,15 @@ fn cmd_child_check(a: ChildCheckArgs) -> Result<i32> {
         ListFormat::Json => println!("{}", serde_json::to_string_pretty(&report).expect("a check report serializes")),
     }
     Ok(report.exit_code())
+}
+
+/// `--workdir`, or the command's default, checked to be a folder.
+fn workdir_or(given: &Option<PathBuf>, default: fn() -> PathBuf) -> Result<PathBuf> {
+    let workdir = given.clone().unwrap_or_else(default);
+    if !workdir.is_dir() {
+        return Err(Error::Usage(format!("--workdir {}: not a folder", workdir.display())));
+    }
+    Ok(workdir)
 }
 
 /// The child to run: `--child` if given, else this binary as the reference child.
@@ -336,10 +345,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     let selection = Selection { cells: a.cells.clone(), legs: a.legs.clone(), kills: kills(a.kill) };
     let jobs = plan(&catalog, &matrix, &selection, seed)?;
     let run_id = run::run_id();
-    let workdir = a.workdir.clone().unwrap_or_else(run::default_workdir);
-    if !workdir.is_dir() {
-        return Err(Error::Usage(format!("--workdir {}: not a folder", workdir.display())));
-    }
+    let workdir = workdir_or(&a.workdir, run::default_workdir)?;
     let evidence_root = a.evidence.clone().unwrap_or_else(|| PathBuf::from("target/crashcells/evidence")).join(&run_id);
     check_evidence_path(&evidence_root)?;
     let work = tempfile::Builder::new()
@@ -415,10 +421,7 @@ fn nothing_ran(s: &report::Summary) -> String {
 fn cmd_audit(a: AuditArgs) -> Result<i32> {
     let matrix = Matrix::load(&a.matrix)?;
     // Not /dev/shm: an audit answers for the filesystem trials will use.
-    let workdir = a.workdir.clone().unwrap_or_else(std::env::temp_dir);
-    if !workdir.is_dir() {
-        return Err(Error::Usage(format!("--workdir {}: not a folder", workdir.display())));
-    }
+    let workdir = workdir_or(&a.workdir, std::env::temp_dir)?;
     let child = child_command(a.child.as_deref())?;
     crate::protocol::preflight(&child, &workdir, Duration::from_secs(a.deadline))
         .map_err(|message| Error::Child { child: child.display(), message })?;
