@@ -10,10 +10,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crashcells_child::config::{DatabaseConfig, JournalMode};
-use crashcells_child::protocol::{Ack, AckWriter, Record};
 use crashcells_child::resolver::DEFAULT_MODE;
 use crashcells_child::store::Store;
+use crashcells_protocol::{Ack, AckWriter, Record};
+use crashcells_protocol::{DatabaseConfig, JournalMode};
 use rusqlite::{Connection, TransactionBehavior, params};
 
 const ROUNDS: usize = 5;

@@ -10,9 +10,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crashcells_child::config::JournalMode;
-use crashcells_child::protocol::Ready;
-use crashcells_child::resolver::Decider;
+use crashcells_protocol::Decider;
+use crashcells_protocol::JournalMode;
+use crashcells_protocol::Ready;
 use serde::{Deserialize, Serialize};
 
 use crate::matrix::Leg;
@@ -162,16 +162,31 @@ fn contradiction(reported: &str, family: Family, a: &Artefacts) -> Option<String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crashcells_child::config::DatabaseConfig;
-    use crashcells_child::resolver::{SqliteVersion, resolve};
+    use crashcells_protocol::Decision;
 
-    fn ready(mode: &str, requested: Option<JournalMode>, v: SqliteVersion) -> Ready {
-        let decision = resolve(DatabaseConfig { journal_mode: requested, synchronous: None }, v, false);
+    /// A library with the WAL-reset bug, and one without.
+    const AFFECTED: &str = "3.40.1";
+    const FIXED: &str = "3.54.1";
+
+    /// A ready record as a resolver like the reference one writes it: the
+    /// WAL-reset gate refuses WAL on an affected library.
+    fn ready(mode: &str, requested: Option<JournalMode>, version: &str) -> Ready {
+        let gated = version == AFFECTED && requested.is_none_or(|m| m == JournalMode::Wal);
+        let (applied, decided_by, reason) = match requested {
+            _ if gated => (
+                JournalMode::Delete,
+                Decider::WalResetGate,
+                format!("WAL-reset gate: SQLite {version} is affected, so WAL is refused and DELETE applied"),
+            ),
+            Some(m) => (m, Decider::Config, format!("config asked for {m}")),
+            None => (JournalMode::Wal, Decider::Default, "nothing asked; resolver default wal".into()),
+        };
+        let decision = Decision { requested, applied, synchronous: None, decided_by, reason };
         Ready {
             protocol: 1,
             pid: 1,
             op: "append".into(),
-            sqlite_version: v.to_string(),
+            sqlite_version: version.to_string(),
             sqlite_source_id: None,
             journal_mode: mode.into(),
             synchronous: None,
@@ -179,29 +194,30 @@ mod tests {
         }
     }
 
-    fn db_with_header(name: &str, byte: u8) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("cc-audit-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let db = dir.join("s.db");
+    /// A database file with only a header whose bytes 18 and 19 are `byte`,
+    /// in a folder that lives as long as the returned guard.
+    fn db_with_header(byte: u8) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("s.db");
         let mut header = vec![0u8; 100];
         header[18] = byte;
         header[19] = byte;
         std::fs::write(&db, header).unwrap();
-        db
+        (dir, db)
     }
 
     #[test]
     fn honored_when_report_and_header_agree() {
-        let db = db_with_header("ok", 2);
-        let a = audit(&db, &ready("wal", Some(JournalMode::Wal), SqliteVersion(3, 54, 1)), Some(JournalMode::Wal));
+        let (_dir, db) = db_with_header(2);
+        let a = audit(&db, &ready("wal", Some(JournalMode::Wal), FIXED), Some(JournalMode::Wal));
         assert!(a.honored, "{}", a.reason);
         assert_eq!((a.family, a.effective.as_str()), (Family::Wal, "wal"));
     }
 
     #[test]
     fn gate_downgrade_is_not_honored_and_says_who_decided() {
-        let db = db_with_header("gate", 1);
-        let a = audit(&db, &ready("delete", Some(JournalMode::Wal), SqliteVersion(3, 40, 1)), Some(JournalMode::Wal));
+        let (_dir, db) = db_with_header(1);
+        let a = audit(&db, &ready("delete", Some(JournalMode::Wal), AFFECTED), Some(JournalMode::Wal));
         assert!(!a.honored);
         assert!(a.reason.contains("requested wal, child ran delete"), "{}", a.reason);
         assert!(a.reason.contains("WAL-reset") && a.reason.contains("3.40.1"), "{}", a.reason);
@@ -209,28 +225,26 @@ mod tests {
 
     #[test]
     fn header_contradicting_the_report_is_not_honored() {
-        let db = db_with_header("contra", 2);
-        let a =
-            audit(&db, &ready("delete", Some(JournalMode::Delete), SqliteVersion(3, 54, 1)), Some(JournalMode::Delete));
+        let (_dir, db) = db_with_header(2);
+        let a = audit(&db, &ready("delete", Some(JournalMode::Delete), FIXED), Some(JournalMode::Delete));
         assert!(!a.honored);
         assert!(a.reason.contains("header says WAL"), "{}", a.reason);
     }
 
     #[test]
     fn stray_journal_contradicts_memory_and_off() {
-        let db = db_with_header("stray", 1);
+        let (_dir, db) = db_with_header(1);
         std::fs::write(sibling(&db, "-journal"), [1u8; 512]).unwrap();
-        let a = audit(&db, &ready("off", Some(JournalMode::Off), SqliteVersion(3, 54, 1)), Some(JournalMode::Off));
+        let a = audit(&db, &ready("off", Some(JournalMode::Off), FIXED), Some(JournalMode::Off));
         assert!(!a.honored && a.reason.contains("-journal"), "{}", a.reason);
-        let a =
-            audit(&db, &ready("delete", Some(JournalMode::Delete), SqliteVersion(3, 54, 1)), Some(JournalMode::Delete));
+        let a = audit(&db, &ready("delete", Some(JournalMode::Delete), FIXED), Some(JournalMode::Delete));
         assert!(a.honored, "a hot journal after a kill is DELETE's own: {}", a.reason);
     }
 
     #[test]
     fn default_leg_is_honored_in_whatever_mode_the_resolver_chose() {
-        let db = db_with_header("default", 1);
-        let a = audit(&db, &ready("delete", None, SqliteVersion(3, 40, 1)), None);
+        let (_dir, db) = db_with_header(1);
+        let a = audit(&db, &ready("delete", None, AFFECTED), None);
         assert!(a.honored);
         assert_eq!(a.effective, "delete");
         assert!(a.note.contains("ran delete: WAL-reset gate") && a.note.contains("3.40.1"), "{}", a.note);
@@ -238,9 +252,9 @@ mod tests {
 
     #[test]
     fn a_level_the_child_did_not_run_at_is_not_honored() {
-        use crashcells_child::config::Synchronous;
-        let db = db_with_header("level", 1);
-        let mut r = ready("delete", Some(JournalMode::Delete), SqliteVersion(3, 54, 1));
+        use crashcells_protocol::Synchronous;
+        let (_dir, db) = db_with_header(1);
+        let mut r = ready("delete", Some(JournalMode::Delete), FIXED);
         r.synchronous = Some("full".into());
         let leg = |s| Leg { name: "x".into(), journal_mode: Some(JournalMode::Delete), synchronous: Some(s) };
         assert!(audit_leg(&db, &r, &leg(Synchronous::Full)).honored);

@@ -16,7 +16,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crashcells_child::protocol::Ready;
+use crashcells_protocol::Ready;
 use serde::{Deserialize, Serialize};
 
 use crate::audit::{Artefacts, Audit, Family, audit_leg};

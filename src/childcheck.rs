@@ -14,10 +14,10 @@ use std::fs::File;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crashcells_child::config::JournalMode;
-use crashcells_child::ops::{EXIT_LOST, EXIT_WON};
-use crashcells_child::protocol::{Ack, PROTOCOL, Ready};
-use crashcells_child::store::Dump;
+use crashcells_protocol::Dump;
+use crashcells_protocol::JournalMode;
+use crashcells_protocol::{Ack, PROTOCOL, Ready};
+use crashcells_protocol::{EXIT_LOST, EXIT_WON};
 use serde::Serialize;
 
 use crate::cells::consume::{HANDOFF, race_violations};
@@ -363,7 +363,7 @@ impl Checker<'_> {
         let (stdout, stderr) = (s.path(&format!("sample-{n}.json")), s.path(&format!("sample-{n}.stderr")));
         let Ok((Some(Exit::Code(0)), _)) = run_to_end(cmd, &stdout, &stderr, SAMPLE_DUMP) else { return Ok(None) };
         let dump = parse_dump(&std::fs::read_to_string(&stdout).unwrap_or_default())?;
-        let visible = dump.messages.iter().filter(|m| m.session_id == crashcells_child::ops::APPEND_SESSION).count();
+        let visible = dump.messages.iter().filter(|m| m.session_id == crashcells_protocol::APPEND_SESSION).count();
         if (visible as u64) < acked {
             return Err(format!(
                 "ack of m{} was in the journal while a fresh dump saw only {visible} appends: an ack was written before its operation's effect",

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use crashcells_child::ops::{ChildOp, Mutant};
+use crashcells_protocol::Mutant;
 
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
@@ -41,7 +41,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run cells across a journal-mode matrix and report their verdicts.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// List the cells of the catalog.
     List(ListArgs),
     /// Re-render a saved JSON report in another format.
@@ -50,9 +50,6 @@ enum Command {
     Audit(AuditArgs),
     /// Check that a child speaks the protocol (docs/PROTOCOL.md): each operation once, no kill.
     ChildCheck(ChildCheckArgs),
-    /// Internal: the reference child the driver re-executes.
-    #[command(subcommand, hide = true)]
-    Child(ChildOp),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -193,12 +190,11 @@ pub fn main() -> i32 {
         Err(e) => return clap_error(e),
     };
     let outcome = match cli.command {
-        Command::Run(a) => cmd_run(a),
+        Command::Run(a) => cmd_run(*a),
         Command::List(a) => cmd_list(a),
         Command::Report(a) => cmd_report(a),
         Command::Audit(a) => cmd_audit(a),
         Command::ChildCheck(a) => cmd_child_check(a),
-        Command::Child(op) => Ok(crashcells_child::main_with(op)),
     };
     outcome.unwrap_or_else(|e| {
         eprintln!("crashcells: error: {e}");
@@ -291,15 +287,7 @@ pub fn child_command(arg: Option<&str>) -> Result<ChildCommand> {
 /// reference store's; an external child gets the name as it is.
 fn validate_mutant(m: &Option<String>, external_child: bool) -> Result<()> {
     let Some(name) = m.as_ref().filter(|_| !external_child) else { return Ok(()) };
-    if Mutant::from_str(name, false).is_ok() {
-        return Ok(());
-    }
-    let known: Vec<_> = Mutant::value_variants()
-        .iter()
-        .filter_map(|v| v.to_possible_value())
-        .map(|p| p.get_name().to_string())
-        .collect();
-    Err(Error::Usage(format!("unknown mutant `{name}` (known: {})", known.join(", "))))
+    name.parse::<Mutant>().map(drop).map_err(Error::Usage)
 }
 
 fn check_out_path(out: &Option<PathBuf>) -> Result<()> {
@@ -373,11 +361,9 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     );
     let started = Instant::now();
     let results = run::execute(&jobs, &ctx, ctx.jobs, &StderrProgress);
-    let mut report = run::report(&ctx, &run_id, &workdir, results, started);
-    if let (Some(ready), Some(_)) = (ready, &ctx.child_arg) {
-        // The store under test links its own SQLite; ours is beside the point.
-        report.sqlite_version = ready.sqlite_version;
-    }
+    // The SQLite of the store under test, as its own ready record says.
+    let sqlite = ready.map_or_else(|| "unknown (interrupted before the preflight)".into(), |r| r.sqlite_version);
+    let report = run::report(&ctx, &run_id, &workdir, results, started, sqlite);
     emit(&report, &a.output)?;
     let code = run_exit_code(&report, jobs.len());
     if code == 3 {

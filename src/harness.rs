@@ -87,7 +87,7 @@ impl ChildCommand {
     /// A `Command` for operation `args`, with `home` as its config home.
     pub fn command(&self, args: &[OsString], home: &Path) -> Command {
         let mut cmd = Command::new(&self.program);
-        cmd.args(&self.prefix).args(args).env(crashcells_child::config::HOME_ENV, home);
+        cmd.args(&self.prefix).args(args).env(crashcells_protocol::HOME_ENV, home);
         // The protocol says a child's stdout is captured and ignored: left
         // inherited, a chatty child would corrupt `--format json` on ours.
         cmd.stdin(Stdio::null()).stdout(Stdio::null());

@@ -6,7 +6,7 @@
 //! ignored. A torn line anywhere else means the journal cannot be trusted, and
 //! the trial is an `error`, never a pass or a fire.
 
-use crashcells_child::protocol::{Ack, PROTOCOL, Ready, Record};
+use crashcells_protocol::{Ack, PROTOCOL, Ready, Record};
 
 /// A parsed journal.
 #[derive(Clone, Debug, Default, PartialEq)]

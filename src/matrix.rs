@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crashcells_child::config::{DatabaseConfig, JournalMode, Synchronous};
+use crashcells_protocol::{DatabaseConfig, JournalMode, Synchronous};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};

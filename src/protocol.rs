@@ -8,7 +8,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crashcells_child::protocol::Ready;
+use crashcells_protocol::Ready;
 
 use crate::harness::{ChildCommand, Exit, POLL, Running};
 use crate::journal::{self, snippet};

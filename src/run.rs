@@ -63,11 +63,12 @@ pub fn report(
     workdir: &std::path::Path,
     results: Vec<CellResult>,
     started: Instant,
+    sqlite_version: String,
 ) -> Report {
     Report {
         schema: SCHEMA.to_string(),
         crashcells_version: env!("CARGO_PKG_VERSION").to_string(),
-        sqlite_version: rusqlite_version(),
+        sqlite_version,
         seed: ctx.seed,
         matrix: ctx.matrix_arg.clone(),
         duration_ms: started.elapsed().as_millis() as u64,
@@ -89,9 +90,4 @@ pub fn os_description() -> String {
         Ok(r) if !r.is_empty() => format!("{} {r} {}", std::env::consts::OS, std::env::consts::ARCH),
         _ => format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
     }
-}
-
-/// The SQLite version of the reference store linked into this binary.
-pub fn rusqlite_version() -> String {
-    crashcells_child::resolver::SqliteVersion::linked().to_string()
 }

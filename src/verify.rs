@@ -15,7 +15,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crashcells_child::store::Dump;
+use crashcells_protocol::Dump;
 
 use crate::audit::sibling;
 use crate::harness::{Exit, run_to_end};

@@ -13,9 +13,9 @@ use std::path::Path;
 
 use crashcells::audit::audit;
 use crashcells::report::{CellResult, KillPoint, Report, Summary, Verdict};
-use crashcells_child::config::{DatabaseConfig, JournalMode};
-use crashcells_child::protocol::Ready;
 use crashcells_child::resolver::{SqliteVersion, resolve};
+use crashcells_protocol::Ready;
+use crashcells_protocol::{DatabaseConfig, JournalMode};
 
 use crate::common::{bin, run_json, scratch};
 

@@ -6,15 +6,13 @@
 //! (`crashcells child <op> ...`), the ack journal and `dump`'s JSON, so that
 //! another store can stand behind the same commands.
 
-pub mod config;
 pub mod ops;
-pub mod protocol;
 pub mod resolver;
 pub mod store;
 
 use std::path::PathBuf;
 
-pub use protocol::PROTOCOL;
+pub use crashcells_protocol::PROTOCOL;
 
 // One SQLite per build: with both features cargo would quietly link the
 // bundled library, and a run meant to probe the system's would probe the
@@ -27,8 +25,8 @@ compile_error!(
 /// What can stop a child before or during its work.
 #[derive(Debug, thiserror::Error)]
 pub enum ChildError {
-    #[error("config {}: {message}", path.display())]
-    Config { path: PathBuf, message: String },
+    #[error(transparent)]
+    Config(#[from] crashcells_protocol::ConfigError),
     #[error("store: {0}")]
     Store(#[from] rusqlite::Error),
     #[error("{0}: {1}")]
@@ -45,7 +43,7 @@ impl ChildError {
     /// The exit code for this error: 2 for bad configuration, 3 otherwise.
     pub fn exit_code(&self) -> i32 {
         match self {
-            ChildError::Config { .. } => 2,
+            ChildError::Config(_) => 2,
             _ => 3,
         }
     }
@@ -56,6 +54,28 @@ pub fn sqlite_source_id() -> String {
     rusqlite::Connection::open_in_memory()
         .and_then(|c| c.query_row("SELECT sqlite_source_id()", [], |r| r.get(0)))
         .unwrap_or_default()
+}
+
+/// The child's command line: one operation and its flags.
+#[derive(clap::Parser)]
+#[command(about = "The crashcells reference session store, as a child (docs/PROTOCOL.md)")]
+struct Cli {
+    #[command(subcommand)]
+    op: ops::ChildOp,
+}
+
+/// Parses `args` (the program name first) and runs the operation; returns
+/// the exit code. A usage error (an unknown mutant, say) exits 2, so that a
+/// mutant this store does not know is refused rather than ignored.
+pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
+    use clap::Parser;
+    match Cli::try_parse_from(args) {
+        Ok(cli) => main_with(cli.op),
+        Err(e) => {
+            let _ = e.print();
+            if e.use_stderr() { 2 } else { 0 }
+        }
+    }
 }
 
 /// Runs a child operation as a process would: errors go to stderr as one

@@ -9,40 +9,20 @@
 use std::fs::File;
 use std::path::PathBuf;
 
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
+use crashcells_protocol::{
+    APPEND_SESSION, Ack, AckWriter, DatabaseConfig, EXIT_LOST, EXIT_WON, Mutant, PROTOCOL, Ready, Record,
+};
 
 use crate::ChildError;
-use crate::config::DatabaseConfig;
-use crate::protocol::{Ack, AckWriter, PROTOCOL, Ready, Record};
 use crate::store::{Store, dump};
 
-/// Exit code of a claimant that won the handoff.
-pub const EXIT_WON: i32 = 0;
-/// Exit code of a claimant that lost the handoff.
-pub const EXIT_LOST: i32 = 10;
 /// How many appends the `stall` mutant acknowledges before it blocks.
 pub const STALL_AFTER: u64 = 5;
-/// The `drop-append` mutant never writes one append in this many.
+/// The `drop-append` mutant never writes one append in this many (m63,
+/// m127, ...): a lost acknowledged write that needs no crash to show, so
+/// cell 1 fires on every trial that gets that far and its repro fires again.
 pub const DROP_EVERY: u64 = 64;
-/// The session `append` writes to.
-pub const APPEND_SESSION: &str = "main";
-
-/// A deliberately broken variant of the reference store.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Mutant {
-    /// Acks each append before committing it (cell 1 fires).
-    AckBeforeCommit,
-    /// Claims with a read and an unpredicated update (cell 2 fires).
-    RacyClaim,
-    /// Ends the parent and inserts the continuation in two transactions (cell 3 fires).
-    SplitRotation,
-    /// Acks a few appends, then blocks forever (the harness's deadline fires).
-    Stall,
-    /// Acks every append but never writes every 64th one (m63, m127, ...): a
-    /// lost acknowledged write that needs no crash to show, so cell 1 fires on
-    /// every trial of every leg and a fire's repro fires again for certain.
-    DropAppend,
-}
 
 #[derive(Debug, Subcommand)]
 pub enum ChildOp {
@@ -64,7 +44,7 @@ pub struct WorkArgs {
     pub db: PathBuf,
     #[arg(long)]
     pub acks: PathBuf,
-    #[arg(long, value_enum)]
+    #[arg(long)]
     pub mutant: Option<Mutant>,
     /// Exit 0 after this many operations instead of running until killed.
     #[arg(long)]
@@ -92,7 +72,7 @@ pub struct ClaimArgs {
     pub barrier: PathBuf,
     #[arg(long)]
     pub claimant: String,
-    #[arg(long, value_enum)]
+    #[arg(long)]
     pub mutant: Option<Mutant>,
 }
 
@@ -127,7 +107,7 @@ fn ready(store: &Store, op: &str) -> Record {
 }
 
 fn ack(op: &str, i: u64) -> Record {
-    Record::Ack(Ack { op: op.to_string(), i, parent: None, child: None })
+    Record::Ack(Ack::of(op, i))
 }
 
 fn open(db: &std::path::Path) -> Result<Store, ChildError> {

@@ -6,9 +6,7 @@
 //! to DELETE instead, except for a file that is already in WAL: switching it
 //! out of WAL needs exclusive access the store cannot assume, so it stays WAL.
 
-use serde::{Deserialize, Serialize};
-
-use crate::config::{DatabaseConfig, JournalMode, Synchronous};
+use crashcells_protocol::{DatabaseConfig, Decider, Decision, JournalMode};
 
 /// The journal mode when the config does not ask for one.
 pub const DEFAULT_MODE: JournalMode = JournalMode::Wal;
@@ -44,48 +42,6 @@ pub fn wal_reset_affected(v: SqliteVersion) -> bool {
     within(SqliteVersion(3, 7, 0), SqliteVersion(3, 51, 3))
         && !within(SqliteVersion(3, 44, 6), SqliteVersion(3, 45, 0))
         && !within(SqliteVersion(3, 50, 7), SqliteVersion(3, 51, 0))
-}
-
-/// Who made the decision, in a form a report can match on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Decider {
-    /// The config asked for this mode and it was applied.
-    Config,
-    /// Nothing was asked; the resolver's default applies.
-    Default,
-    /// WAL was wanted but the library has the WAL-reset bug.
-    WalResetGate,
-    /// The file is already in WAL and stays there.
-    AlreadyWal,
-    /// Another store's resolver gave a reason of its own (read from a
-    /// child's ready record; never produced here). Without it, a decider we
-    /// do not know would make the whole record unreadable.
-    #[serde(other)]
-    Other,
-}
-
-impl Decider {
-    /// The name as the ready record spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Decider::Config => "config",
-            Decider::Default => "default",
-            Decider::WalResetGate => "wal-reset-gate",
-            Decider::AlreadyWal => "already-wal",
-            Decider::Other => "other",
-        }
-    }
-}
-
-/// What was requested, what is applied, and why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Decision {
-    pub requested: Option<JournalMode>,
-    pub applied: JournalMode,
-    pub synchronous: Option<Synchronous>,
-    pub decided_by: Decider,
-    pub reason: String,
 }
 
 /// Resolves the journal mode for a library of version `v` and a file that is
@@ -143,13 +99,6 @@ mod tests {
     }
 
     #[test]
-    fn decider_names_are_the_serialized_ones() {
-        for d in [Decider::Config, Decider::Default, Decider::WalResetGate, Decider::AlreadyWal, Decider::Other] {
-            assert_eq!(serde_json::to_value(d).unwrap(), d.as_str());
-        }
-    }
-
-    #[test]
     fn version_number_decodes() {
         assert_eq!(SqliteVersion::from_number(3_040_001), v(3, 40, 1));
         assert_eq!(SqliteVersion::from_number(3_051_003).to_string(), "3.51.3");
@@ -185,13 +134,6 @@ mod tests {
     fn a_file_already_in_wal_stays_wal() {
         let d = resolve(DatabaseConfig::default(), v(3, 40, 1), true);
         assert_eq!((d.applied, d.decided_by), (JournalMode::Wal, Decider::AlreadyWal));
-    }
-
-    #[test]
-    fn another_stores_decider_is_read_as_other() {
-        let text = r#"{"requested":null,"applied":"delete","synchronous":null,"decided_by":"policy","reason":"ours"}"#;
-        let d: Decision = serde_json::from_str(text).unwrap();
-        assert_eq!((d.decided_by, d.reason.as_str()), (Decider::Other, "ours"));
     }
 
     #[test]

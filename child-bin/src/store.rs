@@ -10,11 +10,10 @@
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crashcells_protocol::{DatabaseConfig, Decision, Dump, DumpMessage, DumpSession, Synchronous};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
-use serde::Serialize;
 
-use crate::config::{DatabaseConfig, Synchronous};
-use crate::resolver::{Decision, SqliteVersion, resolve};
+use crate::resolver::{SqliteVersion, resolve};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -276,33 +275,6 @@ fn end_by_compression(tx: &rusqlite::Transaction<'_>, parent: &str) -> rusqlite:
     expect_one(n)
 }
 
-/// The store's logical state, as `dump` prints it: no row ids or timestamps,
-/// so that any store implementing the protocol can produce the same shape.
-#[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
-pub struct Dump {
-    pub protocol: u32,
-    pub integrity: String,
-    pub sessions: Vec<DumpSession>,
-    pub messages: Vec<DumpMessage>,
-}
-
-#[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
-pub struct DumpSession {
-    pub id: String,
-    pub parent_session_id: Option<String>,
-    pub ended: bool,
-    pub end_reason: Option<String>,
-    pub message_count: i64,
-    pub handoff_state: Option<String>,
-}
-
-#[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
-pub struct DumpMessage {
-    pub session_id: String,
-    pub role: String,
-    pub content: String,
-}
-
 /// Recovers the store at `path` (opening it rolls back a hot journal or
 /// replays the WAL) and reads its logical state. It never applies the
 /// resolver: recovery must not change the mode under audit.
@@ -313,12 +285,7 @@ pub struct DumpMessage {
 /// `memory` can leave exactly that) instead of the trial being an error.
 pub fn dump(path: &Path) -> rusqlite::Result<Dump> {
     match read_state(path) {
-        Err(e) if is_corrupt(&e) => Ok(Dump {
-            protocol: crate::PROTOCOL,
-            integrity: format!("corrupt: {e}"),
-            sessions: vec![],
-            messages: vec![],
-        }),
+        Err(e) if is_corrupt(&e) => Ok(Dump::empty(crate::PROTOCOL, format!("corrupt: {e}"))),
         other => other,
     }
 }
@@ -337,7 +304,7 @@ fn read_state(path: &Path) -> rusqlite::Result<Dump> {
             r.get(0)
         })?;
     if !has_schema {
-        return Ok(Dump { protocol: crate::PROTOCOL, integrity, sessions: vec![], messages: vec![] });
+        return Ok(Dump::empty(crate::PROTOCOL, integrity));
     }
     let sessions = conn
         .prepare(
@@ -371,24 +338,22 @@ fn integrity_check(conn: &Connection) -> rusqlite::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::JournalMode;
+    use crashcells_protocol::JournalMode;
 
     fn open(dir: &Path, mode: JournalMode) -> Store {
         let config = DatabaseConfig { journal_mode: Some(mode), synchronous: None };
         Store::open(&dir.join("s.db"), config).unwrap()
     }
 
-    fn temp(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("cc-store-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+    fn temp() -> tempfile::TempDir {
+        tempfile::tempdir().unwrap()
     }
 
     #[test]
     fn a_corrupt_file_dumps_as_a_finding_not_an_error() {
-        let dir = temp("corrupt");
-        let mut store = open(&dir, JournalMode::Delete);
+        let tmp = temp();
+        let dir = tmp.path();
+        let mut store = open(dir, JournalMode::Delete);
         store.create_session("s", None).unwrap();
         drop(store);
         // Keep the header, scribble over the schema on page 1.
@@ -403,8 +368,9 @@ mod tests {
 
     #[test]
     fn append_counts_messages_and_dump_reads_them_back() {
-        let dir = temp("append");
-        let mut s = open(&dir, JournalMode::Delete);
+        let tmp = temp();
+        let dir = tmp.path();
+        let mut s = open(dir, JournalMode::Delete);
         assert_eq!(s.journal_mode, "delete");
         s.create_session("main", None).unwrap();
         for i in 0..3 {
@@ -415,24 +381,24 @@ mod tests {
         assert_eq!(d.sessions[0].message_count, 3);
         let contents: Vec<_> = d.messages.iter().map(|m| m.content.as_str()).collect();
         assert_eq!(contents, ["m0", "m1", "m2"]);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn claim_is_won_once() {
-        let dir = temp("claim");
-        let mut s = open(&dir, JournalMode::Wal);
+        let tmp = temp();
+        let dir = tmp.path();
+        let mut s = open(dir, JournalMode::Wal);
         s.park("h").unwrap();
         assert!(s.claim("h", "a").unwrap());
         assert!(!s.claim("h", "b").unwrap());
         assert!(!s.claim_racy("h", "c").unwrap());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn rotation_ends_parent_and_links_child() {
-        let dir = temp("rotate");
-        let mut s = open(&dir, JournalMode::Wal);
+        let tmp = temp();
+        let dir = tmp.path();
+        let mut s = open(dir, JournalMode::Wal);
         s.create_session("p0", None).unwrap();
         s.take_lease("p0").unwrap();
         s.publish_rotation("p0", "c0").unwrap();
@@ -442,6 +408,5 @@ mod tests {
         let ids: Vec<_> = d.sessions.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["c0", "p0"]);
         assert_eq!(d.sessions[1].end_reason.as_deref(), Some("compression"));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -12,7 +12,7 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::time::Instant;
 
-use crashcells_child::ops::{EXIT_LOST, EXIT_WON};
+use crashcells_protocol::{EXIT_LOST, EXIT_WON};
 
 use crate::audit::audit_leg;
 use crate::harness::{Exit, POLL, Running, interrupted, run_to_end};
@@ -163,11 +163,11 @@ fn judge_race(ctx: &Context, env: &TrialEnv, exits: &[Exit], leg: &Leg, trial: &
         Ok(r) => r,
         Err(e) => return Outcome::Error(e),
     };
-    let check = move |d: &crashcells_child::store::Dump| race_violations(d, won, exits.len());
+    let check = move |d: &crashcells_protocol::Dump| race_violations(d, won, exits.len());
     super::judge_with(&recovered, &check, trial)
 }
 
-pub fn race_violations(dump: &crashcells_child::store::Dump, won: usize, racers: usize) -> super::workload::Violations {
+pub fn race_violations(dump: &crashcells_protocol::Dump, won: usize, racers: usize) -> super::workload::Violations {
     let mut v = super::workload::Violations::default();
     let claims =
         dump.messages.iter().filter(|m| m.session_id == HANDOFF && m.content.starts_with("claimed by")).count();

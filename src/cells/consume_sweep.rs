@@ -25,8 +25,8 @@ use crate::kill::syscall::{Driven, Goal, Point, Targets, drive, sweep_points};
 use crate::plan::Job;
 use crate::trial::{Context, Outcome, Trial, TrialEnv};
 
-use crashcells_child::ops::{EXIT_LOST, EXIT_WON};
-use crashcells_child::store::Dump;
+use crashcells_protocol::Dump;
+use crashcells_protocol::{EXIT_LOST, EXIT_WON};
 
 type Filter = &'static [seccompiler::sock_filter];
 
@@ -193,7 +193,7 @@ fn run_others(
 }
 
 /// Racer `r`'s ready record, or why there is none.
-fn ready_of(env: &TrialEnv, r: u32) -> Result<crashcells_child::protocol::Ready, String> {
+fn ready_of(env: &TrialEnv, r: u32) -> Result<crashcells_protocol::Ready, String> {
     let bytes = std::fs::read(env.path(&format!("acks-r{r}.ndjson"))).unwrap_or_default();
     match journal::parse(&bytes).map(|j| j.ready) {
         Ok(Some(ready)) => Ok(ready),

@@ -11,8 +11,8 @@ pub mod workload;
 
 use std::time::Instant;
 
-use crashcells_child::protocol::{Ack, PROTOCOL, Ready};
-use crashcells_child::store::Dump;
+use crashcells_protocol::Dump;
+use crashcells_protocol::{Ack, PROTOCOL, Ready};
 
 use crate::catalog::Status;
 use crate::plan::Job;

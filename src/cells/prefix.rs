@@ -8,9 +8,9 @@
 //! transaction each, and acks each after it committed; it is killed once at
 //! least the window of acks (200) is reached.
 
-use crashcells_child::ops::APPEND_SESSION;
-use crashcells_child::protocol::Ack;
-use crashcells_child::store::Dump;
+use crashcells_protocol::APPEND_SESSION;
+use crashcells_protocol::Ack;
+use crashcells_protocol::Dump;
 
 use super::workload::{Violations, Workload};
 
@@ -59,7 +59,7 @@ pub fn check(dump: &Dump, acks: &[Ack]) -> Violations {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crashcells_child::store::{DumpMessage, DumpSession};
+    use crashcells_protocol::{DumpMessage, DumpSession};
 
     fn dump(contents: &[&str], count: i64) -> Dump {
         Dump {

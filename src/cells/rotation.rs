@@ -11,8 +11,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crashcells_child::protocol::Ack;
-use crashcells_child::store::Dump;
+use crashcells_protocol::Ack;
+use crashcells_protocol::Dump;
 
 use super::workload::{Violations, Workload};
 
@@ -69,7 +69,7 @@ pub fn check(dump: &Dump, acks: &[Ack]) -> Violations {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crashcells_child::store::{DumpMessage, DumpSession};
+    use crashcells_protocol::{DumpMessage, DumpSession};
 
     fn session(id: &str, parent: Option<&str>, compressed: bool) -> DumpSession {
         DumpSession {

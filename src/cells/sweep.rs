@@ -10,7 +10,7 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use crashcells_child::protocol::Ready;
+use crashcells_protocol::Ready;
 
 use super::workload::{Workload, after_kill, args};
 use crate::audit::{Audit, audit_leg};

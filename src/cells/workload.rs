@@ -8,8 +8,8 @@
 
 use std::ffi::OsString;
 
-use crashcells_child::protocol::Ack;
-use crashcells_child::store::Dump;
+use crashcells_protocol::Ack;
+use crashcells_protocol::Dump;
 
 use super::sweep::Census;
 use crate::audit::audit_leg;

@@ -1,4 +1,4 @@
-//! The isolated config home: `$CRASHCELLS_HOME/config.toml`.
+//! The isolated config home: `$CRASHCELLS_HOME/config.toml` (docs/PROTOCOL.md §5).
 //!
 //! The driver steers each child's journal mode through this file rather than a
 //! flag, so that the child's own resolver makes the decision exactly as it would
@@ -10,8 +10,6 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
-
-use crate::ChildError;
 
 /// The environment variable that names the config home.
 pub const HOME_ENV: &str = "CRASHCELLS_HOME";
@@ -101,6 +99,15 @@ macro_rules! str_enum {
 str_enum!(JournalMode, "journal_mode");
 str_enum!(Synchronous, "synchronous");
 
+/// A config home that cannot be read or asks for something unknown. The
+/// child reports it on stderr and exits 2 before any ready record.
+#[derive(Debug, thiserror::Error)]
+#[error("config {}: {message}", path.display())]
+pub struct ConfigError {
+    pub path: PathBuf,
+    pub message: String,
+}
+
 /// What the config home asks for. `None` means "not set": the resolver decides.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DatabaseConfig {
@@ -124,7 +131,7 @@ struct RawDatabase {
 impl DatabaseConfig {
     /// Reads the config of the home named by `$CRASHCELLS_HOME`; no variable
     /// or no file means the defaults.
-    pub fn from_env() -> Result<Self, ChildError> {
+    pub fn from_env() -> Result<Self, ConfigError> {
         match std::env::var_os(HOME_ENV) {
             None => Ok(Self::default()),
             Some(home) => Self::from_home(Path::new(&home)),
@@ -132,18 +139,15 @@ impl DatabaseConfig {
     }
 
     /// Reads `<home>/config.toml`. The home must be a folder if it exists.
-    pub fn from_home(home: &Path) -> Result<Self, ChildError> {
+    pub fn from_home(home: &Path) -> Result<Self, ConfigError> {
         if home.exists() && !home.is_dir() {
-            return Err(ChildError::Config {
-                path: home.to_path_buf(),
-                message: format!("{HOME_ENV} is not a folder"),
-            });
+            return Err(ConfigError { path: home.to_path_buf(), message: format!("{HOME_ENV} is not a folder") });
         }
         let path = home.join("config.toml");
         match std::fs::read_to_string(&path) {
-            Ok(text) => Self::parse(&text).map_err(|message| ChildError::Config { path, message }),
+            Ok(text) => Self::parse(&text).map_err(|message| ConfigError { path, message }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
-            Err(e) => Err(ChildError::Config { path, message: e.to_string() }),
+            Err(e) => Err(ConfigError { path, message: e.to_string() }),
         }
     }
 
@@ -212,19 +216,17 @@ mod tests {
 
     #[test]
     fn round_trips_through_a_home() {
-        let dir = std::env::temp_dir().join(format!("cc-config-{}", std::process::id()));
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
         let want = DatabaseConfig { journal_mode: Some(JournalMode::Persist), synchronous: Some(Synchronous::Extra) };
-        want.write_home(&dir).unwrap();
-        assert_eq!(DatabaseConfig::from_home(&dir).unwrap(), want);
-        std::fs::remove_dir_all(&dir).unwrap();
+        want.write_home(&home).unwrap();
+        assert_eq!(DatabaseConfig::from_home(&home).unwrap(), want);
     }
 
     #[test]
     fn a_home_that_is_a_file_is_an_error() {
-        let file = std::env::temp_dir().join(format!("cc-config-file-{}", std::process::id()));
-        std::fs::write(&file, "").unwrap();
-        let e = DatabaseConfig::from_home(&file).unwrap_err().to_string();
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let e = DatabaseConfig::from_home(file.path()).unwrap_err().to_string();
         assert!(e.contains("is not a folder"), "{e}");
-        std::fs::remove_file(&file).unwrap();
     }
 }

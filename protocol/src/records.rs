@@ -1,5 +1,5 @@
-//! The records a child writes to its ack journal, and the writer that puts
-//! each one down with a single `write(2)`.
+//! The records a child writes to its ack journal (docs/PROTOCOL.md §3), and
+//! the writer that puts each one down with a single `write(2)`.
 //!
 //! Crash model: the child can be killed between any two instructions,
 //! including inside the `write` of a record. One `write(2)` per line on an
@@ -13,10 +13,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::resolver::Decision;
-
-/// The protocol version the driver and this child speak.
-pub const PROTOCOL: u32 = 1;
+use crate::config::{JournalMode, Synchronous};
 
 /// One line of the ack journal.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -55,6 +52,55 @@ pub struct Ack {
     pub parent: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub child: Option<String>,
+}
+
+impl Ack {
+    /// The ack of operation `i` of `op`, with no other fields.
+    pub fn of(op: &str, i: u64) -> Ack {
+        Ack { op: op.to_string(), i, parent: None, child: None }
+    }
+}
+
+/// Who made a resolver's decision, in a form a report can match on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Decider {
+    /// The config asked for this mode and it was applied.
+    Config,
+    /// Nothing was asked; the resolver's default applies.
+    Default,
+    /// WAL was wanted but the library has the WAL-reset bug.
+    WalResetGate,
+    /// The file is already in WAL and stays there.
+    AlreadyWal,
+    /// Another store's resolver gave a reason of its own. Without it, a
+    /// decider we do not know would make the whole record unreadable.
+    #[serde(other)]
+    Other,
+}
+
+impl Decider {
+    /// The name as the ready record spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decider::Config => "config",
+            Decider::Default => "default",
+            Decider::WalResetGate => "wal-reset-gate",
+            Decider::AlreadyWal => "already-wal",
+            Decider::Other => "other",
+        }
+    }
+}
+
+/// A resolver's decision as the ready record carries it: what was
+/// requested, what is applied, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    pub requested: Option<JournalMode>,
+    pub applied: JournalMode,
+    pub synchronous: Option<Synchronous>,
+    pub decided_by: Decider,
+    pub reason: String,
 }
 
 /// An append-only NDJSON journal written one `write(2)` per record.
@@ -96,15 +142,28 @@ mod tests {
 
     #[test]
     fn writer_appends_whole_lines() {
-        let path = std::env::temp_dir().join(format!("cc-acks-{}", std::process::id()));
-        let _ = std::fs::remove_file(&path);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("acks.ndjson");
         let mut w = AckWriter::create(&path).unwrap();
         for i in 0..3 {
-            w.record(&Record::Ack(Ack { op: "append".into(), i, parent: None, child: None })).unwrap();
+            w.record(&Record::Ack(Ack::of("append", i))).unwrap();
         }
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().count(), 3);
         assert!(text.ends_with('\n'));
-        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn decider_names_are_the_serialized_ones() {
+        for d in [Decider::Config, Decider::Default, Decider::WalResetGate, Decider::AlreadyWal, Decider::Other] {
+            assert_eq!(serde_json::to_value(d).unwrap(), d.as_str());
+        }
+    }
+
+    #[test]
+    fn another_stores_decider_is_read_as_other() {
+        let text = r#"{"requested":null,"applied":"delete","synchronous":null,"decided_by":"policy","reason":"ours"}"#;
+        let d: Decision = serde_json::from_str(text).unwrap();
+        assert_eq!((d.decided_by, d.reason.as_str()), (Decider::Other, "ours"));
     }
 }
