@@ -162,7 +162,7 @@ fn run_and_kill(setup: &AuditSetup, f: &LegFiles) -> std::result::Result<u64, St
         }
         Err(WaitError::Interrupted) => return Err("interrupted".into()),
     };
-    child.kill_and_reap().check()?;
+    child.kill_and_reap().check().map_err(|e| e.to_string())?;
     Ok(reached.acks)
 }
 

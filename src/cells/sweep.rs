@@ -206,7 +206,7 @@ fn kill_at(
     trial.kill_point = Some(point.kill_point(trial.index, 0));
     match child.kill_and_reap().check() {
         Ok(()) => Outcome::Pass,
-        Err(why) => Outcome::Error(why),
+        Err(why) => Outcome::Error(why.to_string()),
     }
 }
 

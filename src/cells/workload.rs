@@ -93,7 +93,7 @@ fn run(job: &Job, ctx: &Context, w: &Workload, env: &TrialEnv, seed: u64, trial:
     let seen = crate::journal::Tail::default().poll(&env.acks).map_or(reached.acks, |l| l.saturating_sub(1));
     trial.kill_point = Some(KillPoint { trial: trial.index, after_acks: seen, ..KillPoint::default() });
     if let Err(why) = child.kill_and_reap().check() {
-        return Outcome::Error(why);
+        return Outcome::Error(why.to_string());
     }
     after_kill(job, ctx, w, env, trial, None)
 }

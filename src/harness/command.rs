@@ -1,0 +1,46 @@
+//! The command a child is started with: a program and the arguments that
+//! come before the operation, given the config home and nothing on stdin or
+//! stdout (docs/PROTOCOL.md §1).
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crashcells_protocol::HOME_ENV;
+
+/// come before the operation (for the reference child, our own binary and
+/// `child`).
+#[derive(Clone, Debug)]
+pub struct ChildCommand {
+    pub program: OsString,
+    pub prefix: Vec<OsString>,
+}
+
+impl ChildCommand {
+    /// The reference child: this very binary, re-executed as `crashcells child`.
+    pub fn reference() -> std::io::Result<ChildCommand> {
+        Ok(ChildCommand { program: std::env::current_exe()?.into(), prefix: vec!["child".into()] })
+    }
+
+    /// A child given as one shell-like string, split on whitespace.
+    pub fn parse(line: &str) -> Option<ChildCommand> {
+        let mut words = line.split_whitespace().map(OsString::from);
+        let program = words.next()?;
+        Some(ChildCommand { program, prefix: words.collect() })
+    }
+
+    /// A `Command` for operation `args`, with `home` as its config home.
+    pub fn command(&self, args: &[OsString], home: &Path) -> Command {
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.prefix).args(args).env(HOME_ENV, home);
+        // The protocol says a child's stdout is captured and ignored: left
+        // inherited, a chatty child would corrupt `--format json` on ours.
+        cmd.stdin(Stdio::null()).stdout(Stdio::null());
+        cmd
+    }
+
+    /// The command as a user would type it.
+    pub fn display(&self) -> String {
+        std::iter::once(&self.program).chain(&self.prefix).map(|s| s.to_string_lossy()).collect::<Vec<_>>().join(" ")
+    }
+}

@@ -1,0 +1,37 @@
+//! Process control, all of it, split by job (the table of contents):
+//!
+//! - [`command`]: what a child is started with (our own binary or `--child`);
+//! - [`spawn`]: the one set-up every child gets before exec (its own process
+//!   group, the parent-death signal, stderr to a file), plain children and
+//!   short runs to their end;
+//! - [`traced`]: children under ptrace with a seccomp filter, stopped at the
+//!   entry of the system calls the filter traps;
+//! - [`watchdog`]: the deadline of a traced child, kept from a thread of its own;
+//! - [`reap`]: killing a group, reaping it, classifying the exit, and
+//!   checking that nothing of the group is left;
+//! - [`interrupt`]: `SIGINT`/`SIGTERM`, which every wait looks at.
+//!
+//! Crash model: the driver delivers a real `SIGKILL` to the child's whole
+//! process group. A killed trial is valid only if the child is reaped and its
+//! status says it died of `SIGKILL`; an early exit cannot pass for a crash.
+//! Every child also carries `PR_SET_PDEATHSIG = SIGKILL`, so a driver that is
+//! itself killed leaves nothing running.
+
+pub mod command;
+pub mod interrupt;
+pub mod reap;
+pub mod spawn;
+pub mod traced;
+mod watchdog;
+
+use std::time::Duration;
+
+pub use command::ChildCommand;
+pub use interrupt::{catch_interrupts, interrupted};
+pub use reap::{Exit, KILL_GRACE, ReapError, Reaped, group_alive};
+pub use spawn::{Running, run_to_end, stderr_tail};
+pub use traced::{TraceError, TraceEvent, Traced};
+
+/// How often a bounded wait looks again. Pacing only: every wait ends on its
+/// condition or its deadline, never on the passing of this interval.
+pub const POLL: Duration = Duration::from_micros(200);

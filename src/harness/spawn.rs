@@ -1,0 +1,266 @@
+//! Spawning: the one set-up every child gets before exec, plain or traced,
+//! the plain child's handle, and short runs to their end.
+//!
+//! Crash model: each child leads a process group of its own, so that one
+//! `SIGKILL` reaches everything it started; it carries the parent-death
+//! signal, so that a driver killed itself leaves nothing running; and the
+//! driver is the subreaper of what a killed child leaves orphaned.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+use super::reap::{group_alive, reap_group};
+use super::{Exit, KILL_GRACE, POLL, Reaped, interrupted};
+
+/// The set-up every child gets, plain or traced: stderr to `stderr`, the
+/// leader of a new process group, and before exec the parent-death signal,
+/// a check that the driver is still its parent, then `then` (a traced
+/// child's request to be traced and its filter).
+pub(super) fn prepare(
+    cmd: &mut Command,
+    stderr: Option<&Path>,
+    mut then: impl FnMut() -> std::io::Result<()> + Send + Sync + 'static,
+) -> std::io::Result<()> {
+    ensure_subreaper();
+    if let Some(path) = stderr {
+        cmd.stderr(std::fs::File::create(path)?);
+    }
+    cmd.process_group(0);
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: prctl, getppid and _exit are async-signal-safe and touch no
+    // memory of the parent; `then` must be too (it is checked where given).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // A driver that died between the fork and the prctl sent no
+            // death signal: the child has been reparented, so it goes.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            then()
+        });
+    }
+    Ok(())
+}
+
+/// A running child in a process group of its own.
+#[derive(Debug)]
+pub struct Running {
+    child: Child,
+    pgid: Pid,
+    stderr: Option<PathBuf>,
+    exit: Option<Exit>,
+    /// True once `kill_and_reap` has dealt with the group, whatever it found.
+    reaped: bool,
+}
+
+impl Running {
+    /// Spawns `cmd` as the leader of a new process group, with stderr to
+    /// `stderr` (if given) and the parent-death signal set before exec.
+    pub fn spawn(mut cmd: Command, stderr: Option<&Path>) -> std::io::Result<Running> {
+        prepare(&mut cmd, stderr, || Ok(()))?;
+        let child = cmd.spawn()?;
+        let pgid = Pid::from_raw(child.id() as i32);
+        Ok(Running { child, pgid, stderr: stderr.map(Path::to_path_buf), exit: None, reaped: false })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The exit, if the child has ended (reaping it).
+    pub fn try_exit(&mut self) -> Option<Exit> {
+        if self.exit.is_none() {
+            self.exit = self.child.try_wait().ok().flatten().map(Exit::from_status);
+        }
+        self.exit
+    }
+
+    /// True while the child has not ended.
+    pub fn is_alive(&mut self) -> bool {
+        self.try_exit().is_none()
+    }
+
+    /// Sends `SIGKILL` to the child's whole group, and to the child itself in
+    /// case it left the group (`setsid`). A group already gone is fine.
+    pub fn kill_group(&self) {
+        let _ = killpg(self.pgid, Signal::SIGKILL);
+        // Not yet reaped, so the pid is still the child's.
+        if self.exit.is_none() {
+            let _ = nix::sys::signal::kill(self.pgid, Signal::SIGKILL);
+        }
+    }
+
+    /// Stops (`SIGSTOP`) or resumes (`SIGCONT`) the child's whole group, so
+    /// that another process can look at the store while the child cannot
+    /// move. Used by `child-check`, never by a killed trial.
+    pub fn pause_group(&self, paused: bool) {
+        let _ = killpg(self.pgid, if paused { Signal::SIGSTOP } else { Signal::SIGCONT });
+    }
+
+    /// Waits until the child ends or `deadline` passes; `None` on the
+    /// deadline, or at once when the run is interrupted.
+    pub fn wait_until(&mut self, deadline: Instant) -> Option<Exit> {
+        loop {
+            if let Some(exit) = self.try_exit() {
+                return Some(exit);
+            }
+            if Instant::now() >= deadline || interrupted().is_some() {
+                return None;
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// Kills the group and reaps the child: always returns how it ended, and
+    /// whether any process of its group was left behind afterwards.
+    pub fn kill_and_reap(mut self) -> Reaped {
+        let exit = self.kill_and_wait();
+        let leftover = reap_group(self.pgid) || exit == Exit::Unreaped;
+        self.reaped = true;
+        Reaped { exit, leftover, stderr_tail: self.stderr_tail() }
+    }
+
+    /// Kills the group and waits for the child, within [`KILL_GRACE`]: a
+    /// `SIGKILL` ends a process unless the kernel holds it, and a driver must
+    /// not hang on one the kernel holds.
+    fn kill_and_wait(&mut self) -> Exit {
+        self.kill_group();
+        let end = Instant::now() + KILL_GRACE;
+        loop {
+            if let Some(exit) = self.try_exit() {
+                return exit;
+            }
+            if Instant::now() >= end {
+                return Exit::Unreaped;
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// The last lines of the child's stderr, for a reason line.
+    pub fn stderr_tail(&self) -> String {
+        self.stderr.as_deref().map(stderr_tail).unwrap_or_default()
+    }
+}
+
+impl Drop for Running {
+    /// A child is never left running, whatever path the caller took; and a
+    /// child that ended on its own leaves nothing of its group behind either
+    /// (a wrapper script's own children, say).
+    fn drop(&mut self) {
+        if self.reaped {
+            return;
+        }
+        if self.exit.is_none() {
+            self.kill_and_wait();
+        } else if group_alive(self.pgid) {
+            let _ = killpg(self.pgid, Signal::SIGKILL);
+        }
+        reap_group(self.pgid);
+    }
+}
+
+/// Becomes the subreaper once per process, before the first child.
+pub(super) fn ensure_subreaper() {
+    static SUBREAPER: std::sync::Once = std::sync::Once::new();
+    SUBREAPER.call_once(become_subreaper);
+}
+
+/// Makes this process the reaper of its orphaned descendants, so that a
+/// killed child's own children are reparented to us and can be reaped here,
+/// rather than lingering as zombies under an init that may never reap them.
+pub fn become_subreaper() {
+    // SAFETY: a plain prctl on the calling process.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
+    }
+}
+
+/// The last non-empty lines of a stderr file, joined into one line.
+pub fn stderr_tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(3)..].join(" | ")
+}
+
+/// Runs a short child to completion within `timeout`, capturing stdout.
+/// A child that overstays is killed; the result says so.
+pub fn run_to_end(
+    cmd: Command,
+    stdout: &Path,
+    stderr: &Path,
+    timeout: Duration,
+) -> std::io::Result<(Option<Exit>, String)> {
+    let mut cmd = cmd;
+    cmd.stdout(std::fs::File::create(stdout)?);
+    let mut running = Running::spawn(cmd, Some(stderr))?;
+    let exit = running.wait_until(Instant::now() + timeout);
+    let tail = running.stderr_tail();
+    drop(running);
+    Ok((exit, tail))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Command {
+        let mut c = Command::new("sh");
+        c.args(["-c", script]);
+        c
+    }
+
+    #[test]
+    fn a_killed_child_is_reaped_as_sigkill_and_leaves_no_group() {
+        let mut r = Running::spawn(sh("sleep 30"), None).unwrap();
+        assert!(r.is_alive());
+        let reaped = r.kill_and_reap();
+        assert!(reaped.exit.is_sigkill(), "{}", reaped.exit);
+        assert!(!reaped.leftover);
+    }
+
+    #[test]
+    fn grandchildren_die_with_the_group() {
+        let r = Running::spawn(sh("sleep 30 & sleep 30 & wait"), None).unwrap();
+        let pgid = r.pgid;
+        let reaped = r.kill_and_reap();
+        assert!(reaped.exit.is_sigkill());
+        // The orphaned sleeps were killed with the group and reaped by us.
+        assert!(!reaped.leftover);
+        assert!(!group_alive(pgid));
+    }
+
+    #[test]
+    fn wait_until_honours_its_deadline_and_drop_kills() {
+        let mut r = Running::spawn(sh("sleep 30"), None).unwrap();
+        let start = Instant::now();
+        assert_eq!(r.wait_until(start + Duration::from_millis(50)), None);
+        let pgid = r.pgid;
+        drop(r);
+        assert!(!group_alive(pgid));
+    }
+
+    #[test]
+    fn a_child_that_ends_on_its_own_leaves_nothing_of_its_group() {
+        let mut r = Running::spawn(sh("sleep 30 & exit 0"), None).unwrap();
+        assert_eq!(r.wait_until(Instant::now() + Duration::from_secs(10)), Some(Exit::Code(0)));
+        let pgid = r.pgid;
+        assert!(group_alive(pgid), "the background sleep is still in the group");
+        drop(r);
+        assert!(!group_alive(pgid));
+    }
+
+    #[test]
+    fn an_exit_code_is_read_back() {
+        let mut r = Running::spawn(sh("exit 10"), None).unwrap();
+        assert_eq!(r.wait_until(Instant::now() + Duration::from_secs(10)), Some(Exit::Code(10)));
+    }
+}

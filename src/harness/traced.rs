@@ -1,0 +1,434 @@
+//! Traced children: a child under ptrace with a seccomp filter that stops it
+//! at the entry of the system calls the filter traps, in a process group of
+//! its own, with the same set-up as every child ([`super::spawn::prepare`]).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+use super::reap::reap_group;
+use super::spawn::prepare;
+use super::watchdog::Watchdog;
+use super::{Exit, KILL_GRACE, POLL, Reaped, stderr_tail};
+
+/// Why a traced child could not be started or driven.
+#[derive(Debug)]
+pub enum TraceError {
+    /// ptrace or seccomp is refused here (a container's seccomp or yama
+    /// policy); the syscall results are skipped with this reason.
+    NotPermitted(String),
+    /// The trial's deadline passed; the watchdog killed the group.
+    Deadline,
+    Io(String),
+}
+
+impl TraceError {
+    fn from_errno(step: &str, e: Errno) -> TraceError {
+        match e {
+            Errno::EPERM | Errno::EACCES | Errno::ENOSYS => {
+                TraceError::NotPermitted(format!("{step} is not permitted here ({e})"))
+            }
+            e => TraceError::Io(format!("{step}: {e}")),
+        }
+    }
+}
+
+/// What a traced child did next.
+#[derive(Debug)]
+pub enum TraceEvent {
+    /// Stopped at the entry of a system call the seccomp filter traps:
+    /// its number and its six arguments. The child stays stopped until
+    /// [`Traced::resume`] or a kill.
+    Syscall {
+        nr: i64,
+        args: [u64; 6],
+    },
+    Exited(Exit),
+}
+
+/// A child run under ptrace with a seccomp filter that stops it at the entry
+/// of the system calls the filter traps, in a process group of its own.
+///
+/// Crash model: the driver kills the group while the child is stopped at a
+/// system call's entry, so the call never runs: the files hold exactly what
+/// the calls before it wrote. The only valid end is still `SIGKILL`.
+///
+/// ptrace binds the child to the thread that spawned it: every method must be
+/// called from that thread. The child is waited with `waitpid` only (std's
+/// `Child::wait` would take a ptrace stop for an exit), every wait is bounded
+/// by a watchdog that kills the group at the deadline, and the child is
+/// always reaped.
+#[derive(Debug)]
+pub struct Traced {
+    /// The child: the leader of the traced group, whose end is the trial's.
+    pid: Pid,
+    /// The tracee of the latest stop: the child, or a process or thread it
+    /// started (all of them are traced, so that none meets the filter's
+    /// trap without a tracer, which would fail its call with `ENOSYS`).
+    current: Pid,
+    /// Tracees seen so far: a new one's first stop is the `SIGSTOP` that
+    /// auto-attaching gives it, which must not be passed on.
+    seen: std::collections::HashSet<Pid>,
+    stderr: Option<PathBuf>,
+    exit: Option<Exit>,
+    watchdog: Watchdog,
+    /// True once `kill_and_reap` reaped the whole group.
+    group_reaped: bool,
+    /// The tracer thread's CPU mask before it was pinned with its child.
+    affinity: Option<libc::cpu_set_t>,
+}
+
+/// Pins the calling thread (and so the child it spawns next, which inherits
+/// the mask) to one CPU of its allowed set, taken round-robin; returns the
+/// mask to restore. A tracer and its tracee hand control back and forth at
+/// every stop, and on one CPU each handoff is a plain context switch rather
+/// than a cross-CPU wakeup.
+fn pin_round_robin() -> Option<libc::cpu_set_t> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: affinity calls on the calling thread with masks of the stated size.
+    unsafe {
+        let mut old: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, size, &mut old) != 0 {
+            return None;
+        }
+        let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &old)).collect();
+        let cpu = *allowed.get(NEXT.fetch_add(1, Ordering::Relaxed) % allowed.len().max(1))?;
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut one);
+        (libc::sched_setaffinity(0, size, &one) == 0).then_some(old)
+    }
+}
+
+fn restore_affinity(mask: &Option<libc::cpu_set_t>) {
+    if let Some(m) = mask {
+        // SAFETY: as above.
+        unsafe {
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), m);
+        }
+    }
+}
+
+/// The seccomp program as the kernel reads it; `filter` is the compiled BPF.
+fn install_filter(filter: &[seccompiler::sock_filter]) -> Result<(), std::io::Error> {
+    let prog = libc::sock_fprog { len: filter.len() as u16, filter: filter.as_ptr() as *mut libc::sock_filter };
+    // SAFETY: plain syscalls on the calling process; `prog` outlives them.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+            || libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) != 0
+            || libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog as *const libc::sock_fprog) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+impl Traced {
+    /// Spawns `cmd` traced: before exec the child asks to be traced and
+    /// installs `filter` (compiled beforehand, since nothing may allocate
+    /// between fork and exec); after exec it stops, the driver sets the
+    /// options (seccomp stops; kill the child if the driver dies) and lets it
+    /// run to its first trapped call.
+    pub fn spawn(
+        mut cmd: Command,
+        stderr: Option<&Path>,
+        filter: &'static [seccompiler::sock_filter],
+        deadline: Duration,
+    ) -> Result<Traced, TraceError> {
+        // The filter is 'static and read in place: nothing is allocated
+        // between fork and exec, and every call is async-signal-safe.
+        prepare(&mut cmd, stderr, move || install_filter(filter))
+            .map_err(|e| TraceError::Io(format!("child stderr: {e}")))?;
+        let affinity = pin_round_robin();
+        let child = cmd.spawn().inspect_err(|_| restore_affinity(&affinity));
+        let child = child.map_err(|e| match e.raw_os_error() {
+            Some(n) => TraceError::from_errno("tracing the child (PTRACE_TRACEME, seccomp)", Errno::from_raw(n)),
+            None => TraceError::Io(format!("spawn: {e}")),
+        })?;
+        let pid = Pid::from_raw(child.id() as i32);
+        // The std handle is dropped unwaited: only waitpid below may wait.
+        drop(child);
+        let mut traced = Traced {
+            pid,
+            current: pid,
+            seen: std::collections::HashSet::from([pid]),
+            stderr: stderr.map(Path::to_path_buf),
+            exit: None,
+            watchdog: Watchdog::start(pid, deadline),
+            group_reaped: false,
+            affinity,
+        };
+        traced.start()?;
+        Ok(traced)
+    }
+
+    /// Waits for the stop after exec, sets the options and resumes.
+    fn start(&mut self) -> Result<(), TraceError> {
+        use nix::sys::ptrace::{Options, cont, setoptions};
+        match self.wait()? {
+            Some(()) => {}
+            None => return Err(TraceError::Io(format!("the child ended before exec ({})", self.describe_exit()))),
+        }
+        // Forks, vforks, clones and execs are followed: a child behind a
+        // launcher script, or one with threads, is traced whole.
+        let options = Options::PTRACE_O_TRACESECCOMP
+            | Options::PTRACE_O_EXITKILL
+            | Options::PTRACE_O_TRACEFORK
+            | Options::PTRACE_O_TRACEVFORK
+            | Options::PTRACE_O_TRACECLONE
+            | Options::PTRACE_O_TRACEEXEC;
+        setoptions(self.pid, options).map_err(|e| TraceError::from_errno("PTRACE_SETOPTIONS", e))?;
+        cont(self.pid, None).map_err(|e| TraceError::from_errno("PTRACE_CONT", e))
+    }
+
+    fn describe_exit(&self) -> String {
+        self.exit.map_or_else(|| "unknown".into(), |e| e.to_string())
+    }
+
+    /// One blocking wait on any tracee of the group: `Some(())` on a stop
+    /// (of `self.current`), `None` once the child itself ended (recorded in
+    /// `self.exit`). The end of another tracee is not the trial's end.
+    fn wait(&mut self) -> Result<Option<()>, TraceError> {
+        use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+        let group = Pid::from_raw(-self.pid.as_raw());
+        loop {
+            let status = match waitpid(group, Some(WaitPidFlag::__WALL)) {
+                Err(Errno::EINTR) => continue,
+                // Nothing of the group is left to wait for.
+                Err(Errno::ECHILD) if self.exit.is_none() => Exit::Code(-1),
+                Err(e) => return Err(TraceError::Io(format!("waitpid: {e}"))),
+                Ok(s) => match s {
+                    WaitStatus::Exited(p, code) if p == self.pid => Exit::Code(code),
+                    WaitStatus::Signaled(p, sig, _) if p == self.pid => Exit::Signal(sig as i32),
+                    WaitStatus::Stopped(p, _) | WaitStatus::PtraceEvent(p, ..) | WaitStatus::PtraceSyscall(p) => {
+                        self.current = p;
+                        return Ok(Some(()));
+                    }
+                    WaitStatus::Exited(p, _) | WaitStatus::Signaled(p, ..) => {
+                        self.seen.remove(&p);
+                        continue;
+                    }
+                    _ => continue,
+                },
+            };
+            self.exit = Some(status);
+            if self.watchdog.fired() {
+                return Err(TraceError::Deadline);
+            }
+            return Ok(None);
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid.as_raw() as u32
+    }
+
+    /// The process or thread stopped at the latest trapped call: its file
+    /// descriptors are the ones the call's arguments name.
+    pub fn stopped_pid(&self) -> u32 {
+        self.current.as_raw() as u32
+    }
+
+    /// Runs the child to its next trapped system call (or its end). Signals
+    /// sent to the child on the way are passed on to it, except the stops
+    /// ptrace itself causes.
+    pub fn next_syscall(&mut self) -> Result<TraceEvent, TraceError> {
+        use nix::sys::ptrace::{cont, syscall_info};
+        loop {
+            if self.wait()?.is_none() {
+                return Ok(TraceEvent::Exited(self.exit.unwrap_or(Exit::Code(-1))));
+            }
+            let pid = self.current;
+            if self.seen.insert(pid) {
+                // A new tracee's first stop: the SIGSTOP of its attaching.
+                cont(pid, None).map_err(|e| TraceError::Io(format!("PTRACE_CONT: {e}")))?;
+                continue;
+            }
+            match syscall_info(pid) {
+                Ok(info) if info.op == libc::PTRACE_SYSCALL_INFO_SECCOMP => {
+                    // SAFETY: the kernel filled the seccomp member, as `op` says.
+                    let s = unsafe { info.u.seccomp };
+                    return Ok(TraceEvent::Syscall { nr: s.nr as i64, args: s.args });
+                }
+                Ok(_) => {
+                    // Event stops (fork, clone, exec) have no signal to pass on.
+                    let sig = nix::sys::ptrace::getsiginfo(pid)
+                        .ok()
+                        .and_then(|si| Signal::try_from(si.si_signo).ok())
+                        .filter(|&s| s != Signal::SIGTRAP);
+                    cont(pid, sig).map_err(|e| TraceError::Io(format!("PTRACE_CONT: {e}")))?;
+                }
+                // A kernel before 5.3 does not know the request.
+                Err(e @ (Errno::EIO | Errno::EINVAL)) => {
+                    return Err(TraceError::NotPermitted(format!("PTRACE_GET_SYSCALL_INFO is not supported ({e})")));
+                }
+                Err(e) => return Err(TraceError::from_errno("PTRACE_GET_SYSCALL_INFO", e)),
+            }
+        }
+    }
+
+    /// Lets a child stopped at a trapped call run the call and go on.
+    pub fn resume(&mut self) -> Result<(), TraceError> {
+        nix::sys::ptrace::cont(self.current, None).map_err(|e| TraceError::Io(format!("PTRACE_CONT: {e}")))
+    }
+
+    /// Kills the group (the child may be stopped at a call's entry: the call
+    /// never runs) and reaps it.
+    pub fn kill_and_reap(mut self) -> Reaped {
+        let _ = killpg(self.pid, Signal::SIGKILL);
+        self.watchdog.stop();
+        let exit = self.reap_after_kill();
+        self.group_reaped = true;
+        restore_affinity(&self.affinity);
+        let leftover = exit == Exit::Unreaped || reap_group(self.pid);
+        Reaped { exit, leftover, stderr_tail: self.stderr_tail() }
+    }
+
+    /// After the group's `SIGKILL`: waits for the child's end, reaping every
+    /// tracee of the group on the way, within [`KILL_GRACE`]; a child the
+    /// kernel holds past that is `Unreaped`, as for an untraced child.
+    fn reap_after_kill(&mut self) -> Exit {
+        use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+        let group = Pid::from_raw(-self.pid.as_raw());
+        let end = Instant::now() + KILL_GRACE;
+        while self.exit.is_none() {
+            match waitpid(group, Some(WaitPidFlag::__WALL | WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(p, code)) if p == self.pid => self.exit = Some(Exit::Code(code)),
+                Ok(WaitStatus::Signaled(p, sig, _)) if p == self.pid => self.exit = Some(Exit::Signal(sig as i32)),
+                Ok(WaitStatus::StillAlive) if Instant::now() >= end => return Exit::Unreaped,
+                Ok(WaitStatus::StillAlive) => std::thread::sleep(POLL),
+                // Another tracee's end, or a stop on the way to the kill.
+                Ok(_) | Err(Errno::EINTR) => {}
+                // Nothing of the group is left to wait for.
+                Err(_) => self.exit = Some(Exit::Code(-1)),
+            }
+        }
+        self.exit.unwrap_or(Exit::Code(-1))
+    }
+
+    pub fn stderr_tail(&self) -> String {
+        self.stderr.as_deref().map(stderr_tail).unwrap_or_default()
+    }
+}
+
+impl Drop for Traced {
+    /// Whatever path the caller took (an early exit, a deadline, an error),
+    /// the group is killed and everything of it reaped.
+    fn drop(&mut self) {
+        restore_affinity(&self.affinity);
+        if self.group_reaped {
+            return;
+        }
+        let _ = killpg(self.pid, Signal::SIGKILL);
+        self.watchdog.stop();
+        self.reap_after_kill();
+        reap_group(self.pid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::group_alive;
+
+    fn sh(script: &str) -> Command {
+        let mut c = Command::new("sh");
+        c.args(["-c", script]);
+        c
+    }
+
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    fn traced(script: &str) -> Option<Traced> {
+        let filter = crate::kill::syscall::filter().unwrap();
+        match Traced::spawn(sh(script), None, filter, Duration::from_secs(20)) {
+            Err(TraceError::NotPermitted(why)) => {
+                eprintln!("ptrace refused here: {why}");
+                None
+            }
+            other => Some(other.unwrap()),
+        }
+    }
+
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    fn a_traced_child_stops_at_trapped_calls_and_its_exit_is_seen() {
+        let Some(mut t) = traced("echo x >&2; exit 4") else { return };
+        let mut stops = 0;
+        let exit = loop {
+            match t.next_syscall().unwrap() {
+                TraceEvent::Syscall { .. } => {
+                    stops += 1;
+                    t.resume().unwrap();
+                }
+                TraceEvent::Exited(e) => break e,
+            }
+        };
+        assert!(stops >= 1, "the echo's write is trapped");
+        assert_eq!(exit, Exit::Code(4));
+    }
+
+    /// A launcher script forks and execs before the real child runs; a
+    /// forked process that met the filter untraced would fail its trapped
+    /// calls with ENOSYS, so every process of the group is traced too.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    fn forked_and_execed_processes_of_a_traced_child_are_traced_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        let script = format!("(echo forked > {0}); sh -c 'echo execed >> {0}'; cat {0} >&2", file.display());
+        let Some(mut t) = traced(&script) else { return };
+        let mut stoppers = std::collections::HashSet::new();
+        let exit = loop {
+            match t.next_syscall().unwrap() {
+                TraceEvent::Syscall { .. } => {
+                    stoppers.insert(t.stopped_pid());
+                    t.resume().unwrap();
+                }
+                TraceEvent::Exited(e) => break e,
+            }
+        };
+        assert_eq!(exit, Exit::Code(0));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "forked\nexeced\n");
+        assert!(stoppers.len() >= 2, "the forked processes' writes were trapped: {stoppers:?}");
+    }
+
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    fn a_traced_child_killed_at_a_call_ends_by_sigkill_and_leaves_nothing() {
+        let Some(mut t) = traced("echo x >&2; sleep 30 & wait") else { return };
+        assert!(matches!(t.next_syscall().unwrap(), TraceEvent::Syscall { .. }));
+        let pgid = t.pid;
+        let reaped = t.kill_and_reap();
+        assert!(reaped.exit.is_sigkill(), "{}", reaped.exit);
+        assert!(!reaped.leftover);
+        assert!(!group_alive(pgid));
+    }
+
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    fn a_stalled_traced_child_meets_its_deadline() {
+        let filter = crate::kill::syscall::filter().unwrap();
+        let mut t = match Traced::spawn(sh("sleep 30; echo late"), None, filter, Duration::from_millis(200)) {
+            Err(TraceError::NotPermitted(_)) => return,
+            other => other.unwrap(),
+        };
+        let pgid = t.pid;
+        assert!(matches!(t.next_syscall(), Err(TraceError::Deadline)));
+        drop(t);
+        assert!(!group_alive(pgid));
+    }
+
+    #[test]
+    fn a_refused_trace_is_not_permitted_and_other_failures_are_errors() {
+        for e in [Errno::EPERM, Errno::EACCES, Errno::ENOSYS] {
+            assert!(matches!(TraceError::from_errno("PTRACE_TRACEME", e), TraceError::NotPermitted(_)), "{e}");
+        }
+        assert!(matches!(TraceError::from_errno("waitpid", Errno::ECHILD), TraceError::Io(_)));
+    }
+}
