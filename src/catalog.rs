@@ -46,8 +46,10 @@ pub struct Params {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// One cell as the catalog describes it (its TOML file): what it checks,
+/// where it runs, its parameters. Its probe is in [`crate::cells`].
 #[serde(deny_unknown_fields)]
-pub struct Cell {
+pub struct CellSpec {
     pub number: u32,
     pub id: String,
     pub clause: String,
@@ -60,8 +62,8 @@ pub struct Cell {
     pub params: Params,
 }
 
-impl Cell {
-    fn validate(self, file: &str) -> Result<Cell> {
+impl CellSpec {
+    fn validate(self, file: &str) -> Result<CellSpec> {
         let bad = |message: String| Err(Error::Catalog { file: file.to_string(), message });
         if self.status == Status::Stub && self.reason.is_none() {
             return bad("field `reason`: a stub must say why it is a stub".into());
@@ -83,7 +85,7 @@ impl Cell {
 /// The cells, sorted by number.
 #[derive(Clone, Debug)]
 pub struct Catalog {
-    pub cells: Vec<Cell>,
+    pub cells: Vec<CellSpec>,
 }
 
 impl Catalog {
@@ -110,9 +112,9 @@ impl Catalog {
     }
 
     fn from_files(files: impl Iterator<Item = (String, String)>) -> Result<Catalog> {
-        let mut cells: Vec<Cell> = Vec::new();
+        let mut cells: Vec<CellSpec> = Vec::new();
         for (file, text) in files {
-            let cell: Cell =
+            let cell: CellSpec =
                 toml::from_str(&text).map_err(|e| Error::Catalog { file: file.clone(), message: toml_message(&e) })?;
             let cell = cell.validate(&file)?;
             if let Some(twin) = cells.iter().find(|c| c.id == cell.id || c.number == cell.number) {
@@ -127,7 +129,7 @@ impl Catalog {
     }
 
     /// Finds a cell by id or number.
-    pub fn find(&self, key: &str) -> Result<&Cell> {
+    pub fn find(&self, key: &str) -> Result<&CellSpec> {
         self.cells.iter().find(|c| c.id == key || c.number.to_string() == key).ok_or_else(|| {
             let known: Vec<_> = self.cells.iter().map(|c| c.id.as_str()).collect();
             Error::Usage(format!("unknown cell `{key}` (known: {})", known.join(", ")))

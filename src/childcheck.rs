@@ -24,8 +24,8 @@ use crate::cells::consume::{HANDOFF, race_violations};
 use crate::cells::{prefix, rotation};
 use crate::harness::{ChildCommand, Exit, POLL, Running, run_to_end};
 use crate::journal::{self, Journal, JournalError, Tail};
-use crate::protocol::{Scratch, no_ready, wait_first_line};
-use crate::verify::where_differ;
+use crate::probe::{Scratch, no_ready, wait_first_line};
+use crate::recovery::where_differ;
 
 pub const SCHEMA: &str = "crashcells.child-check.v1";
 /// Appends and rotations of the plain runs.

@@ -348,7 +348,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     // preflight still ends with an (empty) partial report and 128 + signal:
     // an interrupted run starts no result.
     crate::harness::catch_interrupts().map_err(Error::io("signal handlers", "."))?;
-    let ready = match crate::protocol::preflight(&ctx.child, &ctx.work_root, ctx.deadline) {
+    let ready = match crate::probe::preflight(&ctx.child, &ctx.work_root, ctx.deadline) {
         Ok(ready) => Some(ready),
         Err(_) if crate::harness::interrupted().is_some() => None,
         Err(message) => return Err(Error::Child { child: ctx.child.display(), message }),
@@ -409,22 +409,22 @@ fn cmd_audit(a: AuditArgs) -> Result<i32> {
     // Not /dev/shm: an audit answers for the filesystem trials will use.
     let workdir = workdir_or(&a.workdir, std::env::temp_dir)?;
     let child = child_command(a.child.as_deref())?;
-    crate::protocol::preflight(&child, &workdir, Duration::from_secs(a.deadline))
+    crate::probe::preflight(&child, &workdir, Duration::from_secs(a.deadline))
         .map_err(|message| Error::Child { child: child.display(), message })?;
     eprintln!(
         "crashcells: auditing {} legs of matrix {} in {} ({})",
         matrix.legs.len(),
         matrix.name,
         workdir.display(),
-        crate::audit_run::filesystem_name(&workdir)
+        crate::audit::command::filesystem_name(&workdir)
     );
-    let setup = crate::audit_run::AuditSetup {
+    let setup = crate::audit::command::AuditSetup {
         matrix: &matrix,
         child: &child,
         workdir: &workdir,
         deadline: Duration::from_secs(a.deadline),
     };
-    let report = crate::audit_run::audit_matrix(&setup, a.child.as_deref())?;
+    let report = crate::audit::command::audit_matrix(&setup, a.child.as_deref())?;
     match a.format {
         ListFormat::Json => print!("{}", report.to_json()),
         ListFormat::Human => print!("{}", report.to_human()),

@@ -7,7 +7,6 @@
 //! passes → invariants → verdict and evidence → renderers.
 
 pub mod audit;
-pub mod audit_run;
 pub mod catalog;
 pub mod cells;
 pub mod childcheck;
@@ -18,9 +17,9 @@ pub mod journal;
 pub mod kill;
 pub mod matrix;
 pub mod plan;
-pub mod protocol;
+pub mod probe;
+pub mod recovery;
 pub mod report;
 pub mod run;
 pub mod seed;
 pub mod trial;
-pub mod verify;

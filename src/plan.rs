@@ -1,7 +1,7 @@
 //! The plan of a run: which cell runs on which leg with which kill mode, and
 //! the seed each result derives from the run's seed.
 
-use crate::catalog::{Catalog, Cell, Legs, Status};
+use crate::catalog::{Catalog, CellSpec, Legs, Status};
 use crate::error::{Error, Result};
 use crate::matrix::{Leg, Matrix};
 use crate::report::KillMode;
@@ -9,7 +9,7 @@ use crate::report::KillMode;
 /// One result to produce.
 #[derive(Clone, Debug)]
 pub struct Job {
-    pub cell: Cell,
+    pub cell: CellSpec,
     /// `None` for a stub, which runs on no leg.
     pub leg: Option<Leg>,
     pub kill: KillMode,
@@ -27,7 +27,7 @@ pub struct Selection {
 /// Plans cells × legs × kill modes. Stubs appear once each, so that every
 /// run reports them; a leg filter that names no leg of the matrix is an error.
 pub fn plan(catalog: &Catalog, matrix: &Matrix, sel: &Selection, seed: u64) -> Result<Vec<Job>> {
-    let cells: Vec<&Cell> = if sel.cells.is_empty() {
+    let cells: Vec<&CellSpec> = if sel.cells.is_empty() {
         catalog.cells.iter().collect()
     } else {
         sel.cells.iter().map(|k| catalog.find(k)).collect::<Result<_>>()?
@@ -69,7 +69,7 @@ pub fn plan(catalog: &Catalog, matrix: &Matrix, sel: &Selection, seed: u64) -> R
     Ok(jobs)
 }
 
-fn legs_for<'m>(cell: &Cell, matrix: &'m Matrix, only: &[String]) -> impl Iterator<Item = &'m Leg> {
+fn legs_for<'m>(cell: &CellSpec, matrix: &'m Matrix, only: &[String]) -> impl Iterator<Item = &'m Leg> {
     let cell_legs = cell.legs;
     let wanted = |l: &&Leg| only.is_empty() || only.contains(&l.name);
     // A default-only cell runs on the matrix's resolver-default legs; other legs

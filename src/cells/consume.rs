@@ -159,7 +159,7 @@ fn judge_race(ctx: &Context, env: &TrialEnv, exits: &[Exit], leg: &Leg, trial: &
         return Outcome::Skip(reason);
     }
     trial.acked = 1;
-    let recovered = match crate::verify::recover(ctx, env) {
+    let recovered = match crate::recovery::recover(ctx, env) {
         Ok(r) => r,
         Err(e) => return Outcome::Error(e),
     };

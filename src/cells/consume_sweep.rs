@@ -226,7 +226,7 @@ fn judge(job: &Job, ctx: &Context, env: &TrialEnv, r0: Option<Exit>, others: &[E
         return Outcome::Skip(reason);
     }
     trial.acked = u64::from(won);
-    let recovered = match crate::verify::recover(ctx, env) {
+    let recovered = match crate::recovery::recover(ctx, env) {
         Ok(r) => r,
         Err(e) => return Outcome::Error(e),
     };

@@ -16,9 +16,9 @@ use crashcells_protocol::{Ack, PROTOCOL, Ready};
 
 use crate::catalog::Status;
 use crate::plan::Job;
+use crate::recovery::Recovered;
 use crate::report::{CellResult, KillMode, Verdict};
 use crate::trial::{Context, Outcome, Trial};
-use crate::verify::Recovered;
 use workload::{Check, Violations};
 
 /// The reason of a result whose trial was cut short by `SIGINT`/`SIGTERM`.

@@ -15,7 +15,7 @@ use super::sweep::Census;
 use crate::audit::audit_leg;
 use crate::harness::Running;
 use crate::journal;
-use crate::kill::{WaitError, phase_delay, timed_target, wait_for_acks};
+use crate::kill::timed::{WaitError, phase_delay, timed_target, wait_for_acks};
 use crate::plan::Job;
 use crate::report::KillPoint;
 use crate::trial::{Context, Outcome, Trial, TrialEnv};
@@ -136,7 +136,7 @@ pub(super) fn after_kill(
     if !honored {
         return Outcome::Skip(reason);
     }
-    let recovered = match crate::verify::recover(ctx, env) {
+    let recovered = match crate::recovery::recover(ctx, env) {
         Ok(r) => r,
         Err(e) => return Outcome::Error(e),
     };

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::audit::{Artefacts, Audit, Family, audit_leg};
 use crate::error::{Error, Result};
 use crate::harness::{ChildCommand, Running};
-use crate::kill::{WaitError, wait_for_acks};
+use crate::kill::timed::{WaitError, wait_for_acks};
 use crate::matrix::{Leg, Matrix};
 
 pub const SCHEMA: &str = "crashcells.audit.v1";

@@ -1,0 +1,102 @@
+//! Timed kills: watch the child's ack journal and kill its group once the
+//! trial's seeded number of acks is reached (the seed's method: it rarely
+//! lands inside a commit, but it exercises long, realistic runs).
+//!
+//! Crash model: the child runs unhindered until the driver sees `target` acks,
+//! then the whole group gets `SIGKILL`; the child may have completed more
+//! operations (and acks) in the meantime, which the journal shows.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::harness::{POLL, Running, interrupted};
+use crate::journal::Tail;
+
+/// Why a wait for acks ended without reaching its target.
+#[derive(Debug, PartialEq, Eq)]
+pub enum WaitError {
+    /// The child ended before the window was reached.
+    Exited(String),
+    /// The deadline passed; the child may be stalled.
+    Deadline {
+        acks: u64,
+    },
+    Io(String),
+    /// The run was interrupted (`SIGINT`/`SIGTERM`) while waiting.
+    Interrupted,
+}
+
+/// The number of acks a timed trial waits for: the window plus a seeded
+/// extra of up to half the window, so trials land at different points.
+pub fn timed_target(window: u64, trial_seed: u64) -> u64 {
+    window + fastrand::Rng::with_seed(trial_seed).u64(0..=window / 2)
+}
+
+/// Where within one operation's time a timed kill lands, as a seeded
+/// fraction. The driver sees an ack a little after it was written, so
+/// killing at once would land near the start of the next operation every
+/// time; a uniformly drawn delay of up to one operation's mean duration
+/// spreads kills over every phase of the operation instead.
+pub fn phase_delay(trial_seed: u64, mean_op: Duration) -> Duration {
+    let mut rng = fastrand::Rng::with_seed(trial_seed ^ 0x9e37_79b9_7f4a_7c15);
+    mean_op.mul_f64(rng.f64())
+}
+
+/// The window is reached: how many acks, and the mean time per operation.
+#[derive(Clone, Copy, Debug)]
+pub struct Reached {
+    pub acks: u64,
+    pub mean_op: Duration,
+}
+
+/// Waits until `journal` holds `target` acks (lines after the ready line).
+/// Fails at once if the child exits, and at `deadline` if it stops making
+/// progress.
+pub fn wait_for_acks(
+    child: &mut Running,
+    journal: &Path,
+    target: u64,
+    deadline: Duration,
+) -> Result<Reached, WaitError> {
+    let end = Instant::now() + deadline;
+    let mut tail = Tail::default();
+    let mut first_ack: Option<(Instant, u64)> = None;
+    loop {
+        let lines = tail.poll(journal).map_err(|e| WaitError::Io(format!("ack journal: {e}")))?;
+        let acks = lines.saturating_sub(1);
+        if acks > 0 && first_ack.is_none() {
+            first_ack = Some((Instant::now(), acks));
+        }
+        if acks >= target {
+            let mean_op =
+                first_ack.filter(|&(_, n)| acks > n).map_or(Duration::ZERO, |(t, n)| t.elapsed() / (acks - n) as u32);
+            return Ok(Reached { acks, mean_op });
+        }
+        if let Some(exit) = child.try_exit() {
+            let tail = child.stderr_tail();
+            let tail = if tail.is_empty() { "(empty)".to_string() } else { tail };
+            return Err(WaitError::Exited(format!("child ended early ({exit}) after {acks} acks; stderr: {tail}")));
+        }
+        if Instant::now() >= end {
+            return Err(WaitError::Deadline { acks });
+        }
+        if interrupted().is_some() {
+            return Err(WaitError::Interrupted);
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_is_within_the_window_and_seeded() {
+        for seed in 0..100 {
+            let t = timed_target(200, seed);
+            assert!((200..=300).contains(&t));
+            assert_eq!(t, timed_target(200, seed));
+        }
+    }
+}
