@@ -15,9 +15,10 @@ use std::time::{Duration, Instant};
 
 use crashcells::harness::{ChildCommand, Exit, Traced, run_to_end};
 use crashcells::kill::syscall::{Driven, Goal, Targets, drive, filter};
+use crashcells::options::RunOptions;
+use crashcells::pipeline::Context;
 use crashcells::plan::{Selection, plan};
 use crashcells::report::KillMode;
-use crashcells::trial::Context;
 
 const BIN: &str = env!("CARGO_BIN_EXE_crashcells");
 const ROUNDS: u32 = 20;
@@ -28,20 +29,13 @@ fn child() -> ChildCommand {
 
 fn context(work: &Path, jobs: usize) -> Context {
     Context {
+        options: RunOptions { matrix: "default".into(), seed: Some(1), ..RunOptions::default() },
+        seed: 1,
         child: child(),
         work_root: work.to_path_buf(),
         evidence_root: work.join("evidence"),
-        mutant: None,
         deadline: Duration::from_secs(30),
-        trials: None,
-        only_trial: None,
-        seed: 1,
-        only_point: None,
-        points: None,
         jobs,
-        matrix_arg: "default".into(),
-        child_arg: None,
-        catalog_arg: None,
     }
 }
 
@@ -52,7 +46,7 @@ fn sweep_rate(work: &Path, jobs: usize) {
     let job = &plan(&catalog, &matrix, &sel, 1).expect("plan")[0];
     let ctx = context(work, jobs);
     let start = Instant::now();
-    let result = crashcells::cells::run_job(job, &ctx);
+    let result = crashcells::pipeline::run_job(job, &ctx);
     let secs = start.elapsed().as_secs_f64();
     let points = result.kill_points.len();
     println!(

@@ -12,10 +12,11 @@ use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::harness::ChildCommand;
 use crate::matrix::Matrix;
+use crate::options::{DEFAULT_DEADLINE_SECS, RunOptions};
+use crate::pipeline::Context;
 use crate::plan::{Selection, plan};
-use crate::report::{self, CellResult, Format, KillMode, Verdict};
+use crate::report::{self, CellResult, Format, Verdict};
 use crate::run::{self, Progress};
-use crate::trial::{Context, DEFAULT_DEADLINE_SECS};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -52,67 +53,12 @@ enum Command {
     ChildCheck(ChildCheckArgs),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum KillArg {
-    Timed,
-    Syscall,
-    All,
-}
-
 #[derive(Debug, Args)]
 struct RunArgs {
-    /// Run only this cell (id or number); repeatable. Default: every cell.
-    #[arg(long = "cell", value_name = "ID|N")]
-    cells: Vec<String>,
-    /// A built-in matrix (default, audit) or a path to a matrix file.
-    #[arg(long, value_name = "NAME|PATH", default_value = "default")]
-    matrix: String,
-    /// Run only this leg of the matrix; repeatable.
-    #[arg(long = "leg", value_name = "NAME")]
-    legs: Vec<String>,
-    /// How the child is killed: at a seeded number of acks (timed), at every
-    /// file-mutating system call of a short workload (syscall), or both.
-    #[arg(long, value_enum, default_value = "all")]
-    kill: KillArg,
-    /// Syscall mode: run only kill point N (what a repro command uses).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    point: Option<u64>,
-    /// Syscall mode: visit K kill points drawn with the seed instead of all.
-    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
-    points: Option<u32>,
-    /// Trials (or races) per result, instead of the catalog's.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    trials: Option<u32>,
-    /// Run only trial N of each result (what a repro command uses).
-    #[arg(long, value_name = "N")]
-    trial: Option<u32>,
-    /// The run's seed; every kill point derives from it. Default: a fresh one, printed.
-    #[arg(long, value_name = "N")]
-    seed: Option<u64>,
-    /// Run a deliberately broken variant of the reference store.
-    #[arg(long, value_name = "NAME")]
-    mutant: Option<String>,
+    #[command(flatten)]
+    options: RunOptions,
     #[command(flatten)]
     output: OutputArgs,
-    /// Keep the evidence of fires and errors here [default: target/crashcells/evidence/RUN-ID].
-    #[arg(long, value_name = "DIR")]
-    evidence: Option<PathBuf>,
-    /// Where trials run [default: /dev/shm where writable, else the temp folder].
-    #[arg(long, value_name = "DIR")]
-    workdir: Option<PathBuf>,
-    /// Seconds any single wait of a trial may take before it is an error.
-    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_DEADLINE_SECS, value_parser = clap::value_parser!(u64).range(1..))]
-    deadline: u64,
-    /// Results run in parallel [default: the number of cores].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    jobs: Option<u64>,
-    /// Read the cell catalog from this folder instead of the built-in one.
-    #[arg(long, value_name = "DIR")]
-    catalog: Option<PathBuf>,
-    /// Run this command as the child instead of the reference store: the
-    /// driver runs `CMD ARGS <op> ...` (see docs/PROTOCOL.md).
-    #[arg(long, value_name = "'CMD ARGS'")]
-    child: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -316,25 +262,18 @@ fn check_evidence_path(root: &Path) -> Result<()> {
     }
 }
 
-fn kills(k: KillArg) -> Vec<KillMode> {
-    match k {
-        KillArg::Timed => vec![KillMode::Timed],
-        KillArg::Syscall => vec![KillMode::Syscall],
-        KillArg::All => vec![KillMode::Timed, KillMode::Syscall],
-    }
-}
-
 fn cmd_run(a: RunArgs) -> Result<i32> {
-    validate_mutant(&a.mutant, a.child.is_some())?;
+    let mut o = a.options;
+    validate_mutant(&o.mutant, o.child.is_some())?;
     check_out_path(&a.output.out)?;
-    let catalog = load_catalog(a.catalog.as_deref())?;
-    let matrix = Matrix::load(&a.matrix)?;
-    let seed = a.seed.unwrap_or_else(crate::seed::fresh);
-    let selection = Selection { cells: a.cells.clone(), legs: a.legs.clone(), kills: kills(a.kill) };
+    let catalog = load_catalog(o.catalog.as_deref())?;
+    let matrix = Matrix::load(&o.matrix)?;
+    let seed = *o.seed.get_or_insert_with(crate::seed::fresh);
+    let selection = Selection { cells: o.cells.clone(), legs: o.legs.clone(), kills: o.kill.modes() };
     let jobs = plan(&catalog, &matrix, &selection, seed)?;
     let run_id = run::run_id();
-    let workdir = workdir_or(&a.workdir, run::default_workdir)?;
-    let evidence_root = a.evidence.clone().unwrap_or_else(|| PathBuf::from("target/crashcells/evidence")).join(&run_id);
+    let workdir = workdir_or(&o.workdir, run::default_workdir)?;
+    let evidence_root = o.evidence.clone().unwrap_or_else(|| PathBuf::from("target/crashcells/evidence")).join(&run_id);
     check_evidence_path(&evidence_root)?;
     let work = tempfile::Builder::new()
         .prefix(&format!("crashcells-{run_id}-"))
@@ -343,7 +282,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     // The syscall tracer matches the paths /proc reports, which are resolved:
     // a work folder reached through a symlink would match no file at all.
     let work_root = std::fs::canonicalize(work.path()).map_err(Error::io("work folder", work.path()))?;
-    let ctx = run_context(&a, seed, &work_root, evidence_root)?;
+    let ctx = run_context(o, seed, &work_root, evidence_root)?;
     // Interrupts are caught from here on, so that a Ctrl-C during the
     // preflight still ends with an (empty) partial report and 128 + signal:
     // an interrupted run starts no result.
@@ -372,23 +311,16 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     Ok(code)
 }
 
-/// What every cell of a run needs to know, from the run's arguments.
-fn run_context(a: &RunArgs, seed: u64, work_root: &Path, evidence_root: PathBuf) -> Result<Context> {
+/// What every cell of a run needs to know, from the run's options.
+fn run_context(options: RunOptions, seed: u64, work_root: &Path, evidence_root: PathBuf) -> Result<Context> {
     Ok(Context {
-        child: child_command(a.child.as_deref())?,
+        child: child_command(options.child.as_deref())?,
         work_root: work_root.to_path_buf(),
         evidence_root,
-        mutant: a.mutant.clone(),
-        deadline: Duration::from_secs(a.deadline),
-        trials: a.trials,
-        only_trial: a.trial,
+        deadline: options.deadline(),
+        jobs: options.jobs.map_or_else(default_jobs, |j| j as usize),
         seed,
-        only_point: a.point,
-        points: a.points,
-        jobs: a.jobs.map_or_else(default_jobs, |j| j as usize),
-        matrix_arg: a.matrix.clone(),
-        child_arg: a.child.clone(),
-        catalog_arg: a.catalog.as_ref().map(|c| c.display().to_string()),
+        options,
     })
 }
 

@@ -16,10 +16,21 @@ pub mod harness;
 pub mod journal;
 pub mod kill;
 pub mod matrix;
+pub mod options;
+pub mod pipeline;
 pub mod plan;
 pub mod probe;
 pub mod recovery;
 pub mod report;
 pub mod run;
 pub mod seed;
-pub mod trial;
+
+/// Every insta snapshot of the project lives in `tests/snapshots/`, the unit
+/// tests' beside the integration tests', named by what it shows.
+#[cfg(test)]
+pub(crate) fn snapshots() -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"));
+    s.set_prepend_module_to_snapshot(false);
+    s
+}

@@ -44,6 +44,12 @@ pub fn plan(catalog: &Catalog, matrix: &Matrix, sel: &Selection, seed: u64) -> R
     }
     let mut jobs = Vec::new();
     for cell in cells {
+        if cell.status == Status::Live && crate::cells::find(&cell.id).is_none() {
+            return Err(Error::Usage(format!(
+                "cell {} `{}` is live in the catalog but this driver has no probe for it",
+                cell.number, cell.id
+            )));
+        }
         if cell.status == Status::Stub {
             let kill = sel.kills.first().copied().unwrap_or(KillMode::Timed);
             jobs.push(Job { cell: cell.clone(), leg: None, kill, seed: crate::seed::derive(seed, &[&cell.id]) });
@@ -118,7 +124,7 @@ mod tests {
 
     #[test]
     fn a_selection_that_plans_nothing_is_an_error() {
-        let mut s = sel(&["consume-once"]);
+        let mut s = sel(&["2"]);
         s.legs = vec!["wal".into()];
         let e = plan(&Catalog::embedded().unwrap(), &Matrix::load("default").unwrap(), &s, 7).unwrap_err();
         assert!(e.to_string().starts_with("nothing to run"), "{e}");

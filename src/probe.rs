@@ -4,11 +4,10 @@
 //! or one that writes anything but a `ready` record, stops the run with one
 //! line at the top instead of an error in every result.
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crashcells_protocol::Ready;
+use crashcells_protocol::{Op, OpArgs, Ready};
 
 use crate::harness::{ChildCommand, Exit, POLL, Running};
 use crate::journal::{self, snippet};
@@ -37,16 +36,14 @@ impl Scratch {
         self.dir.path().join(name)
     }
 
-    /// Arguments for `op --db <db>` plus `rest`.
-    pub fn args(&self, op: &str, db: &str, rest: &[&str]) -> Vec<OsString> {
-        let mut args: Vec<OsString> = vec![op.into(), "--db".into(), self.path(db).into()];
-        args.extend(rest.iter().map(OsString::from));
-        args
+    /// `op --db <folder>/store.db`, ready for more flags.
+    pub fn op(&self, op: Op) -> OpArgs {
+        OpArgs::new(op).db(&self.path("store.db"))
     }
 
     /// Spawns the child for `args` with stdout and stderr in files named after `label`.
-    pub fn spawn(&self, child: &ChildCommand, args: &[OsString], label: &str) -> std::io::Result<Running> {
-        let mut cmd = child.command(args, &self.home);
+    pub fn spawn(&self, child: &ChildCommand, args: &OpArgs, label: &str) -> std::io::Result<Running> {
+        let mut cmd = child.command(&args.to_args(), &self.home);
         cmd.stdout(std::fs::File::create(self.path(&format!("{label}.stdout")))?);
         Running::spawn(cmd, Some(&self.path(&format!("{label}.stderr"))))
     }
@@ -75,7 +72,7 @@ pub fn wait_first_line(child: &mut Running, acks: &Path, deadline: Duration) -> 
 pub fn preflight(child: &ChildCommand, work: &Path, deadline: Duration) -> Result<Ready, String> {
     let scratch = Scratch::new(work, "preflight", None).map_err(|e| format!("preflight folder: {e}"))?;
     let acks = scratch.path("acks.ndjson");
-    let args = scratch.args("append", "store.db", &["--acks", &acks.to_string_lossy(), "--stop-after", "1"]);
+    let args = scratch.op(Op::Append).acks(&acks).stop_after(1);
     let mut running = scratch.spawn(child, &args, "append").map_err(|e| format!("could not start it: {e}"))?;
     let exited = wait_first_line(&mut running, &acks, deadline);
     let reaped = running.kill_and_reap();

@@ -12,14 +12,31 @@
 //! database, `-wal` and `-journal` stay as the kill left them: that is the
 //! evidence a fire keeps.
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use crashcells_protocol::Dump;
+use crashcells_protocol::{Dump, Op, OpArgs};
 
 use crate::audit::sibling;
-use crate::harness::{Exit, run_to_end};
-use crate::trial::{Context, TrialEnv};
+use crate::harness::{ChildCommand, Exit, run_to_end};
+use crate::pipeline::TrialEnv;
+
+/// Why a recovery pass gave no state: the harness's error, never a finding.
+#[derive(Debug, thiserror::Error)]
+pub enum RecoveryError {
+    #[error("copying the database for recovery pass {pass}: {source}")]
+    Copy { pass: u32, source: std::io::Error },
+    #[error("recovery pass {pass} could not start: {source}")]
+    Start { pass: u32, source: std::io::Error },
+    #[error("recovery pass {pass} failed ({exit}): {stderr_tail}")]
+    Failed { pass: u32, exit: Exit, stderr_tail: String },
+    #[error("recovery pass {pass} did not finish within {deadline:?}")]
+    Deadline { pass: u32, deadline: Duration },
+    #[error("recovery pass {pass}: {source}")]
+    Read { pass: u32, source: std::io::Error },
+    #[error("recovery pass 1 printed no dump: {0}")]
+    NotADump(serde_json::Error),
+}
 
 /// The recovered state of a trial's store, read twice.
 #[derive(Debug)]
@@ -48,29 +65,30 @@ fn copy_db(db: &Path, dir: &Path) -> std::io::Result<PathBuf> {
 }
 
 /// One `dump` pass on `db`: the canonical JSON text.
-fn pass(ctx: &Context, env: &TrialEnv, db: &Path, n: u32) -> Result<String, String> {
-    let args: Vec<OsString> = vec!["dump".into(), "--db".into(), db.into()];
+fn pass(child: &ChildCommand, deadline: Duration, env: &TrialEnv, db: &Path, n: u32) -> Result<String, RecoveryError> {
+    let args = OpArgs::new(Op::Dump).db(db).to_args();
     let stdout = env.path(&format!("dump-{n}.json"));
     let stderr = env.path(&format!("dump-{n}.stderr"));
-    let (exit, tail) = run_to_end(ctx.child.command(&args, &env.home), &stdout, &stderr, ctx.deadline)
-        .map_err(|e| format!("recovery pass {n} could not start: {e}"))?;
+    let (exit, stderr_tail) = run_to_end(child.command(&args, &env.home), &stdout, &stderr, deadline)
+        .map_err(|source| RecoveryError::Start { pass: n, source })?;
     match exit {
-        Some(Exit::Code(0)) => std::fs::read_to_string(&stdout).map_err(|e| format!("recovery pass {n}: {e}")),
-        Some(other) => Err(format!("recovery pass {n} failed ({other}): {tail}")),
-        None => Err(format!("recovery pass {n} did not finish within {:?}", ctx.deadline)),
+        Some(Exit::Code(0)) => {
+            std::fs::read_to_string(&stdout).map_err(|source| RecoveryError::Read { pass: n, source })
+        }
+        Some(exit) => Err(RecoveryError::Failed { pass: n, exit, stderr_tail }),
+        None => Err(RecoveryError::Deadline { pass: n, deadline }),
     }
 }
 
 /// Runs two recovery passes and parses the first. An `Err` is a harness
 /// error (a pass that could not run or printed something that is not a dump).
-pub fn recover(ctx: &Context, env: &TrialEnv) -> Result<Recovered, String> {
-    let copy = |n: u32| {
-        copy_db(&env.db, &env.path(&format!("recovery-{n}")))
-            .map_err(|e| format!("copying the database for recovery pass {n}: {e}"))
+pub fn recover(child: &ChildCommand, deadline: Duration, env: &TrialEnv) -> Result<Recovered, RecoveryError> {
+    let copy = |pass: u32| {
+        copy_db(&env.db, &env.path(&format!("recovery-{pass}"))).map_err(|source| RecoveryError::Copy { pass, source })
     };
-    let first = pass(ctx, env, &copy(1)?, 1)?;
-    let second = pass(ctx, env, &copy(2)?, 2)?;
-    let dump: Dump = serde_json::from_str(first.trim()).map_err(|e| format!("recovery pass 1 printed no dump: {e}"))?;
+    let first = pass(child, deadline, env, &copy(1)?, 1)?;
+    let second = pass(child, deadline, env, &copy(2)?, 2)?;
+    let dump: Dump = serde_json::from_str(first.trim()).map_err(RecoveryError::NotADump)?;
     let nondeterministic = (first != second).then(|| first_difference(&first, &second));
     Ok(Recovered { dump, nondeterministic })
 }

@@ -6,10 +6,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use crate::cells;
+use crate::pipeline::Context;
 use crate::plan::Job;
 use crate::report::{CellResult, Report, SCHEMA, Summary};
-use crate::trial::Context;
 
 /// Where trials run when `--workdir` is not given: a memory-backed folder
 /// where there is one. A `SIGKILL` tests the process's contract, not the
@@ -45,7 +44,7 @@ pub fn execute(plan: &[Job], ctx: &Context, jobs: usize, progress: &dyn Progress
                 while crate::harness::interrupted().is_none() {
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(job) = plan.get(i) else { break };
-                    let result = cells::run_job_guarded(job, ctx);
+                    let result = crate::pipeline::run_job_guarded(job, ctx);
                     let n = done.fetch_add(1, Ordering::SeqCst) + 1;
                     progress.finished(n, plan.len(), &result);
                     slots.lock().expect("no thread panics holding the slots")[i] = Some(result);
@@ -70,11 +69,11 @@ pub fn report(
         crashcells_version: env!("CARGO_PKG_VERSION").to_string(),
         sqlite_version,
         seed: ctx.seed,
-        matrix: ctx.matrix_arg.clone(),
+        matrix: ctx.options.matrix.clone(),
         duration_ms: started.elapsed().as_millis() as u64,
         run_id: run_id.to_string(),
         workdir: workdir.display().to_string(),
-        child: ctx.child_arg.clone().unwrap_or_else(|| "reference".into()),
+        child: ctx.options.child.clone().unwrap_or_else(|| "reference".into()),
         interrupted: crate::harness::interrupted().is_some(),
         os: os_description(),
         summary: Summary::of(&results),

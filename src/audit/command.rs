@@ -142,7 +142,7 @@ fn audit_one(setup: &AuditSetup, leg: &Leg, root: &Path) -> Result<Row> {
     let bytes = std::fs::read(&files.acks).map_err(|e| fail(format!("ack journal: {e}")))?;
     let journal = crate::journal::parse(&bytes).map_err(|e| fail(e.to_string()))?;
     let ready = journal.ready.ok_or_else(|| fail("the child wrote no ready record".into()))?;
-    crate::cells::check_protocol(&ready).map_err(&fail)?;
+    crate::pipeline::verdict::check_protocol(&ready).map_err(&fail)?;
     let audit = audit_leg(&files.db, &ready, leg);
     Ok(row(leg, &ready, audit, acked))
 }
@@ -346,7 +346,7 @@ mod tests {
             summary: AuditSummary { legs: 3, honored: 2, not_honored: 1 },
             rows,
         };
-        insta::assert_snapshot!(report.to_human());
+        crate::snapshots().bind(|| insta::assert_snapshot!("audit.human", report.to_human()));
         let back: AuditReport = serde_json::from_str(&report.to_json()).unwrap();
         assert_eq!(back, report);
     }

@@ -6,182 +6,128 @@
 //! Each racer opens the store, writes its ready record, and blocks on a
 //! shared lock of a barrier file the driver holds exclusively; dropping the
 //! driver's lock releases all of them at once. Each exits 0 (WON) or 10
-//! (LOST); any other end, a signal or a deadline is an `error`, never a loss.
+//! (LOST); any other end is an `error`, never a loss. Under syscall kills,
+//! racer r0 is killed at the entry of its Nth file-mutating call while the
+//! others race: then at most one racer wins, a WON has its claim in the
+//! store, and r0's claim may or may not have landed.
 
-use std::ffi::OsString;
-use std::fs::File;
-use std::time::Instant;
+use crashcells_protocol::{Dump, EXIT_WON};
 
-use crashcells_protocol::{EXIT_LOST, EXIT_WON};
+use super::{Cell, End, Process, Seen, Shape, Violations};
+use crate::catalog::Params;
 
-use crate::audit::audit_leg;
-use crate::harness::{Exit, POLL, Running, interrupted, run_to_end};
-use crate::journal;
-use crate::matrix::Leg;
-use crate::plan::Job;
-use crate::trial::{Context, Outcome, Trial, TrialEnv};
-
+/// The session the driver parks and the racers claim.
 pub const HANDOFF: &str = "handoff";
+/// Racers per race when the catalog gives none.
+const RACERS: u32 = 8;
 
-/// One race: trial `index` of the result.
-pub fn trial(job: &Job, ctx: &Context, racers: u32, index: u32) -> Trial {
-    let leg = job.leg.as_ref().expect("a live cell runs on a leg");
-    let env = match TrialEnv::new(ctx, leg, &format!("{}-{}-t{index}", job.cell.id, leg.name)) {
-        Ok(env) => env,
-        Err(e) => return Trial::new(index, None).conclude(Outcome::Error(format!("trial folder: {e}"))),
-    };
-    let mut trial = Trial::new(index, None);
-    let outcome = race(ctx, &env, racers, leg, &mut trial);
-    trial.env = Some(env);
-    trial.conclude(outcome)
-}
+pub struct ConsumeOnce;
 
-pub(super) fn racer_args(ctx: &Context, env: &TrialEnv, r: u32) -> Vec<OsString> {
-    let mut args: Vec<OsString> = vec!["claim".into(), "--db".into(), env.db.clone().into()];
-    args.extend(["--acks".into(), env.path(&format!("acks-r{r}.ndjson")).into()]);
-    args.extend(["--session".into(), HANDOFF.into(), "--barrier".into(), env.path("barrier.lock").into()]);
-    args.extend(["--claimant".into(), format!("r{r}").into()]);
-    if let Some(m) = &ctx.mutant {
-        args.extend(["--mutant".into(), m.into()]);
+impl Cell for ConsumeOnce {
+    fn shape(&self, params: &Params) -> Shape {
+        Shape::Race { racers: params.racers.unwrap_or(RACERS) }
     }
-    args
-}
 
-fn park(ctx: &Context, env: &TrialEnv) -> Result<(), String> {
-    let args: Vec<OsString> =
-        vec!["park".into(), "--db".into(), env.db.clone().into(), "--session".into(), HANDOFF.into()];
-    let (exit, tail) =
-        run_to_end(ctx.child.command(&args, &env.home), &env.path("park.stdout"), &env.stderr, ctx.deadline)
-            .map_err(|e| format!("could not start the child `{}`: {e}", ctx.child.display()))?;
-    match exit {
-        Some(Exit::Code(0)) => Ok(()),
-        Some(other) => Err(format!("park failed ({other}): {tail}")),
-        None => Err("park did not finish within the deadline".into()),
+    fn check(&self, seen: &Seen) -> Violations {
+        let killed = seen.processes.iter().any(|p| p.end == End::Killed);
+        check(seen.dump, won(seen.processes), seen.processes.len(), killed)
+    }
+
+    /// A race reports how many racers won.
+    fn acked(&self, processes: &[Process]) -> u64 {
+        u64::from(won(processes))
     }
 }
 
-/// Parks the handoff and takes the barrier: the racers block on it until the
-/// returned file is dropped, which releases all of them at once.
-pub(super) fn park_behind_barrier(ctx: &Context, env: &TrialEnv) -> Result<File, String> {
-    park(ctx, env)?;
-    let barrier_path = env.path("barrier.lock");
-    File::create(&barrier_path)
-        .and_then(|f| f.lock().map(|()| f))
-        .map_err(|e| format!("barrier {}: {e}", barrier_path.display()))
+fn won(processes: &[Process]) -> u32 {
+    processes.iter().filter(|p| p.end == End::Exited(EXIT_WON)).count() as u32
 }
 
-fn race(ctx: &Context, env: &TrialEnv, racers: u32, leg: &Leg, trial: &mut Trial) -> Outcome {
-    let barrier = match park_behind_barrier(ctx, env) {
-        Ok(f) => f,
-        Err(e) => return Outcome::Error(e),
-    };
-    let mut running = Vec::new();
-    for r in 0..racers {
-        let stderr = env.path(&format!("racer-r{r}.stderr"));
-        match Running::spawn(ctx.child.command(&racer_args(ctx, env, r), &env.home), Some(&stderr)) {
-            Ok(child) => running.push(child),
-            Err(e) => return Outcome::Error(format!("could not start racer r{r}: {e}")),
-        }
-    }
-    if let Err(e) = wait_ready(ctx, env, &mut running) {
-        return Outcome::Error(e);
-    }
-    // Release every racer at once.
-    drop(barrier);
-    let exits = match wait_all(ctx, &mut running) {
-        Ok(e) => e,
-        Err(e) => return Outcome::Error(e),
-    };
-    judge_race(ctx, env, &exits, leg, trial)
+/// The claims the store shows: the winner's `claimed by` messages in the
+/// handoff session, and the handoff's state.
+fn claims(dump: &Dump) -> (usize, Option<String>) {
+    let claims = dump.messages_of(HANDOFF).filter(|m| m.content.starts_with("claimed by")).count();
+    (claims, dump.session(HANDOFF).and_then(|s| s.handoff_state.clone()))
 }
 
-/// Waits until every racer has written its ready record (it is then at the
-/// barrier, or about to block on it).
-fn wait_ready(ctx: &Context, env: &TrialEnv, running: &mut [Running]) -> Result<(), String> {
-    let end = Instant::now() + ctx.deadline;
-    let mut pending: Vec<u32> = (0..running.len() as u32).collect();
-    while !pending.is_empty() {
-        pending.retain(|r| std::fs::metadata(env.path(&format!("acks-r{r}.ndjson"))).map_or(true, |m| m.len() == 0));
-        for (r, child) in running.iter_mut().enumerate() {
-            if let Some(exit) = child.try_exit() {
-                return Err(format!("racer r{r} ended before the barrier ({exit}): {}", child.stderr_tail()));
-            }
-        }
-        if Instant::now() >= end {
-            return Err(format!("racers {pending:?} were not ready within {:?}", ctx.deadline));
-        }
-        if interrupted().is_some() {
-            return Err(super::INTERRUPTED.into());
-        }
-        std::thread::sleep(POLL);
-    }
-    Ok(())
-}
-
-pub(super) fn wait_all(ctx: &Context, running: &mut [Running]) -> Result<Vec<Exit>, String> {
-    let end = Instant::now() + ctx.deadline;
-    let mut exits = Vec::new();
-    for (r, child) in running.iter_mut().enumerate() {
-        match child.wait_until(end) {
-            Some(exit) => exits.push(exit),
-            None => return Err(format!("racer r{r} did not finish within {:?}", ctx.deadline)),
-        }
-    }
-    Ok(exits)
-}
-
-fn judge_race(ctx: &Context, env: &TrialEnv, exits: &[Exit], leg: &Leg, trial: &mut Trial) -> Outcome {
-    let mut won = 0;
-    for (r, exit) in exits.iter().enumerate() {
-        match exit {
-            Exit::Code(EXIT_WON) => won += 1,
-            Exit::Code(EXIT_LOST) => {}
-            other => {
-                let tail = crate::harness::stderr_tail(&env.path(&format!("racer-r{r}.stderr")));
-                return Outcome::Error(format!("racer r{r} ended with {other}, neither WON (0) nor LOST (10): {tail}"));
-            }
-        }
-    }
-    let bytes = std::fs::read(env.path("acks-r0.ndjson")).unwrap_or_default();
-    let ready = match journal::parse(&bytes).map(|j| j.ready) {
-        Ok(Some(r)) => r,
-        Ok(None) => return Outcome::Error("racer r0 wrote no ready record".into()),
-        Err(e) => return Outcome::Error(e.to_string()),
-    };
-    if let Err(e) = super::check_protocol(&ready) {
-        return Outcome::Error(e);
-    }
-    trial.synchronous = ready.synchronous.clone();
-    let a = audit_leg(&env.db, &ready, leg);
-    let (honored, reason) = (a.honored, a.reason.clone());
-    trial.audit = Some(a);
-    if !honored {
-        return Outcome::Skip(reason);
-    }
-    trial.acked = 1;
-    let recovered = match crate::recovery::recover(ctx, env) {
-        Ok(r) => r,
-        Err(e) => return Outcome::Error(e),
-    };
-    let check = move |d: &crashcells_protocol::Dump| race_violations(d, won, exits.len());
-    super::judge_with(&recovered, &check, trial)
-}
-
-pub fn race_violations(dump: &crashcells_protocol::Dump, won: usize, racers: usize) -> super::workload::Violations {
-    let mut v = super::workload::Violations::default();
-    let claims =
-        dump.messages.iter().filter(|m| m.session_id == HANDOFF && m.content.starts_with("claimed by")).count();
-    let state = dump.sessions.iter().find(|s| s.id == HANDOFF).and_then(|s| s.handoff_state.clone());
+/// Without a kill, exactly one racer wins and the store shows exactly one
+/// claim. With racer r0 killed, at most one wins and at most one claim
+/// landed, and a WON has its claim (it committed before it exited). In
+/// both, the handoff's state agrees with the claims.
+pub fn check(dump: &Dump, won: u32, racers: usize, killed: bool) -> Violations {
+    let mut v = Violations::default();
+    let (claims, state) = claims(dump);
     let shown = state.as_deref().unwrap_or("none");
-    v.details.push(format!("{racers} racers: {won} WON; the store shows {claims} claim(s), handoff state {shown}"));
-    if won != 1 {
-        v.found.push(format!("{won} of {racers} racers won the handoff (exactly one must)"));
+    let kill = if killed { ", r0 killed" } else { "" };
+    v.details
+        .push(format!("{racers} racers{kill}: {won} WON; the store shows {claims} claim(s), handoff state {shown}"));
+    match killed {
+        false if won != 1 => v.found.push(format!("{won} of {racers} racers won the handoff (exactly one must)")),
+        true if won > 1 => v.found.push(format!("{won} racers won the handoff (at most one may)")),
+        _ => {}
     }
-    if claims != 1 {
+    if claims > 1 || (!killed && claims == 0) {
         v.found.push(format!("the store shows the handoff claimed {claims} times"));
     }
-    if state.as_deref() != Some("running") {
-        v.found.push(format!("the handoff's state is {state:?} after the race, not \"running\""));
+    if won == 1 && claims == 0 && killed {
+        v.found.push("a racer reported WON but the store shows no claim".into());
+    }
+    let expected = if claims == 0 { "pending" } else { "running" };
+    if state.as_deref() != Some(expected) {
+        v.found.push(format!("the handoff's state is {state:?} with {claims} claim(s), not {expected:?}"));
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crashcells_protocol::{DumpMessage, DumpSession};
+
+    fn dump(claims: usize, state: &str) -> Dump {
+        let session = DumpSession {
+            id: HANDOFF.into(),
+            parent_session_id: None,
+            ended: false,
+            end_reason: None,
+            message_count: claims as i64,
+            handoff_state: Some(state.into()),
+        };
+        let claim =
+            |i| DumpMessage { session_id: HANDOFF.into(), role: "system".into(), content: format!("claimed by r{i}") };
+        Dump {
+            protocol: 1,
+            integrity: "ok".into(),
+            sessions: vec![session],
+            messages: (0..claims).map(claim).collect(),
+        }
+    }
+
+    #[test]
+    fn one_winner_and_one_claim_pass() {
+        assert!(check(&dump(1, "running"), 1, 8, false).found.is_empty());
+    }
+
+    #[test]
+    fn two_winners_or_two_claims_fire() {
+        let v = check(&dump(2, "running"), 2, 8, false);
+        assert_eq!(
+            v.found,
+            ["2 of 8 racers won the handoff (exactly one must)", "the store shows the handoff claimed 2 times"]
+        );
+    }
+
+    #[test]
+    fn a_killed_racer_may_leave_the_handoff_pending_but_a_won_needs_its_claim() {
+        assert!(check(&dump(0, "pending"), 0, 8, true).found.is_empty());
+        assert!(check(&dump(1, "running"), 0, 8, true).found.is_empty(), "r0's claim landed before the kill");
+        let v = check(&dump(0, "pending"), 1, 8, true);
+        assert_eq!(v.found, ["a racer reported WON but the store shows no claim"]);
+    }
+
+    #[test]
+    fn a_state_that_disagrees_with_the_claims_fires() {
+        let v = check(&dump(1, "pending"), 1, 8, false);
+        assert_eq!(v.found, ["the handoff's state is Some(\"pending\") with 1 claim(s), not \"running\""]);
+    }
 }

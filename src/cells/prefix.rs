@@ -8,16 +8,27 @@
 //! transaction each, and acks each after it committed; it is killed once at
 //! least the window of acks (200) is reached.
 
-use crashcells_protocol::APPEND_SESSION;
-use crashcells_protocol::Ack;
-use crashcells_protocol::Dump;
+use crashcells_protocol::{APPEND_SESSION, Ack, Dump, Op};
 
-use super::workload::{Violations, Workload};
+use super::{Cell, Seen, Shape, Violations};
+use crate::catalog::Params;
 
-/// A syscall census runs this many operations after setup.
-pub const SWEEP_ACKS: u64 = 2;
+/// The timed kill's window when the catalog gives none.
+const WINDOW: u64 = 200;
+/// A syscall sweep covers the kill points of this many appends after setup.
+const SWEEP_ACKS: u64 = 2;
 
-pub const WORKLOAD: fn(u64) -> Workload = |window| Workload { op: "append", window, sweep_acks: SWEEP_ACKS, check };
+pub struct PrefixDurability;
+
+impl Cell for PrefixDurability {
+    fn shape(&self, params: &Params) -> Shape {
+        Shape::Workload { op: Op::Append, window: params.window.unwrap_or(WINDOW), sweep_acks: SWEEP_ACKS }
+    }
+
+    fn check(&self, seen: &Seen) -> Violations {
+        check(seen.dump, &seen.acks().cloned().collect::<Vec<_>>())
+    }
+}
 
 /// The indices of the recovered appends, in recovery order; `Err` names a
 /// message that is not an append's.
@@ -81,7 +92,7 @@ mod tests {
     }
 
     fn acks(n: u64) -> Vec<Ack> {
-        (0..n).map(|i| Ack { op: "append".into(), i, parent: None, child: None }).collect()
+        (0..n).map(|i| Ack::of("append", i)).collect()
     }
 
     #[test]

@@ -11,15 +11,27 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crashcells_protocol::Ack;
-use crashcells_protocol::Dump;
+use crashcells_protocol::{Ack, Dump, Op};
 
-use super::workload::{Violations, Workload};
+use super::{Cell, Seen, Shape, Violations};
+use crate::catalog::Params;
 
-/// A syscall census runs this many operations after setup.
-pub const SWEEP_ACKS: u64 = 1;
+/// The timed kill's window when the catalog gives none.
+const WINDOW: u64 = 50;
+/// A syscall sweep covers the kill points of this many rotations after setup.
+const SWEEP_ACKS: u64 = 1;
 
-pub const WORKLOAD: fn(u64) -> Workload = |window| Workload { op: "rotate", window, sweep_acks: SWEEP_ACKS, check };
+pub struct RotationAtomicity;
+
+impl Cell for RotationAtomicity {
+    fn shape(&self, params: &Params) -> Shape {
+        Shape::Workload { op: Op::Rotate, window: params.window.unwrap_or(WINDOW), sweep_acks: SWEEP_ACKS }
+    }
+
+    fn check(&self, seen: &Seen) -> Violations {
+        check(seen.dump, &seen.acks().cloned().collect::<Vec<_>>())
+    }
+}
 
 pub fn check(dump: &Dump, acks: &[Ack]) -> Violations {
     let mut v = Violations::default();

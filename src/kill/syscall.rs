@@ -223,6 +223,8 @@ pub enum Goal {
     KillAt(u64),
     /// Count the points until `acks` acks were written, and one more.
     Census { acks: u64 },
+    /// Count every point until the child ends on its own.
+    ToEnd,
 }
 
 /// How a traced run ended.
@@ -260,6 +262,7 @@ pub fn drive(child: &mut Traced, targets: &Targets, goal: Goal) -> Result<Driven
                     }
                     census_end.is_some_and(|m| counted == m + 1)
                 }
+                Goal::ToEnd => false,
             };
             if at {
                 return Ok(Driven::At(p));

@@ -107,8 +107,8 @@ fn description(r: &CellResult) -> String {
     if let Some(m) = &r.mutant {
         lines.push(format!("mutant: {m}"));
     }
-    lines.extend(r.findings().map(String::from));
-    lines.push(format!("integrity_check: {}", r.integrity().unwrap_or("not run")));
+    lines.extend(r.details.iter().cloned());
+    lines.push(format!("integrity_check: {}", r.integrity.as_deref().unwrap_or("not run")));
     if let Some(e) = &r.evidence {
         lines.push(format!("evidence: {e}"));
     }
@@ -123,7 +123,7 @@ mod tests {
 
     fn result(verdict: Verdict, leg: &str) -> CellResult {
         CellResult {
-            cell: "prefix-durability".into(),
+            cell: "some-cell".into(),
             number: 1,
             clause: "acked appends survive".into(),
             leg: leg.into(),
@@ -140,7 +140,8 @@ mod tests {
             evidence: Some("/ev/x".into()),
             repro: "crashcells run --cell 1".into(),
             mutant: None,
-            details: vec!["integrity_check: ok".into()],
+            integrity: Some("ok".into()),
+            details: vec![],
         }
     }
 
@@ -183,8 +184,8 @@ mod tests {
         assert_eq!((back.tests, back.failures, back.errors), (5, 1, 1));
         assert_eq!(back.test_suites[0].skipped, 2);
         let cases = &back.test_suites[0].test_cases;
-        assert_eq!(cases[0].name.as_str(), "prefix-durability/a/timed");
-        assert_eq!(cases[4].name.as_str(), "prefix-durability", "a stub has no leg");
+        assert_eq!(cases[0].name.as_str(), "some-cell/a/timed");
+        assert_eq!(cases[4].name.as_str(), "some-cell", "a stub has no leg");
         let TestCaseStatus::NonSuccess { message, description, .. } = &cases[1].status else { panic!("fire") };
         assert_eq!(message.as_deref(), Some("fire <reason> & more"), "escaped and read back intact");
         let text = description.as_deref().unwrap();

@@ -91,13 +91,13 @@ fn section(out: &mut String, r: &CellResult) {
     if let Some(m) = &r.mutant {
         let _ = writeln!(out, "- **Mutant:** `{m}`");
     }
-    let findings: Vec<&str> = r.findings().collect();
+    let findings: Vec<&str> = r.details.iter().map(String::as_str).collect();
     if findings.is_empty() {
         let _ = writeln!(out, "- **Acked vs recovered:** not compared (no recovery ran)");
     } else {
         let _ = writeln!(out, "- **Acked vs recovered:** {}", line(&findings.join("; ")));
     }
-    let _ = writeln!(out, "- **Integrity check:** {}", r.integrity().unwrap_or("not run"));
+    let _ = writeln!(out, "- **Integrity check:** {}", r.integrity.as_deref().unwrap_or("not run"));
     match &r.evidence {
         Some(e) => {
             let _ = writeln!(

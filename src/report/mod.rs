@@ -122,6 +122,9 @@ pub struct CellResult {
     pub repro: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mutant: Option<String>,
+    /// What `PRAGMA integrity_check` said after recovery, if recovery ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrity: Option<String>,
     /// Facts a reader of a fire needs: what was acked, what was recovered.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub details: Vec<String>,
@@ -134,15 +137,14 @@ impl CellResult {
         self.kill_points.last()
     }
 
-    /// What `PRAGMA integrity_check` said after recovery, if recovery ran.
-    pub fn integrity(&self) -> Option<&str> {
-        self.details.iter().find_map(|d| d.strip_prefix("integrity_check: "))
-    }
-
-    /// The details other than the integrity check: what was acked, what
-    /// was recovered, and anything else the cell noted.
-    pub fn findings(&self) -> impl Iterator<Item = &str> {
-        self.details.iter().map(String::as_str).filter(|d| !d.starts_with("integrity_check: "))
+    /// Reads a result written before the integrity check had a field of its
+    /// own, when it travelled as an `integrity_check: ...` detail.
+    fn upgrade(&mut self) {
+        const OLD: &str = "integrity_check: ";
+        if let Some(i) = self.details.iter().position(|d| d.starts_with(OLD)) {
+            let old = self.details.remove(i);
+            self.integrity.get_or_insert_with(|| old[OLD.len()..].to_string());
+        }
     }
 
     /// The leg as a reader needs it: what was asked for and what ran.
@@ -257,6 +259,7 @@ impl Report {
         // The verdicts are the results'; a summary edited or left stale in
         // the file must not decide the exit code.
         let mut report = report;
+        report.results.iter_mut().for_each(CellResult::upgrade);
         report.summary = Summary::of(&report.results);
         Ok(report)
     }

@@ -4,44 +4,10 @@
 //! evidence.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use crate::audit::Audit;
-use crate::harness::ChildCommand;
 use crate::matrix::Leg;
 use crate::report::KillPoint;
-
-/// What every cell needs from the run.
-#[derive(Clone, Debug)]
-pub struct Context {
-    pub child: ChildCommand,
-    /// The run's own work folder; trials make theirs inside it.
-    pub work_root: PathBuf,
-    /// Where fires and errors keep their evidence (created on first use).
-    pub evidence_root: PathBuf,
-    pub mutant: Option<String>,
-    /// The bound on every wait of a trial.
-    pub deadline: Duration,
-    /// `--trials`: overrides the catalog's trials (or races) per result.
-    pub trials: Option<u32>,
-    /// `--trial`: run only this trial of each result.
-    pub only_trial: Option<u32>,
-    /// What `repro` must say to rerun a result: the run's seed, matrix and child.
-    pub seed: u64,
-    /// `--point`: a syscall result runs only this kill point.
-    pub only_point: Option<u64>,
-    /// `--points`: a syscall sweep visits this many points, drawn with the seed.
-    pub points: Option<u32>,
-    /// Threads a syscall sweep spreads its trials over.
-    pub jobs: usize,
-    pub matrix_arg: String,
-    pub child_arg: Option<String>,
-    /// `--catalog`, which changes a cell's window and trials.
-    pub catalog_arg: Option<String>,
-}
-
-/// `--deadline` when not given; a repro names any other value.
-pub const DEFAULT_DEADLINE_SECS: u64 = 30;
 
 /// A trial's private folder.
 #[derive(Debug)]
@@ -54,9 +20,9 @@ pub struct TrialEnv {
 }
 
 impl TrialEnv {
-    /// Makes the folder and writes the leg's config into its home.
-    pub fn new(ctx: &Context, leg: &Leg, label: &str) -> std::io::Result<TrialEnv> {
-        let dir = tempfile::Builder::new().prefix(&format!("{label}-")).tempdir_in(&ctx.work_root)?;
+    /// Makes the folder inside `root` and writes the leg's config into its home.
+    pub fn new(root: &Path, leg: &Leg, label: &str) -> std::io::Result<TrialEnv> {
+        let dir = tempfile::Builder::new().prefix(&format!("{label}-")).tempdir_in(root)?;
         let home = dir.path().join("home");
         leg.config().write_home(&home)?;
         Ok(TrialEnv {
@@ -108,23 +74,29 @@ pub enum Outcome {
     Skip(String),
     /// The harness could not reach a verdict.
     Error(String),
+    /// The run was interrupted (`SIGINT`/`SIGTERM`) before a verdict; the
+    /// reason says where the trial was.
+    Interrupted(String),
 }
 
 /// A finished trial.
 #[derive(Debug)]
 pub struct Trial {
+    /// The trial's number (timed), or its kill point (syscall; 0 for a census).
     pub index: u32,
     pub outcome: Outcome,
     pub kill_point: Option<KillPoint>,
     pub acked: u64,
     pub audit: Option<Audit>,
     pub synchronous: Option<String>,
+    /// `PRAGMA integrity_check` of the recovered store, once recovery ran.
+    pub integrity: Option<String>,
     pub details: Vec<String>,
     pub env: Option<TrialEnv>,
 }
 
 impl Trial {
-    pub fn new(index: u32, env: Option<TrialEnv>) -> Trial {
+    pub fn new(index: u32) -> Trial {
         Trial {
             index,
             outcome: Outcome::Pass,
@@ -132,9 +104,15 @@ impl Trial {
             acked: 0,
             audit: None,
             synchronous: None,
+            integrity: None,
             details: Vec::new(),
-            env,
+            env: None,
         }
+    }
+
+    /// A trial that ended before it began, with `outcome`.
+    pub fn ended(index: u32, outcome: Outcome) -> Trial {
+        Trial::new(index).conclude(outcome)
     }
 
     /// Ends the trial with `outcome` unless an earlier step already ended it.
@@ -142,6 +120,12 @@ impl Trial {
         if self.outcome == Outcome::Pass {
             self.outcome = outcome;
         }
+        self
+    }
+
+    /// Gives the trial its folder, kept as evidence if it does not pass.
+    pub fn with_env(mut self, env: TrialEnv) -> Trial {
+        self.env = Some(env);
         self
     }
 }

@@ -1,0 +1,280 @@
+//! The options of a run, kept as one serializable struct (the way turso's
+//! simulator keeps its command-line options with every failing seed), and
+//! the `repro` command derived from it.
+//!
+//! A result's verdict depends on these options and on nothing else the user
+//! gives, so the command that reruns a result is these options narrowed to
+//! that result. The command is derived, not assembled: every field that is
+//! serialized is written back as its flag, in the order `--help` shows them,
+//! so a new option reaches every repro unless it is marked `#[serde(skip)]`
+//! as one that cannot change a verdict (where trials run, how many at once,
+//! where evidence goes). A test parses a repro back and compares.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use serde::{Deserialize, Serialize};
+
+use crate::report::KillMode;
+
+/// `--deadline` when not given; a repro names any other value.
+pub const DEFAULT_DEADLINE_SECS: u64 = 30;
+
+/// `--kill`: which kill modes a run uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KillArg {
+    Timed,
+    Syscall,
+    #[default]
+    All,
+}
+
+impl KillArg {
+    /// The kill modes it stands for, in the order results are planned.
+    pub fn modes(self) -> Vec<KillMode> {
+        match self {
+            KillArg::Timed => vec![KillMode::Timed],
+            KillArg::Syscall => vec![KillMode::Syscall],
+            KillArg::All => vec![KillMode::Timed, KillMode::Syscall],
+        }
+    }
+}
+
+impl From<KillMode> for KillArg {
+    fn from(k: KillMode) -> KillArg {
+        match k {
+            KillMode::Timed => KillArg::Timed,
+            KillMode::Syscall => KillArg::Syscall,
+        }
+    }
+}
+
+/// Every option of `crashcells run` that a verdict can depend on, in the
+/// order a repro names them, and those it cannot (not serialized).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args, Serialize, Deserialize)]
+pub struct RunOptions {
+    /// Run only this cell (id or number); repeatable. Default: every cell.
+    #[arg(long = "cell", value_name = "ID|N")]
+    pub cells: Vec<String>,
+    /// A built-in matrix (default, audit) or a path to a matrix file.
+    #[arg(long, value_name = "NAME|PATH", default_value = "default")]
+    pub matrix: String,
+    /// Run only this leg of the matrix; repeatable.
+    #[arg(long = "leg", value_name = "NAME")]
+    pub legs: Vec<String>,
+    /// How the child is killed: at a seeded number of acks (timed), at every
+    /// file-mutating system call of a short workload (syscall), or both.
+    #[arg(long, value_enum, default_value = "all")]
+    pub kill: KillArg,
+    /// The run's seed; every kill point derives from it. Default: a fresh one, printed.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Trials (or races) per result, instead of the catalog's.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub trials: Option<u32>,
+    /// Run only trial N of each result (what a repro command uses).
+    #[arg(long, value_name = "N")]
+    pub trial: Option<u32>,
+    /// Syscall mode: run only kill point N (what a repro command uses).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub point: Option<u64>,
+    /// Syscall mode: visit K kill points drawn with the seed instead of all.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
+    pub points: Option<u32>,
+    /// Run a deliberately broken variant of the reference store.
+    #[arg(long, value_name = "NAME")]
+    pub mutant: Option<String>,
+    /// Seconds any single wait of a trial may take before it is an error [default: 30].
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub deadline: Option<u64>,
+    /// Read the cell catalog from this folder instead of the built-in one.
+    #[arg(long, value_name = "DIR")]
+    pub catalog: Option<PathBuf>,
+    /// Run this command as the child instead of the reference store: the
+    /// driver runs `CMD ARGS <op> ...` (see docs/PROTOCOL.md).
+    #[arg(long, value_name = "'CMD ARGS'")]
+    pub child: Option<String>,
+    /// Results run in parallel [default: the number of cores].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[serde(skip)]
+    pub jobs: Option<u64>,
+    /// Where trials run [default: /dev/shm where writable, else the temp folder].
+    #[arg(long, value_name = "DIR")]
+    #[serde(skip)]
+    pub workdir: Option<PathBuf>,
+    /// Keep the evidence of fires and errors here [default: target/crashcells/evidence/RUN-ID].
+    #[arg(long, value_name = "DIR")]
+    #[serde(skip)]
+    pub evidence: Option<PathBuf>,
+}
+
+impl RunOptions {
+    /// The bound on every wait of a trial.
+    pub fn deadline(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.deadline.unwrap_or(DEFAULT_DEADLINE_SECS))
+    }
+
+    /// These options narrowed to one result: its cell, its leg, its kill
+    /// mode, and (for a result that did not pass) its deciding trial or
+    /// kill point.
+    pub fn narrowed(&self, cell: &str, leg: Option<&str>, kill: KillMode, decisive: Option<u32>) -> RunOptions {
+        let mut o = self.clone();
+        o.cells = vec![cell.to_string()];
+        o.legs = leg.map(|l| vec![l.to_string()]).unwrap_or_default();
+        o.kill = kill.into();
+        match kill {
+            // Kill points mean nothing to a timed kill: they stay out.
+            KillMode::Timed => {
+                (o.point, o.points) = (None, None);
+                o.trial = decisive.or(self.trial);
+            }
+            // A syscall trial's index is its kill point; the census (0) has none.
+            KillMode::Syscall => {
+                o.trial = None;
+                o.point = decisive.map(u64::from).filter(|&p| p > 0).or(self.point);
+            }
+        }
+        if o.point.is_some() {
+            o.points = None;
+        }
+        o
+    }
+
+    /// The command line that reruns exactly what these options select.
+    pub fn repro(&self) -> String {
+        let value = serde_json::to_value(self).expect("options always serialize");
+        let mut words = vec!["crashcells".to_string(), "run".to_string()];
+        // Declaration order, as clap knows it: the order --help shows.
+        for arg in RunOptions::augment_args(clap::Command::new("run")).get_arguments() {
+            let (Some(long), Some(v)) = (arg.get_long(), value.get(arg.get_id().as_str())) else { continue };
+            for word in flag_values(v) {
+                words.push(format!("--{long}"));
+                words.push(shell_word(&word));
+            }
+        }
+        words.join(" ")
+    }
+}
+
+/// The values a serialized option stands for: none when unset, one per
+/// element of a list.
+fn flag_values(v: &serde_json::Value) -> Vec<String> {
+    use serde_json::Value;
+    match v {
+        Value::Null => vec![],
+        Value::Array(items) => items.iter().flat_map(flag_values).collect(),
+        Value::String(s) => vec![s.clone()],
+        other => vec![other.to_string()],
+    }
+}
+
+/// Quotes a word for a POSIX shell when it needs it.
+pub fn shell_word(s: &str) -> String {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        options: RunOptions,
+    }
+
+    fn parse(line: &str) -> RunOptions {
+        // The test's own words have no quotes to undo but the child's.
+        let words = shell_words(line);
+        Cmd::try_parse_from(words.iter().skip(1)).unwrap().options
+    }
+
+    /// Splits a line as a shell would, for the quoting `shell_word` does.
+    fn shell_words(line: &str) -> Vec<String> {
+        let (mut words, mut word, mut quoted, mut any) = (Vec::new(), String::new(), false, false);
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\'' => {
+                    quoted = !quoted;
+                    any = true;
+                }
+                '\\' if !quoted => word.extend(chars.next()),
+                ' ' if !quoted => {
+                    if any || !word.is_empty() {
+                        words.push(std::mem::take(&mut word));
+                    }
+                    any = false;
+                }
+                c => word.push(c),
+            }
+        }
+        words.push(word);
+        words
+    }
+
+    fn every_option_set() -> RunOptions {
+        RunOptions {
+            cells: vec!["cell-a".into()],
+            matrix: "audit".into(),
+            legs: vec!["wal-sync-off".into()],
+            kill: KillArg::Timed,
+            seed: Some(42),
+            trials: Some(6),
+            trial: Some(3),
+            point: None,
+            points: Some(5),
+            mutant: Some("drop-append".into()),
+            deadline: Some(5),
+            catalog: Some("my cells".into()),
+            child: Some("store --flag 'x'".into()),
+            jobs: None,
+            workdir: None,
+            evidence: None,
+        }
+    }
+
+    #[test]
+    fn a_repro_names_every_serialized_option_and_parses_back_to_them() {
+        let o = every_option_set();
+        let line = o.repro();
+        assert_eq!(
+            line,
+            "crashcells run --cell cell-a --matrix audit --leg wal-sync-off --kill timed --seed 42 \
+             --trials 6 --trial 3 --points 5 --mutant drop-append --deadline 5 --catalog 'my cells' \
+             --child 'store --flag '\\''x'\\'''"
+        );
+        assert_eq!(parse(&line), o);
+    }
+
+    #[test]
+    fn options_that_cannot_change_a_verdict_stay_out_of_the_repro() {
+        let mut o = every_option_set();
+        (o.jobs, o.workdir, o.evidence) = (Some(3), Some("/w".into()), Some("/e".into()));
+        assert_eq!(o.repro(), every_option_set().repro());
+    }
+
+    #[test]
+    fn narrowing_names_the_result_and_its_deciding_trial_or_point() {
+        let all = RunOptions { matrix: "default".into(), seed: Some(7), points: Some(4), ..RunOptions::default() };
+        let timed = all.narrowed("cell-b", Some("default"), KillMode::Timed, Some(2));
+        assert_eq!(
+            timed.repro(),
+            "crashcells run --cell cell-b --matrix default --leg default --kill timed --seed 7 --trial 2"
+        );
+        let point = all.narrowed("cell-c", Some("delete"), KillMode::Syscall, Some(121));
+        assert_eq!(
+            point.repro(),
+            "crashcells run --cell cell-c --matrix default --leg delete --kill syscall --seed 7 --point 121"
+        );
+        let census = all.narrowed("cell-c", None, KillMode::Syscall, Some(0));
+        assert!(census.repro().ends_with("--kill syscall --seed 7 --points 4"), "{}", census.repro());
+    }
+}

@@ -1,0 +1,195 @@
+//! A job's result: its trials run in the shape its cell asks for, folded
+//! into one result, the evidence of a fire or an error kept, and the command
+//! that reruns it derived from the run's options.
+
+use std::time::Instant;
+
+use super::race::Race;
+use super::source::Workload;
+use super::sweep::sweep;
+use super::{Context, Outcome, Trial};
+use crate::catalog::Status;
+use crate::cells::{Cell, Shape};
+use crate::harness::interrupted;
+use crate::matrix::Leg;
+use crate::plan::Job;
+use crate::report::{CellResult, KillMode, Verdict};
+
+/// The reason of a result whose trial was cut short by `SIGINT`/`SIGTERM`.
+pub const INTERRUPTED: &str = "interrupted before a verdict";
+
+/// Produces the result of one job; a panic in a probe (a bug of the
+/// harness) becomes this result's `error` rather than the end of the run and
+/// the loss of every other result. Its children die as the unwinding drops
+/// their handles.
+pub fn run_job_guarded(job: &Job, ctx: &Context) -> CellResult {
+    let start = Instant::now();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_job(job, ctx))) {
+        Ok(result) => result,
+        Err(panic) => {
+            let what =
+                panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned());
+            let why = format!("the harness panicked: {}", what.unwrap_or_else(|| "no message".into()));
+            let mut result = base_result(job, ctx, Verdict::Error, why, 0);
+            result.duration_ms = start.elapsed().as_millis() as u64;
+            result
+        }
+    }
+}
+
+/// Produces the result of one job.
+pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
+    let start = Instant::now();
+    let mut trials = match (job.cell.status, crate::cells::find(&job.cell.id), job.leg.as_ref()) {
+        (Status::Stub, _, _) | (_, _, None) => {
+            let reason = job.cell.reason.clone().unwrap_or_default();
+            return base_result(job, ctx, Verdict::Stub, reason, 0);
+        }
+        (Status::Live, None, _) => {
+            let why = format!("cell `{}` has no probe in this driver", job.cell.id);
+            vec![Trial::ended(0, Outcome::Error(why))]
+        }
+        (Status::Live, Some(cell), Some(leg)) => trials(job, cell, leg, ctx),
+    };
+    mark_interrupted(&mut trials);
+    let mut result = fold(job, ctx, &trials);
+    result.duration_ms = start.elapsed().as_millis() as u64;
+    keep_evidence(ctx, &mut result, trials);
+    result
+}
+
+/// The trials of a live cell's job, in the shape the cell asks for.
+fn trials(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context) -> Vec<Trial> {
+    match (cell.shape(&job.cell.params), job.kill) {
+        (Shape::Workload { op, window, sweep_acks }, kill) => {
+            let w = Workload { job, leg, cell, ctx, op, sweep_acks };
+            match kill {
+                KillMode::Timed => in_order(job, ctx, &|i| w.timed(window, i)),
+                KillMode::Syscall => sweep(ctx, job.seed, &w),
+            }
+        }
+        (Shape::Race { racers }, kill) => {
+            let race = Race { job, leg, cell, ctx, racers };
+            match kill {
+                KillMode::Timed => in_order(job, ctx, &|i| race.free(i)),
+                KillMode::Syscall => sweep(ctx, job.seed, &race),
+            }
+        }
+    }
+}
+
+/// Trials per result: `--trials`, else the catalog's trials or races, else 1.
+fn trial_count(job: &Job, ctx: &Context) -> u32 {
+    let p = &job.cell.params;
+    ctx.options.trials.or(p.trials).or(p.races).unwrap_or(1)
+}
+
+/// The trials of a timed result, in order, up to the first that does not
+/// pass; `--trial N` runs that one alone.
+fn in_order(job: &Job, ctx: &Context, run: &dyn Fn(u32) -> Trial) -> Vec<Trial> {
+    let indices: Vec<u32> = match ctx.options.trial {
+        Some(t) => vec![t],
+        None => (0..trial_count(job, ctx)).collect(),
+    };
+    let mut trials = Vec::new();
+    for index in indices {
+        let trial = run(index);
+        let decisive = trial.outcome != Outcome::Pass;
+        trials.push(trial);
+        if decisive || interrupted().is_some() {
+            break;
+        }
+    }
+    trials
+}
+
+/// A trial that ended in an error while the run was being interrupted owes
+/// the error to the interruption (its waits gave up), whatever it says.
+fn mark_interrupted(trials: &mut [Trial]) {
+    let Some(last) = trials.last_mut() else { return };
+    if let (Outcome::Error(why), Some(_)) = (&last.outcome, interrupted()) {
+        last.outcome = Outcome::Interrupted(why.clone());
+    }
+}
+
+fn base_result(job: &Job, ctx: &Context, verdict: Verdict, reason: String, trials: u32) -> CellResult {
+    let leg = job.leg.as_ref();
+    CellResult {
+        cell: job.cell.id.clone(),
+        number: job.cell.number,
+        clause: job.cell.clause.clone(),
+        leg: leg.map_or("-".into(), |l| l.name.clone()),
+        requested_mode: leg.and_then(|l| l.journal_mode).map(|m| m.to_string()),
+        effective_mode: None,
+        synchronous: leg.and_then(|l| l.synchronous).map(|s| s.to_string()),
+        kill: job.kill,
+        verdict,
+        reason,
+        trials,
+        kill_points: Vec::new(),
+        acked: 0,
+        duration_ms: 0,
+        evidence: None,
+        repro: repro(job, ctx, None),
+        mutant: ctx.options.mutant.clone(),
+        integrity: None,
+        details: Vec::new(),
+    }
+}
+
+/// The command that reruns this job's result (its deciding trial, if given).
+fn repro(job: &Job, ctx: &Context, decisive: Option<u32>) -> String {
+    let leg = job.leg.as_ref().map(|l| l.name.as_str());
+    ctx.options.narrowed(&job.cell.id, leg, job.kill, decisive).repro()
+}
+
+/// Folds trials into a result: the last trial decides (runs stop at the
+/// first fire, error or skip); a pass reports the least acked of its trials.
+fn fold(job: &Job, ctx: &Context, trials: &[Trial]) -> CellResult {
+    let last = trials.last().expect("at least one trial");
+    let (verdict, reason) = match &last.outcome {
+        Outcome::Pass => (Verdict::Pass, String::new()),
+        Outcome::Fire(r) => (Verdict::Fire, format!("trial {}: {r}", last.index)),
+        Outcome::Skip(r) => (Verdict::Skip, r.clone()),
+        Outcome::Error(r) => (Verdict::Error, format!("trial {}: {r}", last.index)),
+        Outcome::Interrupted(r) => (Verdict::Error, format!("trial {}: {INTERRUPTED} ({r})", last.index)),
+    };
+    let mut result = base_result(job, ctx, verdict, reason, trials.len() as u32);
+    result.kill_points = trials.iter().filter_map(|t| t.kill_point.clone()).collect();
+    result.acked = match verdict {
+        // A timed pass reports its least acked trial; a sweep, the most acks
+        // any of its kill points came after.
+        Verdict::Pass if job.kill == KillMode::Syscall => trials.iter().map(|t| t.acked).max().unwrap_or(0),
+        Verdict::Pass => trials.iter().map(|t| t.acked).min().unwrap_or(0),
+        _ => last.acked,
+    };
+    result.effective_mode = trials.iter().rev().find_map(|t| t.audit.as_ref().map(|a| a.effective.clone()));
+    if verdict == Verdict::Pass {
+        // A pass in a mode the resolver chose over the wish says so.
+        result.reason = last.audit.as_ref().map(|a| a.note.clone()).unwrap_or_default();
+    }
+    result.synchronous = trials.iter().rev().find_map(|t| t.synchronous.clone()).or(result.synchronous);
+    result.integrity = last.integrity.clone();
+    result.details = last.details.clone();
+    if verdict != Verdict::Pass {
+        result.repro = repro(job, ctx, Some(last.index));
+    }
+    result
+}
+
+/// Keeps the folder of a fired or errored trial, with the result as JSON
+/// beside it; every other trial's folder is removed with its `TrialEnv`.
+fn keep_evidence(ctx: &Context, result: &mut CellResult, trials: Vec<Trial>) {
+    if !matches!(result.verdict, Verdict::Fire | Verdict::Error) {
+        return;
+    }
+    let Some(env) = trials.into_iter().last().and_then(|t| t.env) else { return };
+    let dest = ctx.evidence_root.join(format!("{}-{}-{}", result.cell, result.leg, result.kill.as_str()));
+    match env.keep(&dest) {
+        Ok(()) => {
+            result.evidence = Some(dest.display().to_string());
+            let _ = std::fs::write(dest.join("result.json"), serde_json::to_string_pretty(result).unwrap_or_default());
+        }
+        Err(e) => result.details.push(format!("evidence could not be kept: {e}")),
+    }
+}

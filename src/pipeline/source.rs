@@ -1,0 +1,187 @@
+//! Crash sources of a workload cell (one child that runs its operation
+//! until killed): a timed kill, a kill at syscall point N, and the census
+//! that counts a workload's points.
+//!
+//! Crash model: timed, the child runs unhindered until the driver has seen a
+//! seeded number of acks, then, after a seeded fraction of an operation's
+//! time, its whole group gets `SIGKILL`. At a syscall point, the child is
+//! stopped at the entry of its Nth file-mutating call on the store's files
+//! or the ack journal and killed there: the call never runs. Either way the
+//! only valid end is death by that signal.
+
+use crashcells_protocol::{Op, OpArgs};
+
+use super::sweep::{Census, Filter, Sweepable, trace_outcome};
+use super::verdict::{Ended, conclude};
+use super::{Context, Outcome, Trial, TrialEnv};
+use crate::audit::audit_leg;
+use crate::cells::{Cell, End};
+use crate::harness::{Running, Traced};
+use crate::journal;
+use crate::kill::syscall::{Driven, Goal, Targets, drive};
+use crate::kill::timed::{WaitError, phase_delay, timed_target, wait_for_acks};
+use crate::matrix::Leg;
+use crate::plan::Job;
+use crate::report::KillPoint;
+
+/// A workload cell's job, as its crash sources need it.
+pub struct Workload<'a> {
+    pub job: &'a Job,
+    pub leg: &'a Leg,
+    pub cell: &'a dyn Cell,
+    pub ctx: &'a Context,
+    pub op: Op,
+    /// A sweep covers the kill points of this many operations after setup.
+    pub sweep_acks: u64,
+}
+
+impl Sweepable for Workload<'_> {
+    fn census(&self, filter: Filter) -> Result<Census, Box<Trial>> {
+        self.count_points(filter)
+    }
+
+    fn at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
+        self.kill_at(filter, n, census)
+    }
+}
+
+impl Workload<'_> {
+    /// A private folder for trial `label`.
+    fn env(&self, label: &str) -> Result<TrialEnv, Outcome> {
+        let label = format!("{}-{}-{label}", self.job.cell.id, self.leg.name);
+        TrialEnv::new(&self.ctx.work_root, self.leg, &label).map_err(|e| Outcome::Error(format!("trial folder: {e}")))
+    }
+
+    /// The child's command for the workload in `env`.
+    fn command(&self, env: &TrialEnv) -> std::process::Command {
+        let args = OpArgs::new(self.op).db(&env.db).acks(&env.acks).mutant(self.ctx.mutant());
+        self.ctx.child.command(&args.to_args(), &env.home)
+    }
+
+    /// Trial `index` of a timed result: kill once the seeded target of acks
+    /// is reached, then judge.
+    pub fn timed(&self, window: u64, index: u32) -> Trial {
+        let env = match self.env(&format!("t{index}")) {
+            Ok(env) => env,
+            Err(outcome) => return Trial::ended(index, outcome),
+        };
+        let mut trial = Trial::new(index);
+        let seed = crate::seed::derive(self.job.seed, &[&index.to_string()]);
+        let outcome = match self.kill_timed(&env, window, seed, &mut trial) {
+            Ok(()) => self.judge(&env, None, &mut trial),
+            Err(outcome) => outcome,
+        };
+        trial.conclude(outcome).with_env(env)
+    }
+
+    fn kill_timed(&self, env: &TrialEnv, window: u64, seed: u64, trial: &mut Trial) -> Result<(), Outcome> {
+        let mut child = Running::spawn(self.command(env), Some(&env.stderr))
+            .map_err(|e| Outcome::Error(format!("could not start the child `{}`: {e}", self.ctx.child.display())))?;
+        let target = timed_target(window, seed);
+        let reached = wait_for_acks(&mut child, &env.acks, target, self.ctx.deadline).map_err(|e| match e {
+            WaitError::Exited(why) | WaitError::Io(why) => Outcome::Error(why),
+            WaitError::Interrupted => Outcome::Interrupted("waiting for acks".into()),
+            WaitError::Deadline { acks } => Outcome::Error(format!(
+                "child stalled: {acks} of {target} acks within the {:?} deadline; child killed; stderr: {}",
+                self.ctx.deadline,
+                or_empty(&child.stderr_tail())
+            )),
+        })?;
+        std::thread::sleep(phase_delay(seed, reached.mean_op));
+        if !child.is_alive() {
+            return Err(Outcome::Error(format!("child was not alive at the kill ({})", child.stderr_tail())));
+        }
+        let seen = journal::Tail::default().poll(&env.acks).map_or(reached.acks, |l| l.saturating_sub(1));
+        trial.kill_point = Some(KillPoint { trial: trial.index, after_acks: seen, ..KillPoint::default() });
+        child.kill_and_reap().check().map_err(|e| Outcome::Error(e.to_string()))
+    }
+
+    /// The killed child's files to a verdict.
+    fn judge(&self, env: &TrialEnv, census: Option<&Census>, trial: &mut Trial) -> Outcome {
+        let ended = [Ended { name: "child".into(), journal: env.acks.clone(), end: End::Killed }];
+        conclude(self.cell, self.leg, self.ctx, env, &ended, census, trial)
+    }
+
+    /// Runs the workload traced until `sweep_acks` acks and one more point,
+    /// kills it there and audits the leg.
+    fn count_points(&self, filter: Filter) -> Result<Census, Box<Trial>> {
+        let fail = |env: Option<TrialEnv>, o: Outcome| {
+            let t = Trial::ended(0, o);
+            Box::new(match env {
+                Some(env) => t.with_env(env),
+                None => t,
+            })
+        };
+        let env = self.env("census").map_err(|o| fail(None, o))?;
+        let total = match self.traced_to(&env, filter, Goal::Census { acks: self.sweep_acks }) {
+            Ok(point) => point.ordinal.unwrap_or(0),
+            Err(o) => return Err(fail(Some(env), census_outcome(o))),
+        };
+        let bytes = std::fs::read(&env.acks).unwrap_or_default();
+        match journal::parse(&bytes).map(|j| j.ready) {
+            Ok(Some(ready)) => Ok(Census { points: total, audit: audit_leg(&env.db, &ready, self.leg), ready }),
+            Ok(None) => Err(fail(Some(env), Outcome::Error("census: the child wrote no ready record".into()))),
+            Err(e) => Err(fail(Some(env), Outcome::Error(format!("census: {e}")))),
+        }
+    }
+
+    /// One trial of a sweep: kill at point `n`, then judge like any killed trial.
+    fn kill_at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
+        let index = u32::try_from(n).unwrap_or(u32::MAX);
+        let env = match self.env(&format!("p{n}")) {
+            Ok(env) => env,
+            Err(outcome) => return Trial::ended(index, outcome),
+        };
+        let mut trial = Trial::new(index);
+        let outcome = match self.traced_to(&env, filter, Goal::KillAt(n)) {
+            Ok(kp) => {
+                trial.kill_point = Some(kp);
+                self.judge(&env, Some(census), &mut trial)
+            }
+            Err(o) => o,
+        };
+        if let Some(kp) = trial.kill_point.as_mut() {
+            kp.after_acks = trial.acked;
+            if outcome != Outcome::Pass {
+                let _ =
+                    std::fs::write(env.path("kill-point.json"), serde_json::to_string_pretty(kp).unwrap_or_default());
+            }
+        }
+        trial.conclude(outcome).with_env(env)
+    }
+
+    /// Spawns the workload traced, drives it to `goal` and kills it there.
+    fn traced_to(&self, env: &TrialEnv, filter: Filter, goal: Goal) -> Result<KillPoint, Outcome> {
+        let mut child = Traced::spawn(self.command(env), Some(&env.stderr), filter, self.ctx.deadline)
+            .map_err(|e| trace_outcome(e, self.ctx))?;
+        let point = match drive(&mut child, &Targets::new(&env.db, &env.acks), goal) {
+            Ok(Driven::At(p)) => p,
+            Ok(Driven::Exited { exit, counted }) => {
+                let at = match goal {
+                    Goal::KillAt(n) => format!(", before point {n}"),
+                    _ => String::new(),
+                };
+                let tail = child.stderr_tail();
+                return Err(Outcome::Error(format!(
+                    "the child ended ({exit}) after {counted} kill points{at}: {tail}"
+                )));
+            }
+            Err(e) => return Err(trace_outcome(e, self.ctx)),
+        };
+        child.kill_and_reap().check().map_err(|e| Outcome::Error(e.to_string()))?;
+        Ok(point.kill_point(u32::try_from(point.ordinal).unwrap_or(u32::MAX), 0))
+    }
+}
+
+/// A census's failure names the census.
+fn census_outcome(o: Outcome) -> Outcome {
+    match o {
+        Outcome::Error(why) => Outcome::Error(format!("census: {why}")),
+        other => other,
+    }
+}
+
+/// A stderr tail for a reason line; an empty one says so.
+fn or_empty(tail: &str) -> &str {
+    if tail.is_empty() { "(empty)" } else { tail }
+}

@@ -1,0 +1,118 @@
+//! From a crash to a verdict: the one step every trial of every cell ends
+//! with, whatever killed its child.
+//!
+//! Crash model: the child (or, in a race, each racer) has ended, by the
+//! driver's `SIGKILL` or on its own, and has been reaped; nothing writes the
+//! files any more. Its ack journal says what it promised; the journal's last
+//! line may be torn by the kill. Clause (every cell): recovery is
+//! deterministic and the recovered file passes `PRAGMA integrity_check`;
+//! then the cell's own clause, on what was acked and what was recovered.
+
+use std::path::PathBuf;
+
+use crashcells_protocol::{PROTOCOL, Ready};
+
+use super::sweep::Census;
+use super::{Context, Outcome, Trial, TrialEnv};
+use crate::audit::audit_leg;
+use crate::cells::{Cell, End, Process, Seen};
+use crate::journal;
+use crate::matrix::Leg;
+use crate::recovery::Recovered;
+
+/// One process of a crashed trial, before anything of it was read.
+#[derive(Clone, Debug)]
+pub struct Ended {
+    pub name: String,
+    pub journal: PathBuf,
+    pub end: End,
+}
+
+/// Judges what a crash left in `env`: reads each process's journal, takes
+/// the ready record (the first process's that has one, else the census's:
+/// a kill point may land before any was written), audits the leg (a leg the
+/// child did not honor is skipped), recovers twice and applies the cell's
+/// check. A sweep passes its census, whose leg audit stands for every point.
+pub fn conclude(
+    cell: &dyn Cell,
+    leg: &Leg,
+    ctx: &Context,
+    env: &TrialEnv,
+    ended: &[Ended],
+    census: Option<&Census>,
+    trial: &mut Trial,
+) -> Outcome {
+    let (processes, ready) = match read_journals(ended) {
+        Ok(read) => read,
+        Err(why) => return Outcome::Error(why),
+    };
+    let Some(ready) = ready.as_ref().or(census.map(|c| &c.ready)) else {
+        return Outcome::Error("the child wrote no ready record".into());
+    };
+    if let Err(why) = check_protocol(ready) {
+        return Outcome::Error(why);
+    }
+    trial.acked = cell.acked(&processes);
+    trial.synchronous = ready.synchronous.clone();
+    let audit = census.map_or_else(|| audit_leg(&env.db, ready, leg), |c| c.audit.clone());
+    let skip = (!audit.honored).then(|| audit.reason.clone());
+    trial.audit = Some(audit);
+    if let Some(reason) = skip {
+        return Outcome::Skip(reason);
+    }
+    match crate::recovery::recover(&ctx.child, ctx.deadline, env) {
+        Ok(recovered) => judge(cell, &processes, &recovered, trial),
+        Err(e) => Outcome::Error(e.to_string()),
+    }
+}
+
+/// The child must speak our protocol version; anything else is an error.
+pub fn check_protocol(ready: &Ready) -> Result<(), String> {
+    if ready.protocol == PROTOCOL {
+        Ok(())
+    } else {
+        Err(format!("the child speaks protocol {} but this driver speaks {PROTOCOL}", ready.protocol))
+    }
+}
+
+/// Each process's acks, and the first ready record among them.
+fn read_journals(ended: &[Ended]) -> Result<(Vec<Process>, Option<Ready>), String> {
+    let mut processes = Vec::new();
+    let mut ready = None;
+    for e in ended {
+        let bytes = std::fs::read(&e.journal).unwrap_or_default();
+        let j = journal::parse(&bytes).map_err(|err| prefixed(ended.len(), &e.name, &err.to_string()))?;
+        ready = ready.or(j.ready);
+        processes.push(Process { name: e.name.clone(), acks: j.acks, end: e.end });
+    }
+    Ok((processes, ready))
+}
+
+/// A message about one of several processes names it.
+fn prefixed(processes: usize, name: &str, message: &str) -> String {
+    if processes > 1 { format!("{name}: {message}") } else { message.to_string() }
+}
+
+/// Determinism, integrity, then the cell's own check. The first finding is
+/// the reason; any others are kept in the details, so that a reader sees
+/// every one of them.
+fn judge(cell: &dyn Cell, processes: &[Process], recovered: &Recovered, trial: &mut Trial) -> Outcome {
+    let dump = &recovered.dump;
+    let v = cell.check(&Seen { processes, dump });
+    trial.details.extend(v.details);
+    trial.integrity = Some(dump.integrity.clone());
+    let mut found = v.found;
+    if let Some(why) = &recovered.nondeterministic {
+        found.insert(0, why.clone());
+    }
+    if dump.integrity != "ok" {
+        found.insert(0, format!("integrity_check says {}", dump.integrity));
+    }
+    let more = found.len().saturating_sub(1);
+    trial.details.extend(found.iter().skip(1).map(|f| format!("also: {f}")));
+    match found.first() {
+        None => Outcome::Pass,
+        Some(first) if more == 0 => Outcome::Fire(first.clone()),
+        Some(first) => Outcome::Fire(format!("{first} (and {more} more, in the details)")),
+    }
+}
