@@ -45,9 +45,9 @@ pub struct Params {
     pub races: Option<u32>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 /// One cell as the catalog describes it (its TOML file): what it checks,
 /// where it runs, its parameters. Its probe is in [`crate::cells`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CellSpec {
     pub number: u32,

@@ -183,12 +183,12 @@ mod tests {
 
     #[test]
     fn tail_counts_only_complete_lines() {
-        let path = std::env::temp_dir().join(format!("cc-tail-{}", std::process::id()));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("acks.ndjson");
         std::fs::write(&path, format!("{READY}\n{}", &ack(0)[..5])).unwrap();
         let mut t = Tail::default();
         assert_eq!(t.poll(&path).unwrap(), 1);
         std::fs::write(&path, format!("{READY}\n{}\n{}\n", ack(0), ack(1))).unwrap();
         assert_eq!(t.poll(&path).unwrap(), 3);
-        std::fs::remove_file(&path).unwrap();
     }
 }
