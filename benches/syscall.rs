@@ -36,6 +36,7 @@ fn context(work: &Path, jobs: usize) -> Context {
         evidence_root: work.join("evidence"),
         deadline: Duration::from_secs(30),
         jobs,
+        child_ready: None,
     }
 }
 

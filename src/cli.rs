@@ -282,7 +282,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     // The syscall tracer matches the paths /proc reports, which are resolved:
     // a work folder reached through a symlink would match no file at all.
     let work_root = std::fs::canonicalize(work.path()).map_err(Error::io("work folder", work.path()))?;
-    let ctx = run_context(o, seed, &work_root, evidence_root)?;
+    let mut ctx = run_context(o, seed, &work_root, evidence_root)?;
     // Interrupts are caught from here on, so that a Ctrl-C during the
     // preflight still ends with an (empty) partial report and 128 + signal:
     // an interrupted run starts no result.
@@ -292,6 +292,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         Err(_) if crate::harness::interrupted().is_some() => None,
         Err(message) => return Err(Error::Child { child: ctx.child.display(), message }),
     };
+    ctx.child_ready = ready.clone();
     eprintln!(
         "crashcells: run {run_id}, seed {seed}, matrix {}, {} results, trials in {}",
         matrix.name,
@@ -321,6 +322,7 @@ fn run_context(options: RunOptions, seed: u64, work_root: &Path, evidence_root: 
         jobs: options.jobs.map_or_else(default_jobs, |j| j as usize),
         seed,
         options,
+        child_ready: None,
     })
 }
 

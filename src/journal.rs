@@ -6,7 +6,7 @@
 //! ignored. A torn line anywhere else means the journal cannot be trusted, and
 //! the trial is an `error`, never a pass or a fire.
 
-use crashcells_protocol::{Ack, PROTOCOL, Ready, Record};
+use crashcells_protocol::{Ack, Ready, Record, speaks, spoken};
 
 /// A parsed journal.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -27,9 +27,9 @@ pub enum JournalError {
     AckBeforeReady { line: usize },
     #[error("ack journal line 1 is not a ready record: {found}")]
     NotReady { found: String },
-    #[error("the child speaks protocol {found} but this driver speaks {PROTOCOL}")]
+    #[error("the child speaks protocol {found} but this driver speaks {}", spoken())]
     WrongProtocol { found: String },
-    #[error("ack journal line 1 is a ready record that does not match protocol {PROTOCOL}: {message}")]
+    #[error("ack journal line 1 is a ready record that does not match its protocol: {message}")]
     BadReady { message: String },
 }
 
@@ -66,7 +66,7 @@ fn first_line(line: &[u8]) -> Result<(), JournalError> {
         return Err(JournalError::NotReady { found: snippet(line) });
     }
     match value.get("protocol") {
-        Some(v) if v.as_u64() == Some(u64::from(PROTOCOL)) => {}
+        Some(v) if v.as_u64().and_then(|v| u32::try_from(v).ok()).is_some_and(speaks) => {}
         Some(v) => return Err(JournalError::WrongProtocol { found: v.to_string() }),
         None => return Err(JournalError::WrongProtocol { found: "none (no `protocol` field)".into() }),
     }
@@ -175,8 +175,8 @@ mod tests {
         assert_eq!(e.to_string(), r#"ack journal line 1 is not a ready record: "hello world""#);
         let e = parse(format!("{}\n", ack(0)).as_bytes()).unwrap_err();
         assert!(matches!(e, JournalError::NotReady { .. }), "{e}");
-        let e = parse(b"{\"kind\":\"ready\",\"protocol\":2}\n").unwrap_err();
-        assert_eq!(e.to_string(), "the child speaks protocol 2 but this driver speaks 1");
+        let e = parse(b"{\"kind\":\"ready\",\"protocol\":3}\n").unwrap_err();
+        assert_eq!(e.to_string(), "the child speaks protocol 3 but this driver speaks 1 and 2");
         let e = parse(b"{\"kind\":\"ready\",\"protocol\":1}\n").unwrap_err();
         assert!(e.to_string().contains("missing field"), "{e}");
     }

@@ -127,7 +127,7 @@ fn the_python_store_and_the_reference_child_pass_child_check() {
 #[test]
 fn child_check_names_what_a_broken_child_gets_wrong() {
     let cases = [
-        ("version", "protocol-version", "speaks protocol 2"),
+        ("version", "protocol-version", "speaks protocol 3"),
         ("journal", "ready", "READY!!"),
         ("stdout", "ready", "on stdout"),
     ];
@@ -145,7 +145,7 @@ fn child_check_names_what_a_broken_child_gets_wrong() {
 #[test]
 fn a_wrong_version_or_garbage_child_stops_the_run_with_exit_2() {
     let cases = [
-        ("version", "the child speaks protocol 2 but this driver speaks 1"),
+        ("version", "the child speaks protocol 3 but this driver speaks 1 and 2"),
         ("journal", "ack journal line 1 is not a ready record: \"READY!!\""),
         ("stdout", "wrote no ready record to its ack journal (it printed \"hello from a store"),
     ];

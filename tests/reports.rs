@@ -46,6 +46,7 @@ fn affected_wal_skip_reason(dir: &Path) -> String {
         journal_mode: "delete".into(),
         synchronous: Some("full".into()),
         resolver: Some(decision),
+        operations: None,
     };
     let a = audit(&db, &ready, Some(JournalMode::Wal));
     assert!(!a.honored);

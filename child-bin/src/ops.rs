@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use crashcells_protocol::{
-    APPEND_SESSION, Ack, AckWriter, DatabaseConfig, EXIT_LOST, EXIT_WON, Mutant, PROTOCOL, Ready, Record,
+    APPEND_SESSION, Ack, AckWriter, DatabaseConfig, EXIT_LOST, EXIT_WON, Mutant, Op, PROTOCOL, Ready, Record,
 };
 
 use crate::ChildError;
@@ -103,6 +103,7 @@ fn ready(store: &Store, op: &str) -> Record {
         journal_mode: store.journal_mode.clone(),
         synchronous: store.synchronous.map(|s| s.to_string()),
         resolver: Some(store.decision.clone()),
+        operations: Some(Op::ALL.iter().map(|o| o.as_str().to_string()).collect()),
     })
 }
 

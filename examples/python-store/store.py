@@ -21,7 +21,9 @@ import sqlite3
 import sys
 import time
 
-PROTOCOL = 1
+PROTOCOL = 2
+# What this store implements; protocol 2 lists it in the ready record.
+OPERATIONS = ("append", "rotate", "park", "claim", "dump")
 EXIT_WON = 0
 EXIT_LOST = 10
 EXIT_CONFIG = 2
@@ -349,6 +351,7 @@ class Acks:
                 "journal_mode": store.journal_mode,
                 "synchronous": store.synchronous,
                 "resolver": store.decision,
+                "operations": list(OPERATIONS),
             }
         )
 

@@ -17,5 +17,24 @@ pub use dump::{Dump, DumpMessage, DumpSession};
 pub use op::{APPEND_SESSION, EXIT_LOST, EXIT_WON, Mutant, Op, OpArgs};
 pub use records::{Ack, AckWriter, Decider, Decision, Ready, Record};
 
-/// The protocol version the driver and the reference store speak.
-pub const PROTOCOL: u32 = 1;
+/// The protocol version the reference store speaks, and the newest the
+/// driver speaks.
+pub const PROTOCOL: u32 = 2;
+
+/// Every version the driver speaks. A child of version 1 lists no
+/// operations: it implements the five of version 1 and no others.
+pub const SUPPORTED: [u32; 2] = [1, 2];
+
+/// Whether the driver speaks version `v`.
+pub fn speaks(v: u32) -> bool {
+    SUPPORTED.contains(&v)
+}
+
+/// The versions the driver speaks, for a message: `1 and 2`.
+pub fn spoken() -> String {
+    let words: Vec<String> = SUPPORTED.iter().map(u32::to_string).collect();
+    match words.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => words.join(""),
+    }
+}

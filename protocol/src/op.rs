@@ -29,6 +29,8 @@ pub enum Op {
 
 impl Op {
     pub const ALL: [Op; 5] = [Op::Append, Op::Rotate, Op::Park, Op::Claim, Op::Dump];
+    /// The operations every version-1 child implements.
+    pub const VERSION_1: [Op; 5] = [Op::Append, Op::Rotate, Op::Park, Op::Claim, Op::Dump];
 
     /// The operation's name on the command line and in records.
     pub fn as_str(self) -> &'static str {

@@ -14,6 +14,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{JournalMode, Synchronous};
+use crate::op::Op;
 
 /// One line of the ack journal.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -40,6 +41,21 @@ pub struct Ready {
     /// The resolver's decision, where the store has a resolver.
     #[serde(default)]
     pub resolver: Option<Decision>,
+    /// Protocol 2: the operations the child implements, by name. A cell
+    /// that needs one the child lacks is skipped, saying so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operations: Option<Vec<String>>,
+}
+
+impl Ready {
+    /// Whether the child implements `op`: a version-1 child implements the
+    /// five operations of version 1; a later one, those it lists.
+    pub fn implements(&self, op: Op) -> bool {
+        match &self.operations {
+            Some(ops) => ops.iter().any(|o| o == op.as_str()),
+            None => self.protocol == 1 && Op::VERSION_1.contains(&op),
+        }
+    }
 }
 
 /// Written after an operation returned.
@@ -151,6 +167,24 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().count(), 3);
         assert!(text.ends_with('\n'));
+    }
+
+    fn ready(protocol: u32, operations: Option<&[&str]>) -> Ready {
+        let text = format!(
+            r#"{{"protocol":{protocol},"pid":1,"op":"append","sqlite_version":"3.54.1","journal_mode":"wal"{}}}"#,
+            operations.map_or(String::new(), |o| format!(r#","operations":{}"#, serde_json::to_string(o).unwrap()))
+        );
+        serde_json::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn a_version_1_child_implements_the_five_and_a_later_one_what_it_lists() {
+        let v1 = ready(1, None);
+        assert!(Op::VERSION_1.iter().all(|&op| v1.implements(op)));
+        let v2 = ready(2, Some(&["append", "dump", "fork"]));
+        assert!(v2.implements(Op::Append) && v2.implements(Op::Dump));
+        assert!(!v2.implements(Op::Rotate));
+        assert!(!ready(2, None).implements(Op::Append), "version 2 lists what it implements");
     }
 
     #[test]

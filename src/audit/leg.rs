@@ -191,6 +191,7 @@ mod tests {
             journal_mode: mode.into(),
             synchronous: None,
             resolver: Some(decision),
+            operations: None,
         }
     }
 

@@ -58,6 +58,17 @@ pub enum Shape {
     Race { racers: u32 },
 }
 
+impl Shape {
+    /// The child operations the shape runs: a child that lacks one of them
+    /// cannot be probed by the cell, which is then skipped.
+    pub fn operations(&self) -> Vec<Op> {
+        match *self {
+            Shape::Workload { op, .. } => vec![op, Op::Dump],
+            Shape::Race { .. } => vec![Op::Park, Op::Claim, Op::Dump],
+        }
+    }
+}
+
 /// How a process of a trial ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum End {

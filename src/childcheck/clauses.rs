@@ -1,7 +1,7 @@
 //! `child-check`'s clauses on what an operation left: its exit, its ready
 //! record, its acks, the state it left, and `dump`'s canonical bytes.
 
-use crashcells_protocol::{Ack, Dump, JournalMode, PROTOCOL, Ready};
+use crashcells_protocol::{Ack, Dump, JournalMode, Ready, speaks, spoken};
 
 use super::{APPENDS, Exit};
 use crate::cells::{prefix, rotation};
@@ -73,8 +73,8 @@ pub(super) fn parse_dump(text: &str) -> Result<Dump, String> {
 /// sorted by id.
 pub(super) fn canonical(text: &str) -> Result<String, String> {
     let dump = parse_dump(text)?;
-    if dump.protocol != PROTOCOL {
-        return Err(format!("dump says protocol {} but this driver speaks {PROTOCOL}", dump.protocol));
+    if !speaks(dump.protocol) {
+        return Err(format!("dump says protocol {} but this driver speaks {}", dump.protocol, spoken()));
     }
     let want = serde_json::to_string(&dump).map_err(|e| e.to_string())? + "\n";
     if text != want {

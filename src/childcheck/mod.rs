@@ -21,7 +21,7 @@ mod sampling;
 use std::path::Path;
 use std::time::Duration;
 
-use crashcells_protocol::{JournalMode, Op, OpArgs, PROTOCOL, Ready};
+use crashcells_protocol::{JournalMode, Op, OpArgs, Ready};
 use serde::Serialize;
 
 use crate::harness::{ChildCommand, Exit, run_to_end};
@@ -54,7 +54,8 @@ pub struct Finding {
 pub struct CheckReport {
     pub schema: &'static str,
     pub child: String,
-    pub protocol: u32,
+    /// The version the child's ready record says it speaks (null without one).
+    pub protocol: Option<u32>,
     pub sqlite_version: Option<String>,
     pub journal_mode: Option<String>,
     pub conforming: bool,
@@ -71,7 +72,7 @@ impl CheckReport {
         let mut out = format!(
             "child-check: {} (protocol {}, SQLite {}, journal_mode {})\n",
             self.child,
-            self.protocol,
+            self.protocol.map_or("?".into(), |p| p.to_string()),
             self.sqlite_version.as_deref().unwrap_or("?"),
             self.journal_mode.as_deref().unwrap_or("?")
         );
@@ -99,7 +100,7 @@ pub fn check(child: &ChildCommand, work: &Path, deadline: Duration) -> CheckRepo
     CheckReport {
         schema: SCHEMA,
         child: child.display(),
-        protocol: PROTOCOL,
+        protocol: ready.as_ref().map(|r| r.protocol),
         sqlite_version: ready.as_ref().map(|r| r.sqlite_version.clone()),
         journal_mode: ready.as_ref().map(|r| r.journal_mode.clone()),
         conforming,
@@ -274,7 +275,7 @@ mod tests {
         CheckReport {
             schema: SCHEMA,
             child: "python3 adapter.py".into(),
-            protocol: PROTOCOL,
+            protocol: Some(1),
             sqlite_version: Some("3.40.1".into()),
             journal_mode: Some("delete".into()),
             conforming: false,

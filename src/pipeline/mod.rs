@@ -25,6 +25,8 @@ pub mod verdict;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crashcells_protocol::Ready;
+
 use crate::harness::ChildCommand;
 use crate::options::RunOptions;
 
@@ -47,6 +49,9 @@ pub struct Context {
     pub deadline: Duration,
     /// Threads a syscall sweep spreads its trials over.
     pub jobs: usize,
+    /// What the child said of itself in the preflight (its protocol and the
+    /// operations it implements); none when the run was interrupted first.
+    pub child_ready: Option<Ready>,
 }
 
 impl Context {

@@ -58,9 +58,14 @@ pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
     result
 }
 
-/// The trials of a live cell's job, in the shape the cell asks for.
+/// The trials of a live cell's job, in the shape the cell asks for; none
+/// but a skip when the child lacks an operation the shape runs.
 fn trials(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context) -> Vec<Trial> {
-    match (cell.shape(&job.cell.params), job.kill) {
+    let shape = cell.shape(&job.cell.params);
+    if let Some(missing) = missing_operation(ctx, &shape) {
+        return vec![Trial::ended(0, Outcome::Skip(format!("the child does not implement `{missing}`")))];
+    }
+    match (shape, job.kill) {
         (Shape::Workload { op, window, sweep_acks }, kill) => {
             let w = Workload { job, leg, cell, ctx, op, sweep_acks };
             match kill {
@@ -76,6 +81,12 @@ fn trials(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context) -> Vec<Trial> {
             }
         }
     }
+}
+
+/// The first operation of `shape` the child did not list in its preflight.
+fn missing_operation(ctx: &Context, shape: &Shape) -> Option<crashcells_protocol::Op> {
+    let ready = ctx.child_ready.as_ref()?;
+    shape.operations().into_iter().find(|&op| !ready.implements(op))
 }
 
 /// Trials per result: `--trials`, else the catalog's trials or races, else 1.
@@ -191,5 +202,52 @@ fn keep_evidence(ctx: &Context, result: &mut CellResult, trials: Vec<Trial>) {
             let _ = std::fs::write(dest.join("result.json"), serde_json::to_string_pretty(result).unwrap_or_default());
         }
         Err(e) => result.details.push(format!("evidence could not be kept: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::ChildCommand;
+    use crate::options::RunOptions;
+    use crashcells_protocol::{Op, Ready};
+
+    fn ctx(ready: Option<Ready>) -> Context {
+        Context {
+            options: RunOptions::default(),
+            seed: 1,
+            child: ChildCommand { program: "child".into(), prefix: vec![] },
+            work_root: std::env::temp_dir(),
+            evidence_root: std::env::temp_dir(),
+            deadline: std::time::Duration::from_secs(1),
+            jobs: 1,
+            child_ready: ready,
+        }
+    }
+
+    fn ready(protocol: u32, operations: Option<Vec<&str>>) -> Ready {
+        Ready {
+            protocol,
+            pid: 1,
+            op: "append".into(),
+            sqlite_version: "3.54.1".into(),
+            sqlite_source_id: None,
+            journal_mode: "wal".into(),
+            synchronous: None,
+            resolver: None,
+            operations: operations.map(|o| o.into_iter().map(String::from).collect()),
+        }
+    }
+
+    #[test]
+    fn a_shape_whose_operation_the_child_lacks_names_it() {
+        let rotate = Shape::Workload { op: Op::Rotate, window: 1, sweep_acks: 1 };
+        let race = Shape::Race { racers: 2 };
+        let v2 = ctx(Some(ready(2, Some(vec!["append", "park", "claim", "dump"]))));
+        assert_eq!(missing_operation(&v2, &rotate), Some(Op::Rotate));
+        assert_eq!(missing_operation(&v2, &race), None);
+        let v1 = ctx(Some(ready(1, None)));
+        assert_eq!(missing_operation(&v1, &rotate), None, "a version-1 child implements the five");
+        assert_eq!(missing_operation(&ctx(None), &rotate), None, "no preflight, nothing to say");
     }
 }

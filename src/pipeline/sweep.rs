@@ -127,6 +127,7 @@ mod tests {
             evidence_root: std::env::temp_dir(),
             deadline: std::time::Duration::from_secs(1),
             jobs: 2,
+            child_ready: None,
         }
     }
 

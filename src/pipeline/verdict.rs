@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use crashcells_protocol::{PROTOCOL, Ready};
+use crashcells_protocol::{Ready, speaks, spoken};
 
 use super::sweep::Census;
 use super::{Context, Outcome, Trial, TrialEnv};
@@ -68,10 +68,10 @@ pub fn conclude(
 
 /// The child must speak our protocol version; anything else is an error.
 pub fn check_protocol(ready: &Ready) -> Result<(), String> {
-    if ready.protocol == PROTOCOL {
+    if speaks(ready.protocol) {
         Ok(())
     } else {
-        Err(format!("the child speaks protocol {} but this driver speaks {PROTOCOL}", ready.protocol))
+        Err(format!("the child speaks protocol {} but this driver speaks {}", ready.protocol, spoken()))
     }
 }
 

@@ -1,7 +1,7 @@
-"""Children that do not speak protocol 1, for the tests of the driver's
+"""Children that do not speak the protocol, for the tests of the driver's
 refusal. The first argument says how this one is wrong:
 
-- `version`: a well-formed ready record that says protocol 2;
+- `version`: a well-formed ready record that says protocol 3 (a version the driver does not speak);
 - `stdout`: prints garbage on stdout and writes no journal at all;
 - `journal`: writes a line of garbage where the ready record belongs.
 """
@@ -16,6 +16,6 @@ if how == "stdout":
 if "acks" in flags:
     with open(flags["acks"], "a") as f:
         if how == "version":
-            f.write(json.dumps({"kind": "ready", "protocol": 2, "pid": os.getpid(), "op": argv[0], "sqlite_version": "3.99.0", "journal_mode": "wal"}) + "\n")
+            f.write(json.dumps({"kind": "ready", "protocol": 3, "pid": os.getpid(), "op": argv[0], "sqlite_version": "3.99.0", "journal_mode": "wal"}) + "\n")
         else:
             f.write("READY!!\n")
