@@ -290,7 +290,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     let ready = match crate::probe::preflight(&ctx.child, &ctx.work_root, ctx.deadline) {
         Ok(ready) => Some(ready),
         Err(_) if crate::harness::interrupted().is_some() => None,
-        Err(message) => return Err(Error::Child { child: ctx.child.display(), message }),
+        Err(e) => return Err(Error::Child { child: ctx.child.display(), message: e.to_string() }),
     };
     ctx.child_ready = ready.clone();
     eprintln!(
@@ -344,7 +344,7 @@ fn cmd_audit(a: AuditArgs) -> Result<i32> {
     let workdir = workdir_or(&a.workdir, std::env::temp_dir)?;
     let child = child_command(a.child.as_deref())?;
     crate::probe::preflight(&child, &workdir, Duration::from_secs(a.deadline))
-        .map_err(|message| Error::Child { child: child.display(), message })?;
+        .map_err(|e| Error::Child { child: child.display(), message: e.to_string() })?;
     eprintln!(
         "crashcells: auditing {} legs of matrix {} in {} ({})",
         matrix.legs.len(),

@@ -67,20 +67,34 @@ pub fn wait_first_line(child: &mut Running, acks: &Path, deadline: Duration) -> 
     }
 }
 
+/// Why the preflight found no child speaking the protocol.
+#[derive(Debug, thiserror::Error)]
+pub enum PreflightError {
+    #[error("preflight folder: {0}")]
+    Folder(std::io::Error),
+    #[error("could not start it: {0}")]
+    Start(std::io::Error),
+    #[error(transparent)]
+    Journal(#[from] journal::JournalError),
+    /// What the child did instead of writing a ready record ([`no_ready`]).
+    #[error("{0}")]
+    NoReady(String),
+}
+
 /// Runs `append --stop-after 1` once with the resolver's default config and
-/// returns the child's `ready` record, or one line saying what is wrong.
-pub fn preflight(child: &ChildCommand, work: &Path, deadline: Duration) -> Result<Ready, String> {
-    let scratch = Scratch::new(work, "preflight", None).map_err(|e| format!("preflight folder: {e}"))?;
+/// returns the child's `ready` record, or why there is none.
+pub fn preflight(child: &ChildCommand, work: &Path, deadline: Duration) -> Result<Ready, PreflightError> {
+    let scratch = Scratch::new(work, "preflight", None).map_err(PreflightError::Folder)?;
     let acks = scratch.path("acks.ndjson");
     let args = scratch.op(Op::Append).acks(&acks).stop_after(1);
-    let mut running = scratch.spawn(child, &args, "append").map_err(|e| format!("could not start it: {e}"))?;
+    let mut running = scratch.spawn(child, &args, "append").map_err(PreflightError::Start)?;
     let exited = wait_first_line(&mut running, &acks, deadline);
     let reaped = running.kill_and_reap();
     let bytes = std::fs::read(&acks).unwrap_or_default();
-    let ready = journal::parse(&bytes).map_err(|e| e.to_string())?.ready;
+    let ready = journal::parse(&bytes)?.ready;
     ready.ok_or_else(|| {
         let stdout = std::fs::read(scratch.path("append.stdout")).unwrap_or_default();
-        no_ready(&bytes, &stdout, exited.map(|_| reaped.exit), &reaped.stderr_tail, deadline)
+        PreflightError::NoReady(no_ready(&bytes, &stdout, exited.map(|_| reaped.exit), &reaped.stderr_tail, deadline))
     })
 }
 

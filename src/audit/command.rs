@@ -156,7 +156,7 @@ fn run_and_kill(setup: &AuditSetup, f: &LegFiles) -> std::result::Result<u64, St
         .map_err(|e| format!("could not start the child `{}`: {e}", setup.child.display()))?;
     let reached = match wait_for_acks(&mut child, &f.acks, AUDIT_ACKS, setup.deadline) {
         Ok(r) => r,
-        Err(WaitError::Exited(why) | WaitError::Io(why)) => return Err(why),
+        Err(e @ (WaitError::Exited { .. } | WaitError::Io(_))) => return Err(e.to_string()),
         Err(WaitError::Deadline { acks }) => {
             return Err(format!("{acks} of {AUDIT_ACKS} acks within the {:?} deadline", setup.deadline));
         }

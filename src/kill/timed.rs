@@ -9,20 +9,22 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::harness::{POLL, Running, interrupted};
+use crate::harness::{Exit, POLL, Running, interrupted};
 use crate::journal::Tail;
 
 /// Why a wait for acks ended without reaching its target.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum WaitError {
     /// The child ended before the window was reached.
-    Exited(String),
+    #[error("child ended early ({exit}) after {acks} acks; stderr: {stderr_tail}")]
+    Exited { exit: Exit, acks: u64, stderr_tail: String },
     /// The deadline passed; the child may be stalled.
-    Deadline {
-        acks: u64,
-    },
-    Io(String),
+    #[error("{acks} acks within the deadline")]
+    Deadline { acks: u64 },
+    #[error("ack journal: {0}")]
+    Io(#[from] std::io::Error),
     /// The run was interrupted (`SIGINT`/`SIGTERM`) while waiting.
+    #[error("interrupted while waiting for acks")]
     Interrupted,
 }
 
@@ -62,7 +64,7 @@ pub fn wait_for_acks(
     let mut tail = Tail::default();
     let mut first_ack: Option<(Instant, u64)> = None;
     loop {
-        let lines = tail.poll(journal).map_err(|e| WaitError::Io(format!("ack journal: {e}")))?;
+        let lines = tail.poll(journal)?;
         let acks = lines.saturating_sub(1);
         if acks > 0 && first_ack.is_none() {
             first_ack = Some((Instant::now(), acks));
@@ -74,8 +76,8 @@ pub fn wait_for_acks(
         }
         if let Some(exit) = child.try_exit() {
             let tail = child.stderr_tail();
-            let tail = if tail.is_empty() { "(empty)".to_string() } else { tail };
-            return Err(WaitError::Exited(format!("child ended early ({exit}) after {acks} acks; stderr: {tail}")));
+            let stderr_tail = if tail.is_empty() { "(empty)".to_string() } else { tail };
+            return Err(WaitError::Exited { exit, acks, stderr_tail });
         }
         if Instant::now() >= end {
             return Err(WaitError::Deadline { acks });

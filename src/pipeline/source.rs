@@ -79,7 +79,7 @@ impl Workload<'_> {
             .map_err(|e| Outcome::Error(format!("could not start the child `{}`: {e}", self.ctx.child.display())))?;
         let target = timed_target(window, seed);
         let reached = wait_for_acks(&mut child, &env.acks, target, self.ctx.deadline).map_err(|e| match e {
-            WaitError::Exited(why) | WaitError::Io(why) => Outcome::Error(why),
+            e @ (WaitError::Exited { .. } | WaitError::Io(_)) => Outcome::Error(e.to_string()),
             WaitError::Interrupted => Outcome::Interrupted("waiting for acks".into()),
             WaitError::Deadline { acks } => Outcome::Error(format!(
                 "child stalled: {acks} of {target} acks within the {:?} deadline; child killed; stderr: {}",
