@@ -77,11 +77,11 @@ pub fn wait_for_acks(
             let tail = if tail.is_empty() { "(empty)".to_string() } else { tail };
             return Err(WaitError::Exited(format!("child ended early ({exit}) after {acks} acks; stderr: {tail}")));
         }
-        if Instant::now() >= end {
-            return Err(WaitError::Deadline { acks });
-        }
         if interrupted().is_some() {
             return Err(WaitError::Interrupted);
+        }
+        if Instant::now() >= end {
+            return Err(WaitError::Deadline { acks });
         }
         std::thread::sleep(POLL);
     }
