@@ -37,3 +37,20 @@ pub fn results<'a>(report: &'a Value, id: &str) -> Vec<&'a Value> {
 pub fn scratch() -> tempfile::TempDir {
     tempfile::tempdir().expect("a temp folder")
 }
+
+/// The built-in catalog with short kill windows (`window = 5`), written to
+/// `dir`: for tests about what a run reports, not about where its timed
+/// kills land, so that each timed trial takes a fraction of a second.
+pub fn short_catalog(dir: &Path) -> std::path::PathBuf {
+    let cells = Path::new(env!("CARGO_MANIFEST_DIR")).join("cells");
+    let out = dir.join("short-cells");
+    std::fs::create_dir_all(&out).expect("a catalog folder");
+    let window = regex::Regex::new(r"(?m)^window = \d+$").expect("a pattern");
+    for entry in std::fs::read_dir(cells).expect("cells/") {
+        let path = entry.expect("an entry").path();
+        let text = std::fs::read_to_string(&path).expect("a cell file");
+        let short = window.replace(&text, "window = 5");
+        std::fs::write(out.join(path.file_name().expect("a name")), short.as_ref()).expect("a copy");
+    }
+    out
+}
