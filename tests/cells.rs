@@ -3,7 +3,7 @@
 //! sampled kill points per result where a pass is shown (every point of a
 //! sweep is `syscall.rs`'s), timed kills only where a mutant must fire.
 
-use crate::common::{results, run_json, scratch};
+use crate::common::{results, run_json, scratch, short_catalog};
 
 #[test]
 fn prefix_durability_passes_on_the_reference_store() {
@@ -29,8 +29,10 @@ fn prefix_durability_passes_on_the_reference_store() {
 #[test]
 fn prefix_durability_fires_on_ack_before_commit() {
     let dir = scratch();
+    // Where the kill lands within an operation decides, not the window.
+    let catalog = short_catalog(dir.path());
     let args = ["run", "--cell", "1", "--mutant", "ack-before-commit", "--seed", "12", "--kill", "timed"];
-    let (code, report) = run_json(&args, dir.path());
+    let (code, report) = run_json(&[&args[..], &["--catalog", catalog.to_str().unwrap()]].concat(), dir.path());
     assert_eq!(code, 1, "{report:#}");
     let fired: Vec<_> = results(&report, "prefix-durability").into_iter().filter(|r| r["verdict"] == "fire").collect();
     assert!(!fired.is_empty(), "{report:#}");
@@ -56,8 +58,9 @@ fn rotation_atomicity_passes_on_the_reference_store_and_fires_on_split_rotation(
     let (code, report) = run_json(&args, dir.path());
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(results(&report, "rotation-atomicity").len(), 6, "3 legs, both kill modes");
+    let catalog = short_catalog(dir.path());
     let args = ["run", "--cell", "3", "--mutant", "split-rotation", "--seed", "14", "--kill", "timed"];
-    let (code, report) = run_json(&args, dir.path());
+    let (code, report) = run_json(&[&args[..], &["--catalog", catalog.to_str().unwrap()]].concat(), dir.path());
     assert_eq!(code, 1, "{report:#}");
     let fired = results(&report, "rotation-atomicity").into_iter().find(|r| r["verdict"] == "fire").expect("a fire");
     assert!(fired["reason"].as_str().unwrap().contains("orphan"), "{fired:#}");

@@ -20,7 +20,9 @@ const RUN: [&str; 13] =
 
 /// Runs `RUN` (plus `extra`) writing JSON to `out`; returns the exit code.
 fn run_to(out: &Path, extra: &[&str], dir: &Path) -> i32 {
+    let catalog = crate::common::short_catalog(dir);
     let mut args = RUN.to_vec();
+    args.extend(["--catalog", catalog.to_str().unwrap()]);
     args.extend(["--mutant", "drop-append", "--format", "json", "--out", out.to_str().unwrap()]);
     args.extend(extra);
     let o = run(&args, dir);
@@ -173,4 +175,25 @@ fn prune_keeps_the_newest_runs_evidence() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("2 removed, 1 kept"));
     let left: Vec<_> = std::fs::read_dir(&ev).unwrap().flatten().map(|e| e.file_name()).collect();
     assert_eq!(left, ["1700000002-3"]);
+}
+
+/// A CI log is not a terminal: it gets the run's first line and what went
+/// wrong, no progress bar, no line per result and no colour.
+#[test]
+fn a_ci_log_gets_no_progress() {
+    let dir = scratch();
+    let catalog = crate::common::short_catalog(dir.path());
+    let args = ["run", "--cell", "1", "--leg", "default", "--kill", "timed", "--trials", "2", "--seed", "1"];
+    let out = run(&[&args[..], &["--catalog", catalog.to_str().unwrap()]].concat(), dir.path());
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains('\r') && !stderr.contains('\x1b'), "{stderr:?}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].starts_with("crashcells: run ") && lines[0].contains("seed 1, matrix default, 1 result,"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("pass ")).count(), 1, "the result once: {stdout}");
 }

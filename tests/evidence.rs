@@ -45,7 +45,8 @@ fn check_evidence(r: &Value) {
 fn a_fire_keeps_the_crash_state_and_passes_leave_nothing_behind() {
     let dir = scratch();
     let args = ["run", "--cell", "1", "--leg", "wal", "--leg", "delete", "--mutant", "drop-append", "--seed", "21"];
-    let args = [&args[..], &["--kill", "timed"]].concat();
+    let catalog = crate::common::short_catalog(dir.path());
+    let args = [&args[..], &["--kill", "timed", "--catalog", catalog.to_str().unwrap()]].concat();
     let (code, report) = run_json(&args, dir.path());
     assert_eq!(code, 1, "{report:#}");
     let fired = decisive(&report);

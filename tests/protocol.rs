@@ -54,7 +54,8 @@ fn python_store_passes_every_cell_of_the_gate_or_skips_with_reasons() {
 fn python_store_skips_wal_only_where_its_sqlite_has_the_wal_reset_bug() {
     let dir = scratch();
     let args = ["run", "--child", &python(STORE), "--cell", "1", "--leg", "wal", "--trials", "1", "--seed", "22"];
-    let args = [&args[..], &["--kill", "timed"]].concat();
+    let catalog = crate::common::short_catalog(dir.path());
+    let args = [&args[..], &["--kill", "timed", "--catalog", catalog.to_str().unwrap()]].concat();
     let (_, report) = run_json(&args, dir.path());
     let r = &results(&report, "prefix-durability")[0];
     let version: Vec<u32> = python_sqlite().split('.').map(|p| p.parse().unwrap()).collect();

@@ -54,13 +54,12 @@ fn delete_and_wal_pass_at_every_kill_point_and_record_each() {
 
 #[test]
 fn journal_mode_off_makes_rotation_atomicity_fire() {
-    for seed in ["22", "23"] {
-        let args = ["--cell", "3", "--matrix", "audit", "--leg", "off", "--seed", seed];
-        let Some((code, rs, _dir)) = syscall_results(&args) else { return };
-        assert_eq!(code, 1, "{rs:#?}");
-        assert_eq!(rs[0]["verdict"], "fire", "{:#}", rs[0]);
-        assert_eq!(rs[0]["effective_mode"], "off", "{:#}", rs[0]);
-    }
+    // A full sweep visits every point whatever the seed: one seed shows it.
+    let args = ["--cell", "3", "--matrix", "audit", "--leg", "off", "--seed", "22"];
+    let Some((code, rs, _dir)) = syscall_results(&args) else { return };
+    assert_eq!(code, 1, "{rs:#?}");
+    assert_eq!(rs[0]["verdict"], "fire", "{:#}", rs[0]);
+    assert_eq!(rs[0]["effective_mode"], "off", "{:#}", rs[0]);
 }
 
 fn fires_with_mutant(cell: &str, mutant: &str, needle: &str, seed: &str) -> Value {
@@ -83,10 +82,9 @@ fn mutants_fire_under_syscall_kills() {
     if syscall_results(&["--cell", "1", "--leg", "delete", "--seed", "1", "--point", "1"]).is_none() {
         return;
     }
-    for seed in ["31", "32"] {
-        fires_with_mutant("1", "ack-before-commit", "was lost", seed);
-        fires_with_mutant("3", "split-rotation", "orphan", seed);
-    }
+    // A full sweep visits every point whatever the seed: one seed shows it.
+    fires_with_mutant("1", "ack-before-commit", "was lost", "31");
+    fires_with_mutant("3", "split-rotation", "orphan", "31");
 }
 
 #[test]
@@ -138,8 +136,11 @@ fn a_workdir_behind_a_symlink_is_swept_like_any_other() {
     std::fs::create_dir(&real).unwrap();
     let link = dir.path().join("link");
     std::os::unix::fs::symlink(&real, &link).unwrap();
+    // A few points are enough: a tracer that matched no file would find no
+    // point at all, and the census would stall into an error.
     let out = crate::common::bin()
-        .args(["run", "--cell", "1", "--leg", "delete", "--kill", "syscall", "--seed", "3", "--format", "json"])
+        .args(["run", "--cell", "1", "--leg", "delete", "--kill", "syscall", "--seed", "3", "--points", "3"])
+        .args(["--format", "json"])
         .arg("--workdir")
         .arg(&link)
         .arg("--evidence")

@@ -259,19 +259,39 @@ mod tests {
         let leg = crate::matrix::Matrix::load("default").unwrap().legs.remove(0);
         let env = crate::pipeline::TrialEnv::new(work.path(), &leg, "t0").unwrap();
         let trial = Trial::ended(0, Outcome::Fire("lost".into())).with_env(env);
-        let job = crate::plan::plan(
+        let job = first_job();
+        let mut result = fold(&job, &c, std::slice::from_ref(&trial));
+        keep_evidence(&c, &mut result, vec![trial]);
+        assert_eq!((result.verdict, result.evidence.as_deref()), (Verdict::Fire, None));
+        let why = result.evidence_error.unwrap();
+        assert!(why.starts_with("could not keep /proc/crashcells-evidence/"), "{why}");
+    }
+
+    fn first_job() -> Job {
+        crate::plan::plan(
             &crate::catalog::Catalog::embedded().unwrap(),
             &crate::matrix::Matrix::load("default").unwrap(),
             &crate::plan::Selection { kills: vec![KillMode::Timed], ..Default::default() },
             1,
         )
         .unwrap()
-        .remove(0);
-        let mut result = fold(&job, &c, std::slice::from_ref(&trial));
-        keep_evidence(&c, &mut result, vec![trial]);
-        assert_eq!((result.verdict, result.evidence.as_deref()), (Verdict::Fire, None));
-        let why = result.evidence_error.unwrap();
-        assert!(why.starts_with("could not keep /proc/crashcells-evidence/"), "{why}");
+        .remove(0)
+    }
+
+    /// The progress hook hears how many trials a result plans and each one
+    /// that ends, up to the first that does not pass.
+    #[test]
+    fn timed_trials_report_their_progress_to_the_tally() {
+        use std::sync::{Arc, Mutex};
+        let steps = Arc::new(Mutex::new(Vec::new()));
+        let mut c = ctx(None);
+        c.options.trials = Some(4);
+        let heard = Arc::clone(&steps);
+        c.tally = crate::pipeline::Tally::new(move |s| heard.lock().unwrap().push(s));
+        let run = |i: u32| Trial::ended(i, if i == 2 { Outcome::Fire("x".into()) } else { Outcome::Pass });
+        assert_eq!(in_order(&first_job(), &c, &run).len(), 3);
+        use crate::pipeline::Step::{Done, Planned};
+        assert_eq!(*steps.lock().unwrap(), [Planned(4), Done, Done, Done]);
     }
 
     #[test]

@@ -8,8 +8,43 @@
 //! and SQLite versions and store, and together exactly the partitions
 //! 1..n of one n. Anything else is a one-line error naming the file.
 
+use serde::{Deserialize, Serialize};
+
 use super::{Report, Summary};
 use crate::error::{Error, Result};
+
+/// `--partition k/n`: the kth of n contiguous, disjoint shares of a plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Partition {
+    pub k: usize,
+    pub n: usize,
+}
+
+impl Partition {
+    /// The indices of a plan of `total` results in this share: contiguous,
+    /// so that merged shares keep the plan's order, and sizes differ by at
+    /// most one.
+    pub fn range(self, total: usize) -> std::ops::Range<usize> {
+        (total * (self.k - 1) / self.n)..(total * self.k / self.n)
+    }
+}
+
+impl std::fmt::Display for Partition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.k, self.n)
+    }
+}
+
+impl std::str::FromStr for Partition {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Partition, String> {
+        let bad = || format!("`{s}` is not k/n with 1 <= k <= n (e.g. 1/4)");
+        let (k, n) = s.split_once('/').ok_or_else(bad)?;
+        let (k, n): (usize, usize) = (k.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+        if k == 0 || k > n { Err(bad()) } else { Ok(Partition { k, n }) }
+    }
+}
 
 /// Merges `reports` (each with the file it came from). One report is
 /// returned as it is.
@@ -103,7 +138,7 @@ fn joined<'a>(values: impl Iterator<Item = &'a str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{Partition, SCHEMA};
+    use crate::report::SCHEMA;
 
     fn part(k: usize, n: usize) -> Report {
         Report {

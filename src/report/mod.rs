@@ -6,6 +6,9 @@ pub mod human;
 pub mod junit;
 pub mod markdown;
 pub mod merge;
+mod repro;
+
+pub use merge::Partition;
 
 use serde::{Deserialize, Serialize};
 
@@ -279,62 +282,11 @@ pub struct Report {
     pub summary: Summary,
 }
 
-/// `--partition k/n`: the kth of n contiguous, disjoint shares of a plan.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Partition {
-    pub k: usize,
-    pub n: usize,
-}
-
-impl Partition {
-    /// The indices of a plan of `total` results in this share: contiguous,
-    /// so that merged shares keep the plan's order, and sizes differ by at
-    /// most one.
-    pub fn range(self, total: usize) -> std::ops::Range<usize> {
-        (total * (self.k - 1) / self.n)..(total * self.k / self.n)
-    }
-}
-
-impl std::fmt::Display for Partition {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.k, self.n)
-    }
-}
-
-impl std::str::FromStr for Partition {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Partition, String> {
-        let bad = || format!("`{s}` is not k/n with 1 <= k <= n (e.g. 1/4)");
-        let (k, n) = s.split_once('/').ok_or_else(bad)?;
-        let (k, n): (usize, usize) = (k.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
-        if k == 0 || k > n { Err(bad()) } else { Ok(Partition { k, n }) }
-    }
-}
-
 impl Report {
     /// The exit code of the run this report is of: `128 + signal` for an
     /// interrupted run (the shell's convention), else as its verdicts say.
     pub fn exit_code(&self) -> i32 {
         if self.interrupted { 128 + self.signal.unwrap_or(libc::SIGINT) } else { self.summary.exit_code() }
-    }
-
-    /// Notes each timed fire's repro as one that may not fire again, and
-    /// points it to the syscall result of the same cell and leg, if the
-    /// run has one. Derived from the results alone, so that a merged report
-    /// gets the links its partitions could not see.
-    pub fn annotate(&mut self) {
-        let syscall: Vec<(String, String, String, Verdict)> = self
-            .results
-            .iter()
-            .filter(|r| r.kill == KillMode::Syscall)
-            .map(|r| (r.cell.clone(), r.leg.clone(), r.repro.clone(), r.verdict))
-            .collect();
-        for r in self.results.iter_mut().filter(|r| r.kill == KillMode::Timed && r.verdict == Verdict::Fire) {
-            let twin = syscall.iter().find(|(c, l, ..)| *c == r.cell && *l == r.leg);
-            r.syscall_repro = twin.map(|t| t.2.clone());
-            r.repro_note = Some(timed_note(twin.map(|t| t.3)));
-        }
     }
 
     /// How many results this report should hold: its share of the plan.
@@ -385,18 +337,6 @@ impl Report {
     }
 }
 
-/// What a timed fire's repro is worth, and where a reliable one is.
-fn timed_note(syscall: Option<Verdict>) -> String {
-    let base = "a timed kill's repro repeats its ack target, not its instant: it may not fire again";
-    match syscall {
-        Some(Verdict::Fire) => format!("{base}; the syscall result of this cell and leg fired too, and its repro does"),
-        Some(v) => format!("{base}; the syscall result of this cell and leg ended `{}`", v.as_str()),
-        None => {
-            format!("{base}; run `--kill syscall` on this cell and leg for a kill point that does not depend on timing")
-        }
-    }
-}
-
 /// The output formats of `run` and `report`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -417,7 +357,7 @@ pub fn render(report: &Report, format: Format, color: bool) -> Result<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -439,7 +379,7 @@ mod tests {
         );
     }
 
-    fn fire(kill: KillMode, leg: &str) -> CellResult {
+    pub(crate) fn fire(kill: KillMode, leg: &str) -> CellResult {
         CellResult {
             cell: "c".into(),
             number: 1,
@@ -466,7 +406,7 @@ mod tests {
         }
     }
 
-    fn report_of(results: Vec<CellResult>) -> Report {
+    pub(crate) fn report_of(results: Vec<CellResult>) -> Report {
         let old = r#"{"schema":"crashcells.report.v1","crashcells_version":"0.1.0","sqlite_version":"3.54.1",
             "seed":1,"matrix":"default","duration_ms":5,"results":[],
             "summary":{"pass":0,"fire":0,"skip":0,"stub":0,"error":0}}"#;
@@ -486,26 +426,6 @@ mod tests {
         }
         assert!(render(&r, Format::Human, false).unwrap().contains("evidence: NOT KEPT: could not keep /e"));
         assert!(r.to_json().contains(r#""evidence_error": "could not keep /e: Read-only file system""#));
-    }
-
-    #[test]
-    fn a_timed_fire_is_labelled_in_every_format_and_points_to_its_syscall_twin() {
-        let r = report_of(vec![
-            fire(KillMode::Timed, "wal"),
-            fire(KillMode::Syscall, "wal"),
-            fire(KillMode::Timed, "delete"),
-        ]);
-        let (timed, twinless) = (&r.results[0], &r.results[2]);
-        assert_eq!(timed.syscall_repro.as_deref(), Some("crashcells run --kill syscall"));
-        assert!(timed.repro_note.as_deref().unwrap().contains("fired too, and its repro does"));
-        assert!(r.results[1].repro_note.is_none(), "a kill point's repro fires again");
-        assert_eq!(twinless.syscall_repro, None);
-        assert!(twinless.repro_note.as_deref().unwrap().contains("run `--kill syscall`"));
-        for format in [Format::Human, Format::Json, Format::Junit, Format::Markdown] {
-            let text = render(&r, format, false).unwrap();
-            assert!(text.contains("may not fire again"), "{format:?}: {text}");
-            assert!(text.contains("crashcells run --kill syscall"), "{format:?}");
-        }
     }
 
     #[test]
