@@ -56,10 +56,13 @@ fn start_long_run(workdir: &Path, extra: &[&str]) -> Child {
         .stderr(Stdio::piped());
     let mut driver = cmd.spawn().expect("the binary runs");
     let driver_pid = driver.id();
-    // A trial's child, not the preflight's: the run is then in its results.
+    // A trial's child, not the preflight's, nor a fork of the driver not yet
+    // exec'd (it still has the driver's command line): the run is then in
+    // its results.
     let in_a_trial = |pid: &u32| {
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        *pid != driver_pid && !String::from_utf8_lossy(&cmdline).contains("/preflight-")
+        let cmdline = String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default())
+            .replace('\0', " ");
+        *pid != driver_pid && cmdline.contains(" --acks ") && !cmdline.contains("/preflight-")
     };
     let child_seen = eventually(Duration::from_secs(30), || processes_mentioning(workdir).iter().any(in_a_trial));
     if !child_seen {
@@ -188,7 +191,7 @@ fn two_runs_at_once_keep_their_evidence_apart() {
     let dir = scratch();
     let spawn = || {
         bin()
-            .args(["run", "--cell", "1", "--mutant", "drop-append", "--format", "json", "--workdir"])
+            .args(["run", "--cell", "1", "--mutant", "drop-append", "--kill", "timed", "--format", "json", "--workdir"])
             .arg(dir.path())
             .arg("--evidence")
             .arg(dir.path().join("evidence"))
