@@ -174,7 +174,8 @@ fn the_users_crashcells_home_does_not_reach_the_trials() {
     let not_a_folder = dir.path().join("afile");
     std::fs::write(&not_a_folder, "x").unwrap();
     let out = bin()
-        .args(["run", "--cell", "prefix-durability", "--leg", "default", "--trials", "1", "--format", "json"])
+        .args(["run", "--cell", "prefix-durability", "--leg", "default", "--trials", "1", "--kill", "timed"])
+        .args(["--format", "json"])
         .arg("--workdir")
         .arg(dir.path())
         .arg("--evidence")
