@@ -37,6 +37,7 @@ fn context(work: &Path, jobs: usize) -> Context {
         deadline: Duration::from_secs(30),
         jobs,
         child_ready: None,
+        tally: Default::default(),
     }
 }
 
@@ -81,7 +82,7 @@ fn untraced(work: &Path, acks: u64) -> Duration {
     let cmd = child().command(&rotate_args(&dir, Some(acks)), &dir.join("home"));
     let start = Instant::now();
     let (exit, tail) = run_to_end(cmd, &dir.join("out"), &dir.join("err"), Duration::from_secs(30)).expect("spawn");
-    assert_eq!(exit, Some(Exit::Code(0)), "{tail}");
+    assert_eq!(exit, Ok(Exit::Code(0)), "{tail}");
     start.elapsed()
 }
 

@@ -131,7 +131,8 @@ impl Catalog {
     /// Finds a cell by id or number.
     pub fn find(&self, key: &str) -> Result<&CellSpec> {
         self.cells.iter().find(|c| c.id == key || c.number.to_string() == key).ok_or_else(|| {
-            let known: Vec<_> = self.cells.iter().map(|c| c.id.as_str()).collect();
+            // Numbers are accepted as well as ids, so both are listed.
+            let known: Vec<_> = self.cells.iter().map(|c| format!("{} {}", c.number, c.id)).collect();
             Error::Usage(format!("unknown cell `{key}` (known: {})", known.join(", ")))
         })
     }
@@ -162,6 +163,8 @@ mod tests {
         assert_eq!(c.find("2").unwrap(), second);
         assert_eq!(c.find(&second.id).unwrap(), second);
         assert!(c.find("nope").unwrap_err().to_string().contains("unknown cell `nope`"));
+        let e = c.find("9").unwrap_err().to_string();
+        assert!(e.contains("unknown cell `9` (known: 1 prefix-durability, 2 "), "numbers are listed too: {e}");
     }
 
     fn parse_one(text: &str) -> String {

@@ -1,5 +1,11 @@
 //! The command line: argument definitions (clap derive) and the commands
 //! that turn them into calls of the library. `main.rs` only calls [`main`].
+//! What `run` checks before any child runs is in [`checks`]; where text
+//! goes (stdout, stderr, `--out`, the step summary) in [`output`].
+
+mod checks;
+mod output;
+mod prune;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -15,8 +21,15 @@ use crate::matrix::Matrix;
 use crate::options::{DEFAULT_DEADLINE_SECS, RunOptions};
 use crate::pipeline::Context;
 use crate::plan::{Selection, plan};
-use crate::report::{self, CellResult, Format, Verdict};
-use crate::run::{self, Progress};
+use crate::report::{self, Format};
+use crate::run::{self, Bars, RunFacts};
+use checks::workdir_or;
+pub use output::write_atomically;
+use output::{note, stdout};
+
+/// Where evidence goes when `--evidence` is not given: under the folder the
+/// run starts in, one folder per run.
+pub const DEFAULT_EVIDENCE: &str = "target/crashcells/evidence";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -32,7 +45,8 @@ use crate::run::{self, Progress};
         children are killed and a partial report with `interrupted: true` is written).",
     after_help = "Examples:\n  crashcells run                                  # the CI gate: every cell, default matrix\n  \
         crashcells run --cell prefix-durability --mutant ack-before-commit\n  \
-        crashcells list\n  crashcells audit --matrix audit\n  crashcells run --format json --out run.json"
+        crashcells list\n  crashcells audit --matrix audit\n  crashcells run --format json --out run.json\n\n\
+        Each command has its own --help with examples (crashcells run --help)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -42,16 +56,52 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run cells across a journal-mode matrix and report their verdicts.
+    #[command(after_help = RUN_EXAMPLES)]
     Run(Box<RunArgs>),
     /// List the cells of the catalog.
+    #[command(after_help = "Examples:\n  crashcells list\n  crashcells list --format json")]
     List(ListArgs),
-    /// Re-render a saved JSON report in another format.
+    /// Render saved JSON reports again, merging the partitions of one run.
+    #[command(after_help = REPORT_EXAMPLES)]
     Report(ReportArgs),
     /// Audit each leg of a matrix on this machine: requested, decided, ran, on disk, honored.
+    #[command(
+        after_help = "Examples:\n  crashcells audit                                    # the audit matrix, in the temp folder\n  \
+        crashcells audit --matrix default --workdir /var/lib/app --format json\n  \
+        crashcells audit --child 'python3 examples/python-store/store.py'\n\n\
+        Exit codes: 0 once every leg was audited (whatever the rows say), 2 on bad input."
+    )]
     Audit(AuditArgs),
     /// Check that a child speaks the protocol (docs/PROTOCOL.md): each operation once, no kill.
+    #[command(after_help = "Examples:\n  crashcells child-check --child 'python3 examples/python-store/store.py'\n  \
+        crashcells child-check --child ./my-store-adapter --format json\n\n\
+        Exit codes: 0 the child conforms, 1 it does not, 2 bad input.")]
     ChildCheck(ChildCheckArgs),
+    /// Remove the evidence of old runs, keeping the newest.
+    #[command(after_help = "Examples:\n  crashcells prune                      # keep the 5 newest runs' evidence\n  \
+        crashcells prune --keep 0 --evidence ci-evidence")]
+    Prune(PruneArgs),
 }
+
+const RUN_EXAMPLES: &str = "Examples:\n  \
+    crashcells run                                           # the CI gate: every cell on the default matrix\n  \
+    crashcells run --cell 1 --mutant drop-append             # see a fire, its evidence and its repro\n  \
+    crashcells run --cell 3 --kill syscall --points 5        # 5 seeded kill points of cell 3's sweep\n  \
+    crashcells run --matrix audit --format junit --out run.xml\n  \
+    crashcells run --seed 42 --partition 2/4 --format json --out part-2.json   # one CI runner's share\n  \
+    crashcells run --child 'python3 examples/python-store/store.py'\n\n\
+    Exit codes: 0 nothing fired, 1 a cell fired, 2 bad input or a harness error, 3 nothing ran,\n  \
+    128 + signal when interrupted (a partial report is still written).\n\
+    Evidence of fires and errors: target/crashcells/evidence/RUN-ID/ under the current folder,\n  \
+    or --evidence DIR; `crashcells prune` removes old runs'.";
+
+const REPORT_EXAMPLES: &str = "Examples:\n  \
+    crashcells report --from run.json --format markdown\n  \
+    crashcells report --from part-1.json --from part-2.json --format junit --out run.xml\n\n\
+    Several --from merge the partitions of one run (run --partition k/n): the seed, command and\n  \
+    plan must agree, and every partition must be given. Exit codes: as the run would have exited\n  \
+    (0 nothing fired, 1 a fire, 2 an error, 3 nothing ran, 128 + signal for an interrupted run),\n  \
+    2 on bad input. With GITHUB_STEP_SUMMARY set, the Markdown summary is appended to it.";
 
 #[derive(Debug, Args)]
 struct RunArgs {
@@ -94,7 +144,7 @@ struct ChildCheckArgs {
     #[arg(long, value_enum, default_value = "human")]
     format: ListFormat,
     /// Seconds any single operation may take.
-    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_DEADLINE_SECS, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "SECS", default_value_t = DEFAULT_DEADLINE_SECS, value_parser = clap::value_parser!(u64).range(1..))]
     deadline: u64,
     /// Where the check's stores are made [default: /dev/shm where writable, else the temp folder].
     #[arg(long, value_name = "DIR")]
@@ -103,9 +153,9 @@ struct ChildCheckArgs {
 
 #[derive(Debug, Args)]
 struct ReportArgs {
-    /// A report written by `run --format json`.
-    #[arg(long, value_name = "RUN.json")]
-    from: PathBuf,
+    /// A report written by `run --format json`; repeat it to merge the partitions of one run.
+    #[arg(long, value_name = "RUN.json", required = true)]
+    from: Vec<PathBuf>,
     #[command(flatten)]
     output: OutputArgs,
 }
@@ -121,11 +171,21 @@ struct AuditArgs {
     #[arg(long, value_name = "DIR")]
     workdir: Option<PathBuf>,
     /// Seconds a leg's child may take to reach its acks before it is an error.
-    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_DEADLINE_SECS, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "SECS", default_value_t = DEFAULT_DEADLINE_SECS, value_parser = clap::value_parser!(u64).range(1..))]
     deadline: u64,
     /// Audit this command as the child instead of the reference store.
     #[arg(long, value_name = "'CMD ARGS'")]
     child: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct PruneArgs {
+    /// The evidence folder runs kept their evidence in [default: target/crashcells/evidence].
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_EVIDENCE)]
+    evidence: PathBuf,
+    /// How many of the newest runs' evidence to keep.
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = 5)]
+    keep: usize,
 }
 
 /// Parses the command line, runs the command, and returns the exit code.
@@ -141,9 +201,10 @@ pub fn main() -> i32 {
         Command::Report(a) => cmd_report(a),
         Command::Audit(a) => cmd_audit(a),
         Command::ChildCheck(a) => cmd_child_check(a),
+        Command::Prune(a) => cmd_prune(a),
     };
     outcome.unwrap_or_else(|e| {
-        eprintln!("crashcells: error: {e}");
+        note(&format!("error: {e}"));
         2
     })
 }
@@ -156,12 +217,13 @@ fn clap_error(e: clap::Error) -> i32 {
         e.kind(),
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     ) {
-        let _ = e.print();
+        // Through our stdout, so that `crashcells --help | head -1` ends quietly.
+        let _ = stdout(&e.render().to_string());
         return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 };
     }
     let text = e.render().to_string();
     let first = text.lines().next().unwrap_or("bad arguments").trim_start_matches("error: ");
-    eprintln!("crashcells: error: {first} (see crashcells --help)");
+    note(&format!("error: {first} (see crashcells --help)"));
     2
 }
 
@@ -174,26 +236,36 @@ fn load_catalog(dir: Option<&Path>) -> Result<Catalog> {
 
 fn cmd_list(a: ListArgs) -> Result<i32> {
     let catalog = load_catalog(a.catalog.as_deref())?;
-    match a.format {
-        ListFormat::Json => println!("{}", serde_json::to_string_pretty(&catalog.cells).expect("cells serialize")),
+    let text = match a.format {
+        ListFormat::Json => serde_json::to_string_pretty(&catalog.cells).expect("cells serialize") + "\n",
         ListFormat::Human => {
+            let mut text = String::new();
             for c in &catalog.cells {
                 let status = match &c.reason {
                     Some(r) => format!("stub: {r}"),
                     None => format!("{:?} on {:?} legs", c.status, c.legs).to_lowercase(),
                 };
-                println!("{} {:<20} {}\n    {}", c.number, c.id, status, c.clause);
+                text.push_str(&format!("{} {:<20} {}\n    {}\n", c.number, c.id, status, c.clause));
             }
+            text
         }
-    }
+    };
+    stdout(&text)?;
     Ok(0)
 }
 
+/// `report`: one saved report rendered again, or the partitions of one run
+/// merged first. Exits as the run would have.
 fn cmd_report(a: ReportArgs) -> Result<i32> {
-    let text = std::fs::read_to_string(&a.from).map_err(Error::io("report", &a.from))?;
-    let report = report::Report::from_json(&a.from.display().to_string(), &text)?;
+    let mut reports = Vec::new();
+    for from in &a.from {
+        let text = std::fs::read_to_string(from).map_err(Error::io("report", from))?;
+        let file = from.display().to_string();
+        reports.push((file.clone(), report::Report::from_json(&file, &text)?));
+    }
+    let report = report::merge::merge(reports)?;
     emit(&report, &a.output)?;
-    Ok(report.summary.exit_code())
+    Ok(report.exit_code())
 }
 
 /// `child-check`: exit 0 when the child conforms, 1 when it does not.
@@ -206,19 +278,20 @@ fn cmd_child_check(a: ChildCheckArgs) -> Result<i32> {
         .map_err(Error::io("work folder in", &workdir))?;
     let report = crate::childcheck::check(&child, work.path(), Duration::from_secs(a.deadline));
     match a.format {
-        ListFormat::Human => print!("{}", report.to_human()),
-        ListFormat::Json => println!("{}", serde_json::to_string_pretty(&report).expect("a check report serializes")),
+        ListFormat::Human => stdout(&report.to_human())?,
+        ListFormat::Json => {
+            stdout(&(serde_json::to_string_pretty(&report).expect("a check report serializes") + "\n"))?
+        }
     }
     Ok(report.exit_code())
 }
 
-/// `--workdir`, or the command's default, checked to be a folder.
-fn workdir_or(given: &Option<PathBuf>, default: fn() -> PathBuf) -> Result<PathBuf> {
-    let workdir = given.clone().unwrap_or_else(default);
-    if !workdir.is_dir() {
-        return Err(Error::Usage(format!("--workdir {}: not a folder", workdir.display())));
+/// `prune`: removes all but the newest runs' evidence.
+fn cmd_prune(a: PruneArgs) -> Result<i32> {
+    for line in prune::prune(&a.evidence, a.keep)? {
+        stdout(&format!("{line}\n"))?;
     }
-    Ok(workdir)
+    Ok(0)
 }
 
 /// The child to run: `--child` if given, else this binary as the reference child.
@@ -236,45 +309,24 @@ fn validate_mutant(m: &Option<String>, external_child: bool) -> Result<()> {
     name.parse::<Mutant>().map(drop).map_err(Error::Usage)
 }
 
-fn check_out_path(out: &Option<PathBuf>) -> Result<()> {
-    let Some(path) = out else { return Ok(()) };
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if parent.exists() && !parent.is_dir() {
-        return Err(Error::Usage(format!("--out {}: {} is not a folder", path.display(), parent.display())));
-    }
-    if !parent.is_dir() {
-        return Err(Error::Usage(format!("--out {}: folder {} does not exist", path.display(), parent.display())));
-    }
-    if path.is_dir() {
-        return Err(Error::Usage(format!("--out {}: is a folder", path.display())));
-    }
-    Ok(())
-}
-
-/// The evidence folder is made on first use, deep inside a run; a path that
-/// can never become a folder (a file on the way) is bad input now, not a
-/// lost piece of evidence later.
-fn check_evidence_path(root: &Path) -> Result<()> {
-    let blocker = root.ancestors().find(|p| p.exists()).filter(|p| !p.is_dir());
-    match blocker {
-        Some(file) => Err(Error::Usage(format!("--evidence: {} is not a folder", file.display()))),
-        None => Ok(()),
-    }
-}
-
 fn cmd_run(a: RunArgs) -> Result<i32> {
     let mut o = a.options;
+    checks::options(&o)?;
     validate_mutant(&o.mutant, o.child.is_some())?;
-    check_out_path(&a.output.out)?;
+    checks::out_path(&a.output.out)?;
     let catalog = load_catalog(o.catalog.as_deref())?;
     let matrix = Matrix::load(&o.matrix)?;
     let seed = *o.seed.get_or_insert_with(crate::seed::fresh);
     let selection = Selection { cells: o.cells.clone(), legs: o.legs.clone(), kills: o.kill.modes() };
-    let jobs = plan(&catalog, &matrix, &selection, seed)?;
+    let planned = plan(&catalog, &matrix, &selection, seed)?;
+    let jobs = match o.partition {
+        Some(p) => planned[p.range(planned.len())].to_vec(),
+        None => planned.clone(),
+    };
     let run_id = run::run_id();
     let workdir = workdir_or(&o.workdir, run::default_workdir)?;
-    let evidence_root = o.evidence.clone().unwrap_or_else(|| PathBuf::from("target/crashcells/evidence")).join(&run_id);
-    check_evidence_path(&evidence_root)?;
+    let evidence_root = o.evidence.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_EVIDENCE)).join(&run_id);
+    checks::evidence_path(&evidence_root, o.evidence.is_some())?;
     let work = tempfile::Builder::new()
         .prefix(&format!("crashcells-{run_id}-"))
         .tempdir_in(&workdir)
@@ -282,6 +334,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     // The syscall tracer matches the paths /proc reports, which are resolved:
     // a work folder reached through a symlink would match no file at all.
     let work_root = std::fs::canonicalize(work.path()).map_err(Error::io("work folder", work.path()))?;
+    let partition = o.partition;
     let mut ctx = run_context(o, seed, &work_root, evidence_root)?;
     // Interrupts are caught from here on, so that a Ctrl-C during the
     // preflight still ends with an (empty) partial report and 128 + signal:
@@ -293,23 +346,34 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         Err(e) => return Err(Error::Child { child: ctx.child.display(), message: e.to_string() }),
     };
     ctx.child_ready = ready.clone();
-    eprintln!(
-        "crashcells: run {run_id}, seed {seed}, matrix {}, {} results, trials in {}",
+    let share = partition.map_or(String::new(), |p| format!(" (partition {p}: {} of {})", jobs.len(), planned.len()));
+    note(&format!(
+        "run {run_id}, seed {seed}, matrix {}, {}{share}, trials in {}",
         matrix.name,
-        jobs.len(),
+        report::human::plural(planned.len(), "result"),
         workdir.display()
-    );
+    ));
     let started = Instant::now();
-    let results = run::execute(&jobs, &ctx, ctx.jobs, &StderrProgress);
+    let bars = Bars::new(jobs.len());
+    let results = run::execute(&jobs, &ctx, ctx.jobs, &bars);
+    bars.clear();
     // The SQLite of the store under test, as its own ready record says.
     let sqlite = ready.map_or_else(|| "unknown (interrupted before the preflight)".into(), |r| r.sqlite_version);
-    let report = run::report(&ctx, &run_id, &workdir, results, started, sqlite);
-    emit(&report, &a.output)?;
-    let code = run_exit_code(&report, jobs.len());
-    if code == 3 {
-        eprintln!("crashcells: {}", nothing_ran(&report.summary));
+    let facts = RunFacts {
+        run_id: &run_id,
+        workdir: &workdir,
+        started,
+        sqlite_version: sqlite,
+        planned: planned.len(),
+        partition,
+    };
+    let report = run::report(&ctx, facts, results);
+    for r in report.results.iter().filter(|r| r.evidence_error.is_some()) {
+        let why = r.evidence_error.as_deref().unwrap_or_default();
+        note(&format!("evidence of {} {} {} NOT KEPT: {why}", r.cell, r.leg, r.kill.as_str()));
     }
-    Ok(code)
+    emit(&report, &a.output)?;
+    Ok(run_exit_code(&report, jobs.len()))
 }
 
 /// What every cell of a run needs to know, from the run's options.
@@ -323,6 +387,7 @@ fn run_context(options: RunOptions, seed: u64, work_root: &Path, evidence_root: 
         seed,
         options,
         child_ready: None,
+        tally: Default::default(),
     })
 }
 
@@ -345,13 +410,13 @@ fn cmd_audit(a: AuditArgs) -> Result<i32> {
     let child = child_command(a.child.as_deref())?;
     crate::probe::preflight(&child, &workdir, Duration::from_secs(a.deadline))
         .map_err(|e| Error::Child { child: child.display(), message: e.to_string() })?;
-    eprintln!(
-        "crashcells: auditing {} legs of matrix {} in {} ({})",
+    note(&format!(
+        "auditing {} legs of matrix {} in {} ({})",
         matrix.legs.len(),
         matrix.name,
         workdir.display(),
         crate::audit::command::filesystem_name(&workdir)
-    );
+    ));
     let setup = crate::audit::command::AuditSetup {
         matrix: &matrix,
         child: &child,
@@ -360,19 +425,30 @@ fn cmd_audit(a: AuditArgs) -> Result<i32> {
     };
     let report = crate::audit::command::audit_matrix(&setup, a.child.as_deref())?;
     match a.format {
-        ListFormat::Json => print!("{}", report.to_json()),
-        ListFormat::Human => print!("{}", report.to_human()),
+        ListFormat::Json => stdout(&report.to_json())?,
+        ListFormat::Human => stdout(&report.to_human())?,
     }
     Ok(0)
 }
 
-/// The report's exit code, or `128 + signal` for an interrupted run, as
-/// shells report a process the signal ended.
-fn run_exit_code(report: &report::Report, planned: usize) -> i32 {
-    let Some(sig) = crate::harness::interrupted() else { return report.summary.exit_code() };
-    let name = nix::sys::signal::Signal::try_from(sig).map_or_else(|_| sig.to_string(), |s| s.as_str().to_string());
-    eprintln!("crashcells: interrupted by {name}: partial report of {} of {planned} results", report.results.len());
-    128 + sig
+/// The report's exit code; an interrupted run says how much of it ran, and
+/// a share of a partitioned run that holds no result is no failure.
+fn run_exit_code(report: &report::Report, share: usize) -> i32 {
+    if let Some(sig) = report.signal {
+        let name = nix::sys::signal::Signal::try_from(sig).map_or_else(|_| sig.to_string(), |s| s.as_str().to_string());
+        let done = report.results.iter().filter(|r| r.verdict != report::Verdict::Interrupted).count();
+        note(&format!("interrupted by {name}: partial report; {done} of {share} results finished"));
+        return report.exit_code();
+    }
+    if share == 0 {
+        note("this partition holds no result of the plan: nothing to run");
+        return 0;
+    }
+    let code = report.exit_code();
+    if code == 3 {
+        note(&nothing_ran(&report.summary));
+    }
+    code
 }
 
 fn default_jobs() -> usize {
@@ -380,46 +456,19 @@ fn default_jobs() -> usize {
 }
 
 /// Writes the report: to `--out` (atomically) in the chosen format with a
-/// human summary on stdout, or to stdout in the chosen format.
+/// human summary on stdout, or to stdout in the chosen format; and its
+/// Markdown to the GitHub step summary when there is one.
 fn emit(report: &report::Report, out: &OutputArgs) -> Result<()> {
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let text = report::render(report, out.format, color && out.out.is_none())?;
     match &out.out {
-        None => print!("{text}"),
+        None => stdout(&text)?,
         Some(path) => {
             write_atomically(path, &text)?;
-            print!("{}", report::render(report, Format::Human, color)?);
-            eprintln!("crashcells: report written to {}", path.display());
+            stdout(&report::render(report, Format::Human, color)?)?;
+            note(&format!("report written to {}", path.display()));
         }
     }
+    output::step_summary(&report::markdown::render(report));
     Ok(())
-}
-
-/// Writes `text` beside `path` and renames it into place, so that a reader
-/// never sees half a report.
-pub fn write_atomically(path: &Path, text: &str) -> Result<()> {
-    use std::io::Write;
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(Error::io("--out folder", dir))?;
-    tmp.write_all(text.as_bytes()).map_err(Error::io("--out", path))?;
-    tmp.persist(path).map_err(|e| Error::io("--out", path)(e.error))?;
-    Ok(())
-}
-
-struct StderrProgress;
-
-impl Progress for StderrProgress {
-    fn started(&self, _total: usize) {}
-
-    fn finished(&self, done: usize, total: usize, r: &CellResult) {
-        let mark = if r.verdict == Verdict::Pass { "" } else { " <-" };
-        eprintln!(
-            "[{done:>2}/{total}] {:<5} {} / {} / {} ({:.2}s){mark}",
-            r.verdict.as_str(),
-            r.cell,
-            r.leg,
-            r.kill.as_str(),
-            r.duration_ms as f64 / 1000.0
-        );
-    }
 }

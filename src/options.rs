@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use crate::report::KillMode;
+use crate::report::{KillMode, Partition};
 
 /// `--deadline` when not given; a repro names any other value.
 pub const DEFAULT_DEADLINE_SECS: u64 = 30;
@@ -68,25 +68,25 @@ pub struct RunOptions {
     #[arg(long, value_enum, default_value = "all")]
     pub kill: KillArg,
     /// The run's seed; every kill point derives from it. Default: a fresh one, printed.
-    #[arg(long, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
     pub seed: Option<u64>,
     /// Trials (or races) per result, instead of the catalog's.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub trials: Option<u32>,
     /// Run only trial N of each result (what a repro command uses).
-    #[arg(long, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
     pub trial: Option<u32>,
     /// Syscall mode: run only kill point N (what a repro command uses).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub point: Option<u64>,
     /// Syscall mode: visit K kill points drawn with the seed instead of all.
-    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
     pub points: Option<u32>,
     /// Run a deliberately broken variant of the reference store.
     #[arg(long, value_name = "NAME")]
     pub mutant: Option<String>,
     /// Seconds any single wait of a trial may take before it is an error [default: 30].
-    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub deadline: Option<u64>,
     /// Read the cell catalog from this folder instead of the built-in one.
     #[arg(long, value_name = "DIR")]
@@ -96,7 +96,7 @@ pub struct RunOptions {
     #[arg(long, value_name = "'CMD ARGS'")]
     pub child: Option<String>,
     /// Results run in parallel [default: the number of cores].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     #[serde(skip)]
     pub jobs: Option<u64>,
     /// Where trials run [default: /dev/shm where writable, else the temp folder].
@@ -107,6 +107,12 @@ pub struct RunOptions {
     #[arg(long, value_name = "DIR")]
     #[serde(skip)]
     pub evidence: Option<PathBuf>,
+    /// Run only the kth of n equal, contiguous shares of the planned
+    /// results (CI runners in parallel; merge with `report --from`). A
+    /// result's verdict does not depend on the share it ran in.
+    #[arg(long, value_name = "k/n")]
+    #[serde(skip)]
+    pub partition: Option<Partition>,
 }
 
 impl RunOptions {
@@ -238,6 +244,7 @@ mod tests {
             jobs: None,
             workdir: None,
             evidence: None,
+            partition: None,
         }
     }
 
@@ -258,6 +265,7 @@ mod tests {
     fn options_that_cannot_change_a_verdict_stay_out_of_the_repro() {
         let mut o = every_option_set();
         (o.jobs, o.workdir, o.evidence) = (Some(3), Some("/w".into()), Some("/e".into()));
+        o.partition = Some(Partition { k: 2, n: 3 });
         assert_eq!(o.repro(), every_option_set().repro());
     }
 

@@ -49,8 +49,9 @@ impl Scratch {
     }
 }
 
-/// Waits until `acks` holds one complete line, the child ends, or `deadline`
-/// passes. Returns how the child ended, if it did.
+/// Waits until `acks` holds one complete line, the child ends, `deadline`
+/// passes or the run is interrupted (its caller looks at the interrupt).
+/// Returns how the child ended, if it did.
 pub fn wait_first_line(child: &mut Running, acks: &Path, deadline: Duration) -> Option<Exit> {
     let end = Instant::now() + deadline;
     loop {
@@ -60,7 +61,7 @@ pub fn wait_first_line(child: &mut Running, acks: &Path, deadline: Duration) -> 
         if let Some(exit) = child.try_exit() {
             return Some(exit);
         }
-        if Instant::now() >= end {
+        if Instant::now() >= end || crate::harness::interrupted().is_some() {
             return None;
         }
         std::thread::sleep(POLL);

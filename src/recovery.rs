@@ -18,7 +18,7 @@ use std::time::Duration;
 use crashcells_protocol::{Dump, Op, OpArgs};
 
 use crate::audit::sibling;
-use crate::harness::{ChildCommand, Exit, run_to_end};
+use crate::harness::{ChildCommand, Cut, Exit, run_to_end};
 use crate::pipeline::TrialEnv;
 
 /// Why a recovery pass gave no state: the harness's error, never a finding.
@@ -32,6 +32,9 @@ pub enum RecoveryError {
     Failed { pass: u32, exit: Exit, stderr_tail: String },
     #[error("recovery pass {pass} did not finish within {deadline:?}")]
     Deadline { pass: u32, deadline: Duration },
+    /// The run was interrupted during the pass: no finding, no error.
+    #[error("recovery pass {pass} was cut short by the interrupt")]
+    Interrupted { pass: u32 },
     #[error("recovery pass {pass}: {source}")]
     Read { pass: u32, source: std::io::Error },
     #[error("recovery pass 1 printed no dump: {0}")]
@@ -72,11 +75,10 @@ fn pass(child: &ChildCommand, deadline: Duration, env: &TrialEnv, db: &Path, n: 
     let (exit, stderr_tail) = run_to_end(child.command(&args, &env.home), &stdout, &stderr, deadline)
         .map_err(|source| RecoveryError::Start { pass: n, source })?;
     match exit {
-        Some(Exit::Code(0)) => {
-            std::fs::read_to_string(&stdout).map_err(|source| RecoveryError::Read { pass: n, source })
-        }
-        Some(exit) => Err(RecoveryError::Failed { pass: n, exit, stderr_tail }),
-        None => Err(RecoveryError::Deadline { pass: n, deadline }),
+        Ok(Exit::Code(0)) => std::fs::read_to_string(&stdout).map_err(|source| RecoveryError::Read { pass: n, source }),
+        Ok(exit) => Err(RecoveryError::Failed { pass: n, exit, stderr_tail }),
+        Err(Cut::Deadline) => Err(RecoveryError::Deadline { pass: n, deadline }),
+        Err(Cut::Interrupted) => Err(RecoveryError::Interrupted { pass: n }),
     }
 }
 

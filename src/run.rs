@@ -1,14 +1,17 @@
 //! Running a plan: the run's work folder, the jobs spread over `--jobs`
-//! threads, progress on stderr, and the report.
+//! threads, progress on a terminal, and the report.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crate::pipeline::Context;
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::pipeline::{Context, Step, Tally};
 use crate::plan::Job;
-use crate::report::{CellResult, Report, SCHEMA, Summary};
+use crate::report::{CellResult, Partition, Report, SCHEMA, Summary};
 
 /// Where trials run when `--workdir` is not given: a memory-backed folder
 /// where there is one. A `SIGKILL` tests the process's contract, not the
@@ -25,15 +28,26 @@ pub fn run_id() -> String {
     format!("{secs}-{}", std::process::id())
 }
 
-/// Prints progress to stderr as results finish.
+/// What a run shows while it runs: told when each result begins (it gets
+/// the tally its trials report to) and when it finishes.
 pub trait Progress: Sync {
-    fn started(&self, total: usize);
-    fn finished(&self, done: usize, total: usize, result: &CellResult);
+    fn begun(&self, index: usize, job: &Job) -> Tally;
+    fn finished(&self, index: usize, done: usize, total: usize, result: &CellResult);
+}
+
+/// Shows nothing: for tests and library callers.
+pub struct Quiet;
+
+impl Progress for Quiet {
+    fn begun(&self, _: usize, _: &Job) -> Tally {
+        Tally::default()
+    }
+
+    fn finished(&self, _: usize, _: usize, _: usize, _: &CellResult) {}
 }
 
 /// Runs every job on up to `jobs` threads; results come back in plan order.
 pub fn execute(plan: &[Job], ctx: &Context, jobs: usize, progress: &dyn Progress) -> Vec<CellResult> {
-    progress.started(plan.len());
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let slots: Mutex<Vec<Option<CellResult>>> = Mutex::new(vec![None; plan.len()]);
@@ -44,9 +58,11 @@ pub fn execute(plan: &[Job], ctx: &Context, jobs: usize, progress: &dyn Progress
                 while crate::harness::interrupted().is_none() {
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(job) = plan.get(i) else { break };
-                    let result = crate::pipeline::run_job_guarded(job, ctx);
+                    let mut job_ctx = ctx.clone();
+                    job_ctx.tally = progress.begun(i, job);
+                    let result = crate::pipeline::run_job_guarded(job, &job_ctx);
                     let n = done.fetch_add(1, Ordering::SeqCst) + 1;
-                    progress.finished(n, plan.len(), &result);
+                    progress.finished(i, n, plan.len(), &result);
                     slots.lock().expect("no thread panics holding the slots")[i] = Some(result);
                 }
             });
@@ -55,30 +71,109 @@ pub fn execute(plan: &[Job], ctx: &Context, jobs: usize, progress: &dyn Progress
     slots.into_inner().expect("no thread panicked").into_iter().flatten().collect()
 }
 
+/// Progress bars on stderr, one per running result (its trials or kill
+/// points done of those planned) under a line for the run. indicatif hides
+/// them when stderr is not a terminal, so CI logs get none of it; on a
+/// terminal they are cleared as results finish, and the report's table
+/// is the only list of results.
+pub struct Bars {
+    multi: MultiProgress,
+    overall: ProgressBar,
+    running: Mutex<HashMap<usize, ProgressBar>>,
+}
+
+impl Bars {
+    pub fn new(total: usize) -> Bars {
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+        let style = ProgressStyle::with_template("{elapsed:>4} [{pos}/{len} results] {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+        let overall = multi.add(ProgressBar::new(total as u64).with_style(style));
+        overall.enable_steady_tick(Duration::from_millis(250));
+        Bars { multi, overall, running: Mutex::new(HashMap::new()) }
+    }
+
+    /// Clears every bar, so that what follows on the terminal starts clean.
+    pub fn clear(&self) {
+        self.overall.finish_and_clear();
+        let _ = self.multi.clear();
+    }
+}
+
+impl Progress for Bars {
+    fn begun(&self, index: usize, job: &Job) -> Tally {
+        let style = ProgressStyle::with_template("  {prefix:<40} {bar:20} {pos:>4}/{len:<4} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+        let label =
+            format!("{}/{}/{}", job.cell.id, job.leg.as_ref().map_or("-", |l| l.name.as_str()), job.kill.as_str());
+        let bar = self.multi.insert_before(&self.overall, ProgressBar::new(0).with_style(style).with_prefix(label));
+        let unit = match job.kill {
+            crate::report::KillMode::Timed => "trials",
+            crate::report::KillMode::Syscall => "points (census first)",
+        };
+        bar.set_message(unit);
+        self.running.lock().expect("no thread panics holding the bars").insert(index, bar.clone());
+        Tally::new(move |step| match step {
+            Step::Planned(n) => {
+                bar.set_length(n);
+                bar.set_message(if unit == "trials" { "trials" } else { "points" });
+            }
+            Step::Done => bar.inc(1),
+        })
+    }
+
+    fn finished(&self, index: usize, _done: usize, _total: usize, result: &CellResult) {
+        if let Some(bar) = self.running.lock().expect("no thread panics holding the bars").remove(&index) {
+            bar.finish_and_clear();
+        }
+        self.overall.inc(1);
+        if result.verdict.is_decisive() {
+            self.overall.set_message(format!("last {}: {} on {}", result.verdict.as_str(), result.cell, result.leg));
+        }
+    }
+}
+
+/// What a report says about the run besides its results.
+pub struct RunFacts<'a> {
+    pub run_id: &'a str,
+    pub workdir: &'a std::path::Path,
+    pub started: Instant,
+    pub sqlite_version: String,
+    /// Results the whole run planned, every partition together.
+    pub planned: usize,
+    pub partition: Option<Partition>,
+}
+
 /// Builds the report of a finished run.
-pub fn report(
-    ctx: &Context,
-    run_id: &str,
-    workdir: &std::path::Path,
-    results: Vec<CellResult>,
-    started: Instant,
-    sqlite_version: String,
-) -> Report {
-    Report {
+pub fn report(ctx: &Context, facts: RunFacts, results: Vec<CellResult>) -> Report {
+    let signal = crate::harness::interrupted();
+    let mut report = Report {
         schema: SCHEMA.to_string(),
         crashcells_version: env!("CARGO_PKG_VERSION").to_string(),
-        sqlite_version,
+        sqlite_version: facts.sqlite_version,
         seed: ctx.seed,
         matrix: ctx.options.matrix.clone(),
-        duration_ms: started.elapsed().as_millis() as u64,
-        run_id: run_id.to_string(),
-        workdir: workdir.display().to_string(),
+        duration_ms: facts.started.elapsed().as_millis() as u64,
+        run_id: facts.run_id.to_string(),
+        workdir: facts.workdir.display().to_string(),
         child: ctx.options.child.clone().unwrap_or_else(|| "reference".into()),
-        interrupted: crate::harness::interrupted().is_some(),
+        interrupted: signal.is_some(),
+        signal,
+        command: run_command(ctx),
+        planned: Some(facts.planned),
+        partition: facts.partition,
         os: os_description(),
         summary: Summary::of(&results),
         results,
-    }
+    };
+    report.annotate();
+    report
+}
+
+/// The command of the whole run: its options with the seed it used.
+fn run_command(ctx: &Context) -> String {
+    let mut o = ctx.options.clone();
+    o.seed = Some(ctx.seed);
+    o.repro()
 }
 
 /// The operating system: name, kernel release where the kernel tells it,

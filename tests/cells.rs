@@ -1,12 +1,15 @@
 //! Each cell in both directions: it passes on the reference store and fires
-//! on the mutant made to break its clause.
+//! on the mutant made to break its clause. Short: one trial and a few
+//! sampled kill points per result where a pass is shown (every point of a
+//! sweep is `syscall.rs`'s), timed kills only where a mutant must fire.
 
-use crate::common::{results, run_json, scratch};
+use crate::common::{results, run_json, scratch, short_catalog};
 
 #[test]
 fn prefix_durability_passes_on_the_reference_store() {
     let dir = scratch();
-    let (code, report) = run_json(&["run", "--cell", "prefix-durability", "--seed", "11"], dir.path());
+    let args = ["run", "--cell", "prefix-durability", "--seed", "11", "--trials", "1", "--points", "4"];
+    let (code, report) = run_json(&args, dir.path());
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(report["schema"], "crashcells.report.v1");
     for r in results(&report, "prefix-durability") {
@@ -26,8 +29,10 @@ fn prefix_durability_passes_on_the_reference_store() {
 #[test]
 fn prefix_durability_fires_on_ack_before_commit() {
     let dir = scratch();
-    let args = ["run", "--cell", "1", "--mutant", "ack-before-commit", "--seed", "12"];
-    let (code, report) = run_json(&args, dir.path());
+    // Where the kill lands within an operation decides, not the window.
+    let catalog = short_catalog(dir.path());
+    let args = ["run", "--cell", "1", "--mutant", "ack-before-commit", "--seed", "12", "--kill", "timed"];
+    let (code, report) = run_json(&[&args[..], &["--catalog", catalog.to_str().unwrap()]].concat(), dir.path());
     assert_eq!(code, 1, "{report:#}");
     let fired: Vec<_> = results(&report, "prefix-durability").into_iter().filter(|r| r["verdict"] == "fire").collect();
     assert!(!fired.is_empty(), "{report:#}");
@@ -37,10 +42,11 @@ fn prefix_durability_fires_on_ack_before_commit() {
 #[test]
 fn consume_once_passes_on_the_reference_store_and_fires_on_racy_claim() {
     let dir = scratch();
-    let (code, report) = run_json(&["run", "--cell", "consume-once", "--seed", "13"], dir.path());
+    let (code, report) = run_json(&["run", "--cell", "consume-once", "--seed", "13", "--kill", "timed"], dir.path());
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(results(&report, "consume-once")[0]["trials"], 20);
-    let (code, report) = run_json(&["run", "--cell", "2", "--mutant", "racy-claim", "--seed", "13"], dir.path());
+    let args = ["run", "--cell", "2", "--mutant", "racy-claim", "--seed", "13", "--kill", "timed"];
+    let (code, report) = run_json(&args, dir.path());
     assert_eq!(code, 1, "{report:#}");
     assert_eq!(results(&report, "consume-once")[0]["verdict"], "fire");
 }
@@ -48,9 +54,13 @@ fn consume_once_passes_on_the_reference_store_and_fires_on_racy_claim() {
 #[test]
 fn rotation_atomicity_passes_on_the_reference_store_and_fires_on_split_rotation() {
     let dir = scratch();
-    let (code, report) = run_json(&["run", "--cell", "rotation-atomicity", "--seed", "14"], dir.path());
+    let args = ["run", "--cell", "rotation-atomicity", "--seed", "14", "--trials", "2", "--points", "4"];
+    let (code, report) = run_json(&args, dir.path());
     assert_eq!(code, 0, "{report:#}");
-    let (code, report) = run_json(&["run", "--cell", "3", "--mutant", "split-rotation", "--seed", "14"], dir.path());
+    assert_eq!(results(&report, "rotation-atomicity").len(), 6, "3 legs, both kill modes");
+    let catalog = short_catalog(dir.path());
+    let args = ["run", "--cell", "3", "--mutant", "split-rotation", "--seed", "14", "--kill", "timed"];
+    let (code, report) = run_json(&[&args[..], &["--catalog", catalog.to_str().unwrap()]].concat(), dir.path());
     assert_eq!(code, 1, "{report:#}");
     let fired = results(&report, "rotation-atomicity").into_iter().find(|r| r["verdict"] == "fire").expect("a fire");
     assert!(fired["reason"].as_str().unwrap().contains("orphan"), "{fired:#}");

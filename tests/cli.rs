@@ -38,3 +38,13 @@ fn list_shows_five_cells_as_json() {
         }
     }
 }
+
+#[test]
+fn every_command_has_a_help_page_with_examples() {
+    for command in ["run", "list", "report", "audit", "child-check", "prune"] {
+        let out = bin().args([command, "--help"]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{command}");
+        assert!(text.contains("Examples:\n  crashcells "), "{command} --help has no examples:\n{text}");
+    }
+}

@@ -37,3 +37,30 @@ pub fn results<'a>(report: &'a Value, id: &str) -> Vec<&'a Value> {
 pub fn scratch() -> tempfile::TempDir {
     tempfile::tempdir().expect("a temp folder")
 }
+
+/// The built-in catalog with short kill windows (`window = 5`): for tests
+/// about what a run reports, not about where its timed kills land, so that
+/// each timed trial takes a fraction of a second. Written once per test
+/// process into cargo's folder for test files, outside every scratch
+/// folder (tests check what a run leaves there); `_dir` is unused.
+pub fn short_catalog(_dir: &Path) -> std::path::PathBuf {
+    static CATALOG: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    CATALOG.get_or_init(write_short_catalog).clone()
+}
+
+fn write_short_catalog() -> std::path::PathBuf {
+    let cells = Path::new(env!("CARGO_MANIFEST_DIR")).join("cells");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("short-cells");
+    std::fs::create_dir_all(&out).expect("a catalog folder");
+    let window = regex::Regex::new(r"(?m)^window = \d+$").expect("a pattern");
+    for entry in std::fs::read_dir(cells).expect("cells/") {
+        let path = entry.expect("an entry").path();
+        let text = std::fs::read_to_string(&path).expect("a cell file");
+        let short = window.replace(&text, "window = 5");
+        // Renamed into place: another test process may be reading it.
+        let tmp = out.join(format!(".{}", std::process::id()));
+        std::fs::write(&tmp, short.as_ref()).expect("a copy");
+        std::fs::rename(&tmp, out.join(path.file_name().expect("a name"))).expect("a copy in place");
+    }
+    out
+}

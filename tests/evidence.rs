@@ -45,6 +45,8 @@ fn check_evidence(r: &Value) {
 fn a_fire_keeps_the_crash_state_and_passes_leave_nothing_behind() {
     let dir = scratch();
     let args = ["run", "--cell", "1", "--leg", "wal", "--leg", "delete", "--mutant", "drop-append", "--seed", "21"];
+    let catalog = crate::common::short_catalog(dir.path());
+    let args = [&args[..], &["--kill", "timed", "--catalog", catalog.to_str().unwrap()]].concat();
     let (code, report) = run_json(&args, dir.path());
     assert_eq!(code, 1, "{report:#}");
     let fired = decisive(&report);
@@ -60,9 +62,11 @@ fn a_fire_keeps_the_crash_state_and_passes_leave_nothing_behind() {
     assert_eq!(files_in(&run_folder), ["prefix-durability-delete-timed", "prefix-durability-wal-timed"]);
     assert_eq!(files_in(dir.path()), ["evidence"], "the run's work folder is gone");
 
+    // Passing trials and kill points leave nothing, evidence folder included.
     let clean = scratch();
-    let (code, report) =
-        run_json(&["run", "--cell", "1", "--cell", "3", "--trials", "2", "--seed", "21"], clean.path());
+    let args =
+        ["run", "--cell", "1", "--cell", "3", "--leg", "delete", "--trials", "2", "--points", "3", "--seed", "21"];
+    let (code, report) = run_json(&args, clean.path());
     assert_eq!(code, 0, "{report:#}");
     assert!(files_in(clean.path()).is_empty(), "a passing run left {:?}", files_in(clean.path()));
 }
@@ -71,6 +75,7 @@ fn a_fire_keeps_the_crash_state_and_passes_leave_nothing_behind() {
 fn an_error_keeps_its_evidence_and_its_repro_errs_again() {
     let dir = scratch();
     let args = ["run", "--cell", "1", "--leg", "default", "--mutant", "stall", "--deadline", "1", "--seed", "5"];
+    let args = [&args[..], &["--kill", "timed"]].concat();
     let (code, report) = run_json(&args, dir.path());
     assert_eq!(code, 2, "{report:#}");
     let errors = decisive(&report);
@@ -102,12 +107,23 @@ pub fn rerun(repro: &str, scratch: &Path) -> Value {
         .unwrap_or_else(|e| panic!("{repro}: no JSON report ({e}): {}", String::from_utf8_lossy(&out.stderr)))
 }
 
+/// drop-append drops m1: a timed trial and the sweep's last kill point
+/// (the one after m1's ack) both fire, and each repro fires again; the
+/// timed fire's repro is labelled and points to the syscall one.
 #[test]
 fn a_fired_repro_fires_again_with_the_same_kill() {
     let dir = scratch();
-    let (code, report) = run_json(&["run", "--cell", "1", "--mutant", "drop-append", "--seed", "22"], dir.path());
+    let args = ["run", "--cell", "1", "--leg", "delete", "--mutant", "drop-append", "--seed", "22"];
+    let (code, report) = run_json(&args, dir.path());
     assert_eq!(code, 1, "{report:#}");
-    for fired in decisive(&report) {
+    let fired = decisive(&report);
+    assert_eq!(fired.len(), 2, "timed and syscall both fire: {report:#}");
+    let (timed, syscall) = (fired[0], fired[1]);
+    assert_eq!((&timed["kill"], &syscall["kill"]), (&"timed".into(), &"syscall".into()));
+    assert_eq!(timed["syscall_repro"], syscall["repro"], "{timed:#}");
+    assert!(timed["repro_note"].as_str().unwrap().contains("may not fire again"), "{timed:#}");
+    assert!(syscall["repro_note"].is_null(), "a kill point's repro needs no note");
+    for fired in fired {
         let repro = fired["repro"].as_str().unwrap();
         let again = rerun(repro, dir.path());
         let results = again["results"].as_array().unwrap();

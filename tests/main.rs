@@ -2,6 +2,7 @@
 //! real `crashcells` binary, as users and CI do.
 
 mod cells;
+mod ci;
 mod cli;
 mod common;
 mod evidence;

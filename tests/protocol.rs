@@ -27,9 +27,13 @@ fn python_sqlite() -> String {
 }
 
 #[test]
-fn python_store_passes_the_default_gate_or_skips_with_reasons() {
+fn python_store_passes_every_cell_of_the_gate_or_skips_with_reasons() {
     let dir = scratch();
-    let (code, report) = run_json(&["run", "--child", &python(STORE), "--seed", "21"], dir.path());
+    // Every cell, leg and kill mode of the gate, each short: one trial (or
+    // race) of a short window, and a few sampled kill points.
+    let catalog = crate::common::short_catalog(dir.path());
+    let args = ["run", "--child", &python(STORE), "--seed", "21", "--trials", "1", "--points", "3", "--catalog"];
+    let (code, report) = run_json(&[&args[..], &[catalog.to_str().unwrap()]].concat(), dir.path());
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(report["sqlite_version"], python_sqlite(), "the report names the child's SQLite");
     for id in ["prefix-durability", "consume-once", "rotation-atomicity"] {
@@ -50,6 +54,8 @@ fn python_store_passes_the_default_gate_or_skips_with_reasons() {
 fn python_store_skips_wal_only_where_its_sqlite_has_the_wal_reset_bug() {
     let dir = scratch();
     let args = ["run", "--child", &python(STORE), "--cell", "1", "--leg", "wal", "--trials", "1", "--seed", "22"];
+    let catalog = crate::common::short_catalog(dir.path());
+    let args = [&args[..], &["--kill", "timed", "--catalog", catalog.to_str().unwrap()]].concat();
     let (_, report) = run_json(&args, dir.path());
     let r = &results(&report, "prefix-durability")[0];
     let version: Vec<u32> = python_sqlite().split('.').map(|p| p.parse().unwrap()).collect();
@@ -66,23 +72,37 @@ fn python_store_skips_wal_only_where_its_sqlite_has_the_wal_reset_bug() {
     }
 }
 
-#[test]
-fn python_mutants_fire() {
+/// Runs a Python mutant on cell `cell` until it fires. A run stops at its
+/// first fire. Timed kills seldom land between the two commits of a split
+/// rotation (about 1 trial in 17 measured on the Python store), so the
+/// bound is generous; a short window keeps each trial short.
+fn python_mutant_fires(cell: &str, mutant: &str, needle: &str) {
     let dir = scratch();
-    for (cell, mutant, needle) in
-        [("1", "ack-before-commit", "was lost"), ("2", "racy-claim", "racers won"), ("3", "split-rotation", "orphan")]
-    {
-        let args = ["run", "--child", &python(STORE), "--cell", cell, "--leg", "default", "--mutant", mutant];
-        // A run stops at its first fire. Timed kills seldom land between the
-        // two commits of a split rotation (about 1 trial in 17 measured on
-        // the Python store), so the bound is generous.
-        let (code, report) = run_json(&[&args[..], &["--seed", "23", "--trials", "100"]].concat(), dir.path());
-        assert_eq!(code, 1, "{mutant}: {report:#}");
-        let fired = report["results"].as_array().unwrap().iter().find(|r| r["verdict"] == "fire");
-        let fired = fired.unwrap_or_else(|| panic!("{mutant} did not fire: {report:#}"));
-        assert!(fired["reason"].as_str().unwrap().contains(needle), "{mutant}: {fired:#}");
-        assert!(fired["repro"].as_str().unwrap().contains("--child"), "{fired:#}");
-    }
+    let args = ["run", "--child", &python(STORE), "--cell", cell, "--leg", "default", "--mutant", mutant];
+    let catalog = crate::common::short_catalog(dir.path());
+    let extra = ["--seed", "23", "--trials", "100", "--kill", "timed", "--catalog", catalog.to_str().unwrap()];
+    let (code, report) = run_json(&[&args[..], &extra].concat(), dir.path());
+    assert_eq!(code, 1, "{mutant}: {report:#}");
+    let fired = report["results"].as_array().unwrap().iter().find(|r| r["verdict"] == "fire");
+    let fired = fired.unwrap_or_else(|| panic!("{mutant} did not fire: {report:#}"));
+    assert!(fired["reason"].as_str().unwrap().contains(needle), "{mutant}: {fired:#}");
+    assert!(fired["repro"].as_str().unwrap().contains("--child"), "{fired:#}");
+}
+
+// One test per mutant, so that the slow ones run beside other tests.
+#[test]
+fn python_ack_before_commit_fires() {
+    python_mutant_fires("1", "ack-before-commit", "was lost");
+}
+
+#[test]
+fn python_racy_claim_fires() {
+    python_mutant_fires("2", "racy-claim", "racers won");
+}
+
+#[test]
+fn python_split_rotation_fires() {
+    python_mutant_fires("3", "split-rotation", "orphan");
 }
 
 /// `child-check --format json` of `child`: exit code and report.

@@ -56,8 +56,15 @@ fn start_long_run(workdir: &Path, extra: &[&str]) -> Child {
         .stderr(Stdio::piped());
     let mut driver = cmd.spawn().expect("the binary runs");
     let driver_pid = driver.id();
-    let child_seen =
-        eventually(Duration::from_secs(30), || processes_mentioning(workdir).iter().any(|&p| p != driver_pid));
+    // A trial's child, not the preflight's, nor a fork of the driver not yet
+    // exec'd (it still has the driver's command line): the run is then in
+    // its results.
+    let in_a_trial = |pid: &u32| {
+        let cmdline = String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default())
+            .replace('\0', " ");
+        *pid != driver_pid && cmdline.contains(" --acks ") && !cmdline.contains("/preflight-")
+    };
+    let child_seen = eventually(Duration::from_secs(30), || processes_mentioning(workdir).iter().any(in_a_trial));
     if !child_seen {
         let _ = driver.kill();
         panic!("no child of the run appeared");
@@ -94,22 +101,43 @@ fn a_driver_killed_with_sigkill_leaves_no_child() {
 
 #[test]
 fn sigint_and_sigterm_kill_the_children_and_write_a_partial_report() {
-    interrupt_with(Signal::SIGINT);
-    interrupt_with(Signal::SIGTERM);
+    interrupt_with(Signal::SIGINT, 1);
+    interrupt_with(Signal::SIGTERM, 1);
 }
 
-fn interrupt_with(signal: Signal) {
+/// `timeout` and CI runners signal the driver and its whole process group:
+/// the same interrupt arrives more than once in an instant, and must not
+/// count as a second Ctrl-C (which would abandon the report).
+#[test]
+fn an_interrupt_delivered_several_times_at_once_still_writes_the_report() {
+    interrupt_with(Signal::SIGINT, 3);
+}
+
+fn interrupt_with(signal: Signal, times: usize) {
     let dir = scratch();
     let workdir = dir.path().join("work");
     std::fs::create_dir(&workdir).unwrap();
     let out = dir.path().join("run.json");
     let out_arg = out.to_str().unwrap();
     let mut driver = start_long_run(&workdir, &["--format", "json", "--out", out_arg]);
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(driver.id() as i32), signal).unwrap();
+    let started = Instant::now();
+    for _ in 0..times {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(driver.id() as i32), signal).unwrap();
+    }
     let code = wait_bounded(&mut driver, Duration::from_secs(30));
     assert_eq!(code, Some(128 + signal as i32), "an interrupted run exits 128 + {signal}");
     let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-    assert_eq!(report["interrupted"], true, "{report}");
+    assert_eq!((&report["interrupted"], &report["signal"]), (&true.into(), &(signal as i32).into()), "{report}");
+    // The result cut short is interrupted, not an error, and says so truly:
+    // no deadline of 30 s passed in the second the run lasted.
+    let r = &report["results"][0];
+    assert_eq!(r["verdict"], "interrupted", "{r}");
+    assert_eq!(report["summary"]["error"], 0, "{report}");
+    let reason = r["reason"].as_str().unwrap();
+    assert!(reason.contains("interrupted before a verdict"), "{reason}");
+    if started.elapsed() < Duration::from_secs(30) {
+        assert!(!reason.contains("within 30s") && !reason.contains("deadline"), "{reason}");
+    }
     assert!(processes_mentioning(&workdir).is_empty(), "children left: {:?}", processes_mentioning(&workdir));
     let left: Vec<_> = std::fs::read_dir(&workdir).unwrap().flatten().map(|e| e.path()).collect();
     assert!(left.is_empty(), "temp folders left: {left:?}");
@@ -146,7 +174,8 @@ fn the_users_crashcells_home_does_not_reach_the_trials() {
     let not_a_folder = dir.path().join("afile");
     std::fs::write(&not_a_folder, "x").unwrap();
     let out = bin()
-        .args(["run", "--cell", "prefix-durability", "--leg", "default", "--trials", "1", "--format", "json"])
+        .args(["run", "--cell", "prefix-durability", "--leg", "default", "--trials", "1", "--kill", "timed"])
+        .args(["--format", "json"])
         .arg("--workdir")
         .arg(dir.path())
         .arg("--evidence")
@@ -163,7 +192,7 @@ fn two_runs_at_once_keep_their_evidence_apart() {
     let dir = scratch();
     let spawn = || {
         bin()
-            .args(["run", "--cell", "1", "--mutant", "drop-append", "--format", "json", "--workdir"])
+            .args(["run", "--cell", "1", "--mutant", "drop-append", "--kill", "timed", "--format", "json", "--workdir"])
             .arg(dir.path())
             .arg("--evidence")
             .arg(dir.path().join("evidence"))
@@ -237,7 +266,16 @@ fn every_bad_input_is_one_line_and_exit_2() {
     fails_with(&run(&["--evidence", &afile]), &[], &["--evidence", "afile is not a folder"]);
     fails_with(&run(&["--evidence", &under_file]), &[], &["--evidence", "afile is not a folder"]);
     fails_with(&["run", "--cell", "4", "--workdir", &under_file], &[], &["--workdir", "not a folder"]);
-    fails_with(&["run", "--cell", "4", "--workdir", "/proc"], &[], &["work folder in /proc"]);
+    fails_with(&["run", "--cell", "4", "--workdir", "/proc"], &[], &["--workdir /proc: cannot make a folder in it"]);
+    // Unusable places to keep evidence or write the report are refused
+    // before any child runs (root included: /proc takes no new file).
+    fails_with(&run(&["--evidence", "/proc/crashcells-ev"]), &[], &["--evidence", "cannot make folders in /proc"]);
+    fails_with(&run(&["--out", "/proc/run.json"]), &[], &["--out /proc/run.json: cannot write in /proc"]);
+    fails_with(&["audit", "--workdir", "/proc"], &[], &["--workdir /proc: cannot make a folder in it"]);
+    fails_with(&run(&["--trials", "-1"]), &[], &["--trials", "-1"]);
+    fails_with(&run(&["--cell", "9"]), &[], &["unknown cell `9`", "1 prefix-durability"]);
+    fails_with(&run(&["--kill", "timed", "--point", "3"]), &[], &["--point", "--kill timed"]);
+    fails_with(&run(&["--kill", "syscall", "--trial", "3"]), &[], &["--trial", "--kill syscall"]);
     fails_with(&run(&["--child", " "]), &[], &["--child", "empty"]);
     fails_with(&["report", "--from", &d("bad.toml")], &[], &["report", "bad.toml"]);
     let home = Path::new(&afile);

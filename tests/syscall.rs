@@ -54,13 +54,12 @@ fn delete_and_wal_pass_at_every_kill_point_and_record_each() {
 
 #[test]
 fn journal_mode_off_makes_rotation_atomicity_fire() {
-    for seed in ["22", "23"] {
-        let args = ["--cell", "3", "--matrix", "audit", "--leg", "off", "--seed", seed];
-        let Some((code, rs, _dir)) = syscall_results(&args) else { return };
-        assert_eq!(code, 1, "{rs:#?}");
-        assert_eq!(rs[0]["verdict"], "fire", "{:#}", rs[0]);
-        assert_eq!(rs[0]["effective_mode"], "off", "{:#}", rs[0]);
-    }
+    // A full sweep visits every point whatever the seed: one seed shows it.
+    let args = ["--cell", "3", "--matrix", "audit", "--leg", "off", "--seed", "22"];
+    let Some((code, rs, _dir)) = syscall_results(&args) else { return };
+    assert_eq!(code, 1, "{rs:#?}");
+    assert_eq!(rs[0]["verdict"], "fire", "{:#}", rs[0]);
+    assert_eq!(rs[0]["effective_mode"], "off", "{:#}", rs[0]);
 }
 
 fn fires_with_mutant(cell: &str, mutant: &str, needle: &str, seed: &str) -> Value {
@@ -78,26 +77,19 @@ fn fires_with_mutant(cell: &str, mutant: &str, needle: &str, seed: &str) -> Valu
     r
 }
 
+/// The mutants fire under syscall kills, and a fire's `--point` reproduces
+/// the same crash state: same reason, same kill point, one trial.
 #[test]
-fn mutants_fire_under_syscall_kills() {
+fn mutants_fire_under_syscall_kills_and_a_repro_point_reproduces_the_crash_state() {
     if syscall_results(&["--cell", "1", "--leg", "delete", "--seed", "1", "--point", "1"]).is_none() {
         return;
     }
-    for seed in ["31", "32"] {
-        fires_with_mutant("1", "ack-before-commit", "was lost", seed);
-        fires_with_mutant("3", "split-rotation", "orphan", seed);
-    }
-}
-
-#[test]
-fn a_repro_point_reproduces_the_same_crash_state() {
-    if syscall_results(&["--cell", "3", "--leg", "delete", "--seed", "1", "--point", "1"]).is_none() {
-        return;
-    }
-    let fired = fires_with_mutant("3", "split-rotation", "orphan", "33");
+    // A full sweep visits every point whatever the seed: one seed shows it.
+    fires_with_mutant("1", "ack-before-commit", "was lost", "31");
+    let fired = fires_with_mutant("3", "split-rotation", "orphan", "31");
     let point = fired["kill_points"].as_array().unwrap().last().unwrap().clone();
     let n = point["ordinal"].to_string();
-    let args = ["--cell", "3", "--leg", "delete", "--mutant", "split-rotation", "--seed", "33", "--point", &n];
+    let args = ["--cell", "3", "--leg", "delete", "--mutant", "split-rotation", "--seed", "31", "--point", &n];
     let (code, rs, _dir) = syscall_results(&args).unwrap();
     assert_eq!(code, 1);
     assert_eq!(rs[0]["trials"], 1);
@@ -138,8 +130,11 @@ fn a_workdir_behind_a_symlink_is_swept_like_any_other() {
     std::fs::create_dir(&real).unwrap();
     let link = dir.path().join("link");
     std::os::unix::fs::symlink(&real, &link).unwrap();
+    // A few points are enough: a tracer that matched no file would find no
+    // point at all, and the census would stall into an error.
     let out = crate::common::bin()
-        .args(["run", "--cell", "1", "--leg", "delete", "--kill", "syscall", "--seed", "3", "--format", "json"])
+        .args(["run", "--cell", "1", "--leg", "delete", "--kill", "syscall", "--seed", "3", "--points", "3"])
+        .args(["--format", "json"])
         .arg("--workdir")
         .arg(&link)
         .arg("--evidence")

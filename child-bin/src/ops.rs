@@ -19,10 +19,15 @@ use crate::store::{Store, dump};
 
 /// How many appends the `stall` mutant acknowledges before it blocks.
 pub const STALL_AFTER: u64 = 5;
-/// The `drop-append` mutant never writes one append in this many (m63,
-/// m127, ...): a lost acknowledged write that needs no crash to show, so
-/// cell 1 fires on every trial that gets that far and its repro fires again.
+/// The `drop-append` mutant acknowledges without writing one append in this
+/// many, starting with the second (m1, m65, m129, ...): a lost acknowledged
+/// write that needs no crash to show. Every workload acks m1 (a timed kill
+/// waits for hundreds of acks; a syscall sweep covers two appends), so cell
+/// 1 fires on every timed trial and at the sweep's last kill point (the one
+/// after m1's ack), and its repro fires again.
 pub const DROP_EVERY: u64 = 64;
+/// The first append the `drop-append` mutant drops.
+pub const DROP_FIRST: u64 = 1;
 
 #[derive(Debug, Subcommand)]
 pub enum ChildOp {
@@ -134,7 +139,7 @@ fn append(a: WorkArgs) -> Result<(), ChildError> {
             stall_forever();
         }
         let content = format!("m{i}");
-        if a.mutant == Some(Mutant::DropAppend) && i % DROP_EVERY == DROP_EVERY - 1 {
+        if a.mutant == Some(Mutant::DropAppend) && i % DROP_EVERY == DROP_FIRST {
             acks.record(&ack("append", i)).map_err(ChildError::io("ack journal"))?;
         } else if a.mutant == Some(Mutant::AckBeforeCommit) {
             let mut early = Ok(());

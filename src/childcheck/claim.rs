@@ -64,7 +64,7 @@ impl Checker<'_> {
         }
         let exit = running.wait_until(Instant::now() + self.deadline);
         let tail = running.stderr_tail();
-        exit.map(|e| (e, tail)).ok_or_else(|| format!("claimant {name} did not end within {:?}", self.deadline))
+        exit.map(|e| (e, tail)).map_err(|_| format!("claimant {name} did not end within {:?}", self.deadline))
     }
 
     fn waits_at_barrier(&self, s: &Scratch, running: &mut Running, acks: &Path) -> Result<String, String> {

@@ -138,7 +138,7 @@ impl Checker<'_> {
         let (stdout, stderr) = (s.path(&format!("{label}.stdout")), s.path(&format!("{label}.stderr")));
         let (exit, tail) =
             run_to_end(cmd, &stdout, &stderr, self.deadline).map_err(|e| format!("`{label}` could not start: {e}"))?;
-        let exit = exit.ok_or_else(|| format!("`{label}` did not end within {:?}", self.deadline))?;
+        let exit = exit.map_err(|_| format!("`{label}` did not end within {:?}", self.deadline))?;
         Ok((exit, tail))
     }
 

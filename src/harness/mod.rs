@@ -29,7 +29,7 @@ use std::time::Duration;
 pub use command::ChildCommand;
 pub use interrupt::{catch_interrupts, interrupted};
 pub use reap::{Exit, KILL_GRACE, ReapError, Reaped, group_alive};
-pub use spawn::{Running, run_to_end, stderr_tail};
+pub use spawn::{Cut, Running, run_to_end, stderr_tail};
 pub use traced::{TraceError, TraceEvent, Traced};
 
 /// How often a bounded wait looks again. Pacing only: every wait ends on its

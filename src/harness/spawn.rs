@@ -50,6 +50,17 @@ pub(super) fn prepare(
     Ok(())
 }
 
+/// Why a bounded wait ended before the child did: its deadline, or an
+/// interrupt of the run. A caller's message must say which, so that a run
+/// cut short by Ctrl-C never reports a deadline that did not pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Cut {
+    #[error("the deadline passed")]
+    Deadline,
+    #[error("the run was interrupted")]
+    Interrupted,
+}
+
 /// A running child in a process group of its own.
 #[derive(Debug)]
 pub struct Running {
@@ -105,15 +116,18 @@ impl Running {
         let _ = killpg(self.pgid, if paused { Signal::SIGSTOP } else { Signal::SIGCONT });
     }
 
-    /// Waits until the child ends or `deadline` passes; `None` on the
-    /// deadline, or at once when the run is interrupted.
-    pub fn wait_until(&mut self, deadline: Instant) -> Option<Exit> {
+    /// Waits until the child ends or `deadline` passes, or the run is
+    /// interrupted; the error says which of the two cut the wait short.
+    pub fn wait_until(&mut self, deadline: Instant) -> Result<Exit, Cut> {
         loop {
             if let Some(exit) = self.try_exit() {
-                return Some(exit);
+                return Ok(exit);
             }
-            if Instant::now() >= deadline || interrupted().is_some() {
-                return None;
+            if interrupted().is_some() {
+                return Err(Cut::Interrupted);
+            }
+            if Instant::now() >= deadline {
+                return Err(Cut::Deadline);
             }
             std::thread::sleep(POLL);
         }
@@ -192,13 +206,14 @@ pub fn stderr_tail(path: &Path) -> String {
 }
 
 /// Runs a short child to completion within `timeout`, capturing stdout.
-/// A child that overstays is killed; the result says so.
+/// A child that overstays (or is cut short by an interrupt) is killed; the
+/// result says which.
 pub fn run_to_end(
     cmd: Command,
     stdout: &Path,
     stderr: &Path,
     timeout: Duration,
-) -> std::io::Result<(Option<Exit>, String)> {
+) -> std::io::Result<(Result<Exit, Cut>, String)> {
     let mut cmd = cmd;
     cmd.stdout(std::fs::File::create(stdout)?);
     let mut running = Running::spawn(cmd, Some(stderr))?;
@@ -242,7 +257,7 @@ mod tests {
     fn wait_until_honours_its_deadline_and_drop_kills() {
         let mut r = Running::spawn(sh("sleep 30"), None).unwrap();
         let start = Instant::now();
-        assert_eq!(r.wait_until(start + Duration::from_millis(50)), None);
+        assert_eq!(r.wait_until(start + Duration::from_millis(50)), Err(Cut::Deadline));
         let pgid = r.pgid;
         drop(r);
         assert!(!group_alive(pgid));
@@ -251,7 +266,7 @@ mod tests {
     #[test]
     fn a_child_that_ends_on_its_own_leaves_nothing_of_its_group() {
         let mut r = Running::spawn(sh("sleep 30 & exit 0"), None).unwrap();
-        assert_eq!(r.wait_until(Instant::now() + Duration::from_secs(10)), Some(Exit::Code(0)));
+        assert_eq!(r.wait_until(Instant::now() + Duration::from_secs(10)), Ok(Exit::Code(0)));
         let pgid = r.pgid;
         assert!(group_alive(pgid), "the background sleep is still in the group");
         drop(r);
@@ -261,6 +276,6 @@ mod tests {
     #[test]
     fn an_exit_code_is_read_back() {
         let mut r = Running::spawn(sh("exit 10"), None).unwrap();
-        assert_eq!(r.wait_until(Instant::now() + Duration::from_secs(10)), Some(Exit::Code(10)));
+        assert_eq!(r.wait_until(Instant::now() + Duration::from_secs(10)), Ok(Exit::Code(10)));
     }
 }

@@ -13,7 +13,7 @@ use nix::unistd::Pid;
 use super::reap::reap_group;
 use super::spawn::prepare;
 use super::watchdog::Watchdog;
-use super::{Exit, KILL_GRACE, POLL, Reaped, stderr_tail};
+use super::{Cut, Exit, KILL_GRACE, POLL, Reaped, stderr_tail};
 
 /// Why a traced child could not be started or driven.
 #[derive(Debug)]
@@ -23,6 +23,8 @@ pub enum TraceError {
     NotPermitted(String),
     /// The trial's deadline passed; the watchdog killed the group.
     Deadline,
+    /// The run was interrupted; the watchdog killed the group.
+    Interrupted,
     Io(String),
 }
 
@@ -218,8 +220,10 @@ impl Traced {
                 },
             };
             self.exit = Some(status);
-            if self.watchdog.fired() {
-                return Err(TraceError::Deadline);
+            match self.watchdog.fired() {
+                Some(Cut::Deadline) => return Err(TraceError::Deadline),
+                Some(Cut::Interrupted) => return Err(TraceError::Interrupted),
+                None => {}
             }
             return Ok(None);
         }

@@ -7,14 +7,19 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
-use super::interrupted;
+use super::{Cut, interrupted};
+
+/// What `fired` holds: nothing yet, the deadline, or an interrupt.
+const QUIET: u8 = 0;
+const DEADLINE: u8 = 1;
+const INTERRUPTED: u8 = 2;
 
 /// Kills a group once a deadline passes, from a thread of its own, so that
 /// the tracer can block in `waitpid` (a blocked wait then returns the kill).
 #[derive(Debug)]
 pub(super) struct Watchdog {
     cancel: Option<std::sync::mpsc::Sender<()>>,
-    fired: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    fired: std::sync::Arc<std::sync::atomic::AtomicU8>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -22,7 +27,7 @@ impl Watchdog {
     pub(super) fn start(pgid: Pid, deadline: Duration) -> Watchdog {
         use std::sync::atomic::Ordering;
         let (cancel, cancelled) = std::sync::mpsc::channel::<()>();
-        let fired = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let fired = std::sync::Arc::new(std::sync::atomic::AtomicU8::new(QUIET));
         let flag = fired.clone();
         let end = Instant::now() + deadline;
         let thread = std::thread::spawn(move || {
@@ -34,7 +39,9 @@ impl Watchdog {
                     Err(std::sync::mpsc::RecvTimeoutError::Timeout)
                         if Instant::now() >= end || interrupted().is_some() =>
                     {
-                        flag.store(true, Ordering::SeqCst);
+                        // Why it kills, so that the tracer's error says so.
+                        let why = if interrupted().is_some() { INTERRUPTED } else { DEADLINE };
+                        flag.store(why, Ordering::SeqCst);
                         let _ = killpg(pgid, Signal::SIGKILL);
                         return;
                     }
@@ -46,8 +53,13 @@ impl Watchdog {
         Watchdog { cancel: Some(cancel), fired, thread: Some(thread) }
     }
 
-    pub(super) fn fired(&self) -> bool {
-        self.fired.load(std::sync::atomic::Ordering::SeqCst)
+    /// Why the watchdog killed the group, if it did.
+    pub(super) fn fired(&self) -> Option<Cut> {
+        match self.fired.load(std::sync::atomic::Ordering::SeqCst) {
+            DEADLINE => Some(Cut::Deadline),
+            INTERRUPTED => Some(Cut::Interrupted),
+            _ => None,
+        }
     }
 
     /// Stops the watchdog before the child is reaped, so that it can never

@@ -79,11 +79,11 @@ pub fn wait_for_acks(
             let stderr_tail = if tail.is_empty() { "(empty)".to_string() } else { tail };
             return Err(WaitError::Exited { exit, acks, stderr_tail });
         }
-        if Instant::now() >= end {
-            return Err(WaitError::Deadline { acks });
-        }
         if interrupted().is_some() {
             return Err(WaitError::Interrupted);
+        }
+        if Instant::now() >= end {
+            return Err(WaitError::Deadline { acks });
         }
         std::thread::sleep(POLL);
     }

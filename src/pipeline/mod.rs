@@ -23,6 +23,7 @@ pub mod trial;
 pub mod verdict;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crashcells_protocol::Ready;
@@ -52,6 +53,48 @@ pub struct Context {
     /// What the child said of itself in the preflight (its protocol and the
     /// operations it implements); none when the run was interrupted first.
     pub child_ready: Option<Ready>,
+    /// Where this job's trials and kill points report their progress.
+    pub tally: Tally,
+}
+
+/// A step of a result's progress: how many trials or kill points it will
+/// run (once known: a sweep knows after its census), or one more that ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    Planned(u64),
+    Done,
+}
+
+/// The progress hook of one job: the pipeline calls it, the command line
+/// draws it (a progress bar on a terminal, nothing elsewhere). A no-op by
+/// default, so that a caller that draws nothing gives nothing.
+#[derive(Clone, Default)]
+pub struct Tally(Option<Arc<dyn Fn(Step) + Send + Sync>>);
+
+impl Tally {
+    pub fn new(f: impl Fn(Step) + Send + Sync + 'static) -> Tally {
+        Tally(Some(Arc::new(f)))
+    }
+
+    /// `n` trials or kill points are to run.
+    pub fn planned(&self, n: u64) {
+        if let Some(f) = &self.0 {
+            f(Step::Planned(n));
+        }
+    }
+
+    /// One more trial or kill point ended.
+    pub fn done(&self) {
+        if let Some(f) = &self.0 {
+            f(Step::Done);
+        }
+    }
+}
+
+impl std::fmt::Debug for Tally {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Tally(hook)" } else { "Tally(none)" })
+    }
 }
 
 impl Context {

@@ -22,7 +22,7 @@ use super::{Context, Outcome, Trial, TrialEnv};
 use crate::audit::audit_leg;
 use crate::cells::consume::HANDOFF;
 use crate::cells::{Cell, End};
-use crate::harness::{Exit, POLL, Running, Traced, interrupted, run_to_end};
+use crate::harness::{Cut, Exit, POLL, Running, Traced, interrupted, run_to_end};
 use crate::journal;
 use crate::kill::syscall::{Driven, Goal, Targets, drive};
 use crate::matrix::Leg;
@@ -186,9 +186,10 @@ impl Race<'_> {
         let (exit, tail) = run_to_end(cmd, &env.path("park.stdout"), &env.stderr, self.ctx.deadline)
             .map_err(|e| Outcome::Error(format!("could not start the child `{}`: {e}", self.ctx.child.display())))?;
         match exit {
-            Some(Exit::Code(0)) => {}
-            Some(other) => return Err(Outcome::Error(format!("park failed ({other}): {tail}"))),
-            None => return Err(Outcome::Error("park did not finish within the deadline".into())),
+            Ok(Exit::Code(0)) => {}
+            Ok(other) => return Err(Outcome::Error(format!("park failed ({other}): {tail}"))),
+            Err(Cut::Deadline) => return Err(Outcome::Error("park did not finish within the deadline".into())),
+            Err(Cut::Interrupted) => return Err(Outcome::Interrupted("park was cut short".into())),
         }
         // The racers block on this lock until the returned file is dropped,
         // which releases all of them at once.
@@ -248,9 +249,9 @@ impl Race<'_> {
         let end = Instant::now() + self.ctx.deadline;
         let mut exits = Vec::new();
         for (r, child) in (first..).zip(running.iter_mut()) {
-            let exit = child.wait_until(end).ok_or_else(|| {
-                let why = format!("racer r{r} did not finish within {:?}", self.ctx.deadline);
-                if interrupted().is_some() { Outcome::Interrupted(why) } else { Outcome::Error(why) }
+            let exit = child.wait_until(end).map_err(|cut| match cut {
+                Cut::Deadline => Outcome::Error(format!("racer r{r} did not finish within {:?}", self.ctx.deadline)),
+                Cut::Interrupted => Outcome::Interrupted(format!("waiting for racer r{r} to finish")),
             })?;
             exits.push(exit);
         }
@@ -278,14 +279,14 @@ impl Race<'_> {
                     return Err(Outcome::Error(why));
                 }
             }
+            if interrupted().is_some() {
+                return Err(Outcome::Interrupted("waiting for the racers at the barrier".into()));
+            }
             if Instant::now() >= end {
                 return Err(Outcome::Error(format!(
                     "racers {pending:?} were not ready within {:?}",
                     self.ctx.deadline
                 )));
-            }
-            if interrupted().is_some() {
-                return Err(Outcome::Interrupted("waiting for the racers at the barrier".into()));
             }
             std::thread::sleep(POLL);
         }

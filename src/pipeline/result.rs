@@ -102,9 +102,11 @@ fn in_order(job: &Job, ctx: &Context, run: &dyn Fn(u32) -> Trial) -> Vec<Trial> 
         Some(t) => vec![t],
         None => (0..trial_count(job, ctx)).collect(),
     };
+    ctx.tally.planned(indices.len() as u64);
     let mut trials = Vec::new();
     for index in indices {
         let trial = run(index);
+        ctx.tally.done();
         let decisive = trial.outcome != Outcome::Pass;
         trials.push(trial);
         if decisive || interrupted().is_some() {
@@ -114,12 +116,15 @@ fn in_order(job: &Job, ctx: &Context, run: &dyn Fn(u32) -> Trial) -> Vec<Trial> 
     trials
 }
 
-/// A trial that ended in an error while the run was being interrupted owes
-/// the error to the interruption (its waits gave up), whatever it says.
+/// A trial that ended in an error while the run was being interrupted is
+/// not counted as the harness's error: the interrupt killed what it waited
+/// on. Every wait of the harness says when an interrupt cut it short (so
+/// its reason is already `Interrupted`); this catches any other step that
+/// failed in the same moment, and keeps what that step said.
 fn mark_interrupted(trials: &mut [Trial]) {
     let Some(last) = trials.last_mut() else { return };
     if let (Outcome::Error(why), Some(_)) = (&last.outcome, interrupted()) {
-        last.outcome = Outcome::Interrupted(why.clone());
+        last.outcome = Outcome::Interrupted(format!("then: {why}"));
     }
 }
 
@@ -141,7 +146,10 @@ fn base_result(job: &Job, ctx: &Context, verdict: Verdict, reason: String, trial
         acked: 0,
         duration_ms: 0,
         evidence: None,
+        evidence_error: None,
         repro: repro(job, ctx, None),
+        repro_note: None,
+        syscall_repro: None,
         mutant: ctx.options.mutant.clone(),
         integrity: None,
         details: Vec::new(),
@@ -163,7 +171,7 @@ fn fold(job: &Job, ctx: &Context, trials: &[Trial]) -> CellResult {
         Outcome::Fire(r) => (Verdict::Fire, format!("trial {}: {r}", last.index)),
         Outcome::Skip(r) => (Verdict::Skip, r.clone()),
         Outcome::Error(r) => (Verdict::Error, format!("trial {}: {r}", last.index)),
-        Outcome::Interrupted(r) => (Verdict::Error, format!("trial {}: {INTERRUPTED} ({r})", last.index)),
+        Outcome::Interrupted(r) => (Verdict::Interrupted, format!("trial {}: {INTERRUPTED} ({r})", last.index)),
     };
     let mut result = base_result(job, ctx, verdict, reason, trials.len() as u32);
     result.kill_points = trials.iter().filter_map(|t| t.kill_point.clone()).collect();
@@ -182,7 +190,8 @@ fn fold(job: &Job, ctx: &Context, trials: &[Trial]) -> CellResult {
     result.synchronous = trials.iter().rev().find_map(|t| t.synchronous.clone()).or(result.synchronous);
     result.integrity = last.integrity.clone();
     result.details = last.details.clone();
-    if verdict != Verdict::Pass {
+    // An interrupted result reruns whole: its last trial decided nothing.
+    if !matches!(verdict, Verdict::Pass | Verdict::Interrupted) {
         result.repro = repro(job, ctx, Some(last.index));
     }
     result
@@ -191,7 +200,7 @@ fn fold(job: &Job, ctx: &Context, trials: &[Trial]) -> CellResult {
 /// Keeps the folder of a fired or errored trial, with the result as JSON
 /// beside it; every other trial's folder is removed with its `TrialEnv`.
 fn keep_evidence(ctx: &Context, result: &mut CellResult, trials: Vec<Trial>) {
-    if !matches!(result.verdict, Verdict::Fire | Verdict::Error) {
+    if !result.verdict.is_decisive() {
         return;
     }
     let Some(env) = trials.into_iter().last().and_then(|t| t.env) else { return };
@@ -201,7 +210,7 @@ fn keep_evidence(ctx: &Context, result: &mut CellResult, trials: Vec<Trial>) {
             result.evidence = Some(dest.display().to_string());
             let _ = std::fs::write(dest.join("result.json"), serde_json::to_string_pretty(result).unwrap_or_default());
         }
-        Err(e) => result.details.push(format!("evidence could not be kept: {e}")),
+        Err(e) => result.evidence_error = Some(format!("could not keep {}: {e}", dest.display())),
     }
 }
 
@@ -222,6 +231,7 @@ mod tests {
             deadline: std::time::Duration::from_secs(1),
             jobs: 1,
             child_ready: ready,
+            tally: Default::default(),
         }
     }
 
@@ -237,6 +247,51 @@ mod tests {
             resolver: None,
             operations: operations.map(|o| o.into_iter().map(String::from).collect()),
         }
+    }
+
+    /// A folder that cannot be made (a read-only place) loses the evidence:
+    /// the result says so in a field of its own, and keeps its verdict.
+    #[test]
+    fn evidence_that_cannot_be_kept_is_said_in_its_own_field() {
+        let mut c = ctx(None);
+        c.evidence_root = "/proc/crashcells-evidence".into();
+        let work = tempfile::tempdir().unwrap();
+        let leg = crate::matrix::Matrix::load("default").unwrap().legs.remove(0);
+        let env = crate::pipeline::TrialEnv::new(work.path(), &leg, "t0").unwrap();
+        let trial = Trial::ended(0, Outcome::Fire("lost".into())).with_env(env);
+        let job = first_job();
+        let mut result = fold(&job, &c, std::slice::from_ref(&trial));
+        keep_evidence(&c, &mut result, vec![trial]);
+        assert_eq!((result.verdict, result.evidence.as_deref()), (Verdict::Fire, None));
+        let why = result.evidence_error.unwrap();
+        assert!(why.starts_with("could not keep /proc/crashcells-evidence/"), "{why}");
+    }
+
+    fn first_job() -> Job {
+        crate::plan::plan(
+            &crate::catalog::Catalog::embedded().unwrap(),
+            &crate::matrix::Matrix::load("default").unwrap(),
+            &crate::plan::Selection { kills: vec![KillMode::Timed], ..Default::default() },
+            1,
+        )
+        .unwrap()
+        .remove(0)
+    }
+
+    /// The progress hook hears how many trials a result plans and each one
+    /// that ends, up to the first that does not pass.
+    #[test]
+    fn timed_trials_report_their_progress_to_the_tally() {
+        use std::sync::{Arc, Mutex};
+        let steps = Arc::new(Mutex::new(Vec::new()));
+        let mut c = ctx(None);
+        c.options.trials = Some(4);
+        let heard = Arc::clone(&steps);
+        c.tally = crate::pipeline::Tally::new(move |s| heard.lock().unwrap().push(s));
+        let run = |i: u32| Trial::ended(i, if i == 2 { Outcome::Fire("x".into()) } else { Outcome::Pass });
+        assert_eq!(in_order(&first_job(), &c, &run).len(), 3);
+        use crate::pipeline::Step::{Done, Planned};
+        assert_eq!(*steps.lock().unwrap(), [Planned(4), Done, Done, Done]);
     }
 
     #[test]

@@ -57,7 +57,12 @@ pub fn sweep(ctx: &Context, seed: u64, shape: &dyn Sweepable) -> Vec<Trial> {
     }
     let o = &ctx.options;
     let points = sweep_points(census.points, o.point, o.points, seed);
-    parallel(&points, ctx.jobs, &|n| shape.at(filter, n, &census))
+    ctx.tally.planned(points.len() as u64);
+    parallel(&points, ctx.jobs, &|n| {
+        let trial = shape.at(filter, n, &census);
+        ctx.tally.done();
+        trial
+    })
 }
 
 /// What a trace failure means for a trial: refused tracing is a skip with
@@ -66,6 +71,7 @@ pub fn trace_outcome(e: TraceError, ctx: &Context) -> Outcome {
     match e {
         TraceError::NotPermitted(why) => Outcome::Skip(format!("syscall kill points unavailable: {why}")),
         TraceError::Deadline => Outcome::Error(format!("the traced child overstayed the {:?} deadline", ctx.deadline)),
+        TraceError::Interrupted => Outcome::Interrupted("the traced child was killed by the interrupt".into()),
         TraceError::Io(why) => Outcome::Error(format!("tracing the child: {why}")),
     }
 }
@@ -128,6 +134,7 @@ mod tests {
             deadline: std::time::Duration::from_secs(1),
             jobs: 2,
             child_ready: None,
+            tally: Default::default(),
         }
     }
 

@@ -62,6 +62,7 @@ pub fn conclude(
     }
     match crate::recovery::recover(&ctx.child, ctx.deadline, env) {
         Ok(recovered) => judge(cell, &processes, &recovered, trial),
+        Err(e @ crate::recovery::RecoveryError::Interrupted { .. }) => Outcome::Interrupted(e.to_string()),
         Err(e) => Outcome::Error(e.to_string()),
     }
 }

@@ -1,9 +1,15 @@
-//! The human rendering: a line per result and a summary, colour only when
-//! asked for (a terminal without `NO_COLOR`).
+//! The human rendering: one table with a header, a row per result in plan
+//! order, the lines a fire or an error needs under its row (kill point,
+//! findings, evidence, repro), and a summary line. Colour only when asked
+//! for (a terminal without `NO_COLOR`).
+//!
+//! Column widths follow the longest value, so long leg names and sampled
+//! points stay aligned. The `ran` column says how many trials or kill
+//! points a result ran (a `--points 5` sample shows `5 points`).
 
 use std::fmt::Write;
 
-use super::{Report, Verdict};
+use super::{CellResult, KillMode, Report, Verdict};
 
 fn paint(text: &str, verdict: Verdict, color: bool) -> String {
     if !color {
@@ -13,58 +19,145 @@ fn paint(text: &str, verdict: Verdict, color: bool) -> String {
         Verdict::Pass => "32",
         Verdict::Fire => "1;31",
         Verdict::Error => "35",
-        Verdict::Skip | Verdict::Stub => "33",
+        Verdict::Skip | Verdict::Stub | Verdict::Interrupted => "33",
     };
     format!("\x1b[{code}m{text}\x1b[0m")
 }
 
+/// The table's columns, in order; the reason follows, unpadded.
+const HEADER: [&str; 8] = ["verdict", "cell", "leg", "mode", "kill", "ran", "acked", "time"];
+/// Columns aligned to the right (numbers).
+const RIGHT: [bool; 8] = [false, false, false, false, false, true, true, true];
+
+/// What a result ran: its trials (timed) or kill points (syscall); a stub
+/// ran nothing.
+pub fn ran(r: &CellResult) -> String {
+    match (r.verdict, r.kill) {
+        (Verdict::Stub, _) => "-".into(),
+        (_, KillMode::Timed) => plural(r.trials as usize, "trial"),
+        (_, KillMode::Syscall) => plural(r.trials as usize, "point"),
+    }
+}
+
+/// `1 result`, `2 results`.
+pub fn plural(n: usize, word: &str) -> String {
+    if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
+}
+
+fn cells(r: &CellResult) -> [String; 8] {
+    // The mode and level the trials ran at: `wal/full`, `delete/off`.
+    let mode = format!("{}/{}", r.effective_mode.as_deref().unwrap_or("-"), r.synchronous.as_deref().unwrap_or("-"));
+    let stub = r.verdict == Verdict::Stub;
+    [
+        r.verdict.as_str().to_string(),
+        r.cell.clone(),
+        r.leg.clone(),
+        mode,
+        r.kill.as_str().to_string(),
+        ran(r),
+        if stub { "-".into() } else { r.acked.to_string() },
+        if stub { "-".into() } else { format!("{:.2}s", r.duration_ms as f64 / 1000.0) },
+    ]
+}
+
 pub fn render(report: &Report, color: bool) -> String {
-    let mut out = String::new();
-    for r in &report.results {
-        let verdict = paint(&format!("{:<5}", r.verdict.as_str()), r.verdict, color);
-        // The mode and level the trials ran at: `wal/full`, `delete/off`.
-        let mode =
-            format!("{}/{}", r.effective_mode.as_deref().unwrap_or("-"), r.synchronous.as_deref().unwrap_or("-"));
-        let _ = write!(
-            out,
-            "{verdict} {:<20} {:<18} {:<15} {:<7} acked {:>5}  {:>6.2}s",
-            r.cell,
-            r.leg,
-            mode,
-            r.kill.as_str(),
-            r.acked,
-            r.duration_ms as f64 / 1000.0
-        );
-        if !r.reason.is_empty() {
-            let _ = write!(out, "  {}", r.reason);
-        }
-        out.push('\n');
-        if matches!(r.verdict, Verdict::Fire | Verdict::Error) {
-            if let Some(k) = r.deciding_kill() {
-                let _ = writeln!(out, "      kill point: {}", k.describe());
-            }
-            if let Some(e) = &r.evidence {
-                let _ = writeln!(out, "      evidence: {e}");
-            }
-            let _ = writeln!(out, "      repro: {}", r.repro);
+    let rows: Vec<[String; 8]> = report.results.iter().map(cells).collect();
+    let mut widths = HEADER.map(str::len);
+    for row in &rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.len());
         }
     }
+    let mut out = String::new();
+    if !report.results.is_empty() {
+        line(&mut out, &HEADER.map(String::from), &widths, "reason", None);
+    }
+    for (r, row) in report.results.iter().zip(&rows) {
+        line(&mut out, row, &widths, &r.reason, Some((r.verdict, color)));
+        if r.verdict.is_decisive() {
+            decisive(&mut out, r);
+        }
+    }
+    summary(&mut out, report);
+    out
+}
+
+/// One row: padded columns, then the reason.
+fn line(out: &mut String, row: &[String; 8], widths: &[usize; 8], reason: &str, paint_as: Option<(Verdict, bool)>) {
+    let mut cols = Vec::new();
+    for (i, (c, &w)) in row.iter().zip(widths).enumerate() {
+        let padded = if RIGHT[i] { format!("{c:>w$}") } else { format!("{c:<w$}") };
+        cols.push(match (i, paint_as) {
+            (0, Some((v, color))) => paint(&padded, v, color),
+            _ => padded,
+        });
+    }
+    let text = format!("{}  {reason}", cols.join("  "));
+    let _ = writeln!(out, "{}", text.trim_end());
+}
+
+/// The lines under a fire or an error: everything needed to start on it.
+fn decisive(out: &mut String, r: &CellResult) {
+    const IN: &str = "    ";
+    if let Some(k) = r.deciding_kill() {
+        let _ = writeln!(out, "{IN}kill point: {}", k.describe());
+    }
+    for d in &r.details {
+        let _ = writeln!(out, "{IN}details: {d}");
+    }
+    match (&r.evidence, &r.evidence_error) {
+        (_, Some(why)) => {
+            let _ = writeln!(out, "{IN}evidence: NOT KEPT: {why}");
+        }
+        (Some(e), None) => {
+            let _ = writeln!(out, "{IN}evidence: {e}");
+        }
+        (None, None) => {}
+    }
+    let _ = writeln!(out, "{IN}repro: {}", r.repro);
+    if let Some(note) = &r.repro_note {
+        let _ = writeln!(out, "{IN}note: {note}");
+    }
+    if let Some(s) = &r.syscall_repro {
+        let _ = writeln!(out, "{IN}syscall repro: {s}");
+    }
+}
+
+fn summary(out: &mut String, report: &Report) {
     let s = &report.summary;
-    let _ = writeln!(
+    let _ = write!(
         out,
-        "{} pass, {} fire, {} skip, {} stub, {} error in {:.2}s (seed {}, matrix {}, SQLite {})",
-        s.pass,
-        s.fire,
-        s.skip,
-        s.stub,
-        s.error,
+        "{}: {} in {:.2}s (seed {}, matrix {}, SQLite {}",
+        plural(s.total(), "result"),
+        s.counts(),
         report.duration_ms as f64 / 1000.0,
         report.seed,
         report.matrix,
         report.sqlite_version
     );
-    if report.interrupted {
-        out.push_str("interrupted: this is a partial report; results not listed did not run\n");
+    if let Some(p) = report.partition {
+        let _ = write!(out, ", partition {p}");
     }
-    out
+    out.push_str(")\n");
+    if report.interrupted {
+        let missing = report.share().map(|p| p.saturating_sub(report.results.len()));
+        match missing {
+            Some(n) if n > 0 => {
+                let _ = writeln!(out, "interrupted: a partial report; {} did not run", plural(n, "planned result"));
+            }
+            _ => out.push_str("interrupted: a partial report; results not listed did not run\n"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_singular_or_plural() {
+        assert_eq!(plural(1, "result"), "1 result");
+        assert_eq!(plural(0, "result"), "0 results");
+        assert_eq!(plural(12, "point"), "12 points");
+    }
 }

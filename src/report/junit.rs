@@ -68,12 +68,13 @@ fn case(r: &CellResult) -> TestCase {
     let mut case = TestCase::new(name, status(r));
     case.set_classname(r.cell.as_str());
     case.set_time(Duration::from_millis(r.duration_ms));
-    if matches!(r.verdict, Verdict::Fire | Verdict::Error) {
+    if r.verdict.is_decisive() {
         let mut out = String::new();
-        if let Some(e) = &r.evidence {
-            out.push_str(&format!("evidence: {e}\n"));
+        if let Some(e) = evidence_line(r) {
+            out.push_str(&format!("{e}\n"));
         }
         out.push_str(&format!("repro: {}\n", r.repro));
+        out.extend(repro_lines(r).map(|l| l + "\n"));
         case.set_system_out(out);
     }
     case
@@ -84,10 +85,11 @@ fn status(r: &CellResult) -> TestCaseStatus {
         Verdict::Pass => return TestCaseStatus::success(),
         Verdict::Fire => TestCaseStatus::non_success(NonSuccessKind::Failure),
         Verdict::Error => TestCaseStatus::non_success(NonSuccessKind::Error),
-        Verdict::Skip | Verdict::Stub => TestCaseStatus::skipped(),
+        // Cut short by the user: neither a failure nor an error of the store or the harness.
+        Verdict::Skip | Verdict::Stub | Verdict::Interrupted => TestCaseStatus::skipped(),
     };
     status.set_type(r.verdict.as_str()).set_message(r.reason.as_str());
-    if matches!(r.verdict, Verdict::Fire | Verdict::Error) {
+    if r.verdict.is_decisive() {
         status.set_description(description(r));
     }
     status
@@ -109,11 +111,25 @@ fn description(r: &CellResult) -> String {
     }
     lines.extend(r.details.iter().cloned());
     lines.push(format!("integrity_check: {}", r.integrity.as_deref().unwrap_or("not run")));
-    if let Some(e) = &r.evidence {
-        lines.push(format!("evidence: {e}"));
-    }
+    lines.extend(evidence_line(r));
     lines.push(format!("repro: {}", r.repro));
+    lines.extend(repro_lines(r));
     lines.join("\n") + "\n"
+}
+
+/// Where the evidence is, or why it could not be kept.
+fn evidence_line(r: &CellResult) -> Option<String> {
+    match (&r.evidence, &r.evidence_error) {
+        (_, Some(why)) => Some(format!("evidence: NOT KEPT: {why}")),
+        (Some(e), None) => Some(format!("evidence: {e}")),
+        (None, None) => None,
+    }
+}
+
+/// The note on a timed fire's repro, and the syscall repro it points to.
+fn repro_lines(r: &CellResult) -> impl Iterator<Item = String> + '_ {
+    let note = r.repro_note.iter().map(|n| format!("note: {n}"));
+    note.chain(r.syscall_repro.iter().map(|s| format!("syscall repro: {s}")))
 }
 
 #[cfg(test)]
@@ -138,7 +154,10 @@ mod tests {
             acked: 7,
             duration_ms: 1500,
             evidence: Some("/ev/x".into()),
+            evidence_error: None,
             repro: "crashcells run --cell 1".into(),
+            repro_note: None,
+            syscall_repro: None,
             mutant: None,
             integrity: Some("ok".into()),
             details: vec![],
@@ -157,6 +176,10 @@ mod tests {
             workdir: "/w".into(),
             child: "reference".into(),
             interrupted: false,
+            signal: None,
+            command: String::new(),
+            planned: None,
+            partition: None,
             os: String::new(),
             summary: Summary::of(&results),
             results,

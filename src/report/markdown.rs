@@ -13,20 +13,14 @@ pub fn render(report: &Report) -> String {
     let mut out = String::new();
     heading(&mut out, report);
     table(&mut out, report);
-    for r in report.results.iter().filter(|r| matches!(r.verdict, Verdict::Fire | Verdict::Error)) {
+    for r in report.results.iter().filter(|r| r.verdict.is_decisive()) {
         section(&mut out, r);
     }
     out
 }
 
-/// The verdict counts, most urgent first.
-fn counts(report: &Report) -> String {
-    let s = &report.summary;
-    format!("{} fire, {} error, {} pass, {} skip, {} stub", s.fire, s.error, s.pass, s.skip, s.stub)
-}
-
 fn heading(out: &mut String, report: &Report) {
-    let _ = writeln!(out, "## crashcells: {}\n", counts(report));
+    let _ = writeln!(out, "## crashcells: {}\n", report.summary.counts());
     if report.interrupted {
         let _ = writeln!(out, "**The run was interrupted**: results that had not finished are missing.\n");
     }
@@ -40,6 +34,9 @@ fn heading(out: &mut String, report: &Report) {
         ("seed", format!("`{}`", report.seed)),
         ("store", report.child.clone()),
     ];
+    if let Some(p) = report.partition {
+        rows.push(("partition", format!("`{p}`")));
+    }
     let mutants = report.mutants();
     if !mutants.is_empty() {
         let names: Vec<String> = mutants.iter().map(|m| format!("`{m}`")).collect();
@@ -55,7 +52,7 @@ fn heading(out: &mut String, report: &Report) {
 
 fn table(out: &mut String, report: &Report) {
     let _ = writeln!(out, "### Results\n");
-    let _ = writeln!(out, "| verdict | cell | leg | mode | kill | trials | acked | time | reason |");
+    let _ = writeln!(out, "| verdict | cell | leg | mode | kill | ran | acked | time | reason |");
     let _ = writeln!(out, "|---|---|---|---|---|--:|--:|--:|---|");
     for r in &report.results {
         let verdict = match r.verdict {
@@ -72,7 +69,7 @@ fn table(out: &mut String, report: &Report) {
             cell_text(&r.leg),
             r.effective_mode.as_deref().unwrap_or("-"),
             r.kill.as_str(),
-            ran(r.trials.to_string()),
+            super::human::ran(r),
             ran(r.acked.to_string()),
             ran(seconds(r.duration_ms)),
             cell_text(&r.reason)
@@ -99,6 +96,10 @@ fn section(out: &mut String, r: &CellResult) {
     }
     let _ = writeln!(out, "- **Integrity check:** {}", r.integrity.as_deref().unwrap_or("not run"));
     match &r.evidence {
+        _ if r.evidence_error.is_some() => {
+            let why = r.evidence_error.as_deref().unwrap_or_default();
+            let _ = writeln!(out, "- **Evidence:** **not kept**: {}", line(why));
+        }
         Some(e) => {
             let _ = writeln!(
                 out,
@@ -111,6 +112,12 @@ fn section(out: &mut String, r: &CellResult) {
         }
     }
     let _ = writeln!(out, "\nReproduce:\n\n```sh\n{}\n```\n", r.repro);
+    if let Some(note) = &r.repro_note {
+        let _ = writeln!(out, "> **Note:** {}\n", line(note));
+    }
+    if let Some(s) = &r.syscall_repro {
+        let _ = writeln!(out, "The syscall result of this cell and leg:\n\n```sh\n{s}\n```\n");
+    }
 }
 
 fn kill_point(r: &CellResult) -> String {

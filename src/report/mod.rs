@@ -5,6 +5,10 @@
 pub mod human;
 pub mod junit;
 pub mod markdown;
+pub mod merge;
+mod repro;
+
+pub use merge::Partition;
 
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +24,9 @@ pub enum Verdict {
     Skip,
     Stub,
     Error,
+    /// Cut short by the user (`SIGINT`/`SIGTERM`) before a verdict: no
+    /// evidence either way, and not the harness's error.
+    Interrupted,
 }
 
 impl Verdict {
@@ -30,7 +37,14 @@ impl Verdict {
             Verdict::Skip => "skip",
             Verdict::Stub => "stub",
             Verdict::Error => "error",
+            Verdict::Interrupted => "interrupted",
         }
+    }
+
+    /// A fire or an error: the results a reader must look at, with their
+    /// kill point, evidence and repro.
+    pub fn is_decisive(self) -> bool {
+        matches!(self, Verdict::Fire | Verdict::Error)
     }
 }
 
@@ -119,7 +133,19 @@ pub struct CellResult {
     pub acked: u64,
     pub duration_ms: u64,
     pub evidence: Option<String>,
+    /// Why the evidence of a fire or an error could not be kept, if it
+    /// could not: said in every format, never only in the details.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence_error: Option<String>,
     pub repro: String,
+    /// What a reader must know before trusting `repro`: a timed kill's
+    /// repro repeats its ack target, not its instant, so it may not fire again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repro_note: Option<String>,
+    /// The repro of the syscall result of the same cell and leg in this run,
+    /// for a timed fire: a kill point does not depend on timing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscall_repro: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mutant: Option<String>,
     /// What `PRAGMA integrity_check` said after recovery, if recovery ran.
@@ -166,6 +192,9 @@ pub struct Summary {
     pub skip: usize,
     pub stub: usize,
     pub error: usize,
+    /// Results cut short by an interrupt; absent in reports written before.
+    #[serde(default)]
+    pub interrupted: usize,
 }
 
 impl Summary {
@@ -178,8 +207,25 @@ impl Summary {
                 Verdict::Skip => &mut s.skip,
                 Verdict::Stub => &mut s.stub,
                 Verdict::Error => &mut s.error,
+                Verdict::Interrupted => &mut s.interrupted,
             } += 1;
         }
+        s
+    }
+
+    /// Every result counted.
+    pub fn total(&self) -> usize {
+        self.pass + self.fire + self.skip + self.stub + self.error + self.interrupted
+    }
+
+    /// The counts, most urgent first, with the interrupted ones only when
+    /// there are any: `1 fire, 0 error, 7 pass, 0 skip, 1 stub`.
+    pub fn counts(&self) -> String {
+        let mut s = format!("{} fire, {} error", self.fire, self.error);
+        if self.interrupted > 0 {
+            s.push_str(&format!(", {} interrupted", self.interrupted));
+        }
+        s.push_str(&format!(", {} pass, {} skip, {} stub", self.pass, self.skip, self.stub));
         s
     }
 
@@ -215,6 +261,19 @@ pub struct Report {
     pub child: String,
     #[serde(default)]
     pub interrupted: bool,
+    /// The signal that interrupted the run (2 for `SIGINT`, 15 for `SIGTERM`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// The command of the whole run (every option that can change a
+    /// verdict, `--partition` aside): reports of one run share it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub command: String,
+    /// Results the whole run planned, every partition together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned: Option<usize>,
+    /// The share of the plan this report holds (`--partition k/n`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<Partition>,
     /// The operating system the run was on (name, kernel release, machine);
     /// empty in reports written before it was recorded.
     #[serde(default)]
@@ -224,6 +283,18 @@ pub struct Report {
 }
 
 impl Report {
+    /// The exit code of the run this report is of: `128 + signal` for an
+    /// interrupted run (the shell's convention), else as its verdicts say.
+    pub fn exit_code(&self) -> i32 {
+        if self.interrupted { 128 + self.signal.unwrap_or(libc::SIGINT) } else { self.summary.exit_code() }
+    }
+
+    /// How many results this report should hold: its share of the plan.
+    pub fn share(&self) -> Option<usize> {
+        let planned = self.planned?;
+        Some(self.partition.map_or(planned, |p| p.range(planned).len()))
+    }
+
     pub fn to_json(&self) -> String {
         let mut s = serde_json::to_string_pretty(self).expect("a report always serializes");
         s.push('\n');
@@ -261,6 +332,7 @@ impl Report {
         let mut report = report;
         report.results.iter_mut().for_each(CellResult::upgrade);
         report.summary = Summary::of(&report.results);
+        report.annotate();
         Ok(report)
     }
 }
@@ -285,7 +357,7 @@ pub fn render(report: &Report, format: Format, color: bool) -> Result<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -305,6 +377,68 @@ mod tests {
             syscall.describe(),
             "trial 17, after 3 acks, at syscall #17 pwrite64 (store.db-wal, offset 4096, 4120 bytes)"
         );
+    }
+
+    pub(crate) fn fire(kill: KillMode, leg: &str) -> CellResult {
+        CellResult {
+            cell: "c".into(),
+            number: 1,
+            clause: "k".into(),
+            leg: leg.into(),
+            requested_mode: None,
+            effective_mode: Some("wal".into()),
+            synchronous: None,
+            kill,
+            verdict: Verdict::Fire,
+            reason: "trial 0: lost".into(),
+            trials: 1,
+            kill_points: vec![],
+            acked: 3,
+            duration_ms: 5,
+            evidence: None,
+            evidence_error: Some("could not keep /e: Read-only file system".into()),
+            repro: format!("crashcells run --kill {}", kill.as_str()),
+            repro_note: None,
+            syscall_repro: None,
+            mutant: None,
+            integrity: None,
+            details: vec![],
+        }
+    }
+
+    pub(crate) fn report_of(results: Vec<CellResult>) -> Report {
+        let old = r#"{"schema":"crashcells.report.v1","crashcells_version":"0.1.0","sqlite_version":"3.54.1",
+            "seed":1,"matrix":"default","duration_ms":5,"results":[],
+            "summary":{"pass":0,"fire":0,"skip":0,"stub":0,"error":0}}"#;
+        let mut r = Report::from_json("r.json", old).unwrap();
+        r.summary = Summary::of(&results);
+        r.results = results;
+        r.annotate();
+        r
+    }
+
+    #[test]
+    fn evidence_that_could_not_be_kept_is_said_in_every_format() {
+        let r = report_of(vec![fire(KillMode::Syscall, "wal")]);
+        for format in [Format::Human, Format::Json, Format::Junit, Format::Markdown] {
+            let text = render(&r, format, false).unwrap();
+            assert!(text.contains("Read-only file system"), "{format:?}: {text}");
+        }
+        assert!(render(&r, Format::Human, false).unwrap().contains("evidence: NOT KEPT: could not keep /e"));
+        assert!(r.to_json().contains(r#""evidence_error": "could not keep /e: Read-only file system""#));
+    }
+
+    #[test]
+    fn an_interrupted_result_is_its_own_count_and_a_report_exits_as_its_run() {
+        let mut cut = fire(KillMode::Timed, "wal");
+        cut.verdict = Verdict::Interrupted;
+        let mut r = report_of(vec![cut]);
+        assert_eq!((r.summary.interrupted, r.summary.error, r.summary.total()), (1, 0, 1));
+        assert_eq!(r.summary.counts(), "0 fire, 0 error, 1 interrupted, 0 pass, 0 skip, 0 stub");
+        (r.interrupted, r.signal) = (true, Some(libc::SIGTERM));
+        assert_eq!(r.exit_code(), 143);
+        let human = render(&r, Format::Human, false).unwrap();
+        assert!(human.contains("1 result: 0 fire"), "singular: {human}");
     }
 
     #[test]

@@ -1,0 +1,124 @@
+//! What `run` checks before any child runs: the folders it will write in
+//! (work folder, `--out`, the evidence folder) are usable, and the options
+//! make sense together. Each failure is bad input: one line, exit 2, and
+//! nothing started, rather than a fire whose evidence is lost an hour in.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::options::{KillArg, RunOptions};
+
+/// `--workdir`, or the command's default, checked to be a folder this
+/// process can make folders in (an audit or a run in a read-only folder
+/// must say so, not blame the child).
+pub fn workdir_or(given: &Option<PathBuf>, default: fn() -> PathBuf) -> Result<PathBuf> {
+    let workdir = given.clone().unwrap_or_else(default);
+    if !workdir.is_dir() {
+        return Err(Error::Usage(format!("--workdir {}: not a folder", workdir.display())));
+    }
+    probe_folder(&workdir)
+        .map_err(|e| Error::Usage(format!("--workdir {}: cannot make a folder in it: {e}", workdir.display())))?;
+    Ok(workdir)
+}
+
+/// Makes and removes a folder in `dir`: the one sure test that a write
+/// there works (permission bits do not tell for root, nor for a read-only
+/// mount).
+fn probe_folder(dir: &Path) -> std::io::Result<()> {
+    tempfile::Builder::new().prefix(".crashcells-probe-").tempdir_in(dir).map(drop)
+}
+
+/// `--out PATH`: its folder exists and takes a new file.
+pub fn out_path(out: &Option<PathBuf>) -> Result<()> {
+    let Some(path) = out else { return Ok(()) };
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let bad = |why: String| Err(Error::Usage(format!("--out {}: {why}", path.display())));
+    if parent.exists() && !parent.is_dir() {
+        return bad(format!("{} is not a folder", parent.display()));
+    }
+    if !parent.is_dir() {
+        return bad(format!("folder {} does not exist", parent.display()));
+    }
+    if path.is_dir() {
+        return bad("is a folder".into());
+    }
+    match tempfile::Builder::new().prefix(".crashcells-out-").tempfile_in(parent) {
+        Ok(_) => Ok(()),
+        Err(e) => bad(format!("cannot write in {}: {e}", parent.display())),
+    }
+}
+
+/// The evidence folder is made on first use, deep inside a run; a path that
+/// can never become a folder (a file on the way, a read-only place) is bad
+/// input now, not a lost piece of evidence later. Nothing is left behind:
+/// a run that keeps no evidence makes no folder.
+pub fn evidence_path(root: &Path, given: bool) -> Result<()> {
+    let flag = if given { "--evidence" } else { "--evidence (default under the current folder)" };
+    let Some(existing) = root.ancestors().find(|p| p.exists() && !p.as_os_str().is_empty()) else {
+        // A relative path whose every ancestor is still to be made: in `.`.
+        return probe_folder(Path::new("."))
+            .map_err(|e| Error::Usage(format!("{flag} {}: cannot be made here: {e}", root.display())));
+    };
+    if !existing.is_dir() {
+        return Err(Error::Usage(format!("{flag}: {} is not a folder", existing.display())));
+    }
+    probe_folder(existing).map_err(|e| {
+        Error::Usage(format!("{flag} {}: cannot make folders in {}: {e}", root.display(), existing.display()))
+    })
+}
+
+/// Options that make no sense together: a kill point or a sample of points
+/// for timed kills only, a trial number for syscall kills only, a share of
+/// the plan without a seed to plan it with.
+pub fn options(o: &RunOptions) -> Result<()> {
+    let bad = |m: &str| Err(Error::Usage(m.to_string()));
+    if o.kill == KillArg::Timed && o.point.is_some() {
+        return bad("--point selects a syscall kill point, and --kill timed has none (use --kill syscall)");
+    }
+    if o.kill == KillArg::Timed && o.points.is_some() {
+        return bad("--points samples syscall kill points, and --kill timed has none (use --kill syscall or all)");
+    }
+    if o.kill == KillArg::Syscall && o.trial.is_some() {
+        return bad("--trial selects a timed trial, and --kill syscall runs kill points (use --point)");
+    }
+    if o.partition.is_some() && o.seed.is_none() {
+        return bad("--partition needs --seed: every share must plan the same run (e.g. --seed $GITHUB_RUN_ID)");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_only_place_is_refused_and_a_new_folder_is_not_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("evidence/run-1");
+        evidence_path(&root, true).unwrap();
+        assert!(!dir.path().join("evidence").exists(), "the check makes nothing");
+        let afile = dir.path().join("afile");
+        std::fs::write(&afile, "x").unwrap();
+        let e = evidence_path(&afile.join("run-1"), true).unwrap_err().to_string();
+        assert!(e.contains("afile is not a folder"), "{e}");
+        // /proc takes no new folder, whoever asks (root included).
+        let e = evidence_path(Path::new("/proc/crashcells-evidence/run-1"), true).unwrap_err().to_string();
+        assert!(e.starts_with("--evidence /proc/crashcells-evidence/run-1: cannot make folders in /proc"), "{e}");
+        let e = out_path(&Some("/proc/r.json".into())).unwrap_err().to_string();
+        assert!(e.starts_with("--out /proc/r.json: cannot write in /proc"), "{e}");
+    }
+
+    #[test]
+    fn options_that_contradict_each_other_are_refused() {
+        let timed = RunOptions { kill: KillArg::Timed, point: Some(3), ..RunOptions::default() };
+        assert!(options(&timed).unwrap_err().to_string().starts_with("--point"));
+        let sampled = RunOptions { kill: KillArg::Timed, points: Some(3), ..RunOptions::default() };
+        assert!(options(&sampled).unwrap_err().to_string().starts_with("--points"));
+        let syscall = RunOptions { kill: KillArg::Syscall, trial: Some(1), ..RunOptions::default() };
+        assert!(options(&syscall).unwrap_err().to_string().starts_with("--trial"));
+        let part = RunOptions { partition: Some("1/2".parse().unwrap()), ..RunOptions::default() };
+        assert!(options(&part).unwrap_err().to_string().starts_with("--partition needs --seed"));
+        let all = RunOptions { kill: KillArg::All, point: Some(3), trial: Some(1), ..RunOptions::default() };
+        assert!(options(&all).is_ok(), "each applies to its own kill mode");
+    }
+}
