@@ -252,3 +252,48 @@ fn a_child_that_runs_another_mode_without_a_resolver_fails_config_home_and_shows
     assert!(line.starts_with("FAIL") && line.contains("silent fallback"), "{line}");
     assert_eq!(text.lines().filter(|l| l.starts_with("FAIL")).count(), 1, "{text}");
 }
+
+/// A timed leg whose child's ready record shows it will not honor the mode
+/// skips at once. The window here is one no child reaches in ten seconds
+/// (ten million appends) and the deadline a minute: before, the trial waited
+/// for the window until the deadline ended it as an error.
+#[test]
+fn a_leg_the_child_will_not_honor_skips_at_its_ready_record() {
+    let dir = scratch();
+    let catalog = dir.path().join("cells");
+    std::fs::create_dir(&catalog).unwrap();
+    let cell = include_str!("../cells/1-prefix-durability.toml").replace("window = 200", "window = 10000000");
+    assert!(cell.contains("window = 10000000"));
+    std::fs::write(catalog.join("1-prefix-durability.toml"), cell).unwrap();
+    let catalog = catalog.to_string_lossy().into_owned();
+    let child = variant("refuse-delete");
+    let args = [
+        "run",
+        "--child",
+        &child,
+        "--catalog",
+        &catalog,
+        "--cell",
+        "1",
+        "--leg",
+        "delete",
+        "--kill",
+        "timed",
+        "--deadline",
+        "60",
+        "--seed",
+        "26",
+    ];
+    let (code, report) = run_json(&args, dir.path());
+    assert_eq!(code, 3, "every leg skipped: {report:#}");
+    let r = &results(&report, "prefix-durability")[0];
+    assert_eq!(r["verdict"], "skip", "{r:#}");
+    let reason = r["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("requested delete, child ran wal") && reason.contains("applies WAL on open"),
+        "{reason}"
+    );
+    assert_eq!(r["effective_mode"], "wal", "{r:#}");
+    let ms = r["duration_ms"].as_u64().unwrap();
+    assert!(ms < 10_000, "the skip took {ms} ms: it waited for the window");
+}
