@@ -1,5 +1,6 @@
-//! The human rendering: a line per result and a summary, colour only when
-//! asked for (a terminal without `NO_COLOR`).
+//! The human rendering: a line per result (and, for a syscall result, the
+//! kill points that landed), a summary with errors first when there are
+//! any, colour only when asked for (a terminal without `NO_COLOR`).
 
 use std::fmt::Write;
 
@@ -39,6 +40,9 @@ pub fn render(report: &Report, color: bool) -> String {
             let _ = write!(out, "  {}", r.reason);
         }
         out.push('\n');
+        if let Some(points) = r.points_line() {
+            let _ = writeln!(out, "      kill points landed: {points}");
+        }
         if matches!(r.verdict, Verdict::Fire | Verdict::Error) {
             if let Some(k) = r.deciding_kill() {
                 let _ = writeln!(out, "      kill point: {}", k.describe());
@@ -52,12 +56,8 @@ pub fn render(report: &Report, color: bool) -> String {
     let s = &report.summary;
     let _ = writeln!(
         out,
-        "{} pass, {} fire, {} skip, {} stub, {} error in {:.2}s (seed {}, matrix {}, SQLite {})",
-        s.pass,
-        s.fire,
-        s.skip,
-        s.stub,
-        s.error,
+        "{} in {:.2}s (seed {}, matrix {}, SQLite {})",
+        s.counts([Verdict::Pass, Verdict::Fire, Verdict::Skip, Verdict::Stub, Verdict::Error]),
         report.duration_ms as f64 / 1000.0,
         report.seed,
         report.matrix,

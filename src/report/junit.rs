@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 
-use super::{CellResult, Report, Verdict};
+use super::{CellResult, KillMode, Report, Verdict};
 use crate::error::{Error, Result};
 
 pub fn render(report: &Report) -> Result<String> {
@@ -68,12 +68,17 @@ fn case(r: &CellResult) -> TestCase {
     let mut case = TestCase::new(name, status(r));
     case.set_classname(r.cell.as_str());
     case.set_time(Duration::from_millis(r.duration_ms));
+    let mut out = String::new();
+    if let Some(points) = r.points_line() {
+        out.push_str(&format!("kill points landed: {points}\n"));
+    }
     if matches!(r.verdict, Verdict::Fire | Verdict::Error) {
-        let mut out = String::new();
         if let Some(e) = &r.evidence {
             out.push_str(&format!("evidence: {e}\n"));
         }
         out.push_str(&format!("repro: {}\n", r.repro));
+    }
+    if !out.is_empty() {
         case.set_system_out(out);
     }
     case
@@ -99,10 +104,14 @@ fn description(r: &CellResult) -> String {
     let mut lines = vec![format!("clause: {}", r.clause), format!("leg: {} ({})", r.leg, r.mode_line())];
     match r.deciding_kill() {
         Some(k) => lines.push(format!("kill: {}; {}", r.kill.as_str(), k.describe())),
+        None if r.kill == KillMode::None => lines.push("kill: none; a race without a kill".into()),
         None if r.verdict == Verdict::Error => {
             lines.push(format!("kill: {}; the trial ended before its kill point", r.kill.as_str()))
         }
         None => lines.push(format!("kill: {}; this cell's trials end without a kill", r.kill.as_str())),
+    }
+    if let Some(points) = r.points_line() {
+        lines.push(format!("kill points landed: {points}"));
     }
     if let Some(m) = &r.mutant {
         lines.push(format!("mutant: {m}"));
@@ -142,6 +151,9 @@ mod tests {
             mutant: None,
             integrity: Some("ok".into()),
             details: vec![],
+            points_planned: None,
+            points_landed: None,
+            points_by_path: vec![],
         }
     }
 

@@ -7,7 +7,7 @@
 
 use std::fmt::Write;
 
-use super::{CellResult, Report, Verdict};
+use super::{CellResult, KillMode, Report, Verdict};
 
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
@@ -19,10 +19,10 @@ pub fn render(report: &Report) -> String {
     out
 }
 
-/// The verdict counts, most urgent first.
+/// The verdict counts, most urgent first: errors (part of the run did not
+/// run) before fires whenever there are any.
 fn counts(report: &Report) -> String {
-    let s = &report.summary;
-    format!("{} fire, {} error, {} pass, {} skip, {} stub", s.fire, s.error, s.pass, s.skip, s.stub)
+    report.summary.counts([Verdict::Fire, Verdict::Error, Verdict::Pass, Verdict::Skip, Verdict::Stub])
 }
 
 fn heading(out: &mut String, report: &Report) {
@@ -55,8 +55,8 @@ fn heading(out: &mut String, report: &Report) {
 
 fn table(out: &mut String, report: &Report) {
     let _ = writeln!(out, "### Results\n");
-    let _ = writeln!(out, "| verdict | cell | leg | mode | kill | trials | acked | time | reason |");
-    let _ = writeln!(out, "|---|---|---|---|---|--:|--:|--:|---|");
+    let _ = writeln!(out, "| verdict | cell | leg | mode | kill | trials | acked | points | time | reason |");
+    let _ = writeln!(out, "|---|---|---|---|---|--:|--:|--:|--:|---|");
     for r in &report.results {
         let verdict = match r.verdict {
             Verdict::Fire | Verdict::Error => format!("**{}**", r.verdict.as_str()),
@@ -64,9 +64,14 @@ fn table(out: &mut String, report: &Report) {
         };
         // A stub ran no trial: its counts would only be noise.
         let ran = |v: String| if r.trials == 0 { "-".to_string() } else { v };
+        // Landed of planned kill points, for the results that plan them.
+        let points = match (r.points_landed, r.points_planned) {
+            (Some(landed), Some(planned)) => format!("{landed}/{planned}"),
+            _ => "-".into(),
+        };
         let _ = writeln!(
             out,
-            "| {verdict} | {} `{}` | {} | {} | {} | {} | {} | {} | {} |",
+            "| {verdict} | {} `{}` | {} | {} | {} | {} | {} | {points} | {} | {} |",
             r.number,
             r.cell,
             cell_text(&r.leg),
@@ -83,11 +88,14 @@ fn table(out: &mut String, report: &Report) {
 
 /// The section of one fire or error.
 fn section(out: &mut String, r: &CellResult) {
-    let _ = writeln!(out, "### {}: `{}` on leg `{}` ({} kill)\n", r.verdict.as_str(), r.cell, r.leg, r.kill.as_str());
+    let _ = writeln!(out, "### {}: `{}` on leg `{}` ({})\n", r.verdict.as_str(), r.cell, r.leg, r.kill.phrase());
     let _ = writeln!(out, "> **Clause {}:** {}\n", r.number, line(&r.clause));
     let _ = writeln!(out, "- **Reason:** {}", line(&r.reason));
     let _ = writeln!(out, "- **Leg:** `{}`: {}", r.leg, r.mode_line());
     let _ = writeln!(out, "- **Kill point:** {}", kill_point(r));
+    if let Some(points) = r.points_line() {
+        let _ = writeln!(out, "- **Kill points landed:** {points}");
+    }
     if let Some(m) = &r.mutant {
         let _ = writeln!(out, "- **Mutant:** `{m}`");
     }
@@ -116,6 +124,7 @@ fn section(out: &mut String, r: &CellResult) {
 fn kill_point(r: &CellResult) -> String {
     let Some(k) = r.deciding_kill() else {
         return match r.verdict {
+            _ if r.kill == KillMode::None => "none: a race without a kill (kill mode `none`)".into(),
             Verdict::Error => "not reached: the trial ended before its kill point".into(),
             _ => "none: this cell's trials end without a kill".into(),
         };

@@ -34,11 +34,17 @@ impl Verdict {
     }
 }
 
+/// How a result's children met their end.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum KillMode {
+    /// Killed once a seeded number of acks was reached.
     Timed,
+    /// Killed at the entry of a file-mutating system call, point by point.
     Syscall,
+    /// Nothing was killed: a race (cell 2) that is its own probe. Reports
+    /// written before this label existed call such a result `timed`.
+    None,
 }
 
 impl KillMode {
@@ -46,6 +52,16 @@ impl KillMode {
         match self {
             KillMode::Timed => "timed",
             KillMode::Syscall => "syscall",
+            KillMode::None => "none",
+        }
+    }
+
+    /// The mode as a reader says it: `timed kill`, `syscall kill`, `no kill (race)`.
+    pub fn phrase(self) -> &'static str {
+        match self {
+            KillMode::Timed => "timed kill",
+            KillMode::Syscall => "syscall kill",
+            KillMode::None => "no kill: a race",
         }
     }
 }
@@ -128,6 +144,29 @@ pub struct CellResult {
     /// Facts a reader of a fire needs: what was acked, what was recovered.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub details: Vec<String>,
+    /// Syscall results: the kill points the sweep planned to visit (its
+    /// census's points, or the `--points`/`--point` selection of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub points_planned: Option<u64>,
+    /// Syscall results: the planned points where the child really was
+    /// stopped and killed before it finished. Fewer than planned when the
+    /// sweep stopped at its first fire or error, or when the child ended
+    /// before its point; the reason then says which.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub points_landed: Option<u64>,
+    /// The same two counts per path of the killed process, where it has
+    /// several (cell 2: racer r0's winning claim and its losing claim).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub points_by_path: Vec<PathPoints>,
+}
+
+/// Kill points planned and landed on one path of the killed process.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathPoints {
+    /// `winning-claim` or `losing-claim` (cell 2).
+    pub path: String,
+    pub planned: u64,
+    pub landed: u64,
 }
 
 impl CellResult {
@@ -145,6 +184,25 @@ impl CellResult {
             let old = self.details.remove(i);
             self.integrity.get_or_insert_with(|| old[OLD.len()..].to_string());
         }
+    }
+
+    /// Landed of planned kill points, for a reader (`51 of 52 (winning
+    /// claim 40 of 40, losing claim 11 of 12)`), shown as "kill points
+    /// landed"; `None` for a result that planned none (timed, none, or a
+    /// sweep that never got past its census).
+    pub fn points_line(&self) -> Option<String> {
+        let (planned, landed) = (self.points_planned?, self.points_landed?);
+        let mut s = format!("{landed} of {planned}");
+        if !self.points_by_path.is_empty() {
+            let paths: Vec<String> = self
+                .points_by_path
+                .iter()
+                .filter(|p| p.planned > 0)
+                .map(|p| format!("{} {} of {}", p.path.replace('-', " "), p.landed, p.planned))
+                .collect();
+            s.push_str(&format!(" ({})", paths.join(", ")));
+        }
+        Some(s)
     }
 
     /// The leg as a reader needs it: what was asked for and what ran.
@@ -183,17 +241,42 @@ impl Summary {
         s
     }
 
-    /// The exit code of `run`: 1 if anything fired; else 2 on an error; else
-    /// 3 if nothing ran (every leg skipped); else 0.
+    /// The exit code of `run`: 2 if any result errored (part of the run
+    /// did not run, whatever else fired: a gate that expects a fire must not
+    /// take an incomplete run for one); else 1 if anything fired; else 3 if
+    /// nothing ran (every leg skipped); else 0.
     pub fn exit_code(&self) -> i32 {
-        if self.fire > 0 {
-            1
-        } else if self.error > 0 {
+        if self.error > 0 {
             2
+        } else if self.fire > 0 {
+            1
         } else if self.pass == 0 {
             3
         } else {
             0
+        }
+    }
+
+    /// The counts as `N verdict` phrases in `order`, except that errors come
+    /// first whenever there are any: a result that could not run must not
+    /// hide behind a fire or a row of passes.
+    pub fn counts(&self, order: [Verdict; 5]) -> String {
+        let mut order = order.to_vec();
+        if self.error > 0 {
+            order.retain(|&v| v != Verdict::Error);
+            order.insert(0, Verdict::Error);
+        }
+        let phrase = |v: Verdict| format!("{} {}", self.count(v), v.as_str());
+        order.into_iter().map(phrase).collect::<Vec<_>>().join(", ")
+    }
+
+    pub fn count(&self, v: Verdict) -> usize {
+        match v {
+            Verdict::Pass => self.pass,
+            Verdict::Fire => self.fire,
+            Verdict::Skip => self.skip,
+            Verdict::Stub => self.stub,
+            Verdict::Error => self.error,
         }
     }
 }
@@ -305,6 +388,34 @@ mod tests {
             syscall.describe(),
             "trial 17, after 3 acks, at syscall #17 pwrite64 (store.db-wal, offset 4096, 4120 bytes)"
         );
+    }
+
+    #[test]
+    fn errors_come_first_in_the_counts_and_decide_the_exit_code() {
+        let order = [Verdict::Pass, Verdict::Fire, Verdict::Skip, Verdict::Stub, Verdict::Error];
+        let clean = Summary { pass: 3, fire: 1, ..Summary::default() };
+        assert_eq!(clean.counts(order), "3 pass, 1 fire, 0 skip, 0 stub, 0 error");
+        assert_eq!(clean.exit_code(), 1);
+        let errored = Summary { pass: 3, fire: 1, error: 6, ..Summary::default() };
+        assert_eq!(errored.counts(order), "6 error, 3 pass, 1 fire, 0 skip, 0 stub");
+        assert_eq!(errored.exit_code(), 2, "a run that did not all run is not a clean finding");
+    }
+
+    #[test]
+    fn points_read_as_landed_of_planned_per_path() {
+        let old = r#"{"cell":"c","number":2,"leg":"default","requested_mode":null,"effective_mode":"wal",
+            "kill":"syscall","verdict":"pass","reason":"","trials":3,"kill_points":[],"acked":1,
+            "duration_ms":5,"evidence":null,"repro":"r"}"#;
+        let mut r: CellResult = serde_json::from_str(old).expect("a result without points still reads");
+        assert_eq!(r.points_line(), None);
+        (r.points_planned, r.points_landed) = (Some(52), Some(51));
+        r.points_by_path = vec![
+            PathPoints { path: "winning-claim".into(), planned: 40, landed: 40 },
+            PathPoints { path: "losing-claim".into(), planned: 12, landed: 11 },
+        ];
+        assert_eq!(r.points_line().unwrap(), "51 of 52 (winning claim 40 of 40, losing claim 11 of 12)");
+        let back: CellResult = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
     }
 
     #[test]
