@@ -34,13 +34,16 @@ fn prefix_durability_fires_on_ack_before_commit() {
     assert!(fired[0]["reason"].as_str().unwrap().contains("was lost"), "{:#}", fired[0]);
 }
 
+/// The races alone (kill mode `none`, what `--kill timed` runs for cell 2):
+/// tests/syscall.rs sweeps r0's kill points on both its claims.
 #[test]
 fn consume_once_passes_on_the_reference_store_and_fires_on_racy_claim() {
     let dir = scratch();
-    let (code, report) = run_json(&["run", "--cell", "consume-once", "--seed", "13"], dir.path());
+    let (code, report) = run_json(&["run", "--cell", "consume-once", "--kill", "timed", "--seed", "13"], dir.path());
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(results(&report, "consume-once")[0]["trials"], 20);
-    let (code, report) = run_json(&["run", "--cell", "2", "--mutant", "racy-claim", "--seed", "13"], dir.path());
+    let args = ["run", "--cell", "2", "--kill", "timed", "--mutant", "racy-claim", "--seed", "13"];
+    let (code, report) = run_json(&args, dir.path());
     assert_eq!(code, 1, "{report:#}");
     assert_eq!(results(&report, "consume-once")[0]["verdict"], "fire");
 }

@@ -45,8 +45,10 @@ const ROTATIONS: u64 = 3;
 /// be inconclusive (a dump that could not read the paused store in time).
 const SAMPLES: u32 = 30;
 const MAX_INCONCLUSIVE: u32 = 3;
-/// How long a dump of a paused store may take before the sample is inconclusive.
-const SAMPLE_DUMP: Duration = Duration::from_secs(2);
+/// How long a dump of a paused store may take before the sample is
+/// inconclusive. Generous: a Python adapter on a loaded machine takes
+/// seconds to start, and a longer wait only keeps the child stopped longer.
+const SAMPLE_DUMP: Duration = Duration::from_secs(10);
 
 /// What became of one check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -69,7 +69,8 @@ fn unreached_phrases(unreached: &[u64], paths: &[Path]) -> Vec<String> {
     if unreached.is_empty() {
         return Vec::new();
     }
-    if paths.is_empty() {
+    let outside = unreached.iter().filter(|u| !paths.iter().any(|p| p.points.contains(u))).count();
+    if paths.is_empty() || outside > 0 {
         return vec![format!("at {} points the child ended before its kill point", unreached.len())];
     }
     paths

@@ -145,6 +145,10 @@ impl Race<'_> {
         let r0 = R0::Traced(filter, Goal::KillAt(at));
         let note = |f: &Finished, judged: Outcome| unreached(claim, at, f, judged);
         let mut trial = self.trial_with(index, &format!("p{n}"), r0, claim.order(), Some(census), &note);
+        if let Some(kp) = trial.kill_point.as_mut() {
+            // The sweep's point, as `--point` takes it; the ordinal stays r0's own.
+            kp.trial = index;
+        }
         let path = claim.name().replace('-', " ");
         trial.details.insert(
             0,

@@ -3,7 +3,8 @@
 //! broke a clause), an `error` an error (the harness reached no verdict),
 //! `skip` and `stub` are skipped with their reasons; a fire's or an error's
 //! text carries its clause, kill point, findings, evidence and repro, so the
-//! CI page alone is enough to start on it.
+//! CI page alone is enough to start on it. A syscall result's system-out
+//! says how many of its planned kill points landed.
 
 use std::time::Duration;
 

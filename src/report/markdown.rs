@@ -1,5 +1,6 @@
 //! The Markdown rendering, for posting a run on a tracking issue: a heading
-//! with the verdict counts and the environment, a table of every result,
+//! with the verdict counts (errors first when there are any) and the
+//! environment, a table of every result (with the kill points that landed),
 //! then a section per fire and per error with its clause, leg, kill point,
 //! what was acked against what was recovered, the integrity check, the
 //! evidence folder and the command that reruns it. GitHub-flavoured: table
