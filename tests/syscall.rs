@@ -126,6 +126,8 @@ fn sampled_points_are_few_and_within_the_sweep() {
     }
     assert_eq!(r["verdict"], "pass", "{r:#}");
     assert_eq!(r["kill_points"].as_array().unwrap().len(), 5, "{r:#}");
+    // The five sampled points are the plan, and each landed.
+    assert_eq!((r["points_planned"].as_u64(), r["points_landed"].as_u64()), (Some(5), Some(5)), "{r:#}");
 }
 
 /// `(path, planned, landed)` of each path a cell-2 result names.
