@@ -20,12 +20,16 @@ use crate::report::{KillMode, Partition};
 /// `--deadline` when not given; a repro names any other value.
 pub const DEFAULT_DEADLINE_SECS: u64 = 30;
 
-/// `--kill`: which kill modes a run uses.
+/// `--kill`: which kill modes a run uses. A cell without a timed kill (a
+/// race) runs without a kill where `timed` is asked: its results say `none`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum KillArg {
     Timed,
     Syscall,
+    /// Only the results that kill nothing (cell 2's race): what the repro
+    /// of such a result names.
+    None,
     #[default]
     All,
 }
@@ -36,6 +40,7 @@ impl KillArg {
         match self {
             KillArg::Timed => vec![KillMode::Timed],
             KillArg::Syscall => vec![KillMode::Syscall],
+            KillArg::None => vec![KillMode::None],
             KillArg::All => vec![KillMode::Timed, KillMode::Syscall],
         }
     }
@@ -46,6 +51,7 @@ impl From<KillMode> for KillArg {
         match k {
             KillMode::Timed => KillArg::Timed,
             KillMode::Syscall => KillArg::Syscall,
+            KillMode::None => KillArg::None,
         }
     }
 }
@@ -64,7 +70,9 @@ pub struct RunOptions {
     #[arg(long = "leg", value_name = "NAME")]
     pub legs: Vec<String>,
     /// How the child is killed: at a seeded number of acks (timed), at every
-    /// file-mutating system call of a short workload (syscall), or both.
+    /// file-mutating system call of a short workload (syscall), or both;
+    /// `none` selects only the races that kill nothing (cell 2 runs one
+    /// where `timed` is asked).
     #[arg(long, value_enum, default_value = "all")]
     pub kill: KillArg,
     /// The run's seed; every kill point derives from it. Default: a fresh one, printed.
@@ -130,8 +138,8 @@ impl RunOptions {
         o.legs = leg.map(|l| vec![l.to_string()]).unwrap_or_default();
         o.kill = kill.into();
         match kill {
-            // Kill points mean nothing to a timed kill: they stay out.
-            KillMode::Timed => {
+            // Kill points mean nothing to a timed kill or a race: they stay out.
+            KillMode::Timed | KillMode::None => {
                 (o.point, o.points) = (None, None);
                 o.trial = decisive.or(self.trial);
             }
@@ -284,5 +292,15 @@ mod tests {
         );
         let census = all.narrowed("cell-c", None, KillMode::Syscall, Some(0));
         assert!(census.repro().ends_with("--kill syscall --seed 7 --points 4"), "{}", census.repro());
+    }
+
+    #[test]
+    fn a_race_without_a_kill_reruns_as_kill_none() {
+        let all = RunOptions { matrix: "default".into(), seed: Some(7), points: Some(4), ..RunOptions::default() };
+        let race = all.narrowed("cell-d", Some("default"), KillMode::None, Some(5));
+        let line = race.repro();
+        assert_eq!(line, "crashcells run --cell cell-d --matrix default --leg default --kill none --seed 7 --trial 5");
+        assert_eq!(parse(&line), race);
+        assert_eq!(parse(&line).kill.modes(), [KillMode::None]);
     }
 }

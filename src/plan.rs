@@ -55,12 +55,18 @@ pub fn plan(catalog: &Catalog, matrix: &Matrix, sel: &Selection, seed: u64) -> R
             jobs.push(Job { cell: cell.clone(), leg: None, kill, seed: crate::seed::derive(seed, &[&cell.id]) });
             continue;
         }
+        let kills = kills_for(cell, &sel.kills);
         for leg in legs_for(cell, matrix, &sel.legs) {
-            for &kill in &sel.kills {
+            for &kill in &kills {
                 let s = crate::seed::derive(seed, &[&cell.id, &leg.name, kill.as_str()]);
                 jobs.push(Job { cell: cell.clone(), leg: Some(leg.clone()), kill, seed: s });
             }
         }
+    }
+    if jobs.is_empty() && sel.kills == [KillMode::None] {
+        return Err(Error::Usage(
+            "nothing to run: --kill none selects only races that kill nothing, and no selected cell is one".into(),
+        ));
     }
     if jobs.is_empty() {
         // Only a resolver-default cell filtered to other legs plans nothing:
@@ -73,6 +79,23 @@ pub fn plan(catalog: &Catalog, matrix: &Matrix, sel: &Selection, seed: u64) -> R
         )));
     }
     Ok(jobs)
+}
+
+/// The kill modes `cell` runs for the modes asked, in order, each once: its
+/// shape decides (a race runs `none` where `timed` is asked).
+fn kills_for(cell: &CellSpec, asked: &[KillMode]) -> Vec<KillMode> {
+    let shape = crate::cells::find(&cell.id).map(|c| c.shape(&cell.params));
+    let mut kills = Vec::new();
+    for &kill in asked {
+        let kill = match &shape {
+            Some(shape) => shape.kill_for(kill),
+            None => Some(kill),
+        };
+        if let Some(k) = kill.filter(|k| !kills.contains(k)) {
+            kills.push(k);
+        }
+    }
+    kills
 }
 
 fn legs_for<'m>(cell: &CellSpec, matrix: &'m Matrix, only: &[String]) -> impl Iterator<Item = &'m Leg> {
@@ -128,6 +151,23 @@ mod tests {
         s.legs = vec!["wal".into()];
         let e = plan(&Catalog::embedded().unwrap(), &Matrix::load("default").unwrap(), &s, 7).unwrap_err();
         assert!(e.to_string().starts_with("nothing to run"), "{e}");
+    }
+
+    #[test]
+    fn a_race_runs_without_a_kill_where_timed_is_asked_and_alone_under_none() {
+        let (c, m) = (Catalog::embedded().unwrap(), Matrix::load("default").unwrap());
+        let mut s = sel(&["1", "2"]);
+        s.kills = vec![KillMode::Timed, KillMode::Syscall];
+        let kinds: Vec<_> = plan(&c, &m, &s, 7).unwrap().iter().map(|j| (j.cell.number, j.kill)).collect();
+        assert!(kinds.contains(&(2, KillMode::None)) && kinds.contains(&(2, KillMode::Syscall)), "{kinds:?}");
+        assert!(kinds.contains(&(1, KillMode::Timed)) && !kinds.contains(&(1, KillMode::None)), "{kinds:?}");
+        s.kills = vec![KillMode::None];
+        let kinds: Vec<_> = plan(&c, &m, &s, 7).unwrap().iter().map(|j| (j.cell.number, j.kill)).collect();
+        assert_eq!(kinds, [(2, KillMode::None)]);
+        let mut workload_only = sel(&["1"]);
+        workload_only.kills = vec![KillMode::None];
+        let e = plan(&c, &m, &workload_only, 7).unwrap_err();
+        assert!(e.to_string().contains("--kill none"), "{e}");
     }
 
     #[test]

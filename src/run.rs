@@ -108,6 +108,7 @@ impl Progress for Bars {
         let bar = self.multi.insert_before(&self.overall, ProgressBar::new(0).with_style(style).with_prefix(label));
         let unit = match job.kill {
             crate::report::KillMode::Timed => "trials",
+            crate::report::KillMode::None => "races",
             crate::report::KillMode::Syscall => "points (census first)",
         };
         bar.set_message(unit);
@@ -115,7 +116,7 @@ impl Progress for Bars {
         Tally::new(move |step| match step {
             Step::Planned(n) => {
                 bar.set_length(n);
-                bar.set_message(if unit == "trials" { "trials" } else { "points" });
+                bar.set_message(if unit.starts_with("points") { "points" } else { unit });
             }
             Step::Done => bar.inc(1),
         })

@@ -39,16 +39,39 @@ fn prefix_durability_fires_on_ack_before_commit() {
     assert!(fired[0]["reason"].as_str().unwrap().contains("was lost"), "{:#}", fired[0]);
 }
 
+/// The races alone (kill mode `none`, what `--kill timed` runs for cell 2):
+/// tests/syscall.rs sweeps r0's kill points on both its claims.
 #[test]
 fn consume_once_passes_on_the_reference_store_and_fires_on_racy_claim() {
     let dir = scratch();
-    let (code, report) = run_json(&["run", "--cell", "consume-once", "--seed", "13", "--kill", "timed"], dir.path());
+    let (code, report) = run_json(&["run", "--cell", "consume-once", "--kill", "timed", "--seed", "13"], dir.path());
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(results(&report, "consume-once")[0]["trials"], 20);
-    let args = ["run", "--cell", "2", "--mutant", "racy-claim", "--seed", "13", "--kill", "timed"];
+    let args = ["run", "--cell", "2", "--kill", "timed", "--mutant", "racy-claim", "--seed", "13"];
     let (code, report) = run_json(&args, dir.path());
     assert_eq!(code, 1, "{report:#}");
     assert_eq!(results(&report, "consume-once")[0]["verdict"], "fire");
+}
+
+/// Cell 2's race kills nothing: its result says `none`, in JSON as in the
+/// repro, and the repro reruns exactly that result.
+#[test]
+fn a_race_without_a_kill_is_labelled_none_and_its_repro_reruns_it() {
+    let dir = scratch();
+    let (code, report) =
+        run_json(&["run", "--cell", "2", "--kill", "timed", "--trials", "2", "--seed", "15"], dir.path());
+    assert_eq!(code, 0, "{report:#}");
+    let rs = results(&report, "consume-once");
+    assert_eq!(rs.len(), 1, "{report:#}");
+    assert_eq!(rs[0]["kill"], "none", "{:#}", rs[0]);
+    assert!(rs[0]["kill_points"].as_array().unwrap().is_empty() && rs[0]["points_planned"].is_null());
+    let repro = rs[0]["repro"].as_str().unwrap();
+    assert!(repro.contains("--kill none"), "{repro}");
+    let words: Vec<&str> = repro.split(' ').skip(1).collect();
+    let (code, again) = run_json(&words, dir.path());
+    assert_eq!(code, 0, "{again:#}");
+    let rerun = results(&again, "consume-once");
+    assert_eq!((rerun.len(), &rerun[0]["kill"], &rerun[0]["trials"]), (1, &"none".into(), &2.into()), "{again:#}");
 }
 
 #[test]

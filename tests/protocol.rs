@@ -120,7 +120,7 @@ fn child_check(child: &str) -> (i32, Value) {
 
 fn failing(report: &Value) -> Vec<String> {
     let checks = report["checks"].as_array().expect("checks");
-    checks.iter().filter(|c| c["ok"] == false).map(|c| format!("{}: {}", c["check"], c["detail"])).collect()
+    checks.iter().filter(|c| c["status"] == "fail").map(|c| format!("{}: {}", c["check"], c["detail"])).collect()
 }
 
 #[test]
@@ -179,4 +179,141 @@ fn a_wrong_version_or_garbage_child_stops_the_run_with_exit_2() {
         assert_eq!(stderr.trim().lines().count(), 1, "{how}: one line expected: {stderr}");
         assert!(stderr.contains("docs/PROTOCOL.md"), "{stderr}");
     }
+}
+
+/// A `--child` value for a variant of the Python store (tests/adapters/variant.py).
+fn variant(names: &str) -> String {
+    format!("{} {names}", python("tests/adapters/variant.py"))
+}
+
+/// The checks of a child-check report, as `(check, status, detail)`.
+fn checks(report: &Value) -> Vec<(String, String, String)> {
+    let all = report["checks"].as_array().expect("checks");
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    all.iter().map(|c| (s(&c["check"]), s(&c["status"]), s(&c["detail"]))).collect()
+}
+
+/// Every check docs/PROTOCOL.md §7 names, in its order.
+const EVERY_CHECK: [&str; 17] = [
+    "ready",
+    "protocol-version",
+    "ready-fields",
+    "stop-after",
+    "acks",
+    "append-state",
+    "ack-after-effect",
+    "rotate",
+    "rotate-state",
+    "dump-canonical",
+    "dump-deterministic",
+    "park",
+    "claim-barrier",
+    "claim-exit-codes",
+    "claim-state",
+    "config-home",
+    "config-errors",
+];
+
+#[test]
+fn child_check_lists_every_check_when_operations_fail_and_checks_dump_on_what_succeeded() {
+    let (code, report) = child_check(&variant("rotate-fails,park-fails"));
+    assert_eq!(code, 1, "{report:#}");
+    let all = checks(&report);
+    let names: Vec<&str> = all.iter().map(|(c, _, _)| c.as_str()).collect();
+    assert_eq!(names, EVERY_CHECK, "{report:#}");
+    let status = |name: &str| all.iter().find(|(c, _, _)| c == name).map(|(_, s, d)| (s.clone(), d.clone())).unwrap();
+    assert_eq!(status("rotate").0, "fail", "{report:#}");
+    assert_eq!(status("park").0, "fail", "{report:#}");
+    assert_eq!(status("rotate-state"), ("not-run".into(), "needs a successful `rotate`".into()));
+    for claim in ["claim-barrier", "claim-exit-codes", "claim-state"] {
+        let (s, why) = status(claim);
+        assert_eq!(s, "not-run", "{claim}: {report:#}");
+        assert!(why.starts_with("needs a successful `park`") || why.starts_with("needs claimants"), "{claim}: {why}");
+    }
+    let not_run = all.iter().filter(|(_, s, _)| s == "not-run").count();
+    assert_eq!(not_run, 4, "rotate-state and the three claim checks: {report:#}");
+    // `dump` is still checked, on the store the successful `append` left.
+    for dump in ["dump-canonical", "dump-deterministic"] {
+        let (s, detail) = status(dump);
+        assert_eq!(s, "ok", "{dump}: {report:#}");
+        assert!(detail.ends_with("on the states of append"), "{dump}: {detail}");
+    }
+}
+
+#[test]
+fn a_store_without_rotation_that_refuses_delete_with_a_reason_conforms() {
+    let (code, report) = child_check(&variant("no-rotate,refuse-delete"));
+    assert_eq!((code, failing(&report)), (0, Vec::<String>::new()), "{report:#}");
+    let all = checks(&report);
+    assert_eq!(all.len(), EVERY_CHECK.len(), "{report:#}");
+    let of = |name: &str| all.iter().find(|(c, _, _)| c == name).unwrap().clone();
+    for rotation in ["rotate", "rotate-state"] {
+        let (_, s, why) = of(rotation);
+        assert_eq!(s, "not-run", "{report:#}");
+        assert!(why.contains("does not implement `rotate`"), "{why}");
+    }
+    let (_, s, detail) = of("config-home");
+    assert_eq!(s, "ok", "{report:#}");
+    assert!(detail.contains("refused by the child's resolver") && detail.contains("applies WAL on open"), "{detail}");
+    assert!(of("dump-canonical").2.ends_with("on the states of append, claim"), "{report:#}");
+}
+
+#[test]
+fn a_child_that_runs_another_mode_without_a_resolver_fails_config_home_and_shows_why() {
+    let dir = scratch();
+    let out = bin()
+        .args(["child-check", "--child", &variant("silent-wal"), "--workdir"])
+        .arg(dir.path())
+        .output()
+        .expect("the binary runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let line = text.lines().find(|l| l.contains("config-home")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.starts_with("FAIL") && line.contains("silent fallback"), "{line}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("FAIL")).count(), 1, "{text}");
+}
+
+/// A timed leg whose child's ready record shows it will not honor the mode
+/// skips at once. The window here is one no child reaches in ten seconds
+/// (ten million appends) and the deadline a minute: before, the trial waited
+/// for the window until the deadline ended it as an error.
+#[test]
+fn a_leg_the_child_will_not_honor_skips_at_its_ready_record() {
+    let dir = scratch();
+    let catalog = dir.path().join("cells");
+    std::fs::create_dir(&catalog).unwrap();
+    let cell = include_str!("../cells/1-prefix-durability.toml").replace("window = 200", "window = 10000000");
+    assert!(cell.contains("window = 10000000"));
+    std::fs::write(catalog.join("1-prefix-durability.toml"), cell).unwrap();
+    let catalog = catalog.to_string_lossy().into_owned();
+    let child = variant("refuse-delete");
+    let args = [
+        "run",
+        "--child",
+        &child,
+        "--catalog",
+        &catalog,
+        "--cell",
+        "1",
+        "--leg",
+        "delete",
+        "--kill",
+        "timed",
+        "--deadline",
+        "60",
+        "--seed",
+        "26",
+    ];
+    let (code, report) = run_json(&args, dir.path());
+    assert_eq!(code, 3, "every leg skipped: {report:#}");
+    let r = &results(&report, "prefix-durability")[0];
+    assert_eq!(r["verdict"], "skip", "{r:#}");
+    let reason = r["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("requested delete, child ran wal") && reason.contains("applies WAL on open"),
+        "{reason}"
+    );
+    assert_eq!(r["effective_mode"], "wal", "{r:#}");
+    let ms = r["duration_ms"].as_u64().unwrap();
+    assert!(ms < 10_000, "the skip took {ms} ms: it waited for the window");
 }

@@ -3,17 +3,20 @@
 //!
 //! The run is put together from real runs of the binary: a fire (cell 1 with
 //! the `drop-append` mutant, which loses m1 and so fires on every trial), a
-//! pass (cell 3 on
-//! the reference store), an error (the `stall` mutant under `--deadline 1`)
-//! and the two stubs. A skip cannot happen on the bundled SQLite, which
-//! honours every mode, so that one result is made by hand: a copy of the
-//! pass moved to the WAL leg, with the reason the real leg audit gives for a
-//! child that ran on an affected SQLite 3.40.1 and was refused WAL.
+//! pass (cell 3 on the reference store), an error (the `stall` mutant under
+//! `--deadline 1`), a race that kills nothing (cell 2, kill mode `none`) and
+//! the two stubs. A skip cannot happen on the bundled SQLite, which honours every mode, so
+//! that one result is made by hand: a copy of the pass moved to the WAL leg,
+//! with the reason the real leg audit gives for a child that ran on an
+//! affected SQLite 3.40.1 and was refused WAL. So is a syscall pass of cell
+//! 2 (its kill points depend on the kernel and the architecture): a copy of
+//! the race with the kill points it planned and landed on both of r0's
+//! paths, as a real sweep reports them.
 
 use std::path::Path;
 
 use crashcells::audit::audit;
-use crashcells::report::{CellResult, KillPoint, Report, Summary, Verdict};
+use crashcells::report::{CellResult, KillMode, KillPoint, PathPoints, Report, Summary, Verdict};
 use crashcells_child::resolver::{SqliteVersion, resolve};
 use crashcells_protocol::Ready;
 use crashcells_protocol::{DatabaseConfig, JournalMode};
@@ -68,19 +71,55 @@ fn skip_from(pass: &CellResult, reason: String) -> CellResult {
     skip
 }
 
+/// A syscall pass of the race, as a sweep over both of r0's claims reports it.
+fn swept_from(race: &CellResult) -> CellResult {
+    let mut swept = race.clone();
+    swept.kill = KillMode::Syscall;
+    // Four points on r0's winning claim, then two on its losing claim,
+    // numbered on its own path.
+    swept.trials = 6;
+    let ordinal = |n: u32| u64::from(if n <= 4 { n } else { n - 4 });
+    swept.kill_points =
+        (1..=6).map(|n| KillPoint { trial: n, ordinal: Some(ordinal(n)), ..KillPoint::default() }).collect();
+    (swept.points_planned, swept.points_landed) = (Some(6), Some(6));
+    swept.points_by_path = vec![
+        PathPoints { path: "winning-claim".into(), planned: 4, landed: 4 },
+        PathPoints { path: "losing-claim".into(), planned: 2, landed: 2 },
+    ];
+    swept.repro = race.repro.replace("--kill none", "--kill syscall").replace(" --trials 1", "");
+    swept
+}
+
 /// Builds the run with every verdict and saves it as JSON in `dir`.
 fn every_verdict(dir: &Path) -> std::path::PathBuf {
     let fire = run_report(&["run", "--cell", "1", "--leg", "wal", "--mutant", "drop-append"], dir);
     let pass = run_report(&["run", "--cell", "3", "--leg", "delete"], dir);
+    let race = run_report(&["run", "--cell", "2"], dir);
     let error = run_report(&["run", "--cell", "1", "--leg", "default", "--mutant", "stall", "--deadline", "1"], dir);
     let stubs = run_report(&["run", "--cell", "4", "--cell", "5"], dir);
     let skip = skip_from(&pass.results[0], affected_wal_skip_reason(dir));
+    let swept = swept_from(&race.results[0]);
     let mut report = fire.clone();
-    report.results = [&error.results[..], &fire.results, &pass.results, &[skip], &stubs.results].concat();
+    report.results =
+        [&error.results[..], &fire.results, &race.results, &[swept], &pass.results, &[skip], &stubs.results].concat();
     report.summary = Summary::of(&report.results);
-    report.duration_ms = fire.duration_ms + pass.duration_ms + error.duration_ms + stubs.duration_ms;
-    let verdicts: Vec<_> = report.results.iter().map(|r| r.verdict.as_str()).collect();
-    assert_eq!(verdicts, ["error", "fire", "pass", "skip", "stub", "stub"], "{}", report.to_json());
+    report.duration_ms = fire.duration_ms + pass.duration_ms + race.duration_ms + error.duration_ms + stubs.duration_ms;
+    let verdicts: Vec<_> = report.results.iter().map(|r| (r.verdict.as_str(), r.kill.as_str())).collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("error", "timed"),
+            ("fire", "timed"),
+            ("pass", "none"),
+            ("pass", "syscall"),
+            ("pass", "timed"),
+            ("skip", "timed"),
+            ("stub", "timed"),
+            ("stub", "timed")
+        ],
+        "{}",
+        report.to_json()
+    );
     let path = dir.join("every-verdict.json");
     std::fs::write(&path, report.to_json()).unwrap();
     path
@@ -90,7 +129,9 @@ fn every_verdict(dir: &Path) -> std::path::PathBuf {
 fn rendered(from: &Path, format: &str) -> String {
     let out = bin().args(["report", "--from"]).arg(from).args(["--format", format]).env("NO_COLOR", "1").output();
     let out = out.unwrap();
-    assert_eq!(out.status.code(), Some(1), "a fire: {}", String::from_utf8_lossy(&out.stderr));
+    // A fire beside an error: part of the run did not run, and the exit
+    // code says so before it says that something fired.
+    assert_eq!(out.status.code(), Some(2), "an error and a fire: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
 

@@ -38,6 +38,9 @@ fn delete_and_wal_pass_at_every_kill_point_and_record_each() {
         assert_eq!(r["verdict"], "pass", "{r:#}");
         let points = r["kill_points"].as_array().unwrap();
         assert_eq!(points.len() as u64, r["trials"].as_u64().unwrap());
+        // Every planned point landed: the child was killed at each one.
+        assert_eq!(r["points_planned"].as_u64(), Some(points.len() as u64), "{r:#}");
+        assert_eq!(r["points_landed"], r["points_planned"], "{r:#}");
         // The sweep is N = 1..=M+1: every ordinal once, in order.
         for (i, p) in points.iter().enumerate() {
             assert_eq!(p["ordinal"].as_u64(), Some(i as u64 + 1), "{p}");
@@ -93,7 +96,14 @@ fn mutants_fire_under_syscall_kills_and_a_repro_point_reproduces_the_crash_state
     let (code, rs, _dir) = syscall_results(&args).unwrap();
     assert_eq!(code, 1);
     assert_eq!(rs[0]["trials"], 1);
-    assert_eq!(rs[0]["reason"], fired["reason"]);
+    // The same finding; the sweep's reason adds why its later points did
+    // not run, the repro's (one point, planned and landed) has nothing to add.
+    let (again, swept) = (rs[0]["reason"].as_str().unwrap(), fired["reason"].as_str().unwrap());
+    assert!(
+        swept.starts_with(&format!("{again}; ")) && swept.contains("planned kill points landed"),
+        "{again} / {swept}"
+    );
+    assert_eq!((rs[0]["points_planned"].as_u64(), rs[0]["points_landed"].as_u64()), (Some(1), Some(1)));
     assert_eq!(rs[0]["kill_points"][0], point);
 }
 
@@ -108,17 +118,67 @@ fn sampled_points_are_few_and_within_the_sweep() {
     }
     assert_eq!(r["verdict"], "pass", "{r:#}");
     assert_eq!(r["kill_points"].as_array().unwrap().len(), 5, "{r:#}");
+    // The five sampled points are the plan, and each landed.
+    assert_eq!((r["points_planned"].as_u64(), r["points_landed"].as_u64()), (Some(5), Some(5)), "{r:#}");
+}
+
+/// `(path, planned, landed)` of each path a cell-2 result names.
+fn paths(r: &Value) -> Vec<(String, u64, u64)> {
+    let by_path = r["points_by_path"].as_array().unwrap_or_else(|| panic!("no points_by_path: {r:#}"));
+    by_path
+        .iter()
+        .map(|p| {
+            (p["path"].as_str().unwrap().to_string(), p["planned"].as_u64().unwrap(), p["landed"].as_u64().unwrap())
+        })
+        .collect()
 }
 
 #[test]
-fn consume_once_holds_with_a_racer_killed_at_each_point_and_fires_on_racy_claim() {
+fn consume_once_kills_r0_at_every_point_of_both_its_claims() {
     let Some((code, rs, _dir)) = syscall_results(&["--cell", "2", "--seed", "35"]) else { return };
     assert_eq!(code, 0, "{rs:#?}");
-    assert_eq!(rs[0]["verdict"], "pass", "{:#}", rs[0]);
-    assert!(!rs[0]["kill_points"].as_array().unwrap().is_empty(), "{:#}", rs[0]);
+    let r = &rs[0];
+    assert_eq!(r["verdict"], "pass", "{r:#}");
+    let p = paths(r);
+    let names: Vec<&str> = p.iter().map(|(n, _, _)| n.as_str()).collect();
+    assert_eq!(names, ["winning-claim", "losing-claim"], "{r:#}");
+    for (name, planned, landed) in &p {
+        assert!(*planned > 0 && landed == planned, "{name}: {landed} of {planned} landed: {r:#}");
+    }
+    let total: u64 = p.iter().map(|(_, planned, _)| planned).sum();
+    assert_eq!((r["points_planned"].as_u64(), r["points_landed"].as_u64()), (Some(total), Some(total)), "{r:#}");
+    assert_eq!(r["trials"].as_u64(), Some(total), "{r:#}");
+}
+
+#[test]
+fn consume_once_fires_on_racy_claim_and_on_split_claim_under_syscall_kills() {
+    if syscall_results(&["--cell", "2", "--seed", "1", "--point", "1"]).is_none() {
+        return;
+    }
     let (code, rs, _dir) = syscall_results(&["--cell", "2", "--seed", "35", "--mutant", "racy-claim"]).unwrap();
     assert_eq!(code, 1, "{rs:#?}");
     assert!(rs[0]["reason"].as_str().unwrap().contains("won the handoff"), "{:#}", rs[0]);
+    // A kill between split-claim's two transactions, on r0's winning claim,
+    // leaves the handoff taken by nobody: always at the same point.
+    let (code, rs, _dir) = syscall_results(&["--cell", "2", "--seed", "36", "--mutant", "split-claim"]).unwrap();
+    assert_eq!(code, 1, "{rs:#?}");
+    let r = &rs[0];
+    assert!(r["reason"].as_str().unwrap().contains("claimed 0 times"), "{r:#}");
+    let details = r["details"].as_array().unwrap();
+    assert!(details[0].as_str().unwrap().starts_with("r0 killed on its winning claim"), "{r:#}");
+    // The sweep stopped at the fire: the reason says how many points did not run.
+    let (planned, landed) = (r["points_planned"].as_u64().unwrap(), r["points_landed"].as_u64().unwrap());
+    assert!(landed < planned, "{r:#}");
+    assert!(
+        r["reason"].as_str().unwrap().contains(&format!("{landed} of {planned} planned kill points landed")),
+        "{r:#}"
+    );
+    // Its repro kills r0 at that one point and fires again.
+    let point = r["repro"].as_str().unwrap().split("--point ").nth(1).unwrap().split(' ').next().unwrap().to_string();
+    let args = ["--cell", "2", "--seed", "36", "--mutant", "split-claim", "--point", &point];
+    let (code, again, _dir) = syscall_results(&args).unwrap();
+    assert_eq!((code, &again[0]["verdict"]), (1, &Value::from("fire")), "{again:#?}");
+    assert_eq!((again[0]["points_planned"].as_u64(), again[0]["points_landed"].as_u64()), (Some(1), Some(1)));
 }
 
 /// The tracer matches the resolved paths /proc reports: a work folder reached

@@ -190,6 +190,7 @@ fn claim(a: ClaimArgs) -> Result<i32, ChildError> {
     barrier.lock_shared().map_err(ChildError::io("barrier"))?;
     let won = match a.mutant {
         Some(Mutant::RacyClaim) => store.claim_racy(&a.session, &a.claimant)?,
+        Some(Mutant::SplitClaim) => store.claim_split(&a.session, &a.claimant)?,
         _ => store.claim(&a.session, &a.claimant)?,
     };
     acks.record(&ack("claim", 0)).map_err(ChildError::io("ack journal"))?;

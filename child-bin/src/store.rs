@@ -177,6 +177,26 @@ impl Store {
         )
     }
 
+    /// Mutant `split-claim`: the predicated `UPDATE` commits on its own, and
+    /// the winner records its claim in a second transaction. A crash between
+    /// the two leaves the handoff `running` with no claim: taken by nobody.
+    pub fn claim_split(&mut self, session: &str, claimant: &str) -> rusqlite::Result<bool> {
+        let won = self.immediate(
+            |tx| {
+                tx.execute(
+                    "UPDATE sessions SET handoff_state='running' WHERE id=?1 AND handoff_state='pending'",
+                    [session],
+                )
+                .map(|n| n == 1)
+            },
+            &mut || (),
+        )?;
+        if won {
+            self.immediate(|tx| insert_message(tx, session, "system", &format!("claimed by {claimant}")), &mut || ())?;
+        }
+        Ok(won)
+    }
+
     /// Mutant `racy-claim`: reads the state, then updates without the
     /// predicate, in two separate statements. Two racers can both read
     /// `pending` before either writes.
@@ -392,6 +412,7 @@ mod tests {
         assert!(s.claim("h", "a").unwrap());
         assert!(!s.claim("h", "b").unwrap());
         assert!(!s.claim_racy("h", "c").unwrap());
+        assert!(!s.claim_split("h", "d").unwrap());
     }
 
     #[test]

@@ -33,7 +33,7 @@ BUSY_TIMEOUT_S = 5.0
 BUSY_RETRIES = 8
 JOURNAL_MODES = ("delete", "truncate", "persist", "memory", "wal", "off")
 SYNC_LEVELS = ("off", "normal", "full", "extra")
-MUTANTS = ("ack-before-commit", "racy-claim", "split-rotation")
+MUTANTS = ("ack-before-commit", "racy-claim", "split-rotation", "split-claim")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS conversations (
@@ -257,6 +257,18 @@ class Store:
 
         return self.transaction(body)
 
+    def claim_split(self, name, claimant):
+        """Mutant split-claim: the predicated update commits alone and the
+        winner records its claim in a second transaction; a kill between the
+        two leaves the handoff running and claimed by nobody."""
+        cur = self.transaction(
+            lambda c: c.execute("UPDATE conversations SET handoff='running' WHERE name=? AND handoff='pending'", (name,))
+        )
+        if cur.rowcount != 1:
+            return False
+        self.transaction(lambda c: insert_turn(c, name, "system", "claimed by %s" % claimant))
+        return True
+
     def claim_racy(self, name, claimant):
         """Mutant racy-claim: a read, then an unpredicated update."""
         row = with_retry(lambda: self.conn.execute("SELECT handoff FROM conversations WHERE name=?", (name,)).fetchone())
@@ -418,6 +430,8 @@ def op_claim(a):
     fcntl.flock(barrier.fileno(), fcntl.LOCK_SH)
     if a.mutant == "racy-claim":
         won = store.claim_racy(a.session, a.claimant)
+    elif a.mutant == "split-claim":
+        won = store.claim_split(a.session, a.claimant)
     else:
         won = store.claim(a.session, a.claimant)
     acks.ack("claim", 0)

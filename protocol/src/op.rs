@@ -132,6 +132,9 @@ pub enum Mutant {
     RacyClaim,
     /// `rotate` ends the parent and creates the continuation in two transactions (cell 3 fires).
     SplitRotation,
+    /// `claim`'s winner records its claim in a second transaction after the
+    /// predicated update (cell 2 fires under syscall kills, on r0's winning claim).
+    SplitClaim,
     /// `append` acks a few, then blocks forever (the driver's deadline fires).
     Stall,
     /// `append` acks every append but never writes every 64th one: a lost
@@ -140,14 +143,21 @@ pub enum Mutant {
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 5] =
-        [Mutant::AckBeforeCommit, Mutant::RacyClaim, Mutant::SplitRotation, Mutant::Stall, Mutant::DropAppend];
+    pub const ALL: [Mutant; 6] = [
+        Mutant::AckBeforeCommit,
+        Mutant::RacyClaim,
+        Mutant::SplitRotation,
+        Mutant::SplitClaim,
+        Mutant::Stall,
+        Mutant::DropAppend,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Mutant::AckBeforeCommit => "ack-before-commit",
             Mutant::RacyClaim => "racy-claim",
             Mutant::SplitRotation => "split-rotation",
+            Mutant::SplitClaim => "split-claim",
             Mutant::Stall => "stall",
             Mutant::DropAppend => "drop-append",
         }

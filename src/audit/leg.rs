@@ -126,6 +126,32 @@ pub fn audit_leg(db: &Path, ready: &Ready, leg: &Leg) -> Audit {
     a
 }
 
+/// The leg audit at the moment the child wrote its ready record, when that
+/// record already shows the leg was not honored: the child's own connection
+/// runs another journal mode or synchronous level than the leg asked for.
+/// Such a leg is skipped at once rather than after its window: nothing the
+/// child does later can make it evidence for the leg. The disk's word is
+/// added once there is a database file; before the first write there is no
+/// header yet, and the child's word stands alone. `None` while the child's
+/// word agrees with the leg: only the audit after the kill can tell then.
+pub fn refused_at_ready(db: &Path, ready: &Ready, leg: &Leg) -> Option<Audit> {
+    let reported = ready.journal_mode.to_ascii_lowercase();
+    let mode_refused = leg.journal_mode.filter(|m| m.as_str() != reported);
+    let level_refused = leg.synchronous.filter(|s| ready.synchronous.as_deref() != Some(s.as_str()));
+    if mode_refused.is_none() && level_refused.is_none() {
+        return None;
+    }
+    let mut a = audit_leg(db, ready, leg);
+    if a.family == Family::Unknown {
+        a.effective = reported.clone();
+        a.reason = match mode_refused {
+            Some(want) => not_honored(want, &reported, ready),
+            None => a.reason,
+        };
+    }
+    (!a.honored).then_some(a)
+}
+
 /// The resolver's word when it chose something other than what was asked
 /// (or than its own default) and the result still counts for the leg.
 fn resolver_note(ran: &str, ready: &Ready) -> String {
@@ -262,5 +288,26 @@ mod tests {
         let a = audit_leg(&db, &r, &leg(Synchronous::Off));
         assert!(!a.honored);
         assert_eq!(a.reason, "requested synchronous=off, child ran synchronous=full");
+    }
+
+    #[test]
+    fn a_ready_record_that_refuses_the_leg_skips_it_before_any_kill() {
+        let leg = |m| Leg { name: "x".into(), journal_mode: Some(m), synchronous: None };
+        let (_dir, db) = db_with_header(1);
+        let refused = ready("delete", Some(JournalMode::Wal), AFFECTED);
+        let a = refused_at_ready(&db, &refused, &leg(JournalMode::Wal)).expect("refused");
+        assert!(a.reason.contains("WAL-reset gate"), "{}", a.reason);
+        // No file yet: the child's word stands alone, with its resolver's reason.
+        let none = db.with_file_name("never-written.db");
+        let a = refused_at_ready(&none, &refused, &leg(JournalMode::Wal)).expect("refused");
+        assert_eq!(a.effective, "delete");
+        assert!(a.reason.starts_with("requested wal, child ran delete: WAL-reset gate"), "{}", a.reason);
+        // A word that agrees with the leg waits for the audit after the kill,
+        // whatever a header not yet final says now.
+        let (_d2, wal_db) = db_with_header(1);
+        assert_eq!(
+            refused_at_ready(&wal_db, &ready("wal", Some(JournalMode::Wal), FIXED), &leg(JournalMode::Wal)),
+            None
+        );
     }
 }

@@ -6,4 +6,4 @@
 pub mod command;
 pub mod leg;
 
-pub use leg::{Artefacts, Audit, Family, audit, audit_leg, sibling};
+pub use leg::{Artefacts, Audit, Family, audit, audit_leg, refused_at_ready, sibling};

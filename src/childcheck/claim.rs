@@ -10,6 +10,7 @@ use crashcells_protocol::{EXIT_LOST, EXIT_WON, Op};
 
 use super::Checker;
 use super::clauses::{expect_exit, parse_dump};
+use super::states::State;
 use crate::cells::consume::{self, HANDOFF};
 use crate::harness::{Exit, Running};
 use crate::probe::{Scratch, wait_first_line};
@@ -37,11 +38,13 @@ impl Checker<'_> {
         if !self.note("claim-exit-codes", second.map(|_| "WON exits 0, LOST exits 10".into())) {
             return;
         }
-        let state = self.dump(&s, "claim-dump").and_then(|t| parse_dump(&t)).and_then(|d| {
+        let first = self.dump(&s, "claim-dump");
+        let state = first.clone().and_then(|t| parse_dump(&t)).and_then(|d| {
             let v = consume::check(&d, 1, 2, false);
             if v.found.is_empty() { Ok(v.details.join("; ")) } else { Err(v.found.join("; ")) }
         });
         self.note("claim-state", state);
+        self.states.push(State { op: "claim", scratch: s, first });
     }
 
     /// The first claimant waits at the held barrier (the handoff stays

@@ -8,27 +8,34 @@
 //! moment in time, "an ack is written only after its operation's effect is
 //! visible", is sampled: each time a new ack appears the child's group is
 //! stopped (`SIGSTOP`), a fresh `dump` reads the store, and the group resumes.
-
 //!
-//! The checks are split by what they look at: [`clauses`] (exits, records,
-//! acks, states, canonical bytes), [`claim`] (the barrier and the race) and
-//! [`sampling`] (acks against a stopped child's store).
+//! Every check of [`known::KNOWN`] is reported, as `ok`, `FAIL` or `not
+//! run` with the reason (an earlier failure, or an operation the child does
+//! not list in its ready record): a report never shrinks silently. The
+//! checks are split by what they look at: [`clauses`] (exits, records, acks,
+//! states, canonical bytes), [`states`] (`rotate`, and `dump` on every state
+//! an operation that succeeded left), [`claim`] (the barrier and the race),
+//! [`config`] (the config home) and [`sampling`] (acks against a stopped
+//! child's store).
 
 mod claim;
 mod clauses;
+mod config;
+pub mod known;
 mod sampling;
+mod states;
 
 use std::path::Path;
 use std::time::Duration;
 
-use crashcells_protocol::{JournalMode, Op, OpArgs, Ready};
+use crashcells_protocol::{Op, OpArgs, Ready};
 use serde::Serialize;
 
 use crate::harness::{ChildCommand, Exit, run_to_end};
 use crate::journal::{self, JournalError};
 use crate::probe::{Scratch, no_ready};
-use crate::recovery::where_differ;
-use clauses::{ack_sequence, append_state, canonical, expect_exit, ready_fields, rotate_state};
+use clauses::{ack_sequence, append_state, expect_exit, ready_fields};
+use states::State;
 
 pub const SCHEMA: &str = "crashcells.child-check.v1";
 /// Appends and rotations of the plain runs.
@@ -38,15 +45,52 @@ const ROTATIONS: u64 = 3;
 /// be inconclusive (a dump that could not read the paused store in time).
 const SAMPLES: u32 = 30;
 const MAX_INCONCLUSIVE: u32 = 3;
-/// How long a dump of a paused store may take before the sample is inconclusive.
-const SAMPLE_DUMP: Duration = Duration::from_secs(2);
+/// How long a dump of a paused store may take before the sample is
+/// inconclusive. Generous: a Python adapter on a loaded machine takes
+/// seconds to start, and a longer wait only keeps the child stopped longer.
+const SAMPLE_DUMP: Duration = Duration::from_secs(10);
+
+/// What became of one check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Ok,
+    Fail,
+    /// Not run: what it needs did not happen (the detail says what).
+    NotRun,
+}
+
+impl Status {
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Fail => "FAIL",
+            Status::NotRun => "not run",
+        }
+    }
+}
 
 /// One clause of the protocol and whether the child keeps it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Finding {
     pub check: &'static str,
+    /// True only for `ok` (a check that did not run is not ok).
     pub ok: bool,
+    pub status: Status,
     pub detail: String,
+}
+
+impl Finding {
+    fn of(check: &'static str, result: Result<String, String>) -> Finding {
+        match result {
+            Ok(detail) => Finding { check, ok: true, status: Status::Ok, detail },
+            Err(detail) => Finding { check, ok: false, status: Status::Fail, detail },
+        }
+    }
+
+    fn not_run(check: &'static str, why: String) -> Finding {
+        Finding { check, ok: false, status: Status::NotRun, detail: why }
+    }
 }
 
 /// What `child-check` found.
@@ -77,26 +121,35 @@ impl CheckReport {
             self.journal_mode.as_deref().unwrap_or("?")
         );
         for f in &self.checks {
-            out.push_str(&format!("{:<5} {:<20} {}\n", if f.ok { "ok" } else { "FAIL" }, f.check, f.detail));
+            out.push_str(&format!("{:<7} {:<20} {}\n", f.status.label(), f.check, f.detail));
         }
-        let passed = self.checks.iter().filter(|f| f.ok).count();
+        let count = |s: Status| self.checks.iter().filter(|f| f.status == s).count();
         let verdict = if self.conforming { "conforming" } else { "NOT conforming" };
-        out.push_str(&format!("{verdict}: {passed} of {} checks pass\n", self.checks.len()));
+        out.push_str(&format!(
+            "{verdict}: {} of {} checks pass, {} fail, {} not run\n",
+            count(Status::Ok),
+            self.checks.len(),
+            count(Status::Fail),
+            count(Status::NotRun)
+        ));
         out
     }
 }
 
 /// Runs the whole check of `child`, with trials in `work`.
 pub fn check(child: &ChildCommand, work: &Path, deadline: Duration) -> CheckReport {
-    let mut c = Checker { child, work, deadline, findings: Vec::new() };
+    let mut c = Checker { child, work, deadline, findings: Vec::new(), skipped: Vec::new(), states: Vec::new() };
     let ready = c.append();
     if let Some(ready) = &ready {
         c.ack_after_effect();
-        c.rotate();
-        c.claim();
+        c.when(ready, &[Op::Rotate], &["rotate", "rotate-state"], Checker::rotate);
+        let claims = ["park", "claim-barrier", "claim-exit-codes", "claim-state"];
+        c.when(ready, &[Op::Park, Op::Claim], &claims, Checker::claim);
+        c.dumps();
         c.config_home(ready);
     }
-    let conforming = ready.is_some() && c.findings.iter().all(|f| f.ok);
+    let checks = c.every_check();
+    let conforming = ready.is_some() && checks.iter().all(|f| f.status != Status::Fail);
     CheckReport {
         schema: SCHEMA,
         child: child.display(),
@@ -104,7 +157,7 @@ pub fn check(child: &ChildCommand, work: &Path, deadline: Duration) -> CheckRepo
         sqlite_version: ready.as_ref().map(|r| r.sqlite_version.clone()),
         journal_mode: ready.as_ref().map(|r| r.journal_mode.clone()),
         conforming,
-        checks: c.findings,
+        checks,
     }
 }
 
@@ -113,13 +166,53 @@ struct Checker<'a> {
     work: &'a Path,
     deadline: Duration,
     findings: Vec<Finding>,
+    /// Checks not run for a reason of their own, with it.
+    skipped: Vec<(&'static str, String)>,
+    /// Stores left by operations that succeeded, for the `dump` checks.
+    states: Vec<State>,
 }
 
 impl Checker<'_> {
+    /// Records a check's result; a check noted twice keeps its first
+    /// failure.
     fn note(&mut self, check: &'static str, result: Result<String, String>) -> bool {
-        let ok = result.is_ok();
-        self.findings.push(Finding { check, ok, detail: result.unwrap_or_else(|e| e) });
+        let finding = Finding::of(check, result);
+        let ok = finding.ok;
+        match self.findings.iter_mut().find(|f| f.check == check) {
+            Some(earlier) if earlier.ok && !ok => *earlier = finding,
+            Some(_) => {}
+            None => self.findings.push(finding),
+        }
         ok
+    }
+
+    /// Runs `run` if the child implements every operation of `ops`; else
+    /// says of each of `checks` that it did not run, and why.
+    fn when(&mut self, ready: &Ready, ops: &[Op], checks: &[&'static str], run: fn(&mut Self)) {
+        match ops.iter().find(|&&op| !ready.implements(op)) {
+            None => run(self),
+            Some(op) => {
+                let why = format!("the child does not implement `{op}` (its ready record does not list it)");
+                self.skipped.extend(checks.iter().map(|&c| (c, why.clone())));
+            }
+        }
+    }
+
+    /// Every known check, in order: its finding, or `not run` with why;
+    /// then any finding of no known check (a folder that could not be made).
+    fn every_check(&self) -> Vec<Finding> {
+        let mut out: Vec<Finding> = known::KNOWN
+            .iter()
+            .map(|k| match self.findings.iter().find(|f| f.check == k.name) {
+                Some(f) => f.clone(),
+                None => {
+                    let why = self.skipped.iter().find(|(c, _)| *c == k.name).map(|(_, w)| w.clone());
+                    Finding::not_run(k.name, why.unwrap_or_else(|| format!("needs {}", k.needs)))
+                }
+            })
+            .collect();
+        out.extend(self.findings.iter().filter(|f| known::find(f.check).is_none()).cloned());
+        out
     }
 
     fn scratch(&mut self, label: &str, config: Option<&str>) -> Option<Scratch> {
@@ -175,10 +268,14 @@ impl Checker<'_> {
         self.note("ready", Ok(format!("first line is a ready record for `{}`", ready.op)));
         self.note("protocol-version", Ok(format!("protocol {}", ready.protocol)));
         self.note("ready-fields", ready_fields(&ready, "append"));
-        self.note("stop-after", ran.and_then(|(exit, tail)| expect_exit(exit, 0, &tail, "append --stop-after 5")));
+        let stopped = ran.and_then(|(exit, tail)| expect_exit(exit, 0, &tail, "append --stop-after 5"));
+        let finished = self.note("stop-after", stopped);
         self.note("acks", ack_sequence(&journal, "append", APPENDS));
-        let state = self.dump(&s, "append-dump").and_then(|t| append_state(&t, &journal.acks));
-        self.note("append-state", state);
+        let first = self.dump(&s, "append-dump");
+        self.note("append-state", first.clone().and_then(|t| append_state(&t, &journal.acks)));
+        if finished {
+            self.states.push(State { op: "append", scratch: s, first });
+        }
         Some(ready)
     }
 
@@ -191,79 +288,6 @@ impl Checker<'_> {
         };
         self.note(check, Err(e.to_string()));
     }
-
-    /// `rotate --stop-after 3`, then two dumps: canonical and deterministic.
-    fn rotate(&mut self) {
-        let Some(s) = self.scratch("rotate", None) else { return };
-        let acks = s.path("acks.ndjson");
-        let args = s.op(Op::Rotate).acks(&acks).stop_after(ROTATIONS);
-        let ran = self.run_op(&s, &args, "rotate").and_then(|(e, t)| expect_exit(e, 0, &t, "rotate --stop-after 3"));
-        if !self.note("rotate", ran) {
-            return;
-        }
-        let journal = match journal::parse(&std::fs::read(&acks).unwrap_or_default()) {
-            Ok(j) => j,
-            Err(e) => {
-                self.note("rotate", Err(e.to_string()));
-                return;
-            }
-        };
-        let first = self.dump(&s, "dump-1");
-        let second = self.dump(&s, "dump-2");
-        let (first, second) = match (first, second) {
-            (Ok(a), Ok(b)) => (a, b),
-            (Err(e), _) | (_, Err(e)) => {
-                self.note("dump-canonical", Err(e));
-                return;
-            }
-        };
-        self.note(
-            "rotate-state",
-            ack_sequence(&journal, "rotate", ROTATIONS).and_then(|_| rotate_state(&first, &journal)),
-        );
-        self.note("dump-canonical", canonical(&first));
-        let same = if first == second {
-            Ok("two passes print the same bytes".into())
-        } else {
-            Err(format!("the two passes differ {}", where_differ(&first, &second)))
-        };
-        self.note("dump-deterministic", same);
-    }
-
-    /// The config home: a leg asking for DELETE is honoured; an unknown value
-    /// is an error, never a fallback.
-    fn config_home(&mut self, default: &Ready) {
-        let asked = self.ready_with("[database]\njournal_mode = \"delete\"\n", "config-delete").and_then(|(r, _)| {
-            match r.map(|r| r.journal_mode) {
-                Some(m) if m == JournalMode::Delete.as_str() => {
-                    Ok(format!("journal_mode = \"delete\" ran delete (default ran {})", default.journal_mode))
-                }
-                Some(m) => Err(format!("journal_mode = \"delete\" was asked but the child reported {m}")),
-                None => Err("with journal_mode = \"delete\" the child wrote no ready record".into()),
-            }
-        });
-        self.note("config-home", asked);
-        let bad = self.ready_with("[database]\njournal_mode = \"wall\"\n", "config-bad").and_then(|(r, exit)| {
-            match (exit, r) {
-                (Exit::Code(c), None) if c != 0 => Ok(format!("journal_mode = \"wall\" is refused (exit code {c})")),
-                (exit, ready) => Err(format!(
-                    "journal_mode = \"wall\" must be an error before any ready record, but the child ended with {exit}{}",
-                    if ready.is_some() { " after writing a ready record" } else { "" }
-                )),
-            }
-        });
-        self.note("config-errors", bad);
-    }
-
-    /// Runs `append --stop-after 1` with `config` as config.toml.
-    fn ready_with(&mut self, config: &str, label: &str) -> Result<(Option<Ready>, Exit), String> {
-        let s = self.scratch(label, Some(config)).ok_or_else(|| "no scratch folder".to_string())?;
-        let acks = s.path("acks.ndjson");
-        let args = s.op(Op::Append).acks(&acks).stop_after(1);
-        let (exit, _) = self.run_op(&s, &args, label)?;
-        let journal = journal::parse(&std::fs::read(&acks).unwrap_or_default()).map_err(|e| e.to_string())?;
-        Ok((journal.ready, exit))
-    }
 }
 
 #[cfg(test)]
@@ -271,7 +295,7 @@ mod tests {
     use super::*;
 
     fn sample_report() -> CheckReport {
-        let finding = |check, ok, detail: &str| Finding { check, ok, detail: detail.into() };
+        let finding = |check, result| Finding::of(check, result);
         CheckReport {
             schema: SCHEMA,
             child: "python3 adapter.py".into(),
@@ -280,8 +304,10 @@ mod tests {
             journal_mode: Some("delete".into()),
             conforming: false,
             checks: vec![
-                finding("ready", true, "first line is a ready record for `append`"),
-                finding("dump-canonical", false, "sessions are not sorted by id"),
+                finding("ready", Ok("first line is a ready record for `append`".into())),
+                finding("rotate", Err("rotate --stop-after 3 ended with exit code 1, expected exit code 0".into())),
+                Finding::not_run("rotate-state", "needs a successful `rotate`".into()),
+                finding("dump-canonical", Err("append state: sessions are not sorted by id".into())),
             ],
         }
     }
@@ -293,5 +319,28 @@ mod tests {
             insta::assert_json_snapshot!("child_check.json", sample_report());
         });
         assert_eq!(sample_report().exit_code(), 1);
+    }
+
+    fn checker<'a>(child: &'a ChildCommand, work: &'a Path) -> Checker<'a> {
+        Checker { child, work, deadline: Duration::from_secs(1), findings: vec![], skipped: vec![], states: vec![] }
+    }
+
+    #[test]
+    fn every_known_check_is_listed_and_those_that_did_not_run_say_why() {
+        let child = ChildCommand { program: "child".into(), prefix: vec![] };
+        let mut c = checker(&child, Path::new("."));
+        c.note("ready", Ok("yes".into()));
+        c.note("rotate", Ok("ran".into()));
+        c.note("rotate", Err("but its journal is torn".into()));
+        c.note("rotate", Ok("ignored: a failure stands".into()));
+        c.skipped.push(("park", "the child does not implement `park`".into()));
+        let all = c.every_check();
+        let names: Vec<&str> = all.iter().map(|f| f.check).collect();
+        assert_eq!(names, known::KNOWN.iter().map(|k| k.name).collect::<Vec<_>>());
+        let of = |name: &str| all.iter().find(|f| f.check == name).unwrap();
+        assert_eq!((of("rotate").status, of("rotate").detail.as_str()), (Status::Fail, "but its journal is torn"));
+        assert_eq!(of("rotate-state").status, Status::NotRun);
+        assert_eq!(of("rotate-state").detail, "needs a successful `rotate`");
+        assert_eq!(of("park").detail, "the child does not implement `park`");
     }
 }

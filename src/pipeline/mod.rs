@@ -3,19 +3,25 @@
 //! - [`trial`]: a trial's private folder, its outcome, and what it found;
 //! - [`source`]: crash sources for a workload cell: a timed kill, a kill at
 //!   syscall point N, and the census that counts a workload's points;
-//! - [`race`]: the race shape (cell 2): park, a barrier, N claimants, racer
-//!   r0 either racing freely or traced to a kill point;
+//! - [`race`]: the race shape (cell 2): park, a barrier, N claimants,
+//!   released together (no kill), or in an order that decides whether racer
+//!   r0 wins or loses while it is traced to a kill point;
+//! - [`race_sweep`]: cell 2's syscall sweep over both of r0's paths;
 //! - [`verdict`]: from a crashed (or finished) child to a verdict: journals,
 //!   ready record, leg audit (skip), two recovery passes, the cell's check;
 //! - [`sweep`]: the sweep skeleton: a census, then one trial per kill point
 //!   spread over threads, the lowest non-passing point decisive;
+//! - [`coverage`]: the kill points a sweep planned and those that landed,
+//!   per path of the killed process, and why they differ;
 //! - [`result`]: a job's trials folded into its result, its evidence kept,
 //!   its repro derived from the run's options.
 //!
 //! Data flows one way: job → crash source → reap and classify → leg audit →
 //! recovery passes → the cell's judgement → result and evidence.
 
+pub mod coverage;
 pub mod race;
+pub mod race_sweep;
 pub mod result;
 pub mod source;
 pub mod sweep;

@@ -1,29 +1,32 @@
 //! The race shape (cell 2): park a handoff, start N claimants, wait until
-//! every one is at the barrier, release them at once, and judge.
+//! every one is at its barrier, release them, and judge.
 //!
-//! Crash model: in a free race nothing is killed; the race itself is the
-//! probe. Under syscall kills, racer r0 is traced and killed at the entry of
-//! its Nth file-mutating call (its locks die with it) while the others race
-//! and must end WON or LOST. The race is real, so r0's path can differ from
-//! the census's: a point r0 does not reach leaves r0 to finish its race,
-//! which is judged the same way. Every racer must end WON (0), LOST (10) or,
-//! for r0 at its point, killed; any other end is an `error`, never a loss.
+//! Crash model: in a free race (kill mode `none`) nothing is killed; all
+//! claimants are released at once and the race itself is the probe. Under
+//! syscall kills (see [`super::race_sweep`]) racer r0 is traced and killed at
+//! the entry of its Nth file-mutating call (its locks die with it), and the
+//! barrier releases the racers in an order that decides r0's path whatever
+//! the scheduler does: r0 alone first (it wins: its winning claim), or the
+//! others first and r0 once they all ended (one of them won: r0's losing
+//! claim). Every racer must end WON (0), LOST (10) or, for r0 at its point,
+//! killed; any other end is an `error`, never a loss.
 
 use std::fs::File;
+use std::path::PathBuf;
 use std::process::Command;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use crashcells_protocol::{EXIT_LOST, EXIT_WON, Op, OpArgs, Ready};
+use crashcells_protocol::{EXIT_LOST, EXIT_WON, Op, OpArgs};
 
-use super::sweep::{Census, Filter, Sweepable, trace_outcome};
+use super::race_sweep::Split;
+use super::sweep::{Census, Filter, trace_outcome};
 use super::verdict::{Ended, conclude};
 use super::{Context, Outcome, Trial, TrialEnv};
-use crate::audit::audit_leg;
 use crate::cells::consume::HANDOFF;
 use crate::cells::{Cell, End};
 use crate::harness::{Cut, Exit, POLL, Running, Traced, interrupted, run_to_end};
-use crate::journal;
 use crate::kill::syscall::{Driven, Goal, Targets, drive};
 use crate::matrix::Leg;
 use crate::plan::Job;
@@ -36,23 +39,27 @@ pub struct Race<'a> {
     pub cell: &'a dyn Cell,
     pub ctx: &'a Context,
     pub racers: u32,
-}
-
-impl Sweepable for Race<'_> {
-    fn census(&self, filter: Filter) -> Result<Census, Box<Trial>> {
-        self.count_points(filter)
-    }
-
-    fn at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
-        self.kill_at(filter, n, census)
-    }
+    /// How many of r0's points each path has, once the sweep's census ran.
+    pub(super) split: OnceLock<Split>,
 }
 
 /// How racer r0 takes part: racing freely, or traced toward a goal.
 #[derive(Clone, Copy)]
-enum R0 {
+pub(super) enum R0 {
     Free,
     Traced(Filter, Goal),
+}
+
+/// The order in which the barriers release the racers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Order {
+    /// Every racer at once, on one barrier: a real race.
+    Together,
+    /// r0 alone; the others once r0 has ended. r0 finds the handoff
+    /// pending: its winning claim.
+    R0First,
+    /// The others; r0 once they all ended. One of them won: r0's losing claim.
+    R0Last,
 }
 
 /// How a traced r0 ended.
@@ -63,74 +70,68 @@ enum Traced0 {
 }
 
 /// What a race left before judging: every racer's end, r0 first.
-struct Finished {
-    ends: Vec<End>,
-    kill_point: Option<KillPoint>,
+pub(super) struct Finished {
+    pub ends: Vec<End>,
+    pub kill_point: Option<KillPoint>,
     /// Points r0 passed, when it was traced and finished on its own.
-    r0_points: Option<u64>,
+    pub r0_points: Option<u64>,
 }
 
-impl Race<'_> {
+/// The locks the racers wait on: r0's own (unless released together) and
+/// the others'. Dropping one releases whoever waits on it.
+struct Barriers {
+    r0: Option<File>,
+    others: Option<File>,
+}
+
+impl<'a> Race<'a> {
+    pub fn new(job: &'a Job, leg: &'a Leg, cell: &'a dyn Cell, ctx: &'a Context, racers: u32) -> Race<'a> {
+        Race { job, leg, cell, ctx, racers, split: OnceLock::new() }
+    }
+
     /// Trial `index` of a free race: nothing is killed.
     pub fn free(&self, index: u32) -> Trial {
-        self.trial(index, &format!("t{index}"), R0::Free, None)
+        self.trial(index, &format!("t{index}"), R0::Free, Order::Together, None)
     }
 
-    /// One trial of a sweep: r0 killed at point `n` while the others race.
-    fn kill_at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
-        let index = u32::try_from(n).unwrap_or(u32::MAX);
-        self.trial(index, &format!("p{n}"), R0::Traced(filter, Goal::KillAt(n)), Some(census))
-    }
-
-    /// r0 races alone, traced to its end: it always wins, so it passes the
-    /// points of the longest path (the winning claim's commit included), and
-    /// the count, with `--points` and every repro, does not depend on who won.
-    fn count_points(&self, filter: Filter) -> Result<Census, Box<Trial>> {
-        let fail = |env: Option<TrialEnv>, o: Outcome| {
-            let t = Trial::ended(0, census_outcome(o));
-            Box::new(match env {
-                Some(env) => t.with_env(env),
-                None => t,
-            })
-        };
-        let env = self.env("census").map_err(|o| fail(None, o))?;
-        let finished = match self.run(&env, 1, R0::Traced(filter, Goal::ToEnd)) {
-            Ok(f) => f,
-            Err(o) => return Err(fail(Some(env), o)),
-        };
-        let (Some(points), [End::Exited(EXIT_WON)]) = (finished.r0_points, finished.ends.as_slice()) else {
-            let why = format!("r0 racing alone did not win ({:?})", finished.ends);
-            return Err(fail(Some(env), Outcome::Error(why)));
-        };
-        match ready_of(&env, 0) {
-            Ok(ready) => Ok(Census { points, audit: audit_leg(&env.db, &ready, self.leg), ready }),
-            Err(why) => Err(fail(Some(env), Outcome::Error(why))),
-        }
-    }
-
-    fn env(&self, label: &str) -> Result<TrialEnv, Outcome> {
+    pub(super) fn env(&self, label: &str) -> Result<TrialEnv, Outcome> {
         let label = format!("{}-{}-{label}", self.job.cell.id, self.leg.name);
         TrialEnv::new(&self.ctx.work_root, self.leg, &label).map_err(|e| Outcome::Error(format!("trial folder: {e}")))
     }
 
-    fn trial(&self, index: u32, label: &str, r0: R0, census: Option<&Census>) -> Trial {
+    /// One race in its own folder, judged; `census` stands for the leg audit
+    /// of a sweep's trials. `note` may turn a finished race's outcome into
+    /// another (a sweep's point that r0 never reached).
+    pub(super) fn trial(&self, index: u32, label: &str, r0: R0, order: Order, census: Option<&Census>) -> Trial {
+        self.trial_with(index, label, r0, order, census, &|_, o| o)
+    }
+
+    pub(super) fn trial_with(
+        &self,
+        index: u32,
+        label: &str,
+        r0: R0,
+        order: Order,
+        census: Option<&Census>,
+        note: &dyn Fn(&Finished, Outcome) -> Outcome,
+    ) -> Trial {
         let env = match self.env(label) {
             Ok(env) => env,
             Err(o) => return Trial::ended(index, o),
         };
         let mut trial = Trial::new(index);
-        let outcome = match self.run(&env, self.racers, r0) {
-            Ok(f) => self.judge(&env, f, census, &mut trial),
+        let outcome = match self.run(&env, self.racers, r0, order) {
+            Ok(f) => {
+                let judged = self.judge(&env, &f, census, &mut trial);
+                note(&f, judged)
+            }
             Err(o) => o,
         };
         trial.conclude(outcome).with_env(env)
     }
 
-    fn judge(&self, env: &TrialEnv, f: Finished, census: Option<&Census>, trial: &mut Trial) -> Outcome {
-        trial.kill_point = f.kill_point;
-        if f.r0_points.is_some() {
-            trial.details.push("r0 finished its race before reaching its kill point".into());
-        }
+    fn judge(&self, env: &TrialEnv, f: &Finished, census: Option<&Census>, trial: &mut Trial) -> Outcome {
+        trial.kill_point = f.kill_point.clone();
         let ended: Vec<Ended> = f
             .ends
             .iter()
@@ -140,24 +141,25 @@ impl Race<'_> {
         conclude(self.cell, self.leg, self.ctx, env, &ended, census, trial)
     }
 
-    /// Parks, runs `racers` claimants with r0 as asked, and returns how each ended.
-    fn run(&self, env: &TrialEnv, racers: u32, r0: R0) -> Result<Finished, Outcome> {
-        let barrier = self.park_behind_barrier(env)?;
+    /// Parks, runs `racers` claimants with r0 as asked, released in `order`,
+    /// and returns how each ended.
+    pub(super) fn run(&self, env: &TrialEnv, racers: u32, r0: R0, order: Order) -> Result<Finished, Outcome> {
+        self.park(env)?;
+        let barriers = Barriers::hold(env, order)?;
         let done = AtomicBool::new(false);
         let r0_done = &done;
         let (traced, exits) = std::thread::scope(|s| {
             // ptrace binds r0 to the thread that spawns it, which must keep
-            // resuming it while this thread runs the barrier.
+            // resuming it while this thread runs the barriers.
             let tracer = match r0 {
                 R0::Free => None,
                 R0::Traced(filter, goal) => Some(s.spawn(move || {
-                    let end = self.trace_r0(env, filter, goal);
+                    let end = self.trace_r0(env, filter, goal, order);
                     r0_done.store(true, Ordering::SeqCst);
                     end
                 })),
             };
-            let first = if tracer.is_some() { 1 } else { 0 };
-            let exits = self.run_free(env, first..racers, barrier, r0_done);
+            let exits = self.release(env, racers, barriers, order, tracer.is_some(), r0_done);
             let traced = tracer.map(|t| t.join().unwrap_or_else(|_| Err(Outcome::Error("the tracer panicked".into()))));
             (traced, exits)
         });
@@ -180,40 +182,34 @@ impl Race<'_> {
         Ok(finished)
     }
 
-    fn park_behind_barrier(&self, env: &TrialEnv) -> Result<File, Outcome> {
+    fn park(&self, env: &TrialEnv) -> Result<(), Outcome> {
         let args = OpArgs::new(Op::Park).db(&env.db).session(HANDOFF).to_args();
         let cmd = self.ctx.child.command(&args, &env.home);
         let (exit, tail) = run_to_end(cmd, &env.path("park.stdout"), &env.stderr, self.ctx.deadline)
             .map_err(|e| Outcome::Error(format!("could not start the child `{}`: {e}", self.ctx.child.display())))?;
         match exit {
-            Ok(Exit::Code(0)) => {}
-            Ok(other) => return Err(Outcome::Error(format!("park failed ({other}): {tail}"))),
-            Err(Cut::Deadline) => return Err(Outcome::Error("park did not finish within the deadline".into())),
-            Err(Cut::Interrupted) => return Err(Outcome::Interrupted("park was cut short".into())),
+            Ok(Exit::Code(0)) => Ok(()),
+            Ok(other) => Err(Outcome::Error(format!("park failed ({other}): {tail}"))),
+            Err(Cut::Deadline) => Err(Outcome::Error("park did not finish within the deadline".into())),
+            Err(Cut::Interrupted) => Err(Outcome::Interrupted("park was cut short".into())),
         }
-        // The racers block on this lock until the returned file is dropped,
-        // which releases all of them at once.
-        let path = env.path("barrier.lock");
-        File::create(&path)
-            .and_then(|f| f.lock().map(|()| f))
-            .map_err(|e| Outcome::Error(format!("barrier {}: {e}", path.display())))
     }
 
-    fn racer_command(&self, env: &TrialEnv, r: u32) -> Command {
+    fn racer_command(&self, env: &TrialEnv, r: u32, order: Order) -> Command {
         let args = OpArgs::new(Op::Claim)
             .db(&env.db)
             .acks(&acks_of(env, r))
             .session(HANDOFF)
-            .barrier(&env.path("barrier.lock"))
+            .barrier(&barrier_of(env, r, order))
             .claimant(&format!("r{r}"))
             .mutant(self.ctx.mutant());
         self.ctx.child.command(&args.to_args(), &env.home)
     }
 
     /// Spawns r0 traced and drives it to `goal`.
-    fn trace_r0(&self, env: &TrialEnv, filter: Filter, goal: Goal) -> Result<Traced0, Outcome> {
+    fn trace_r0(&self, env: &TrialEnv, filter: Filter, goal: Goal, order: Order) -> Result<Traced0, Outcome> {
         let stderr = env.path("racer-r0.stderr");
-        let mut child = Traced::spawn(self.racer_command(env, 0), Some(&stderr), filter, self.ctx.deadline)
+        let mut child = Traced::spawn(self.racer_command(env, 0, order), Some(&stderr), filter, self.ctx.deadline)
             .map_err(|e| trace_outcome(e, self.ctx))?;
         match drive(&mut child, &Targets::new(&env.db, &acks_of(env, 0)), goal) {
             Ok(Driven::At(p)) => {
@@ -225,27 +221,62 @@ impl Race<'_> {
         }
     }
 
-    /// Spawns the free racers, waits until every racer is at the barrier
-    /// (a traced r0 too, unless it already ended), releases them, and waits
-    /// for the free ones to end.
-    fn run_free(
+    /// Spawns the free racers (all of them, or all but a traced r0 that its
+    /// tracer spawns), waits until each is at its barrier, releases them in
+    /// `order`, and waits for the free ones to end. A traced r0 is at its
+    /// barrier before the others start, so that its path to the barrier is
+    /// its own whatever they do.
+    fn release(
+        &self,
+        env: &TrialEnv,
+        racers: u32,
+        mut barriers: Barriers,
+        order: Order,
+        traced: bool,
+        r0_done: &AtomicBool,
+    ) -> Result<Vec<Exit>, Outcome> {
+        let first = u32::from(traced);
+        let ready = |r: u32| wrote_ready(env, r) || (r == 0 && traced && r0_done.load(Ordering::SeqCst));
+        if traced {
+            self.wait_ready(0..1, &ready, &mut [], first)?;
+        }
+        let mut running = self.spawn_racers(env, first..racers, order)?;
+        self.wait_ready(0..racers, &ready, &mut running, first)?;
+        match order {
+            Order::Together => barriers.drop_all(),
+            Order::R0First => {
+                barriers.r0.take();
+                self.wait_r0(r0_done)?;
+                barriers.others.take();
+            }
+            Order::R0Last => {
+                barriers.others.take();
+            }
+        }
+        let exits = self.wait_all(&mut running, first)?;
+        // R0Last: r0 goes once the others have ended.
+        barriers.drop_all();
+        Ok(exits)
+    }
+
+    fn spawn_racers(
         &self,
         env: &TrialEnv,
         racers: std::ops::Range<u32>,
-        barrier: File,
-        r0_done: &AtomicBool,
-    ) -> Result<Vec<Exit>, Outcome> {
-        let first = racers.start;
+        order: Order,
+    ) -> Result<Vec<Running>, Outcome> {
         let mut running = Vec::new();
-        for r in racers.clone() {
+        for r in racers {
             let stderr = env.path(&format!("racer-r{r}.stderr"));
-            let child = Running::spawn(self.racer_command(env, r), Some(&stderr))
+            let child = Running::spawn(self.racer_command(env, r, order), Some(&stderr))
                 .map_err(|e| Outcome::Error(format!("could not start racer r{r}: {e}")))?;
             running.push(child);
         }
-        let ready = |r: u32| wrote_ready(env, r) || (r < first && r0_done.load(Ordering::SeqCst));
-        self.wait_ready(0..racers.end, &ready, &mut running, first)?;
-        drop(barrier);
+        Ok(running)
+    }
+
+    /// Waits for the free racers, numbered from `first`, to end.
+    fn wait_all(&self, running: &mut [Running], first: u32) -> Result<Vec<Exit>, Outcome> {
         let end = Instant::now() + self.ctx.deadline;
         let mut exits = Vec::new();
         for (r, child) in (first..).zip(running.iter_mut()) {
@@ -258,8 +289,23 @@ impl Race<'_> {
         Ok(exits)
     }
 
-    /// Waits until every racer has written its ready record (it is then at
-    /// the barrier, or about to block on it).
+    /// Waits until the traced r0 has ended (killed at its point, or finished).
+    fn wait_r0(&self, r0_done: &AtomicBool) -> Result<(), Outcome> {
+        let end = Instant::now() + self.ctx.deadline;
+        while !r0_done.load(Ordering::SeqCst) {
+            if Instant::now() >= end || interrupted().is_some() {
+                return Err(match interrupted() {
+                    Some(_) => Outcome::Interrupted("waiting for racer r0 to end".into()),
+                    None => Outcome::Error(format!("racer r0 did not end within {:?}", self.ctx.deadline)),
+                });
+            }
+            std::thread::sleep(POLL);
+        }
+        Ok(())
+    }
+
+    /// Waits until every racer of `all` has written its ready record (it is
+    /// then at its barrier, or about to block on it).
     fn wait_ready(
         &self,
         all: std::ops::Range<u32>,
@@ -293,7 +339,33 @@ impl Race<'_> {
     }
 }
 
-fn acks_of(env: &TrialEnv, r: u32) -> std::path::PathBuf {
+impl Barriers {
+    /// Creates and locks the barrier files: one for all when released
+    /// together, else r0's own and the others'.
+    fn hold(env: &TrialEnv, order: Order) -> Result<Barriers, Outcome> {
+        let lock = |path: PathBuf| {
+            File::create(&path)
+                .and_then(|f| f.lock().map(|()| f))
+                .map_err(|e| Outcome::Error(format!("barrier {}: {e}", path.display())))
+        };
+        let others = Some(lock(barrier_of(env, 1, order))?);
+        let r0 = if order == Order::Together { None } else { Some(lock(barrier_of(env, 0, order))?) };
+        Ok(Barriers { r0, others })
+    }
+
+    fn drop_all(&mut self) {
+        self.r0.take();
+        self.others.take();
+    }
+}
+
+/// The barrier racer `r` waits on: r0 has its own unless all go together.
+fn barrier_of(env: &TrialEnv, r: u32, order: Order) -> PathBuf {
+    if r == 0 && order != Order::Together { env.path("barrier-r0.lock") } else { env.path("barrier.lock") }
+}
+
+/// A wait that gave up: on the run's interruption, or on the deadline.
+pub(super) fn acks_of(env: &TrialEnv, r: u32) -> PathBuf {
     env.path(&format!("acks-r{r}.ndjson"))
 }
 
@@ -309,23 +381,5 @@ fn racer_end(env: &TrialEnv, r: u32, exit: Exit) -> Result<End, Outcome> {
             let tail = crate::harness::stderr_tail(&env.path(&format!("racer-r{r}.stderr")));
             Err(Outcome::Error(format!("racer r{r} ended with {other}, neither WON (0) nor LOST (10): {tail}")))
         }
-    }
-}
-
-/// Racer `r`'s ready record, or why there is none.
-fn ready_of(env: &TrialEnv, r: u32) -> Result<Ready, String> {
-    let bytes = std::fs::read(acks_of(env, r)).unwrap_or_default();
-    match journal::parse(&bytes).map(|j| j.ready) {
-        Ok(Some(ready)) => Ok(ready),
-        Ok(None) => Err(format!("census: racer r{r} wrote no ready record")),
-        Err(e) => Err(format!("census: {e}")),
-    }
-}
-
-/// A census's failure names the census.
-fn census_outcome(o: Outcome) -> Outcome {
-    match o {
-        Outcome::Error(why) if !why.starts_with("census") => Outcome::Error(format!("census: {why}")),
-        other => other,
     }
 }

@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use super::coverage::{self, Coverage};
 use super::race::Race;
 use super::source::Workload;
 use super::sweep::sweep;
@@ -40,47 +41,73 @@ pub fn run_job_guarded(job: &Job, ctx: &Context) -> CellResult {
 /// Produces the result of one job.
 pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
     let start = Instant::now();
-    let mut trials = match (job.cell.status, crate::cells::find(&job.cell.id), job.leg.as_ref()) {
+    let (mut trials, coverage) = match (job.cell.status, crate::cells::find(&job.cell.id), job.leg.as_ref()) {
         (Status::Stub, _, _) | (_, _, None) => {
             let reason = job.cell.reason.clone().unwrap_or_default();
             return base_result(job, ctx, Verdict::Stub, reason, 0);
         }
         (Status::Live, None, _) => {
             let why = format!("cell `{}` has no probe in this driver", job.cell.id);
-            vec![Trial::ended(0, Outcome::Error(why))]
+            (vec![Trial::ended(0, Outcome::Error(why))], None)
         }
         (Status::Live, Some(cell), Some(leg)) => trials(job, cell, leg, ctx),
     };
     mark_interrupted(&mut trials);
     let mut result = fold(job, ctx, &trials);
+    if let Some(c) = coverage {
+        with_coverage(&mut result, c);
+    }
     result.duration_ms = start.elapsed().as_millis() as u64;
     keep_evidence(ctx, &mut result, trials);
     result
 }
 
-/// The trials of a live cell's job, in the shape the cell asks for; none
-/// but a skip when the child lacks an operation the shape runs.
-fn trials(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context) -> Vec<Trial> {
+/// The trials of a live cell's job, in the shape the cell asks for (none
+/// but a skip when the child lacks an operation the shape runs), and for a
+/// syscall sweep the kill points it planned and landed.
+fn trials(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context) -> (Vec<Trial>, Option<Coverage>) {
     let shape = cell.shape(&job.cell.params);
     if let Some(missing) = missing_operation(ctx, &shape) {
-        return vec![Trial::ended(0, Outcome::Skip(format!("the child does not implement `{missing}`")))];
+        return (vec![Trial::ended(0, Outcome::Skip(format!("the child does not implement `{missing}`")))], None);
     }
     match (shape, job.kill) {
         (Shape::Workload { op, window, sweep_acks }, kill) => {
             let w = Workload { job, leg, cell, ctx, op, sweep_acks };
             match kill {
-                KillMode::Timed => in_order(job, ctx, &|i| w.timed(window, i)),
-                KillMode::Syscall => sweep(ctx, job.seed, &w),
+                KillMode::Timed => (in_order(job, ctx, &|i| w.timed(window, i)), None),
+                KillMode::Syscall => {
+                    let swept = sweep(ctx, job.seed, &w);
+                    let coverage = coverage::of(&swept, &[]);
+                    (swept.trials, coverage)
+                }
+                KillMode::None => {
+                    let why = "a workload cell has no run without a kill (--kill none selects races)".into();
+                    (vec![Trial::ended(0, Outcome::Error(why))], None)
+                }
             }
         }
         (Shape::Race { racers }, kill) => {
-            let race = Race { job, leg, cell, ctx, racers };
+            let race = Race::new(job, leg, cell, ctx, racers);
             match kill {
-                KillMode::Timed => in_order(job, ctx, &|i| race.free(i)),
-                KillMode::Syscall => sweep(ctx, job.seed, &race),
+                // Reports before kill mode `none` planned the race as `timed`.
+                KillMode::None | KillMode::Timed => (in_order(job, ctx, &|i| race.free(i)), None),
+                KillMode::Syscall => race.sweep(),
             }
         }
     }
+}
+
+/// Adds what a sweep really tested to its result; when fewer points landed
+/// than were planned, the reason says why.
+fn with_coverage(result: &mut CellResult, c: Coverage) {
+    result.points_planned = Some(c.planned);
+    result.points_landed = Some(c.landed);
+    result.points_by_path = c.by_path;
+    if c.why.is_empty() {
+        return;
+    }
+    let why = format!("{} of {} planned kill points landed: {}", c.landed, c.planned, c.why.join("; "));
+    result.reason = if result.reason.is_empty() { why } else { format!("{}; {why}", result.reason) };
 }
 
 /// The first operation of `shape` the child did not list in its preflight.
@@ -153,6 +180,9 @@ fn base_result(job: &Job, ctx: &Context, verdict: Verdict, reason: String, trial
         mutant: ctx.options.mutant.clone(),
         integrity: None,
         details: Vec::new(),
+        points_planned: None,
+        points_landed: None,
+        points_by_path: Vec::new(),
     }
 }
 

@@ -1,6 +1,8 @@
 //! Crash sources of a workload cell (one child that runs its operation
 //! until killed): a timed kill, a kill at syscall point N, and the census
-//! that counts a workload's points.
+//! that counts a workload's points. A timed trial whose child's ready record
+//! already shows the leg is not honored is skipped at once, without waiting
+//! for its window.
 //!
 //! Crash model: timed, the child runs unhindered until the driver has seen a
 //! seeded number of acks, then, after a seeded fraction of an operation's
@@ -9,14 +11,16 @@
 //! or the ack journal and killed there: the call never runs. Either way the
 //! only valid end is death by that signal.
 
+use std::time::Instant;
+
 use crashcells_protocol::{Op, OpArgs};
 
 use super::sweep::{Census, Filter, Sweepable, trace_outcome};
 use super::verdict::{Ended, conclude};
 use super::{Context, Outcome, Trial, TrialEnv};
-use crate::audit::audit_leg;
+use crate::audit::{Audit, audit_leg, refused_at_ready};
 use crate::cells::{Cell, End};
-use crate::harness::{Running, Traced};
+use crate::harness::{POLL, Running, Traced, interrupted};
 use crate::journal;
 use crate::kill::syscall::{Driven, Goal, Targets, drive};
 use crate::kill::timed::{WaitError, phase_delay, timed_target, wait_for_acks};
@@ -75,10 +79,18 @@ impl Workload<'_> {
     }
 
     fn kill_timed(&self, env: &TrialEnv, window: u64, seed: u64, trial: &mut Trial) -> Result<(), Outcome> {
+        let started = Instant::now();
         let mut child = Running::spawn(self.command(env), Some(&env.stderr))
             .map_err(|e| Outcome::Error(format!("could not start the child `{}`: {e}", self.ctx.child.display())))?;
+        if let Some((audit, synchronous)) = self.refused_at_ready(&mut child, env) {
+            let reason = audit.reason.clone();
+            (trial.audit, trial.synchronous) = (Some(audit), synchronous);
+            child.kill_and_reap().check().map_err(|e| Outcome::Error(e.to_string()))?;
+            return Err(Outcome::Skip(reason));
+        }
         let target = timed_target(window, seed);
-        let reached = wait_for_acks(&mut child, &env.acks, target, self.ctx.deadline).map_err(|e| match e {
+        let left = self.ctx.deadline.saturating_sub(started.elapsed());
+        let reached = wait_for_acks(&mut child, &env.acks, target, left).map_err(|e| match e {
             e @ (WaitError::Exited { .. } | WaitError::Io(_)) => Outcome::Error(e.to_string()),
             WaitError::Interrupted => Outcome::Interrupted("waiting for acks".into()),
             WaitError::Deadline { acks } => Outcome::Error(format!(
@@ -94,6 +106,24 @@ impl Workload<'_> {
         let seen = journal::Tail::default().poll(&env.acks).map_or(reached.acks, |l| l.saturating_sub(1));
         trial.kill_point = Some(KillPoint { trial: trial.index, after_acks: seen, ..KillPoint::default() });
         child.kill_and_reap().check().map_err(|e| Outcome::Error(e.to_string()))
+    }
+
+    /// Waits for the child's ready record and returns the leg audit (and the
+    /// level the child runs at) if the record already shows the leg is not
+    /// honored: the leg is then skipped at once, not after its window of
+    /// acks. `None` when it agrees, or when the child ended, stalled or wrote
+    /// something else first: the timed wait that follows reports those.
+    fn refused_at_ready(&self, child: &mut Running, env: &TrialEnv) -> Option<(Audit, Option<String>)> {
+        let end = Instant::now() + self.ctx.deadline;
+        while Instant::now() < end && interrupted().is_none() && child.is_alive() {
+            let bytes = std::fs::read(&env.acks).unwrap_or_default();
+            if bytes.contains(&b'\n') {
+                let ready = journal::parse(&bytes).ok()?.ready?;
+                return refused_at_ready(&env.db, &ready, self.leg).map(|a| (a, ready.synchronous));
+            }
+            std::thread::sleep(POLL);
+        }
+        None
     }
 
     /// The killed child's files to a verdict.

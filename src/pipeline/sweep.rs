@@ -38,31 +38,46 @@ pub trait Sweepable: Sync {
     fn at(&self, filter: Filter, n: u64, census: &Census) -> Trial;
 }
 
+/// What a sweep ran: the points it planned (none when it never got past its
+/// preflight or its census) and its trials, the decisive trial last.
+#[derive(Debug)]
+pub struct Swept {
+    pub planned: Option<Vec<u64>>,
+    pub trials: Vec<Trial>,
+}
+
+impl Swept {
+    fn unplanned(trial: Trial) -> Swept {
+        Swept { planned: None, trials: vec![trial] }
+    }
+}
+
 /// The trials of a syscall result: the census, then a trial per point, the
 /// decisive trial last. Refused tracing skips the result; a leg the census
 /// shows was not honored skips it too.
-pub fn sweep(ctx: &Context, seed: u64, shape: &dyn Sweepable) -> Vec<Trial> {
+pub fn sweep(ctx: &Context, seed: u64, shape: &dyn Sweepable) -> Swept {
     let filter = match preflight() {
         Ok(f) => f,
-        Err(outcome) => return vec![Trial::ended(0, outcome)],
+        Err(outcome) => return Swept::unplanned(Trial::ended(0, outcome)),
     };
     let census = match shape.census(filter) {
         Ok(c) => c,
-        Err(trial) => return vec![*trial],
+        Err(trial) => return Swept::unplanned(*trial),
     };
     if !census.audit.honored {
         let mut t = Trial::ended(0, Outcome::Skip(census.audit.reason.clone()));
         t.audit = Some(census.audit);
-        return vec![t];
+        return Swept::unplanned(t);
     }
     let o = &ctx.options;
     let points = sweep_points(census.points, o.point, o.points, seed);
     ctx.tally.planned(points.len() as u64);
-    parallel(&points, ctx.jobs, &|n| {
+    let trials = parallel(&points, ctx.jobs, &|n| {
         let trial = shape.at(filter, n, &census);
         ctx.tally.done();
         trial
-    })
+    });
+    Swept { planned: Some(points), trials }
 }
 
 /// What a trace failure means for a trial: refused tracing is a skip with

@@ -1,11 +1,13 @@
 //! The human rendering: one table with a header, a row per result in plan
 //! order, the lines a fire or an error needs under its row (kill point,
-//! findings, evidence, repro), and a summary line. Colour only when asked
-//! for (a terminal without `NO_COLOR`).
+//! findings, evidence, repro), and a summary line with errors first when
+//! there are any. Colour only when asked for (a terminal without `NO_COLOR`).
 //!
 //! Column widths follow the longest value, so long leg names and sampled
 //! points stay aligned. The `ran` column says how many trials or kill
-//! points a result ran (a `--points 5` sample shows `5 points`).
+//! points a result ran: `4 trials`, `71/71 points` (landed of planned; a
+//! `--points 5` sample shows `5/5 points`), and a race's paths follow under
+//! its row.
 
 use std::fmt::Write;
 
@@ -29,13 +31,16 @@ const HEADER: [&str; 8] = ["verdict", "cell", "leg", "mode", "kill", "ran", "ack
 /// Columns aligned to the right (numbers).
 const RIGHT: [bool; 8] = [false, false, false, false, false, true, true, true];
 
-/// What a result ran: its trials (timed) or kill points (syscall); a stub
-/// ran nothing.
+/// What a result ran: its trials or races, or its kill points as landed of
+/// planned (a sweep says how many of the points it planned it killed at);
+/// a stub ran nothing.
 pub fn ran(r: &CellResult) -> String {
-    match (r.verdict, r.kill) {
-        (Verdict::Stub, _) => "-".into(),
-        (_, KillMode::Timed) => plural(r.trials as usize, "trial"),
-        (_, KillMode::Syscall) => plural(r.trials as usize, "point"),
+    match (r.verdict, r.kill, r.points_planned, r.points_landed) {
+        (Verdict::Stub, ..) => "-".into(),
+        (_, KillMode::Syscall, Some(planned), Some(landed)) => format!("{landed}/{planned} points"),
+        (_, KillMode::Syscall, ..) => plural(r.trials as usize, "point"),
+        (_, KillMode::None, ..) => plural(r.trials as usize, "race"),
+        (_, KillMode::Timed, ..) => plural(r.trials as usize, "trial"),
     }
 }
 
@@ -74,6 +79,12 @@ pub fn render(report: &Report, color: bool) -> String {
     }
     for (r, row) in report.results.iter().zip(&rows) {
         line(&mut out, row, &widths, &r.reason, Some((r.verdict, color)));
+        // The `ran` column has landed of planned; a race's paths, or points
+        // that did not land, need their line.
+        let worth_a_line = !r.points_by_path.is_empty() || r.points_landed != r.points_planned;
+        if let Some(points) = r.points_line().filter(|_| worth_a_line) {
+            let _ = writeln!(out, "    kill points landed: {points}");
+        }
         if r.verdict.is_decisive() {
             decisive(&mut out, r);
         }

@@ -3,13 +3,14 @@
 //! broke a clause), an `error` an error (the harness reached no verdict),
 //! `skip` and `stub` are skipped with their reasons; a fire's or an error's
 //! text carries its clause, kill point, findings, evidence and repro, so the
-//! CI page alone is enough to start on it.
+//! CI page alone is enough to start on it. A syscall result's system-out
+//! says how many of its planned kill points landed.
 
 use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 
-use super::{CellResult, Report, Verdict};
+use super::{CellResult, KillMode, Report, Verdict};
 use crate::error::{Error, Result};
 
 pub fn render(report: &Report) -> Result<String> {
@@ -68,13 +69,18 @@ fn case(r: &CellResult) -> TestCase {
     let mut case = TestCase::new(name, status(r));
     case.set_classname(r.cell.as_str());
     case.set_time(Duration::from_millis(r.duration_ms));
+    let mut out = String::new();
+    if let Some(points) = r.points_line() {
+        out.push_str(&format!("kill points landed: {points}\n"));
+    }
     if r.verdict.is_decisive() {
-        let mut out = String::new();
         if let Some(e) = evidence_line(r) {
             out.push_str(&format!("{e}\n"));
         }
         out.push_str(&format!("repro: {}\n", r.repro));
         out.extend(repro_lines(r).map(|l| l + "\n"));
+    }
+    if !out.is_empty() {
         case.set_system_out(out);
     }
     case
@@ -101,10 +107,14 @@ fn description(r: &CellResult) -> String {
     let mut lines = vec![format!("clause: {}", r.clause), format!("leg: {} ({})", r.leg, r.mode_line())];
     match r.deciding_kill() {
         Some(k) => lines.push(format!("kill: {}; {}", r.kill.as_str(), k.describe())),
+        None if r.kill == KillMode::None => lines.push("kill: none; a race without a kill".into()),
         None if r.verdict == Verdict::Error => {
             lines.push(format!("kill: {}; the trial ended before its kill point", r.kill.as_str()))
         }
         None => lines.push(format!("kill: {}; this cell's trials end without a kill", r.kill.as_str())),
+    }
+    if let Some(points) = r.points_line() {
+        lines.push(format!("kill points landed: {points}"));
     }
     if let Some(m) = &r.mutant {
         lines.push(format!("mutant: {m}"));
@@ -161,6 +171,9 @@ mod tests {
             mutant: None,
             integrity: Some("ok".into()),
             details: vec![],
+            points_planned: None,
+            points_landed: None,
+            points_by_path: vec![],
         }
     }
 

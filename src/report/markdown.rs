@@ -1,5 +1,6 @@
 //! The Markdown rendering, for posting a run on a tracking issue: a heading
-//! with the verdict counts and the environment, a table of every result,
+//! with the verdict counts (errors first when there are any) and the
+//! environment, a table of every result (with the kill points that landed),
 //! then a section per fire and per error with its clause, leg, kill point,
 //! what was acked against what was recovered, the integrity check, the
 //! evidence folder and the command that reruns it. GitHub-flavoured: table
@@ -7,7 +8,7 @@
 
 use std::fmt::Write;
 
-use super::{CellResult, Report, Verdict};
+use super::{CellResult, KillMode, Report, Verdict};
 
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
@@ -61,6 +62,7 @@ fn table(out: &mut String, report: &Report) {
         };
         // A stub ran no trial: its counts would only be noise.
         let ran = |v: String| if r.trials == 0 { "-".to_string() } else { v };
+        // `ran` says landed of planned kill points for a sweep.
         let _ = writeln!(
             out,
             "| {verdict} | {} `{}` | {} | {} | {} | {} | {} | {} | {} |",
@@ -80,11 +82,14 @@ fn table(out: &mut String, report: &Report) {
 
 /// The section of one fire or error.
 fn section(out: &mut String, r: &CellResult) {
-    let _ = writeln!(out, "### {}: `{}` on leg `{}` ({} kill)\n", r.verdict.as_str(), r.cell, r.leg, r.kill.as_str());
+    let _ = writeln!(out, "### {}: `{}` on leg `{}` ({})\n", r.verdict.as_str(), r.cell, r.leg, r.kill.phrase());
     let _ = writeln!(out, "> **Clause {}:** {}\n", r.number, line(&r.clause));
     let _ = writeln!(out, "- **Reason:** {}", line(&r.reason));
     let _ = writeln!(out, "- **Leg:** `{}`: {}", r.leg, r.mode_line());
     let _ = writeln!(out, "- **Kill point:** {}", kill_point(r));
+    if let Some(points) = r.points_line() {
+        let _ = writeln!(out, "- **Kill points landed:** {points}");
+    }
     if let Some(m) = &r.mutant {
         let _ = writeln!(out, "- **Mutant:** `{m}`");
     }
@@ -123,6 +128,7 @@ fn section(out: &mut String, r: &CellResult) {
 fn kill_point(r: &CellResult) -> String {
     let Some(k) = r.deciding_kill() else {
         return match r.verdict {
+            _ if r.kill == KillMode::None => "none: a race without a kill (kill mode `none`)".into(),
             Verdict::Error => "not reached: the trial ended before its kill point".into(),
             _ => "none: this cell's trials end without a kill".into(),
         };

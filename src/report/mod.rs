@@ -48,11 +48,17 @@ impl Verdict {
     }
 }
 
+/// How a result's children met their end.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum KillMode {
+    /// Killed once a seeded number of acks was reached.
     Timed,
+    /// Killed at the entry of a file-mutating system call, point by point.
     Syscall,
+    /// Nothing was killed: a race (cell 2) that is its own probe. Reports
+    /// written before this label existed call such a result `timed`.
+    None,
 }
 
 impl KillMode {
@@ -60,6 +66,16 @@ impl KillMode {
         match self {
             KillMode::Timed => "timed",
             KillMode::Syscall => "syscall",
+            KillMode::None => "none",
+        }
+    }
+
+    /// The mode as a reader says it: `timed kill`, `syscall kill`, `no kill (race)`.
+    pub fn phrase(self) -> &'static str {
+        match self {
+            KillMode::Timed => "timed kill",
+            KillMode::Syscall => "syscall kill",
+            KillMode::None => "no kill: a race",
         }
     }
 }
@@ -154,6 +170,29 @@ pub struct CellResult {
     /// Facts a reader of a fire needs: what was acked, what was recovered.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub details: Vec<String>,
+    /// Syscall results: the kill points the sweep planned to visit (its
+    /// census's points, or the `--points`/`--point` selection of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub points_planned: Option<u64>,
+    /// Syscall results: the planned points where the child really was
+    /// stopped and killed before it finished. Fewer than planned when the
+    /// sweep stopped at its first fire or error, or when the child ended
+    /// before its point; the reason then says which.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub points_landed: Option<u64>,
+    /// The same two counts per path of the killed process, where it has
+    /// several (cell 2: racer r0's winning claim and its losing claim).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub points_by_path: Vec<PathPoints>,
+}
+
+/// Kill points planned and landed on one path of the killed process.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathPoints {
+    /// `winning-claim` or `losing-claim` (cell 2).
+    pub path: String,
+    pub planned: u64,
+    pub landed: u64,
 }
 
 impl CellResult {
@@ -171,6 +210,25 @@ impl CellResult {
             let old = self.details.remove(i);
             self.integrity.get_or_insert_with(|| old[OLD.len()..].to_string());
         }
+    }
+
+    /// Landed of planned kill points, for a reader (`51 of 52 (winning
+    /// claim 40 of 40, losing claim 11 of 12)`), shown as "kill points
+    /// landed"; `None` for a result that planned none (timed, none, or a
+    /// sweep that never got past its census).
+    pub fn points_line(&self) -> Option<String> {
+        let (planned, landed) = (self.points_planned?, self.points_landed?);
+        let mut s = format!("{landed} of {planned}");
+        if !self.points_by_path.is_empty() {
+            let paths: Vec<String> = self
+                .points_by_path
+                .iter()
+                .filter(|p| p.planned > 0)
+                .map(|p| format!("{} {} of {}", p.path.replace('-', " "), p.landed, p.planned))
+                .collect();
+            s.push_str(&format!(" ({})", paths.join(", ")));
+        }
+        Some(s)
     }
 
     /// The leg as a reader needs it: what was asked for and what ran.
@@ -218,28 +276,46 @@ impl Summary {
         self.pass + self.fire + self.skip + self.stub + self.error + self.interrupted
     }
 
-    /// The counts, most urgent first, with the interrupted ones only when
-    /// there are any: `1 fire, 0 error, 7 pass, 0 skip, 1 stub`.
-    pub fn counts(&self) -> String {
-        let mut s = format!("{} fire, {} error", self.fire, self.error);
-        if self.interrupted > 0 {
-            s.push_str(&format!(", {} interrupted", self.interrupted));
-        }
-        s.push_str(&format!(", {} pass, {} skip, {} stub", self.pass, self.skip, self.stub));
-        s
-    }
-
-    /// The exit code of `run`: 1 if anything fired; else 2 on an error; else
-    /// 3 if nothing ran (every leg skipped); else 0.
+    /// The exit code of `run`: 2 if any result errored (part of the run
+    /// did not run, whatever else fired: a gate that expects a fire must not
+    /// take an incomplete run for one); else 1 if anything fired; else 3 if
+    /// nothing ran (every leg skipped); else 0.
     pub fn exit_code(&self) -> i32 {
-        if self.fire > 0 {
-            1
-        } else if self.error > 0 {
+        if self.error > 0 {
             2
+        } else if self.fire > 0 {
+            1
         } else if self.pass == 0 {
             3
         } else {
             0
+        }
+    }
+
+    /// The counts as `N verdict` phrases, most urgent first: errors first
+    /// whenever there are any (a result that could not run must not hide
+    /// behind a fire or a row of passes), then fires; interrupted results
+    /// only when there are any: `1 fire, 0 error, 7 pass, 0 skip, 1 stub`.
+    pub fn counts(&self) -> String {
+        use Verdict::*;
+        let mut order = vec![Fire, Error, Interrupted, Pass, Skip, Stub];
+        if self.error > 0 {
+            order.retain(|&v| v != Error);
+            order.insert(0, Error);
+        }
+        order.retain(|&v| v != Interrupted || self.interrupted > 0);
+        let phrase = |v: Verdict| format!("{} {}", self.count(v), v.as_str());
+        order.into_iter().map(phrase).collect::<Vec<_>>().join(", ")
+    }
+
+    pub fn count(&self, v: Verdict) -> usize {
+        match v {
+            Verdict::Pass => self.pass,
+            Verdict::Fire => self.fire,
+            Verdict::Skip => self.skip,
+            Verdict::Stub => self.stub,
+            Verdict::Error => self.error,
+            Verdict::Interrupted => self.interrupted,
         }
     }
 }
@@ -403,6 +479,9 @@ pub(crate) mod tests {
             mutant: None,
             integrity: None,
             details: vec![],
+            points_planned: None,
+            points_landed: None,
+            points_by_path: vec![],
         }
     }
 
@@ -439,6 +518,33 @@ pub(crate) mod tests {
         assert_eq!(r.exit_code(), 143);
         let human = render(&r, Format::Human, false).unwrap();
         assert!(human.contains("1 result: 0 fire"), "singular: {human}");
+    }
+
+    #[test]
+    fn errors_come_first_in_the_counts_and_decide_the_exit_code() {
+        let clean = Summary { pass: 3, fire: 1, ..Summary::default() };
+        assert_eq!(clean.counts(), "1 fire, 0 error, 3 pass, 0 skip, 0 stub");
+        assert_eq!(clean.exit_code(), 1);
+        let errored = Summary { pass: 3, fire: 1, error: 6, ..Summary::default() };
+        assert_eq!(errored.counts(), "6 error, 1 fire, 3 pass, 0 skip, 0 stub");
+        assert_eq!(errored.exit_code(), 2, "a run that did not all run is not a clean finding");
+    }
+
+    #[test]
+    fn points_read_as_landed_of_planned_per_path() {
+        let old = r#"{"cell":"c","number":2,"leg":"default","requested_mode":null,"effective_mode":"wal",
+            "kill":"syscall","verdict":"pass","reason":"","trials":3,"kill_points":[],"acked":1,
+            "duration_ms":5,"evidence":null,"repro":"r"}"#;
+        let mut r: CellResult = serde_json::from_str(old).expect("a result without points still reads");
+        assert_eq!(r.points_line(), None);
+        (r.points_planned, r.points_landed) = (Some(52), Some(51));
+        r.points_by_path = vec![
+            PathPoints { path: "winning-claim".into(), planned: 40, landed: 40 },
+            PathPoints { path: "losing-claim".into(), planned: 12, landed: 11 },
+        ];
+        assert_eq!(r.points_line().unwrap(), "51 of 52 (winning claim 40 of 40, losing claim 11 of 12)");
+        let back: CellResult = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
     }
 
     #[test]

@@ -1,0 +1,227 @@
+//! Cell 2's syscall sweep: racer r0 killed at each of its kill points, on
+//! both of its paths.
+//!
+//! Crash model: r0 is stopped at the entry of its Nth file-mutating call and
+//! killed there while the other racers wait at their barrier or race. Which
+//! path r0 takes is decided by the order of release, never by the
+//! scheduler: its **winning claim** when it is released alone first (the
+//! handoff is pending; the others go once r0 has ended, and race over
+//! whatever its kill left), its **losing claim** when the others are
+//! released first and r0 once they all ended (one of them won). A census
+//! runs each path to its end and counts its points, W and L; the sweep's
+//! points are 1..=W (the winning claim's N = n) then W+1..=W+L (the losing
+//! claim's N = n - W), so a `--point` names one path and one point of it.
+//!
+//! Clause: as in every race, at most one racer wins and the store shows the
+//! handoff claimed exactly once. A result passes only if r0 was killed at
+//! every planned point of its winning claim: a point it never reached means
+//! its path was not the census's, and the winning claim, where a claim can
+//! be torn, was not covered. A losing-claim point r0 did not reach is
+//! counted and said, not an error.
+
+use crashcells_protocol::{EXIT_LOST, EXIT_WON, Ready};
+
+use super::coverage::{self, Coverage, Path};
+use super::race::{Finished, Order, R0, Race, acks_of};
+use super::sweep::{Census, Filter, Sweepable, sweep};
+use super::{Outcome, Trial, TrialEnv};
+use crate::audit::audit_leg;
+use crate::cells::End;
+use crate::journal;
+use crate::kill::syscall::Goal;
+
+/// How many of r0's kill points each of its paths has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Split {
+    pub winning: u64,
+    pub losing: u64,
+}
+
+/// One of r0's paths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Claim {
+    Winning,
+    Losing,
+}
+
+impl Claim {
+    pub fn name(self) -> &'static str {
+        match self {
+            Claim::Winning => "winning-claim",
+            Claim::Losing => "losing-claim",
+        }
+    }
+
+    fn order(self) -> Order {
+        match self {
+            Claim::Winning => Order::R0First,
+            Claim::Losing => Order::R0Last,
+        }
+    }
+
+    /// How r0 ends this path when nothing kills it.
+    fn exit(self) -> i32 {
+        match self {
+            Claim::Winning => EXIT_WON,
+            Claim::Losing => EXIT_LOST,
+        }
+    }
+}
+
+impl Split {
+    /// Which path sweep point `n` is on, and r0's point N on it.
+    pub fn locate(self, n: u64) -> (Claim, u64) {
+        if n <= self.winning { (Claim::Winning, n) } else { (Claim::Losing, n - self.winning) }
+    }
+
+    /// The sweep's points of each path, for the coverage of a result.
+    pub fn paths(self) -> Vec<Path> {
+        let mut paths = vec![Path { name: Claim::Winning.name(), points: 1..=self.winning }];
+        if self.losing > 0 {
+            paths.push(Path { name: Claim::Losing.name(), points: self.winning + 1..=self.winning + self.losing });
+        }
+        paths
+    }
+}
+
+impl Sweepable for Race<'_> {
+    fn census(&self, filter: Filter) -> Result<Census, Box<Trial>> {
+        self.count_points(filter)
+    }
+
+    fn at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
+        self.kill_at(filter, n, census)
+    }
+}
+
+impl Race<'_> {
+    /// The syscall result's trials and what they covered.
+    pub fn sweep(&self) -> (Vec<Trial>, Option<Coverage>) {
+        let swept = sweep(self.ctx, self.job.seed, self);
+        let paths = self.split.get().map(|s| s.paths()).unwrap_or_default();
+        let coverage = coverage::of(&swept, &paths);
+        (swept.trials, coverage)
+    }
+
+    /// Runs each path once to its end, traced, and counts r0's points on it.
+    /// The winning census's ready record and leg audit stand for every point.
+    fn count_points(&self, filter: Filter) -> Result<Census, Box<Trial>> {
+        let (winning, env) = self.census_of(filter, Claim::Winning)?;
+        // With r0 alone there is no other racer to win first.
+        let losing = if self.racers > 1 { self.census_of(filter, Claim::Losing)?.0 } else { 0 };
+        let _ = self.split.set(Split { winning, losing });
+        match ready_of(&env, 0) {
+            Ok(ready) => Ok(Census { points: winning + losing, audit: audit_leg(&env.db, &ready, self.leg), ready }),
+            Err(why) => Err(failed(Some(env), Outcome::Error(why))),
+        }
+    }
+
+    /// One path's census: the race in that path's order, r0 traced to its end.
+    fn census_of(&self, filter: Filter, claim: Claim) -> Result<(u64, TrialEnv), Box<Trial>> {
+        let env = self.env(&format!("census-{}", claim.name())).map_err(|o| failed(None, o))?;
+        let finished = match self.run(&env, self.racers, R0::Traced(filter, Goal::ToEnd), claim.order()) {
+            Ok(f) => f,
+            Err(o) => return Err(failed(Some(env), o)),
+        };
+        match (finished.r0_points, finished.ends.first()) {
+            (Some(points), Some(&End::Exited(code))) if code == claim.exit() => Ok((points, env)),
+            _ => {
+                let why =
+                    format!("r0 did not end its {} as it must ({:?})", claim.name().replace('-', " "), finished.ends);
+                Err(failed(Some(env), Outcome::Error(why)))
+            }
+        }
+    }
+
+    /// One trial of the sweep: r0 killed at sweep point `n`, on the path the
+    /// point belongs to, with the others released in that path's order.
+    fn kill_at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
+        let index = u32::try_from(n).unwrap_or(u32::MAX);
+        let Some(&split) = self.split.get() else {
+            return Trial::ended(index, Outcome::Error("the race's census did not split r0's paths".into()));
+        };
+        let (claim, at) = split.locate(n);
+        let of = if claim == Claim::Winning { split.winning } else { split.losing };
+        let r0 = R0::Traced(filter, Goal::KillAt(at));
+        let note = |f: &Finished, judged: Outcome| unreached(claim, at, f, judged);
+        let mut trial = self.trial_with(index, &format!("p{n}"), r0, claim.order(), Some(census), &note);
+        if let Some(kp) = trial.kill_point.as_mut() {
+            // The sweep's point, as `--point` takes it; the ordinal stays r0's own.
+            kp.trial = index;
+        }
+        let path = claim.name().replace('-', " ");
+        trial.details.insert(
+            0,
+            match trial.kill_point {
+                Some(_) => format!("r0 killed on its {path}, at its point {at} of {of} (sweep point {n})"),
+                None => format!("r0 not killed: its {path} ended before its point {at} of {of} (sweep point {n})"),
+            },
+        );
+        trial
+    }
+}
+
+/// A race in which r0 finished before its kill point: on the winning claim
+/// an error (that point of the winning path was not covered) unless the
+/// race fired anyway; on the losing claim the race's own outcome.
+fn unreached(claim: Claim, at: u64, f: &Finished, judged: Outcome) -> Outcome {
+    match (f.r0_points, claim, &judged) {
+        (Some(points), Claim::Winning, Outcome::Pass) => Outcome::Error(format!(
+            "r0 finished its winning claim after {points} points, before its kill point {at}: \
+             the winning path was not the census's, so it was not covered"
+        )),
+        _ => judged,
+    }
+}
+
+/// A census that failed, as the trial that ends the sweep.
+fn failed(env: Option<TrialEnv>, o: Outcome) -> Box<Trial> {
+    let o = match o {
+        Outcome::Error(why) if !why.starts_with("census") => Outcome::Error(format!("census: {why}")),
+        other => other,
+    };
+    let t = Trial::ended(0, o);
+    Box::new(match env {
+        Some(env) => t.with_env(env),
+        None => t,
+    })
+}
+
+/// Racer `r`'s ready record, or why there is none.
+fn ready_of(env: &TrialEnv, r: u32) -> Result<Ready, String> {
+    let bytes = std::fs::read(acks_of(env, r)).unwrap_or_default();
+    match journal::parse(&bytes).map(|j| j.ready) {
+        Ok(Some(ready)) => Ok(ready),
+        Ok(None) => Err(format!("census: racer r{r} wrote no ready record")),
+        Err(e) => Err(format!("census: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweep_points_number_the_winning_claim_first_then_the_losing_one() {
+        let split = Split { winning: 40, losing: 12 };
+        assert_eq!(split.locate(1), (Claim::Winning, 1));
+        assert_eq!(split.locate(40), (Claim::Winning, 40));
+        assert_eq!(split.locate(41), (Claim::Losing, 1));
+        assert_eq!(split.locate(52), (Claim::Losing, 12));
+        let paths = split.paths();
+        assert_eq!(paths[0].points, 1..=40);
+        assert_eq!(paths[1].points, 41..=52);
+        assert_eq!(Split { winning: 5, losing: 0 }.paths().len(), 1, "a lone racer has no losing claim");
+    }
+
+    #[test]
+    fn a_winning_point_r0_never_reached_is_an_error_unless_the_race_fired() {
+        let f = Finished { ends: vec![End::Exited(EXIT_WON)], kill_point: None, r0_points: Some(30) };
+        assert!(
+            matches!(unreached(Claim::Winning, 31, &f, Outcome::Pass), Outcome::Error(e) if e.contains("not covered"))
+        );
+        let fire = Outcome::Fire("two won".into());
+        assert_eq!(unreached(Claim::Winning, 31, &f, fire.clone()), fire);
+        assert_eq!(unreached(Claim::Losing, 31, &f, Outcome::Pass), Outcome::Pass);
+    }
+}

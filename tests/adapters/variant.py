@@ -1,0 +1,73 @@
+"""Variants of the Python example store (examples/python-store/store.py) that
+keep or break one rule of docs/PROTOCOL.md, for the integration tests:
+
+  python3 variant.py VARIANT[,VARIANT...] <op> [flags]
+
+refuse-delete   the resolver applies WAL whatever it is asked, and says so in
+                its `resolver` (as a store that sets WAL on open does)
+silent-wal      the same, but the ready record carries no `resolver`: a
+                silent fallback
+rotate-fails    `rotate` writes its ready record, then fails (exit 3)
+park-fails      `park` fails (exit 3)
+no-rotate       the ready record does not list `rotate`, which is refused
+"""
+
+import importlib.util
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location(
+    "store", os.path.join(HERE, "..", "..", "examples", "python-store", "store.py")
+)
+store = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(store)
+
+
+def always_wal(requested, synchronous, version, file_is_wal):
+    return {
+        "requested": requested,
+        "applied": "wal",
+        "synchronous": synchronous,
+        "decided_by": "applies-wal-on-open",
+        "reason": "this store applies WAL on open whatever it is asked",
+    }
+
+
+def fail(what):
+    def op(a):
+        print("variant: %s is broken here" % what, file=sys.stderr)
+        if what == "rotate":
+            s = store.Store(a.db)
+            store.Acks(a.acks).ready(s, "rotate")
+        return store.EXIT_ERROR
+
+    return op
+
+
+def silent(store_init):
+    def init(self, path):
+        store_init(self, path)
+        self.decision = None
+
+    return init
+
+
+for variant in sys.argv.pop(1).split(","):
+    if variant in ("refuse-delete", "silent-wal"):
+        store.resolve = always_wal
+        if variant == "silent-wal":
+            store.Store.__init__ = silent(store.Store.__init__)
+    elif variant == "rotate-fails":
+        store.op_rotate = fail("rotate")
+    elif variant == "park-fails":
+        store.op_park = fail("park")
+    elif variant == "no-rotate":
+        store.OPERATIONS = tuple(o for o in store.OPERATIONS if o != "rotate")
+        store.op_rotate = fail("rotate (not implemented)")
+    else:
+        sys.exit("variant: unknown variant %s" % variant)
+
+# main() looks the operations up in its own table, built from the module's
+# globals at call time.
+sys.exit(store.main())
