@@ -14,6 +14,7 @@
 //! acks, states, canonical bytes), [`claim`] (the barrier and the race) and
 //! [`sampling`] (acks against a stopped child's store).
 
+mod batch;
 mod claim;
 mod clauses;
 mod sampling;
@@ -95,6 +96,7 @@ pub fn check(child: &ChildCommand, work: &Path, deadline: Duration) -> CheckRepo
         c.rotate();
         c.claim();
         c.config_home(ready);
+        c.dump_batch(ready);
     }
     let conforming = ready.is_some() && c.findings.iter().all(|f| f.ok);
     CheckReport {
