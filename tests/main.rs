@@ -7,6 +7,7 @@ mod common;
 mod evidence;
 mod matrices;
 mod protocol;
+mod recorded;
 mod reports;
 mod robustness;
 mod syscall;

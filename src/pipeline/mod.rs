@@ -9,13 +9,20 @@
 //!   ready record, leg audit (skip), two recovery passes, the cell's check;
 //! - [`sweep`]: the sweep skeleton: a census, then one trial per kill point
 //!   spread over threads, the lowest non-passing point decisive;
+//! - [`recorded`]: the default syscall sweep of a workload: one recorded
+//!   run, every crash state rebuilt from its log, a fire confirmed by a real
+//!   kill; [`power`]: the power-loss states of the same log; [`batch`]:
+//!   checking rebuilt states many at a time;
 //! - [`result`]: a job's trials folded into its result, its evidence kept,
 //!   its repro derived from the run's options.
 //!
 //! Data flows one way: job → crash source → reap and classify → leg audit →
 //! recovery passes → the cell's judgement → result and evidence.
 
+pub mod batch;
+pub mod power;
 pub mod race;
+pub mod recorded;
 pub mod result;
 pub mod source;
 pub mod sweep;

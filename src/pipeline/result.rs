@@ -70,17 +70,32 @@ fn trials(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context) -> Vec<Trial> {
             let w = Workload { job, leg, cell, ctx, op, sweep_acks };
             match kill {
                 KillMode::Timed => in_order(job, ctx, &|i| w.timed(window, i)),
-                KillMode::Syscall => sweep(ctx, job.seed, &w),
+                // A repro's single point is a real kill, as is every point without replay.
+                KillMode::Syscall if re_execute(ctx) => sweep(ctx, job.seed, &w),
+                KillMode::Syscall => super::recorded::process_sweep(&w, job.seed),
+                KillMode::Power => super::power::power_sweep(&w, job.seed),
             }
         }
         (Shape::Race { racers }, kill) => {
             let race = Race { job, leg, cell, ctx, racers };
             match kill {
                 KillMode::Timed => in_order(job, ctx, &|i| race.free(i)),
+                // A race's states depend on the other racers: always re-executed.
                 KillMode::Syscall => sweep(ctx, job.seed, &race),
+                KillMode::Power => vec![Trial::ended(0, Outcome::Skip(RACE_POWER.into()))],
             }
         }
     }
+}
+
+/// Why a race has no power-loss states.
+const RACE_POWER: &str = "power-loss states are not modelled for races: a race's crash states depend on \
+                          the other racers, which one recording cannot stand for";
+
+/// Whether a syscall sweep re-runs the child at each point: `--replay off`,
+/// or one `--point` (a repro: a real kill is the command that reruns it).
+fn re_execute(ctx: &Context) -> bool {
+    ctx.options.replay == Some(crate::options::Replay::Off) || ctx.options.point.is_some()
 }
 
 /// The first operation of `shape` the child did not list in its preflight.
@@ -170,7 +185,7 @@ fn fold(job: &Job, ctx: &Context, trials: &[Trial]) -> CellResult {
     result.acked = match verdict {
         // A timed pass reports its least acked trial; a sweep, the most acks
         // any of its kill points came after.
-        Verdict::Pass if job.kill == KillMode::Syscall => trials.iter().map(|t| t.acked).max().unwrap_or(0),
+        Verdict::Pass if job.kill != KillMode::Timed => trials.iter().map(|t| t.acked).max().unwrap_or(0),
         Verdict::Pass => trials.iter().map(|t| t.acked).min().unwrap_or(0),
         _ => last.acked,
     };

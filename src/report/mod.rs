@@ -39,6 +39,9 @@ impl Verdict {
 pub enum KillMode {
     Timed,
     Syscall,
+    /// Power loss at each kill point (`--kill power`): the durable states of
+    /// the recorded run, not a kill of any process.
+    Power,
 }
 
 impl KillMode {
@@ -46,6 +49,7 @@ impl KillMode {
         match self {
             KillMode::Timed => "timed",
             KillMode::Syscall => "syscall",
+            KillMode::Power => "power",
         }
     }
 }
