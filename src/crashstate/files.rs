@@ -140,6 +140,18 @@ impl Files {
         Ok(dir.join(&names.db))
     }
 
+    /// Writes the store's files alone (not the ack journal: recovery never
+    /// reads it) into `dir`, the database named `db`: many states can share
+    /// one folder, each under its own database name (SQLite finds a
+    /// database's journals by its name). Returns the database's path.
+    pub fn write_store_to(&self, dir: &Path, db: &str) -> std::io::Result<PathBuf> {
+        let names = Names { db: db.to_string(), acks: String::new() };
+        for (kind, bytes) in self.store() {
+            std::fs::write(dir.join(names.of(*kind)), bytes)?;
+        }
+        Ok(dir.join(db))
+    }
+
     /// Where the model and the disk first differ, for the trial's files in
     /// `dir`; `None` when they agree on every modelled file.
     pub fn differs_from_disk(&self, dir: &Path, names: &Names) -> Option<String> {

@@ -105,10 +105,13 @@ fn units_of(states: &[State]) -> Vec<std::ops::Range<usize>> {
     units
 }
 
-/// Splits `n` stores into batches: about one per thread, at most
-/// [`MOST_PER_BATCH`] each.
+/// Splits `n` stores into batches of at most [`MOST_PER_BATCH`], their
+/// count a multiple of `jobs` so that every thread gets as many, of about
+/// one size.
 pub fn batches(n: usize, jobs: usize) -> Vec<std::ops::Range<usize>> {
-    let size = n.div_ceil(jobs.max(1)).clamp(1, MOST_PER_BATCH);
+    let jobs = jobs.max(1);
+    let count = jobs * n.div_ceil(jobs * MOST_PER_BATCH).max(1);
+    let size = n.div_ceil(count).max(1);
     (0..n).step_by(size).map(|s| s..(s + size).min(n)).collect()
 }
 
@@ -140,10 +143,15 @@ pub fn recover(
         Ok(d) => d,
         Err(e) => return fail(format!("batch folder: {e}")),
     };
+    // One folder per pass, each state's store under a database name of its own.
+    let passes = [dir.path().join("1"), dir.path().join("2")];
+    if let Err(e) = passes.iter().try_for_each(std::fs::create_dir) {
+        return fail(format!("batch folder: {e}"));
+    }
     let mut pairs = Vec::with_capacity(stores.len());
     for (i, files) in stores.iter().enumerate() {
-        let write = |pass: u32| files.write_to(&dir.path().join(format!("{pass}/{i}")), &rec.names);
-        match (write(1), write(2)) {
+        let db = format!("s{i}.db");
+        match (files.write_store_to(&passes[0], &db), files.write_store_to(&passes[1], &db)) {
             (Ok(first), Ok(second)) => pairs.push(Pair { first, second }),
             (Err(e), _) | (_, Err(e)) => return fail(format!("writing a crash state: {e}")),
         }
@@ -208,7 +216,8 @@ mod tests {
         assert_eq!(batches(10, 2), [0..5, 5..10]);
         assert_eq!(batches(3, 4), [0..1, 1..2, 2..3]);
         assert_eq!(batches(0, 2), Vec::<std::ops::Range<usize>>::new());
-        assert_eq!(batches(1000, 2).len(), 11, "at most {MOST_PER_BATCH} a batch");
+        assert_eq!(batches(200, 2).len(), 4, "two rounds of two, not 96, 96 and 8");
+        assert!(batches(1000, 2).iter().all(|b| b.len() <= MOST_PER_BATCH));
     }
 
     #[test]
