@@ -1,10 +1,16 @@
 //! Benchmark of syscall kill points: prints figures, asserts nothing.
 //!
-//! - kill points per second of the `delete` rotation sweep (cell 3), on
-//!   `--jobs` = the number of cores, trials in the default work folder;
+//! - crash states checked per second by the `delete` rotation sweep (cell
+//!   3), recorded (the default) and re-executed (`--replay off`) side by
+//!   side, on `--jobs` = the number of cores, trials in the default work
+//!   folder;
 //! - the cost of a traced child run against an untraced run of the same child
 //!   to the same point (the census's last ack), as a ratio;
-//! - the wall time of the default gate (`crashcells run`, timed and syscall).
+//! - the wall time of the default gate (`crashcells run`, timed and syscall),
+//!   and of the Python example store's, each beside the same gate of another
+//!   build when `CRASHCELLS_BASELINE=/path/to/crashcells` names one (the
+//!   machine may be shared: ratios measured in one run are the figures to
+//!   trust). `CRASHCELLS_BENCH_PYTHON=0` leaves the Python gate out.
 //!
 //! Run with `cargo bench --bench syscall`.
 
@@ -15,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use crashcells::harness::{ChildCommand, Exit, Traced, run_to_end};
 use crashcells::kill::syscall::{Driven, Goal, Targets, drive, filter};
-use crashcells::options::RunOptions;
+use crashcells::options::{Replay, RunOptions};
 use crashcells::pipeline::Context;
 use crashcells::plan::{Selection, plan};
 use crashcells::report::KillMode;
@@ -27,9 +33,9 @@ fn child() -> ChildCommand {
     ChildCommand { program: BIN.into(), prefix: vec!["child".into()] }
 }
 
-fn context(work: &Path, jobs: usize) -> Context {
+fn context(work: &Path, jobs: usize, replay: Replay) -> Context {
     Context {
-        options: RunOptions { matrix: "default".into(), seed: Some(1), ..RunOptions::default() },
+        options: RunOptions { matrix: "default".into(), seed: Some(1), replay: Some(replay), ..RunOptions::default() },
         seed: 1,
         child: child(),
         work_root: work.to_path_buf(),
@@ -41,21 +47,25 @@ fn context(work: &Path, jobs: usize) -> Context {
     }
 }
 
-fn sweep_rate(work: &Path, jobs: usize) {
+/// The delete rotation sweep with `replay`: crash states checked per second.
+fn sweep_rate(work: &Path, jobs: usize, replay: Replay) -> f64 {
     let catalog = crashcells::catalog::Catalog::embedded().expect("catalog");
     let matrix = crashcells::matrix::Matrix::load("default").expect("matrix");
     let sel = Selection { cells: vec!["3".into()], legs: vec!["delete".into()], kills: vec![KillMode::Syscall] };
     let job = &plan(&catalog, &matrix, &sel, 1).expect("plan")[0];
-    let ctx = context(work, jobs);
+    let mut ctx = context(work, jobs, replay);
+    ctx.child_ready = crashcells::probe::preflight(&ctx.child, work, ctx.deadline).ok();
     let start = Instant::now();
     let result = crashcells::pipeline::run_job(job, &ctx);
     let secs = start.elapsed().as_secs_f64();
-    let points = result.kill_points.len();
+    let states = result.kill_points.len();
+    let rate = states as f64 / secs;
+    let how = if replay == Replay::On { "recorded" } else { "re-executed (--replay off)" };
     println!(
-        "delete rotation sweep: {points} kill points in {secs:.2}s on {jobs} jobs = {:.0} points/s ({})",
-        points as f64 / secs,
+        "delete rotation sweep, {how}: {states} crash states in {secs:.2}s on {jobs} jobs = {rate:.0} states/s ({})",
         result.verdict.as_str()
     );
+    rate
 }
 
 /// A fresh folder with a `delete` config home.
@@ -116,22 +126,30 @@ fn ratio(work: &Path) {
     );
 }
 
-fn gate(work: &Path) {
+/// One gate run of `bin` (with `extra` arguments): its wall time.
+fn gate_of(bin: &str, work: &Path, extra: &[&str], what: &str) -> f64 {
     let start = Instant::now();
-    let out = Command::new(BIN)
+    let out = Command::new(bin)
         .args(["run", "--seed", "1", "--format", "json", "--workdir"])
         .arg(work)
         .arg("--evidence")
         .arg(work.join("evidence"))
+        .args(extra)
         .output()
         .expect("the gate runs");
+    let secs = start.elapsed().as_secs_f64();
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-    println!(
-        "default gate (all cells, all legs, timed and syscall): {:.2}s, exit {:?}, summary {}",
-        start.elapsed().as_secs_f64(),
-        out.status.code(),
-        report["summary"]
-    );
+    println!("{what}: {secs:.2}s, exit {:?}, summary {}", out.status.code(), report["summary"]);
+    secs
+}
+
+/// The gate of this build, and of the baseline build if one is named, side by side.
+fn gate(work: &Path, extra: &[&str], what: &str) {
+    let now = gate_of(BIN, work, extra, &format!("{what}, this build"));
+    if let Ok(base) = std::env::var("CRASHCELLS_BASELINE") {
+        let then = gate_of(&base, work, extra, &format!("{what}, baseline {base}"));
+        println!("{what}: this build takes {:.2} of the baseline's time ({:.1}x faster)", now / then, then / now);
+    }
 }
 
 fn main() {
@@ -140,6 +158,13 @@ fn main() {
     let work = tempfile::Builder::new().prefix("crashcells-bench-").tempdir_in(&root).expect("work folder");
     println!("trials in {}", root.display());
     ratio(work.path());
-    sweep_rate(work.path(), jobs);
-    gate(work.path());
+    let recorded = sweep_rate(work.path(), jobs, Replay::On);
+    let executed = sweep_rate(work.path(), jobs, Replay::Off);
+    println!("recorded against re-executed states/s, side by side: {:.1}x", recorded / executed);
+    gate(work.path(), &[], "default gate (all cells, all legs, timed and syscall)");
+    if std::env::var("CRASHCELLS_BENCH_PYTHON").as_deref() != Ok("0") {
+        let store = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/python-store/store.py");
+        let child = format!("python3 {store}");
+        gate(work.path(), &["--child", &child], "Python example store's default gate");
+    }
 }

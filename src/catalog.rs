@@ -43,6 +43,10 @@ pub struct Params {
     pub racers: Option<u32>,
     /// Races per result.
     pub races: Option<u32>,
+    /// Operations of a syscall or power sweep's workload: the child runs
+    /// them (`--stop-after`) to its own end, and every crash state on the
+    /// way, its close included, is checked.
+    pub sweep_ops: Option<u64>,
 }
 
 /// One cell as the catalog describes it (its TOML file): what it checks,
@@ -71,9 +75,13 @@ impl CellSpec {
         if self.id.is_empty() || !self.id.chars().all(|c| c.is_ascii_lowercase() || c == '-' || c.is_ascii_digit()) {
             return bad(format!("field `id`: `{}` is not a lowercase-dashed name", self.id));
         }
-        for (name, value) in
-            [("trials", self.params.trials), ("racers", self.params.racers), ("races", self.params.races)]
-        {
+        let sweep_ops = self.params.sweep_ops.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+        for (name, value) in [
+            ("trials", self.params.trials),
+            ("racers", self.params.racers),
+            ("races", self.params.races),
+            ("sweep_ops", sweep_ops),
+        ] {
             if value == Some(0) {
                 return bad(format!("field `params.{name}`: must be at least 1"));
             }

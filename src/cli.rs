@@ -176,6 +176,10 @@ struct AuditArgs {
     /// Audit this command as the child instead of the reference store.
     #[arg(long, value_name = "'CMD ARGS'")]
     child: Option<String>,
+    /// Leave out the process-crash and power-loss columns (each a recorded
+    /// sweep of every workload cell on every leg).
+    #[arg(long)]
+    no_crash: bool,
 }
 
 #[derive(Debug, Args)]
@@ -408,7 +412,7 @@ fn cmd_audit(a: AuditArgs) -> Result<i32> {
     // Not /dev/shm: an audit answers for the filesystem trials will use.
     let workdir = workdir_or(&a.workdir, std::env::temp_dir)?;
     let child = child_command(a.child.as_deref())?;
-    crate::probe::preflight(&child, &workdir, Duration::from_secs(a.deadline))
+    let ready = crate::probe::preflight(&child, &workdir, Duration::from_secs(a.deadline))
         .map_err(|e| Error::Child { child: child.display(), message: e.to_string() })?;
     note(&format!(
         "auditing {} legs of matrix {} in {} ({})",
@@ -422,6 +426,7 @@ fn cmd_audit(a: AuditArgs) -> Result<i32> {
         child: &child,
         workdir: &workdir,
         deadline: Duration::from_secs(a.deadline),
+        crash: (!a.no_crash).then_some(&ready),
     };
     let report = crate::audit::command::audit_matrix(&setup, a.child.as_deref())?;
     match a.format {

@@ -11,6 +11,7 @@ pub mod catalog;
 pub mod cells;
 pub mod childcheck;
 pub mod cli;
+pub mod crashstate;
 pub mod error;
 pub mod harness;
 pub mod journal;

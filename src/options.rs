@@ -30,6 +30,9 @@ pub enum KillArg {
     /// Only the results that kill nothing (cell 2's race): what the repro
     /// of such a result names.
     None,
+    /// Power loss at every kill point of the recorded workload: opt-in, not
+    /// part of `all`, whose contract is the process crash.
+    Power,
     #[default]
     All,
 }
@@ -41,6 +44,7 @@ impl KillArg {
             KillArg::Timed => vec![KillMode::Timed],
             KillArg::Syscall => vec![KillMode::Syscall],
             KillArg::None => vec![KillMode::None],
+            KillArg::Power => vec![KillMode::Power],
             KillArg::All => vec![KillMode::Timed, KillMode::Syscall],
         }
     }
@@ -52,8 +56,19 @@ impl From<KillMode> for KillArg {
             KillMode::Timed => KillArg::Timed,
             KillMode::Syscall => KillArg::Syscall,
             KillMode::None => KillArg::None,
+            KillMode::Power => KillArg::Power,
         }
     }
+}
+
+/// `--replay`: whether a syscall sweep rebuilds its crash states from one
+/// recorded run (`on`, the default) or re-executes the child at every point.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Replay {
+    #[default]
+    On,
+    Off,
 }
 
 /// Every option of `crashcells run` that a verdict can depend on, in the
@@ -90,6 +105,11 @@ pub struct RunOptions {
     /// Syscall mode: visit K kill points drawn with the seed instead of all.
     #[arg(long, allow_negative_numbers = true, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
     pub points: Option<u32>,
+    /// Syscall mode: rebuild every crash state from one recorded run (on,
+    /// the default: each fire is confirmed by a real kill) or re-run the
+    /// child to each point (off). Cell 2's races always re-run.
+    #[arg(long, value_enum, value_name = "on|off")]
+    pub replay: Option<Replay>,
     /// Run a deliberately broken variant of the reference store.
     #[arg(long, value_name = "NAME")]
     pub mutant: Option<String>,
@@ -140,11 +160,11 @@ impl RunOptions {
         match kill {
             // Kill points mean nothing to a timed kill or a race: they stay out.
             KillMode::Timed | KillMode::None => {
-                (o.point, o.points) = (None, None);
+                (o.point, o.points, o.replay) = (None, None, None);
                 o.trial = decisive.or(self.trial);
             }
             // A syscall trial's index is its kill point; the census (0) has none.
-            KillMode::Syscall => {
+            KillMode::Syscall | KillMode::Power => {
                 o.trial = None;
                 o.point = decisive.map(u64::from).filter(|&p| p > 0).or(self.point);
             }
@@ -245,6 +265,7 @@ mod tests {
             trial: Some(3),
             point: None,
             points: Some(5),
+            replay: Some(Replay::Off),
             mutant: Some("drop-append".into()),
             deadline: Some(5),
             catalog: Some("my cells".into()),
@@ -263,7 +284,7 @@ mod tests {
         assert_eq!(
             line,
             "crashcells run --cell cell-a --matrix audit --leg wal-sync-off --kill timed --seed 42 \
-             --trials 6 --trial 3 --points 5 --mutant drop-append --deadline 5 --catalog 'my cells' \
+             --trials 6 --trial 3 --points 5 --replay off --mutant drop-append --deadline 5 --catalog 'my cells' \
              --child 'store --flag '\\''x'\\'''"
         );
         assert_eq!(parse(&line), o);

@@ -109,7 +109,7 @@ impl Progress for Bars {
         let unit = match job.kill {
             crate::report::KillMode::Timed => "trials",
             crate::report::KillMode::None => "races",
-            crate::report::KillMode::Syscall => "points (census first)",
+            crate::report::KillMode::Syscall | crate::report::KillMode::Power => "points (recording first)",
         };
         bar.set_message(unit);
         self.running.lock().expect("no thread panics holding the bars").insert(index, bar.clone());

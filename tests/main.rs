@@ -8,6 +8,7 @@ mod common;
 mod evidence;
 mod matrices;
 mod protocol;
+mod recorded;
 mod reports;
 mod robustness;
 mod syscall;

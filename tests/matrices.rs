@@ -18,7 +18,7 @@ fn audit_json(args: &[&str], dir: &Path) -> (i32, Value, String) {
     let out = bin()
         .arg("audit")
         .args(args)
-        .args(["--format", "json", "--workdir"])
+        .args(["--format", "json", "--no-crash", "--workdir"])
         .arg(dir)
         .env("NO_COLOR", "1")
         .output()

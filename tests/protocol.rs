@@ -194,7 +194,7 @@ fn checks(report: &Value) -> Vec<(String, String, String)> {
 }
 
 /// Every check docs/PROTOCOL.md §7 names, in its order.
-const EVERY_CHECK: [&str; 17] = [
+const EVERY_CHECK: [&str; 18] = [
     "ready",
     "protocol-version",
     "ready-fields",
@@ -206,6 +206,7 @@ const EVERY_CHECK: [&str; 17] = [
     "rotate-state",
     "dump-canonical",
     "dump-deterministic",
+    "dump-batch",
     "park",
     "claim-barrier",
     "claim-exit-codes",

@@ -49,6 +49,35 @@ impl ChildError {
     }
 }
 
+/// Test-only: when this variable is set, the reference store's clock is
+/// fixed and SQLite's pseudo-random generator (the rollback journal's nonce,
+/// the WAL's salts) is seeded, so that two runs of one workload write the
+/// same bytes. The driver's equivalence test (a real kill at point N against
+/// the recorded state N) needs it; nothing else sets it, and it is no part
+/// of the child protocol.
+pub const DETERMINISTIC_ENV: &str = "CRASHCELLS_CHILD_DETERMINISTIC";
+
+/// Whether [`DETERMINISTIC_ENV`] is set.
+pub fn deterministic() -> bool {
+    std::env::var_os(DETERMINISTIC_ENV).is_some()
+}
+
+/// Seeds SQLite's PRNG under [`DETERMINISTIC_ENV`]; a no-op otherwise.
+fn seed_sqlite_prng() {
+    if deterministic() {
+        // SAFETY: SQLITE_TESTCTRL_PRNG_SEED takes an int and a (null)
+        // connection: seed the PRNG with the int. It is called before any
+        // connection opens.
+        unsafe {
+            rusqlite::ffi::sqlite3_test_control(
+                rusqlite::ffi::SQLITE_TESTCTRL_PRNG_SEED,
+                1 as std::ffi::c_int,
+                std::ptr::null_mut::<rusqlite::ffi::sqlite3>(),
+            );
+        }
+    }
+}
+
 /// `sqlite_source_id()` of the linked library.
 pub fn sqlite_source_id() -> String {
     rusqlite::Connection::open_in_memory()
@@ -81,6 +110,7 @@ pub fn main_from(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
 /// Runs a child operation as a process would: errors go to stderr as one
 /// line, and the result is the exit code.
 pub fn main_with(op: ops::ChildOp) -> i32 {
+    seed_sqlite_prng();
     match ops::run(op) {
         Ok(code) => code,
         Err(e) => {

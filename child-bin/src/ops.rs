@@ -7,11 +7,13 @@
 //! `dump` is the recovery pass, run in a fresh process after the kill.
 
 use std::fs::File;
+use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use crashcells_protocol::{
-    APPEND_SESSION, Ack, AckWriter, DatabaseConfig, EXIT_LOST, EXIT_WON, Mutant, Op, PROTOCOL, Ready, Record,
+    APPEND_SESSION, Ack, AckWriter, DUMP_BATCH, DatabaseConfig, EXIT_LOST, EXIT_WON, Mutant, Op, PROTOCOL, Ready,
+    Record,
 };
 
 use crate::ChildError;
@@ -83,8 +85,10 @@ pub struct ClaimArgs {
 
 #[derive(Debug, Args)]
 pub struct DumpArgs {
-    #[arg(long)]
-    pub db: PathBuf,
+    /// The database to recover; repeatable (`dump-batch`): one line per
+    /// database, in order, each from a fresh connection.
+    #[arg(long, required = true)]
+    pub db: Vec<PathBuf>,
 }
 
 /// Runs one operation and returns the process's exit code.
@@ -108,7 +112,7 @@ fn ready(store: &Store, op: &str) -> Record {
         journal_mode: store.journal_mode.clone(),
         synchronous: store.synchronous.map(|s| s.to_string()),
         resolver: Some(store.decision.clone()),
-        operations: Some(Op::ALL.iter().map(|o| o.as_str().to_string()).collect()),
+        operations: Some(Op::ALL.iter().map(|o| o.as_str()).chain([DUMP_BATCH]).map(String::from).collect()),
     })
 }
 
@@ -197,12 +201,18 @@ fn claim(a: ClaimArgs) -> Result<i32, ChildError> {
     Ok(if won { EXIT_WON } else { EXIT_LOST })
 }
 
+/// One canonical line per database, in the order given. Every file is
+/// checked first, so that a batch with a missing file prints nothing and a
+/// caller never reads lines that belong to other states than it thinks.
 fn print_dump(a: DumpArgs) -> Result<(), ChildError> {
-    if !a.db.is_file() {
-        return Err(ChildError::Missing(a.db));
+    if let Some(missing) = a.db.iter().find(|db| !db.is_file()) {
+        return Err(ChildError::Missing(missing.clone()));
     }
-    let state = dump(&a.db)?;
-    let text = serde_json::to_string(&state).map_err(|e| ChildError::Io("dump".into(), e.into()))?;
-    println!("{text}");
-    Ok(())
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for db in &a.db {
+        let state = dump(db)?;
+        let text = serde_json::to_string(&state).map_err(|e| ChildError::Io("dump".into(), e.into()))?;
+        writeln!(out, "{text}").map_err(ChildError::io("stdout"))?;
+    }
+    out.flush().map_err(ChildError::io("stdout"))
 }

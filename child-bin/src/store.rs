@@ -57,7 +57,11 @@ pub fn file_header_is_wal(path: &Path) -> bool {
     std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut header)).is_ok() && header[18] == 2 && header[19] == 2
 }
 
+/// The time of a row; a fixed one under the test-only deterministic flag.
 fn now() -> f64 {
+    if crate::deterministic() {
+        return 1_700_000_000.0;
+    }
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 

@@ -22,8 +22,9 @@ import sys
 import time
 
 PROTOCOL = 2
-# What this store implements; protocol 2 lists it in the ready record.
-OPERATIONS = ("append", "rotate", "park", "claim", "dump")
+# What this store implements; protocol 2 lists it in the ready record, with
+# "dump-batch": its dump takes several --db and prints a line for each.
+OPERATIONS = ("append", "rotate", "park", "claim", "dump", "dump-batch")
 EXIT_WON = 0
 EXIT_LOST = 10
 EXIT_CONFIG = 2
@@ -440,20 +441,28 @@ def op_claim(a):
 
 def op_dump(a):
     """Recovery pass: opening the file rolls back a hot journal or replays the
-    WAL. It never applies the resolver: recovery must not change the mode."""
-    if not os.path.isfile(a.db):
-        raise FileNotFoundError("no database at %s" % a.db)
+    WAL. It never applies the resolver: recovery must not change the mode.
+    With several --db (dump-batch), one line per database, in order, each from
+    a fresh connection; every file is checked before any line is printed."""
+    for db in a.db:
+        if not os.path.isfile(db):
+            raise FileNotFoundError("no database at %s" % db)
+    lines = []
+    for db in a.db:
+        lines.append(json.dumps(recovered_state(db), separators=(",", ":"), ensure_ascii=False) + "\n")
+    sys.stdout.write("".join(lines))
+    return 0
+
+
+def recovered_state(db):
     try:
-        state = read_state(a.db)
+        return read_state(db)
     except sqlite3.DatabaseError as e:
         if not isinstance(e, sqlite3.OperationalError) or "malformed" in str(e) or "not a database" in str(e):
             # A file SQLite calls corrupt is a finding about the store, not a
             # failed recovery pass: say so in `integrity`, with nothing recovered.
-            state = empty_state("corrupt: %s" % e)
-        else:
-            raise
-    sys.stdout.write(json.dumps(state, separators=(",", ":"), ensure_ascii=False) + "\n")
-    return 0
+            return empty_state("corrupt: %s" % e)
+        raise
 
 
 def empty_state(integrity):
@@ -461,7 +470,15 @@ def empty_state(integrity):
 
 
 def read_state(db):
+    # A fresh connection per database, closed before the next one opens.
     conn = sqlite3.connect(db, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    try:
+        return read_state_with(conn)
+    finally:
+        conn.close()
+
+
+def read_state_with(conn):
     integrity = "; ".join(r[0] for r in conn.execute("PRAGMA integrity_check"))
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if not {"conversations", "turns"} <= tables:
@@ -504,7 +521,7 @@ def parser():
         s.add_argument(flag, required=True)
     s.add_argument("--mutant", choices=MUTANTS)
     s = sub.add_parser("dump")
-    s.add_argument("--db", required=True)
+    s.add_argument("--db", required=True, action="append")
     return p
 
 

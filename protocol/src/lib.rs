@@ -15,7 +15,7 @@ pub mod records;
 pub use config::{ConfigError, DatabaseConfig, HOME_ENV, JournalMode, Synchronous};
 pub use dump::{Dump, DumpMessage, DumpSession};
 pub use op::{APPEND_SESSION, EXIT_LOST, EXIT_WON, Mutant, Op, OpArgs};
-pub use records::{Ack, AckWriter, Decider, Decision, Ready, Record};
+pub use records::{Ack, AckWriter, DUMP_BATCH, Decider, Decision, Ready, Record};
 
 /// The protocol version the reference store speaks, and the newest the
 /// driver speaks.

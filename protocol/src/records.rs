@@ -24,6 +24,12 @@ pub enum Record {
     Ack(Ack),
 }
 
+/// What a version-2 child lists in its `operations` when its `dump` takes
+/// several `--db PATH` and prints one canonical line for each, in order
+/// (docs/PROTOCOL.md §2). The driver then recovers many crash states in one
+/// process; without it, one process per state.
+pub const DUMP_BATCH: &str = "dump-batch";
+
 /// Written once, after the store is open and before the first operation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Ready {
@@ -55,6 +61,11 @@ impl Ready {
             Some(ops) => ops.iter().any(|o| o == op.as_str()),
             None => self.protocol == 1 && Op::VERSION_1.contains(&op),
         }
+    }
+
+    /// Whether the child's `dump` takes several `--db` ([`DUMP_BATCH`]).
+    pub fn dumps_in_batches(&self) -> bool {
+        self.operations.as_ref().is_some_and(|ops| ops.iter().any(|o| o == DUMP_BATCH))
     }
 }
 
@@ -185,6 +196,13 @@ mod tests {
         assert!(v2.implements(Op::Append) && v2.implements(Op::Dump));
         assert!(!v2.implements(Op::Rotate));
         assert!(!ready(2, None).implements(Op::Append), "version 2 lists what it implements");
+    }
+
+    #[test]
+    fn only_a_child_that_lists_dump_batch_dumps_in_batches() {
+        assert!(ready(2, Some(&["append", "dump", DUMP_BATCH])).dumps_in_batches());
+        assert!(!ready(2, Some(&["append", "dump"])).dumps_in_batches());
+        assert!(!ready(1, None).dumps_in_batches(), "a version-1 child dumps one state per process");
     }
 
     #[test]

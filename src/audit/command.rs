@@ -10,6 +10,10 @@
 //! hot or zeroed `-journal`) and the leg audit reads them exactly as it does
 //! after a trial. Honored or not is data; only a child that could not be
 //! audited at all is an error.
+//!
+//! Then, unless `--no-crash`, the leg's crash columns ([`super::crash`]):
+//! whether the workload cells keep every acknowledged commit under a
+//! process crash and under a power loss, each swept at every kill point.
 
 use std::ffi::OsString;
 use std::fmt::Write;
@@ -19,6 +23,7 @@ use std::time::Duration;
 use crashcells_protocol::Ready;
 use serde::{Deserialize, Serialize};
 
+use crate::audit::crash::Column;
 use crate::audit::{Artefacts, Audit, Family, audit_leg};
 use crate::error::{Error, Result};
 use crate::harness::{ChildCommand, Running};
@@ -39,6 +44,8 @@ pub struct AuditSetup<'a> {
     /// The folder the audit's own work folder is made in.
     pub workdir: &'a Path,
     pub deadline: Duration,
+    /// The preflight's ready record: given, each row gets its crash columns.
+    pub crash: Option<&'a crashcells_protocol::Ready>,
 }
 
 /// The resolver's decision as the child reported it.
@@ -73,6 +80,13 @@ pub struct Row {
     pub sqlite_source_id: Option<String>,
     /// Appends acknowledged before the kill.
     pub acked: u64,
+    /// Whether the workload cells keep every acked commit under a process
+    /// crash (null with `--no-crash`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_crash: Option<Column>,
+    /// The same under a power loss.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_loss: Option<Column>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,7 +117,15 @@ pub fn audit_matrix(setup: &AuditSetup, child_arg: Option<&str>) -> Result<Audit
         .prefix("crashcells-audit-")
         .tempdir_in(setup.workdir)
         .map_err(Error::io("audit folder in", setup.workdir))?;
-    let rows = setup.matrix.legs.iter().map(|leg| audit_one(setup, leg, work.path())).collect::<Result<Vec<_>>>()?;
+    let mut rows =
+        setup.matrix.legs.iter().map(|leg| audit_one(setup, leg, work.path())).collect::<Result<Vec<_>>>()?;
+    if let Some(ready) = setup.crash {
+        let ctx = crash_context(setup, ready, work.path())?;
+        for (row, leg) in rows.iter_mut().zip(&setup.matrix.legs) {
+            let (process, power) = super::crash::columns(&ctx, &setup.matrix.name, leg)?;
+            (row.process_crash, row.power_loss) = (Some(process), Some(power));
+        }
+    }
     let honored = rows.iter().filter(|r| r.honored).count();
     Ok(AuditReport {
         schema: SCHEMA.into(),
@@ -114,6 +136,29 @@ pub fn audit_matrix(setup: &AuditSetup, child_arg: Option<&str>) -> Result<Audit
         child: child_arg.unwrap_or("reference").into(),
         summary: AuditSummary { legs: rows.len(), honored, not_honored: rows.len() - honored },
         rows,
+    })
+}
+
+/// The context the crash columns' sweeps run in: the audit's own folder,
+/// a fixed seed (an audit is reproducible), evidence kept inside the folder
+/// (the row says why a leg loses data; the audit leaves nothing behind).
+fn crash_context(
+    setup: &AuditSetup,
+    ready: &crashcells_protocol::Ready,
+    work: &Path,
+) -> Result<crate::pipeline::Context> {
+    let work_root = std::fs::canonicalize(work).map_err(Error::io("audit folder", work))?;
+    let options = crate::options::RunOptions { matrix: setup.matrix.name.clone(), seed: Some(1), ..Default::default() };
+    Ok(crate::pipeline::Context {
+        options,
+        seed: 1,
+        child: setup.child.clone(),
+        evidence_root: work_root.join("evidence"),
+        work_root,
+        deadline: setup.deadline,
+        jobs: std::thread::available_parallelism().map_or(1, usize::from),
+        child_ready: Some(ready.clone()),
+        tally: Default::default(),
     })
 }
 
@@ -188,6 +233,8 @@ fn row(leg: &Leg, ready: &Ready, audit: Audit, acked: u64) -> Row {
         sqlite_version: ready.sqlite_version.clone(),
         sqlite_source_id: ready.sqlite_source_id.clone(),
         acked,
+        process_crash: None,
+        power_loss: None,
     }
 }
 
@@ -222,11 +269,13 @@ impl AuditReport {
     /// that need them, then a summary with the SQLite in use.
     pub fn to_human(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(
+        let crash = self.rows.iter().any(|r| r.process_crash.is_some());
+        let _ = write!(
             out,
             "{:<18} {:<15} {:<22} {:<15} {:<36} honored",
             "leg", "requested", "resolver", "ran", "file shows"
         );
+        let _ = writeln!(out, "{}", if crash { "  process  power" } else { "" });
         for r in &self.rows {
             human_row(&mut out, r);
         }
@@ -263,7 +312,17 @@ fn human_row(out: &mut String, r: &Row) {
     let resolver = r.resolver.as_ref().map_or("-".into(), |d| format!("{}: {}", d.decided_by, d.applied));
     let ran = format!("{}/{}", r.ran_mode, r.ran_synchronous.as_deref().unwrap_or("-"));
     let honored = if r.honored { "yes" } else { "NO" };
+    // The crash columns follow `honored` when the audit swept them.
+    let honored = match (&r.process_crash, &r.power_loss) {
+        (Some(process), Some(power)) => format!("{honored:<7}  {:<8} {}", process.word(), power.word()),
+        _ => honored.to_string(),
+    };
     let _ = writeln!(out, "{:<18} {requested:<15} {resolver:<22} {ran:<15} {:<36} {honored}", r.leg, file_shows(r));
+    for (what, c) in [("process crash", &r.process_crash), ("power loss", &r.power_loss)] {
+        if let Some(c) = c.as_ref().filter(|c| c.keeps != Some(true) && !c.reason.is_empty()) {
+            let _ = writeln!(out, "    {what}: {}", c.reason);
+        }
+    }
     // A refusal's reason already carries the resolver's words.
     if let Some(d) = r.resolver.as_ref().filter(|d| r.honored && d.decided_by != "config") {
         let _ = writeln!(out, "    resolver: {}", d.reason);
@@ -326,6 +385,8 @@ mod tests {
             sqlite_version: "3.40.1".into(),
             sqlite_source_id: Some("2022-12-28 abc".into()),
             acked: 20,
+            process_crash: None,
+            power_loss: None,
         }
     }
 

@@ -4,6 +4,7 @@
 //! of a matrix and a row for each.
 
 pub mod command;
+pub mod crash;
 pub mod leg;
 
 pub use leg::{Artefacts, Audit, Family, audit, audit_leg, refused_at_ready, sibling};

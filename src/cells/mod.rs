@@ -51,8 +51,9 @@ pub trait Cell: Sync {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shape {
     /// One child runs `op` until it is killed: a timed kill once `window`
-    /// acks are reached (plus a seeded extra), and a syscall sweep over the
-    /// kill points of its first `sweep_acks` operations.
+    /// acks are reached (plus a seeded extra), and a syscall (or power)
+    /// sweep over every kill point of `sweep_acks` operations run to the
+    /// child's own end (the catalog's `sweep_ops`).
     Workload { op: Op, window: u64, sweep_acks: u64 },
     /// `park`, then `racers` claimants released together by a barrier; under
     /// syscall kills, racer r0 is killed at each of its points.

@@ -15,14 +15,18 @@ use crate::catalog::Params;
 
 /// The timed kill's window when the catalog gives none.
 const WINDOW: u64 = 200;
-/// A syscall sweep covers the kill points of this many appends after setup.
+/// A sweep's appends when the catalog gives none (`sweep_ops`).
 const SWEEP_ACKS: u64 = 2;
 
 pub struct PrefixDurability;
 
 impl Cell for PrefixDurability {
     fn shape(&self, params: &Params) -> Shape {
-        Shape::Workload { op: Op::Append, window: params.window.unwrap_or(WINDOW), sweep_acks: SWEEP_ACKS }
+        Shape::Workload {
+            op: Op::Append,
+            window: params.window.unwrap_or(WINDOW),
+            sweep_acks: params.sweep_ops.unwrap_or(SWEEP_ACKS),
+        }
     }
 
     fn check(&self, seen: &Seen) -> Violations {

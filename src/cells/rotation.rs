@@ -18,14 +18,18 @@ use crate::catalog::Params;
 
 /// The timed kill's window when the catalog gives none.
 const WINDOW: u64 = 50;
-/// A syscall sweep covers the kill points of this many rotations after setup.
+/// A sweep's rotations when the catalog gives none (`sweep_ops`).
 const SWEEP_ACKS: u64 = 1;
 
 pub struct RotationAtomicity;
 
 impl Cell for RotationAtomicity {
     fn shape(&self, params: &Params) -> Shape {
-        Shape::Workload { op: Op::Rotate, window: params.window.unwrap_or(WINDOW), sweep_acks: SWEEP_ACKS }
+        Shape::Workload {
+            op: Op::Rotate,
+            window: params.window.unwrap_or(WINDOW),
+            sweep_acks: params.sweep_ops.unwrap_or(SWEEP_ACKS),
+        }
     }
 
     fn check(&self, seen: &Seen) -> Violations {

@@ -31,6 +31,7 @@ pub const KNOWN: &[Known] = &[
     known("rotate-state", "a successful `rotate`"),
     known("dump-canonical", "a store left by an operation that succeeded"),
     known("dump-deterministic", "a store left by an operation that succeeded"),
+    known("dump-batch", "a child that lists `dump-batch` in its ready record"),
     known("park", READY),
     known("claim-barrier", "a successful `park`"),
     known("claim-exit-codes", "a successful `park` and a claimant that waited at the barrier"),

@@ -18,6 +18,7 @@
 //! [`config`] (the config home) and [`sampling`] (acks against a stopped
 //! child's store).
 
+mod batch;
 mod claim;
 mod clauses;
 mod config;
@@ -147,6 +148,7 @@ pub fn check(child: &ChildCommand, work: &Path, deadline: Duration) -> CheckRepo
         c.when(ready, &[Op::Park, Op::Claim], &claims, Checker::claim);
         c.dumps();
         c.config_home(ready);
+        c.dump_batch(ready);
     }
     let checks = c.every_check();
     let conforming = ready.is_some() && checks.iter().all(|f| f.status != Status::Fail);

@@ -7,5 +7,6 @@
 //!   for every N of a short workload, so that every crash state of its write
 //!   path is visited.
 
+pub mod record;
 pub mod syscall;
 pub mod timed;

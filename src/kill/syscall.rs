@@ -11,12 +11,21 @@
 //! of a short workload, where a timed kill rarely lands inside a commit.
 //!
 //! A census first runs the workload until K acks and counts its points M;
-//! the point after the Kth ack is M+1, so a sweep runs N = 1..=M+1.
+//! the point after the Kth ack is M+1, so a sweep runs N = 1..=M+1 (a
+//! workload run to its own end with `--stop-after` counts them all).
+//!
+//! The filter also traps what a recording ([`super::record`]) needs and no
+//! kill point is made of: `open`/`openat`/`creat` with `O_CREAT` or
+//! `O_TRUNC` (the filter looks at the flags, so the many plain opens of an
+//! interpreter's start never stop the child), and `fsync` of the trial's
+//! folder. They are never counted, so every kill point keeps its number.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, TargetArch};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
+};
 
 use crate::harness::{TraceError, TraceEvent, Traced};
 use crate::report::KillPoint;
@@ -57,6 +66,18 @@ const TRAPPED: &[(&str, i64)] = &[
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 const TRAPPED: &[(&str, i64)] = &[];
 
+/// Opens trapped only when their flags (the argument at the index given)
+/// create or truncate; never kill points.
+#[cfg(target_arch = "x86_64")]
+const OPENS: &[(&str, i64, u8)] =
+    &[("openat", libc::SYS_openat, 2), ("open", libc::SYS_open, 1), ("creat", libc::SYS_creat, u8::MAX)];
+
+#[cfg(target_arch = "aarch64")]
+const OPENS: &[(&str, i64, u8)] = &[("openat", libc::SYS_openat, 2)];
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const OPENS: &[(&str, i64, u8)] = &[];
+
 /// Why syscall kill points cannot run on this architecture, if they cannot.
 pub fn unsupported_arch() -> Option<String> {
     if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
@@ -75,18 +96,38 @@ pub fn filter() -> Result<&'static [seccompiler::sock_filter], String> {
 
 fn compile() -> Result<BpfProgram, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
-    let rules = TRAPPED.iter().map(|&(_, nr)| (nr, vec![])).collect();
+    let mut rules: std::collections::BTreeMap<i64, Vec<SeccompRule>> =
+        TRAPPED.iter().map(|&(_, nr)| (nr, vec![])).collect();
+    for &(_, nr, flags) in OPENS {
+        rules.insert(nr, open_rules(flags).map_err(|e| format!("seccomp filter: {e}"))?);
+    }
     let f = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Trace(0), arch)
         .map_err(|e| format!("seccomp filter: {e}"))?;
     BpfProgram::try_from(f).map_err(|e| format!("seccomp filter: {e}"))
 }
 
-fn syscall_name(nr: i64) -> Option<&'static str> {
-    TRAPPED.iter().find(|&&(_, n)| n == nr).map(|&(name, _)| name)
+/// An open is trapped when its flags argument has `O_CREAT` or `O_TRUNC`;
+/// `creat` (no flags argument, `u8::MAX`) always.
+fn open_rules(flags: u8) -> Result<Vec<SeccompRule>, seccompiler::BackendError> {
+    if flags == u8::MAX {
+        return Ok(vec![]);
+    }
+    let with = |bit: libc::c_int| {
+        let bit = bit as u64;
+        SeccompCondition::new(flags, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(bit), bit)
+            .and_then(|c| SeccompRule::new(vec![c]))
+    };
+    Ok(vec![with(libc::O_CREAT)?, with(libc::O_TRUNC)?])
+}
+
+pub(crate) fn syscall_name(nr: i64) -> Option<&'static str> {
+    let trapped = TRAPPED.iter().map(|&(name, n)| (name, n));
+    let opens = OPENS.iter().map(|&(name, n, _)| (name, n));
+    trapped.chain(opens).find(|&(_, n)| n == nr).map(|(name, _)| name)
 }
 
 /// Which of the trial's files a call touched.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FileKind {
     Database,
     Journal,
@@ -107,10 +148,12 @@ impl FileKind {
     }
 }
 
-/// The files whose calls count as kill points.
+/// The files whose calls count as kill points, and the trial's folder
+/// (whose `fsync` makes their names durable).
 #[derive(Clone, Debug)]
 pub struct Targets {
     files: Vec<(PathBuf, FileKind)>,
+    dir: Option<PathBuf>,
 }
 
 impl Targets {
@@ -123,7 +166,12 @@ impl Targets {
             (sib(db, "-shm"), FileKind::Shm),
             (acks.to_path_buf(), FileKind::Acks),
         ];
-        Targets { files }
+        Targets { files, dir: db.parent().map(Path::to_path_buf) }
+    }
+
+    /// Whether `path` is the trial's folder.
+    pub fn is_dir(&self, path: &Path) -> bool {
+        self.dir.as_deref() == Some(path)
     }
 
     /// The kind of `path`; a relative path is matched on its file name (the
@@ -137,24 +185,31 @@ impl Targets {
     }
 }
 
-/// One kill point: the Nth counted call.
+/// One kill point: the Nth counted call, or the end of a workload that
+/// ran to its own exit (the point after its last call: `exit`, no file).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Point {
     pub ordinal: u64,
     pub syscall: &'static str,
-    pub file: FileKind,
+    pub file: Option<FileKind>,
     pub offset: Option<u64>,
     pub len: Option<u64>,
 }
 
 impl Point {
+    /// The point after the last call of a workload that ended on its own:
+    /// the state it left is what a crash after its last call leaves.
+    pub fn end(ordinal: u64) -> Point {
+        Point { ordinal, syscall: "exit", file: None, offset: None, len: None }
+    }
+
     pub fn kill_point(&self, trial: u32, after_acks: u64) -> KillPoint {
         KillPoint {
             trial,
             after_acks,
             ordinal: Some(self.ordinal),
             syscall: Some(self.syscall.to_string()),
-            file: Some(self.file.as_str().to_string()),
+            file: self.file.map(|f| f.as_str().to_string()),
             offset: self.offset,
             len: self.len,
         }
@@ -163,9 +218,11 @@ impl Point {
 
 /// Classifies a trapped call: the point it is (ordinal 0, filled in by the
 /// counter) if it touches a target file, else `None`.
-fn classify(pid: u32, targets: &Targets, nr: i64, a: [u64; 6]) -> Option<Point> {
+pub(crate) fn classify(pid: u32, targets: &Targets, nr: i64, a: [u64; 6]) -> Option<Point> {
     let name = syscall_name(nr)?;
     let (file, offset, len) = match name {
+        // Logged by a recording, never a kill point.
+        "openat" | "open" | "creat" => return None,
         "write" => (fd_kind(pid, targets, a[0])?, None, Some(a[2])),
         "pwrite64" => (fd_kind(pid, targets, a[0])?, Some(a[3]), Some(a[2])),
         "writev" => (fd_kind(pid, targets, a[0])?, None, None),
@@ -177,12 +234,16 @@ fn classify(pid: u32, targets: &Targets, nr: i64, a: [u64; 6]) -> Option<Point> 
         "rename" => (path_kind(pid, targets, &[a[0], a[1]])?, None, None),
         _ => (path_kind(pid, targets, &[a[1], a[3]])?, None, None),
     };
-    Some(Point { ordinal: 0, syscall: name, file, offset, len })
+    Some(Point { ordinal: 0, syscall: name, file: Some(file), offset, len })
 }
 
-fn fd_kind(pid: u32, targets: &Targets, fd: u64) -> Option<FileKind> {
-    let link = std::fs::read_link(format!("/proc/{pid}/fd/{}", fd as i32)).ok()?;
-    targets.kind(&link)
+pub(crate) fn fd_kind(pid: u32, targets: &Targets, fd: u64) -> Option<FileKind> {
+    targets.kind(&fd_path(pid, fd)?)
+}
+
+/// The path an open descriptor of the stopped child names.
+pub(crate) fn fd_path(pid: u32, fd: u64) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/fd/{}", fd as i32)).ok()
 }
 
 fn path_kind(pid: u32, targets: &Targets, addrs: &[u64]) -> Option<FileKind> {
@@ -191,7 +252,7 @@ fn path_kind(pid: u32, targets: &Targets, addrs: &[u64]) -> Option<FileKind> {
 
 /// Reads a NUL-terminated path from the stopped child's memory, a page at
 /// most at a time (a read may not cross into an unmapped page).
-fn read_path(pid: u32, addr: u64) -> Option<PathBuf> {
+pub(crate) fn read_path(pid: u32, addr: u64) -> Option<PathBuf> {
     use std::os::unix::ffi::OsStringExt;
     const PAGE: u64 = 4096;
     let mut bytes = Vec::new();
@@ -239,6 +300,22 @@ pub enum Driven {
 /// Drives `child` to its goal, resuming it at every trapped call that is not
 /// the point sought.
 pub fn drive(child: &mut Traced, targets: &Targets, goal: Goal) -> Result<Driven, TraceError> {
+    drive_observed(child, targets, goal, &mut |_, _, _, _| {})
+}
+
+/// What a recording is shown of each trapped call, before the call runs:
+/// the stopped process, the call's number and arguments, and its kill point
+/// if it is one (numbered).
+pub type Observer<'a> = dyn FnMut(u32, i64, [u64; 6], Option<&Point>) + 'a;
+
+/// [`drive`], showing every trapped call to `observe` first (the one the
+/// child is killed at included).
+pub fn drive_observed(
+    child: &mut Traced,
+    targets: &Targets,
+    goal: Goal,
+    observe: &mut Observer,
+) -> Result<Driven, TraceError> {
     let mut counted = 0;
     let mut ack_writes = 0;
     let mut census_end = None;
@@ -247,13 +324,18 @@ pub fn drive(child: &mut Traced, targets: &Targets, goal: Goal) -> Result<Driven
             TraceEvent::Exited(exit) => return Ok(Driven::Exited { exit, counted }),
             TraceEvent::Syscall { nr, args } => (nr, args),
         };
-        if let Some(mut p) = classify(child.stopped_pid(), targets, nr, args) {
+        let pid = child.stopped_pid();
+        let point = classify(pid, targets, nr, args).map(|mut p| {
             counted += 1;
             p.ordinal = counted;
+            p
+        });
+        observe(pid, nr, args, point.as_ref());
+        if let Some(p) = point {
             let at = match goal {
                 Goal::KillAt(n) => counted == n,
                 Goal::Census { acks } => {
-                    if p.file == FileKind::Acks && p.syscall.contains("write") {
+                    if p.file == Some(FileKind::Acks) && p.syscall.contains("write") {
                         ack_writes += 1;
                     }
                     // The ready record is the first write on the ack journal.

@@ -13,15 +13,22 @@
 //!   spread over threads, the lowest non-passing point decisive;
 //! - [`coverage`]: the kill points a sweep planned and those that landed,
 //!   per path of the killed process, and why they differ;
+//! - [`recorded`]: the default syscall sweep of a workload: one recorded
+//!   run, every crash state rebuilt from its log, a fire confirmed by a real
+//!   kill; [`power`]: the power-loss states of the same log; [`batch`]:
+//!   checking rebuilt states many at a time;
 //! - [`result`]: a job's trials folded into its result, its evidence kept,
 //!   its repro derived from the run's options.
 //!
 //! Data flows one way: job → crash source → reap and classify → leg audit →
 //! recovery passes → the cell's judgement → result and evidence.
 
+pub mod batch;
 pub mod coverage;
+pub mod power;
 pub mod race;
 pub mod race_sweep;
+pub mod recorded;
 pub mod result;
 pub mod source;
 pub mod sweep;

@@ -75,11 +75,10 @@ fn trials(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context) -> (Vec<Trial>, 
             let w = Workload { job, leg, cell, ctx, op, sweep_acks };
             match kill {
                 KillMode::Timed => (in_order(job, ctx, &|i| w.timed(window, i)), None),
-                KillMode::Syscall => {
-                    let swept = sweep(ctx, job.seed, &w);
-                    let coverage = coverage::of(&swept, &[]);
-                    (swept.trials, coverage)
-                }
+                // A repro's single point is a real kill, as is every point without replay.
+                KillMode::Syscall if re_execute(ctx) => covered(sweep(ctx, job.seed, &w)),
+                KillMode::Syscall => covered(super::recorded::process_sweep(&w, job.seed)),
+                KillMode::Power => covered(super::power::power_sweep(&w, job.seed)),
                 KillMode::None => {
                     let why = "a workload cell has no run without a kill (--kill none selects races)".into();
                     (vec![Trial::ended(0, Outcome::Error(why))], None)
@@ -91,14 +90,20 @@ fn trials(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context) -> (Vec<Trial>, 
             match kill {
                 // Reports before kill mode `none` planned the race as `timed`.
                 KillMode::None | KillMode::Timed => (in_order(job, ctx, &|i| race.free(i)), None),
+                // A race's states depend on the other racers: always re-executed.
                 KillMode::Syscall => race.sweep(),
+                KillMode::Power => (vec![Trial::ended(0, Outcome::Skip(RACE_POWER.into()))], None),
             }
         }
     }
 }
 
 /// Adds what a sweep really tested to its result; when fewer points landed
-/// than were planned, the reason says why.
+/// than were planned, the reason of a pass says why (a pass that did not
+/// visit every point must say so where a gate reads it), and the details of
+/// any other result do (a fire or an error is about its deciding point: that
+/// the sweep stopped there is what a sweep does, and its repro, a single
+/// point, must read the same).
 fn with_coverage(result: &mut CellResult, c: Coverage) {
     result.points_planned = Some(c.planned);
     result.points_landed = Some(c.landed);
@@ -107,7 +112,29 @@ fn with_coverage(result: &mut CellResult, c: Coverage) {
         return;
     }
     let why = format!("{} of {} planned kill points landed: {}", c.landed, c.planned, c.why.join("; "));
-    result.reason = if result.reason.is_empty() { why } else { format!("{}; {why}", result.reason) };
+    if result.verdict != Verdict::Pass {
+        result.details.push(why);
+    } else if result.reason.is_empty() {
+        result.reason = why;
+    } else {
+        result.reason = format!("{}; {why}", result.reason);
+    }
+}
+
+/// A workload sweep's trials and what it covered (one path).
+fn covered(swept: super::sweep::Swept) -> (Vec<Trial>, Option<Coverage>) {
+    let coverage = coverage::of(&swept, &[]);
+    (swept.trials, coverage)
+}
+
+/// Why a race has no power-loss states.
+const RACE_POWER: &str = "power-loss states are not modelled for races: a race's crash states depend on \
+                          the other racers, which one recording cannot stand for";
+
+/// Whether a syscall sweep re-runs the child at each point: `--replay off`,
+/// or one `--point` (a repro: a real kill is the command that reruns it).
+fn re_execute(ctx: &Context) -> bool {
+    ctx.options.replay == Some(crate::options::Replay::Off) || ctx.options.point.is_some()
 }
 
 /// The first operation of `shape` the child did not list in its preflight.
@@ -208,7 +235,7 @@ fn fold(job: &Job, ctx: &Context, trials: &[Trial]) -> CellResult {
     result.acked = match verdict {
         // A timed pass reports its least acked trial; a sweep, the most acks
         // any of its kill points came after.
-        Verdict::Pass if job.kill == KillMode::Syscall => trials.iter().map(|t| t.acked).max().unwrap_or(0),
+        Verdict::Pass if job.kill != KillMode::Timed => trials.iter().map(|t| t.acked).max().unwrap_or(0),
         Verdict::Pass => trials.iter().map(|t| t.acked).min().unwrap_or(0),
         _ => last.acked,
     };

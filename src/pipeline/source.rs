@@ -9,7 +9,9 @@
 //! time, its whole group gets `SIGKILL`. At a syscall point, the child is
 //! stopped at the entry of its Nth file-mutating call on the store's files
 //! or the ack journal and killed there: the call never runs. Either way the
-//! only valid end is death by that signal.
+//! only valid end is death by that signal. A syscall workload runs with
+//! `--stop-after` to its own end (the census counts every point, the close
+//! of the store included: in WAL, the last connection's checkpoint).
 
 use std::time::Instant;
 
@@ -22,7 +24,7 @@ use crate::audit::{Audit, audit_leg, refused_at_ready};
 use crate::cells::{Cell, End};
 use crate::harness::{POLL, Running, Traced, interrupted};
 use crate::journal;
-use crate::kill::syscall::{Driven, Goal, Targets, drive};
+use crate::kill::syscall::{Driven, Goal, Point, Targets, drive};
 use crate::kill::timed::{WaitError, phase_delay, timed_target, wait_for_acks};
 use crate::matrix::Leg;
 use crate::plan::Job;
@@ -35,7 +37,8 @@ pub struct Workload<'a> {
     pub cell: &'a dyn Cell,
     pub ctx: &'a Context,
     pub op: Op,
-    /// A sweep covers the kill points of this many operations after setup.
+    /// A sweep's workload: this many operations (`--stop-after`), then the
+    /// child ends on its own; every point on the way is a crash state.
     pub sweep_acks: u64,
 }
 
@@ -51,14 +54,21 @@ impl Sweepable for Workload<'_> {
 
 impl Workload<'_> {
     /// A private folder for trial `label`.
-    fn env(&self, label: &str) -> Result<TrialEnv, Outcome> {
+    pub(super) fn env(&self, label: &str) -> Result<TrialEnv, Outcome> {
         let label = format!("{}-{}-{label}", self.job.cell.id, self.leg.name);
         TrialEnv::new(&self.ctx.work_root, self.leg, &label).map_err(|e| Outcome::Error(format!("trial folder: {e}")))
     }
 
-    /// The child's command for the workload in `env`.
+    /// The child's command for the workload in `env`: run until killed.
     fn command(&self, env: &TrialEnv) -> std::process::Command {
         let args = OpArgs::new(self.op).db(&env.db).acks(&env.acks).mutant(self.ctx.mutant());
+        self.ctx.child.command(&args.to_args(), &env.home)
+    }
+
+    /// A sweep's command: the workload's operations, then the child's own end.
+    pub(super) fn sweep_command(&self, env: &TrialEnv) -> std::process::Command {
+        let args =
+            OpArgs::new(self.op).db(&env.db).acks(&env.acks).mutant(self.ctx.mutant()).stop_after(self.sweep_acks);
         self.ctx.child.command(&args.to_args(), &env.home)
     }
 
@@ -132,8 +142,8 @@ impl Workload<'_> {
         conclude(self.cell, self.leg, self.ctx, env, &ended, census, trial)
     }
 
-    /// Runs the workload traced until `sweep_acks` acks and one more point,
-    /// kills it there and audits the leg.
+    /// Runs the workload traced to its end, counting its points (and one
+    /// more: the state its own end left), and audits the leg.
     fn count_points(&self, filter: Filter) -> Result<Census, Box<Trial>> {
         let fail = |env: Option<TrialEnv>, o: Outcome| {
             let t = Trial::ended(0, o);
@@ -143,20 +153,40 @@ impl Workload<'_> {
             })
         };
         let env = self.env("census").map_err(|o| fail(None, o))?;
-        let total = match self.traced_to(&env, filter, Goal::Census { acks: self.sweep_acks }) {
-            Ok(point) => point.ordinal.unwrap_or(0),
+        let total = match self.traced_to_end(&env, filter) {
+            Ok(total) => total + 1,
             Err(o) => return Err(fail(Some(env), census_outcome(o))),
         };
+        match self.census_of(&env, total) {
+            Ok(census) => Ok(census),
+            Err(o) => Err(fail(Some(env), o)),
+        }
+    }
+
+    /// What a census learns from a run to the end that passed `total`
+    /// points: the child's ready record and the leg audit of its files.
+    pub(super) fn census_of(&self, env: &TrialEnv, total: u64) -> Result<Census, Outcome> {
         let bytes = std::fs::read(&env.acks).unwrap_or_default();
         match journal::parse(&bytes).map(|j| j.ready) {
             Ok(Some(ready)) => Ok(Census { points: total, audit: audit_leg(&env.db, &ready, self.leg), ready }),
-            Ok(None) => Err(fail(Some(env), Outcome::Error("census: the child wrote no ready record".into()))),
-            Err(e) => Err(fail(Some(env), Outcome::Error(format!("census: {e}")))),
+            Ok(None) => Err(Outcome::Error("census: the child wrote no ready record".into())),
+            Err(e) => Err(Outcome::Error(format!("census: {e}"))),
+        }
+    }
+
+    /// Runs the sweep's workload traced to its own end; its points.
+    fn traced_to_end(&self, env: &TrialEnv, filter: Filter) -> Result<u64, Outcome> {
+        let mut child = Traced::spawn(self.sweep_command(env), Some(&env.stderr), filter, self.ctx.deadline)
+            .map_err(|e| trace_outcome(e, self.ctx))?;
+        match drive(&mut child, &Targets::new(&env.db, &env.acks), Goal::ToEnd) {
+            Ok(Driven::Exited { exit, counted }) => ended_well(exit, counted, &child.stderr_tail()),
+            Ok(Driven::At(p)) => Err(Outcome::Error(format!("the census stopped at point {}", p.ordinal))),
+            Err(e) => Err(trace_outcome(e, self.ctx)),
         }
     }
 
     /// One trial of a sweep: kill at point `n`, then judge like any killed trial.
-    fn kill_at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
+    pub(super) fn kill_at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
         let index = u32::try_from(n).unwrap_or(u32::MAX);
         let env = match self.env(&format!("p{n}")) {
             Ok(env) => env,
@@ -182,10 +212,15 @@ impl Workload<'_> {
 
     /// Spawns the workload traced, drives it to `goal` and kills it there.
     fn traced_to(&self, env: &TrialEnv, filter: Filter, goal: Goal) -> Result<KillPoint, Outcome> {
-        let mut child = Traced::spawn(self.command(env), Some(&env.stderr), filter, self.ctx.deadline)
+        let mut child = Traced::spawn(self.sweep_command(env), Some(&env.stderr), filter, self.ctx.deadline)
             .map_err(|e| trace_outcome(e, self.ctx))?;
         let point = match drive(&mut child, &Targets::new(&env.db, &env.acks), goal) {
             Ok(Driven::At(p)) => p,
+            // The point after the last call: the child's own end is the state.
+            Ok(Driven::Exited { exit, counted }) if matches!(goal, Goal::KillAt(n) if n == counted + 1) => {
+                ended_well(exit, counted, &child.stderr_tail())?;
+                return Ok(Point::end(counted + 1).kill_point(u32::try_from(counted + 1).unwrap_or(u32::MAX), 0));
+            }
             Ok(Driven::Exited { exit, counted }) => {
                 let at = match goal {
                     Goal::KillAt(n) => format!(", before point {n}"),
@@ -200,6 +235,17 @@ impl Workload<'_> {
         };
         child.kill_and_reap().check().map_err(|e| Outcome::Error(e.to_string()))?;
         Ok(point.kill_point(u32::try_from(point.ordinal).unwrap_or(u32::MAX), 0))
+    }
+}
+
+/// A sweep's workload ends with exit code 0 after its `--stop-after`
+/// operations; anything else is the child's failure.
+pub(super) fn ended_well(exit: crate::harness::Exit, counted: u64, tail: &str) -> Result<u64, Outcome> {
+    match exit {
+        crate::harness::Exit::Code(0) => Ok(counted),
+        other => {
+            Err(Outcome::Error(format!("the child ended ({other}) after {counted} kill points: {}", or_empty(tail))))
+        }
     }
 }
 

@@ -47,7 +47,8 @@ pub struct Swept {
 }
 
 impl Swept {
-    fn unplanned(trial: Trial) -> Swept {
+    /// A sweep that ended before it planned any point.
+    pub(super) fn unplanned(trial: Trial) -> Swept {
         Swept { planned: None, trials: vec![trial] }
     }
 }
@@ -93,7 +94,7 @@ pub fn trace_outcome(e: TraceError, ctx: &Context) -> Outcome {
 
 /// Whether syscall kill points can run here at all; `Err` is the skip or
 /// error outcome that ends the result.
-fn preflight() -> Result<Filter, Outcome> {
+pub(super) fn preflight() -> Result<Filter, Outcome> {
     if let Some(why) = unsupported_arch() {
         return Err(Outcome::Skip(why));
     }

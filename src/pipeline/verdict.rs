@@ -67,6 +67,35 @@ pub fn conclude(
     }
 }
 
+/// Judges a crash state rebuilt from a recording (no process ran to leave
+/// it): its ack journal's bytes, the census's ready record and leg audit
+/// (the sweep ran only on a leg the census showed honored), and its
+/// recovery, done in a batch with other states.
+pub fn judge_state(
+    cell: &dyn Cell,
+    census: &Census,
+    acks: &[u8],
+    recovered: Result<&Recovered, String>,
+    trial: &mut Trial,
+) -> Outcome {
+    let journal = match journal::parse(acks) {
+        Ok(j) => j,
+        Err(e) => return Outcome::Error(e.to_string()),
+    };
+    let ready = journal.ready.as_ref().unwrap_or(&census.ready);
+    if let Err(why) = check_protocol(ready) {
+        return Outcome::Error(why);
+    }
+    let processes = [Process { name: "child".into(), acks: journal.acks, end: End::Killed }];
+    trial.acked = cell.acked(&processes);
+    trial.synchronous = ready.synchronous.clone();
+    trial.audit = Some(census.audit.clone());
+    match recovered {
+        Ok(r) => judge(cell, &processes, r, trial),
+        Err(why) => Outcome::Error(why),
+    }
+}
+
 /// The child must speak our protocol version; anything else is an error.
 pub fn check_protocol(ready: &Ready) -> Result<(), String> {
     if speaks(ready.protocol) {
@@ -99,6 +128,9 @@ fn prefixed(processes: usize, name: &str, message: &str) -> String {
 /// every one of them.
 fn judge(cell: &dyn Cell, processes: &[Process], recovered: &Recovered, trial: &mut Trial) -> Outcome {
     let dump = &recovered.dump;
+    if recovered.missing_db {
+        trial.details.push("the crash left no database file: recovered as an empty store".into());
+    }
     let v = cell.check(&Seen { processes, dump });
     trial.details.extend(v.details);
     trial.integrity = Some(dump.integrity.clone());

@@ -37,8 +37,8 @@ const RIGHT: [bool; 8] = [false, false, false, false, false, true, true, true];
 pub fn ran(r: &CellResult) -> String {
     match (r.verdict, r.kill, r.points_planned, r.points_landed) {
         (Verdict::Stub, ..) => "-".into(),
-        (_, KillMode::Syscall, Some(planned), Some(landed)) => format!("{landed}/{planned} points"),
-        (_, KillMode::Syscall, ..) => plural(r.trials as usize, "point"),
+        (_, KillMode::Syscall | KillMode::Power, Some(planned), Some(landed)) => format!("{landed}/{planned} points"),
+        (_, KillMode::Syscall | KillMode::Power, ..) => plural(r.trials as usize, "point"),
         (_, KillMode::None, ..) => plural(r.trials as usize, "race"),
         (_, KillMode::Timed, ..) => plural(r.trials as usize, "trial"),
     }

@@ -59,6 +59,9 @@ pub enum KillMode {
     /// Nothing was killed: a race (cell 2) that is its own probe. Reports
     /// written before this label existed call such a result `timed`.
     None,
+    /// Power loss at each kill point (`--kill power`): the durable states of
+    /// the recorded run, not a kill of any process.
+    Power,
 }
 
 impl KillMode {
@@ -67,6 +70,7 @@ impl KillMode {
             KillMode::Timed => "timed",
             KillMode::Syscall => "syscall",
             KillMode::None => "none",
+            KillMode::Power => "power",
         }
     }
 
@@ -76,6 +80,7 @@ impl KillMode {
             KillMode::Timed => "timed kill",
             KillMode::Syscall => "syscall kill",
             KillMode::None => "no kill: a race",
+            KillMode::Power => "power loss",
         }
     }
 }

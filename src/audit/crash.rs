@@ -1,0 +1,99 @@
+//! The audit's crash columns: for one leg, whether every workload cell
+//! (cells 1 and 3 today) keeps every acknowledged commit under a process
+//! crash (the recorded syscall sweep) and under a power loss (the power
+//! sweep), each checked at every kill point of the cell's sweep workload.
+//!
+//! Crash model: the two of [`crate::pipeline::recorded`] and
+//! [`crate::pipeline::power`]; the leg's row says `keeps` when every cell
+//! passed, `LOSES` (with the first cell's reason) when one fired, and `-`
+//! when the leg could not be probed (skipped) or a sweep errored.
+
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::{Catalog, Status};
+use crate::cells::Shape;
+use crate::matrix::{Leg, Matrix};
+use crate::pipeline::Context;
+use crate::plan::{Selection, plan};
+use crate::report::{KillMode, Verdict};
+
+/// One crash column of a leg: what the workload cells' sweeps concluded.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Column {
+    /// True: every cell kept every acked commit; false: one lost some (or
+    /// recovered a broken store); null: no verdict (skipped or errored).
+    pub keeps: Option<bool>,
+    /// The first non-passing cell's reason, with its cell number.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// Each cell's verdict, `N: verdict`.
+    pub cells: Vec<String>,
+}
+
+impl Column {
+    /// The table's word for it.
+    pub fn word(&self) -> &'static str {
+        match self.keeps {
+            Some(true) => "keeps",
+            Some(false) => "LOSES",
+            None => "-",
+        }
+    }
+}
+
+/// The process-crash and power-loss columns of `leg`.
+pub fn columns(ctx: &Context, matrix_name: &str, leg: &Leg) -> crate::error::Result<(Column, Column)> {
+    let catalog = Catalog::embedded()?;
+    let matrix = Matrix { name: matrix_name.to_string(), description: String::new(), legs: vec![leg.clone()] };
+    let cells = workload_cells(&catalog);
+    let selection = Selection { cells, legs: vec![leg.name.clone()], kills: vec![KillMode::Syscall, KillMode::Power] };
+    let jobs = plan(&catalog, &matrix, &selection, ctx.seed)?;
+    let results = crate::run::execute(&jobs, ctx, ctx.jobs, &crate::run::Quiet);
+    let column = |kill: KillMode| {
+        let of: Vec<_> = results.iter().filter(|r| r.kill == kill).collect();
+        let first_bad = of.iter().find(|r| r.verdict != Verdict::Pass);
+        let keeps = match first_bad.map(|r| r.verdict) {
+            None => Some(true),
+            Some(Verdict::Fire) => Some(false),
+            Some(_) => None,
+        };
+        Column {
+            keeps,
+            reason: first_bad.map_or_else(String::new, |r| format!("cell {}: {}", r.number, r.reason)),
+            cells: of.iter().map(|r| format!("{}: {}", r.number, r.verdict.as_str())).collect(),
+        }
+    };
+    Ok((column(KillMode::Syscall), column(KillMode::Power)))
+}
+
+/// The live cells whose shape is a workload (a child that writes until it
+/// is killed): the ones a crash of the store can cost acknowledged commits.
+fn workload_cells(catalog: &Catalog) -> Vec<String> {
+    catalog
+        .cells
+        .iter()
+        .filter(|c| c.status == Status::Live)
+        .filter(|c| {
+            crate::cells::find(&c.id).is_some_and(|cell| matches!(cell.shape(&c.params), Shape::Workload { .. }))
+        })
+        .map(|c| c.id.clone())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_audits_crash_cells_are_the_workload_cells() {
+        let catalog = Catalog::embedded().unwrap();
+        let numbers: Vec<u32> = workload_cells(&catalog).iter().map(|id| catalog.find(id).unwrap().number).collect();
+        assert_eq!(numbers, [1, 3]);
+    }
+
+    #[test]
+    fn a_column_says_keeps_loses_or_nothing() {
+        let c = |keeps| Column { keeps, reason: String::new(), cells: vec![] };
+        assert_eq!([c(Some(true)).word(), c(Some(false)).word(), c(None).word()], ["keeps", "LOSES", "-"]);
+    }
+}

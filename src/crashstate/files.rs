@@ -1,0 +1,291 @@
+//! The process-crash model: the trial's files as the logged calls leave
+//! them, written out as a crash state, and the self-check that compares the
+//! model with the disk after the recorded run.
+//!
+//! Crash model: a `SIGKILL` at the entry of kill point N leaves the page
+//! cache intact, so the files hold exactly what the calls before N wrote:
+//! state N is the log's events before N applied, in order, to the empty
+//! trial folder. The `-shm` is not part of a state: SQLite writes it through
+//! `mmap` (no system call to log) and a fresh connection rebuilds it from
+//! the WAL, so a state carries the database, `-journal`, `-wal` and the ack
+//! journal, and nothing else.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::log::{At, Effect, Event};
+use crate::audit::sibling;
+use crate::kill::syscall::FileKind;
+
+/// The files of a crash state that the model follows, by kind; the ack
+/// journal among them.
+///
+/// The seam for a trial's other files (a transport file of cells 4 and 5,
+/// say): one more [`FileKind`] in [`crate::kill::syscall::Targets`] (so its
+/// calls are logged), here, and in [`Names::of`]; the process model then
+/// keeps it like any file, and [`super::power::OUTSIDE_POWER_LOSS`] lists it
+/// beside the ack journal if, like the acks, it stands for what the outside
+/// world saw and no power loss takes back.
+pub const MODELLED: [FileKind; 4] = [FileKind::Database, FileKind::Journal, FileKind::Wal, FileKind::Acks];
+
+/// The trial's files as a crash left them: each present file's bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Files {
+    files: BTreeMap<FileKind, Vec<u8>>,
+    /// Counts changes to the store's files (not the acks): two states with
+    /// one version hold the same store, so one recovery serves both.
+    version: u64,
+}
+
+impl Files {
+    /// The files after `events`, from an empty folder.
+    pub fn after(events: &[Event]) -> Files {
+        let mut f = Files::default();
+        for e in events {
+            f.apply(&e.effect);
+        }
+        f
+    }
+
+    pub fn get(&self, kind: FileKind) -> Option<&[u8]> {
+        self.files.get(&kind).map(Vec::as_slice)
+    }
+
+    /// Puts `acks` in as the ack journal (a power state's acks are the
+    /// process crash's, not the model's).
+    pub fn set_acks(&mut self, acks: &[u8]) {
+        self.files.insert(FileKind::Acks, acks.to_vec());
+    }
+
+    /// The store's files alone, to tell two states' stores apart.
+    pub fn store(&self) -> impl Iterator<Item = (&FileKind, &Vec<u8>)> {
+        self.files.iter().filter(|(k, _)| **k != FileKind::Acks)
+    }
+
+    /// The store's version: see the field.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Applies one call's effect. The `-shm` and the syncs change nothing here.
+    pub fn apply(&mut self, effect: &Effect) {
+        let touched = match effect {
+            Effect::Write { file, at, data } => self.write(*file, *at, data),
+            Effect::Truncate { file, len } => self.file(*file).map(|f| f.resize(*len as usize, 0)).is_some(),
+            Effect::Open { file, create, truncate } => self.open(*file, *create, *truncate),
+            Effect::Unlink { file } => self.files.remove(file).is_some(),
+            Effect::Rename { from, to } => self.rename(*from, *to),
+            Effect::Sync { .. } | Effect::SyncDir | Effect::Unread { .. } => false,
+        };
+        let store = |f: &FileKind| !matches!(f, FileKind::Acks);
+        if touched && effect_files(effect).iter().any(store) {
+            self.version += 1;
+        }
+    }
+
+    /// The bytes of `kind` to change, created if missing (a write reaches a
+    /// file the driver saw opened); `None` for a file the model does not keep.
+    fn file(&mut self, kind: FileKind) -> Option<&mut Vec<u8>> {
+        MODELLED.contains(&kind).then(|| self.files.entry(kind).or_default())
+    }
+
+    fn write(&mut self, kind: FileKind, at: At, data: &[u8]) -> bool {
+        let Some(f) = self.file(kind) else { return false };
+        let offset = match at {
+            At::Offset(o) => o as usize,
+            At::End => f.len(),
+        };
+        if f.len() < offset + data.len() {
+            f.resize(offset + data.len(), 0);
+        }
+        f[offset..offset + data.len()].copy_from_slice(data);
+        true
+    }
+
+    fn open(&mut self, kind: FileKind, create: bool, truncate: bool) -> bool {
+        if !MODELLED.contains(&kind) || (!create && !self.files.contains_key(&kind)) {
+            return false;
+        }
+        let f = self.files.entry(kind).or_default();
+        if truncate {
+            f.clear();
+        }
+        true
+    }
+
+    fn rename(&mut self, from: Option<FileKind>, to: Option<FileKind>) -> bool {
+        let moved = from.and_then(|f| self.files.remove(&f));
+        match (to, moved) {
+            (Some(to), Some(bytes)) if MODELLED.contains(&to) => {
+                self.files.insert(to, bytes);
+            }
+            // A file the model does not follow replaces one it does: its
+            // bytes are unknown, so the self-check will disagree.
+            (Some(to), None) => {
+                self.files.remove(&to);
+            }
+            _ => {}
+        }
+        true
+    }
+
+    /// Writes the state into `dir` as the trial's files are named beside
+    /// `db` (only `db`'s file name is used): the store's files and the ack
+    /// journal `acks`. Returns the database's path in `dir`.
+    pub fn write_to(&self, dir: &Path, names: &Names) -> std::io::Result<PathBuf> {
+        std::fs::create_dir_all(dir)?;
+        for (kind, bytes) in &self.files {
+            std::fs::write(dir.join(names.of(*kind)), bytes)?;
+        }
+        Ok(dir.join(&names.db))
+    }
+
+    /// Writes the store's files alone (not the ack journal: recovery never
+    /// reads it) into `dir`, the database named `db`: many states can share
+    /// one folder, each under its own database name (SQLite finds a
+    /// database's journals by its name). Returns the database's path.
+    pub fn write_store_to(&self, dir: &Path, db: &str) -> std::io::Result<PathBuf> {
+        let names = Names { db: db.to_string(), acks: String::new() };
+        for (kind, bytes) in self.store() {
+            std::fs::write(dir.join(names.of(*kind)), bytes)?;
+        }
+        Ok(dir.join(db))
+    }
+
+    /// Where the model and the disk first differ, for the trial's files in
+    /// `dir`; `None` when they agree on every modelled file.
+    pub fn differs_from_disk(&self, dir: &Path, names: &Names) -> Option<String> {
+        MODELLED.iter().find_map(|&kind| {
+            let on_disk = std::fs::read(dir.join(names.of(kind))).ok();
+            difference(kind, self.get(kind), on_disk.as_deref())
+        })
+    }
+}
+
+/// The files an effect names.
+fn effect_files(e: &Effect) -> Vec<FileKind> {
+    match e {
+        Effect::Write { file, .. }
+        | Effect::Truncate { file, .. }
+        | Effect::Open { file, .. }
+        | Effect::Unlink { file }
+        | Effect::Sync { file, .. } => vec![*file],
+        Effect::Rename { from, to } => from.iter().chain(to).copied().collect(),
+        Effect::SyncDir | Effect::Unread { .. } => vec![],
+    }
+}
+
+/// How the model's bytes of `kind` differ from the disk's, if they do.
+fn difference(kind: FileKind, model: Option<&[u8]>, disk: Option<&[u8]>) -> Option<String> {
+    let name = kind.as_str();
+    match (model, disk) {
+        (None, None) => None,
+        (Some(_), None) => Some(format!("the model has a {name} but the disk has none")),
+        (None, Some(d)) => Some(format!("the disk has a {name} of {} bytes but the model has none", d.len())),
+        (Some(m), Some(d)) if m == d => None,
+        (Some(m), Some(d)) => {
+            let at = m.iter().zip(d).take_while(|(a, b)| a == b).count();
+            Some(format!("the {name} differs at byte {at} (model {} bytes, disk {} bytes)", m.len(), d.len()))
+        }
+    }
+}
+
+/// The names of a trial's files in a folder, from the database's file name
+/// and the ack journal's.
+#[derive(Clone, Debug)]
+pub struct Names {
+    pub db: String,
+    pub acks: String,
+}
+
+impl Names {
+    pub fn new(db: &Path, acks: &Path) -> Names {
+        let name = |p: &Path| p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        Names { db: name(db), acks: name(acks) }
+    }
+
+    /// The file name of `kind`.
+    pub fn of(&self, kind: FileKind) -> String {
+        let db = Path::new(&self.db);
+        let beside = |suffix| sibling(db, suffix).to_string_lossy().into_owned();
+        match kind {
+            FileKind::Database => self.db.clone(),
+            FileKind::Journal => beside("-journal"),
+            FileKind::Wal => beside("-wal"),
+            FileKind::Shm => beside("-shm"),
+            FileKind::Acks => self.acks.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(effect: Effect) -> Event {
+        Event { point: None, effect }
+    }
+
+    fn write(file: FileKind, at: At, data: &[u8]) -> Event {
+        ev(Effect::Write { file, at, data: data.to_vec() })
+    }
+
+    #[test]
+    fn writes_truncations_unlinks_and_renames_build_the_files() {
+        let events = [
+            ev(Effect::Open { file: FileKind::Journal, create: true, truncate: false }),
+            write(FileKind::Journal, At::Offset(4), b"ab"),
+            write(FileKind::Acks, At::End, b"x\n"),
+            write(FileKind::Acks, At::End, b"y\n"),
+            write(FileKind::Database, At::Offset(0), b"dbdb"),
+            ev(Effect::Truncate { file: FileKind::Database, len: 2 }),
+            write(FileKind::Shm, At::Offset(0), b"ignored"),
+        ];
+        let f = Files::after(&events);
+        assert_eq!(f.get(FileKind::Journal), Some(&b"\0\0\0\0ab"[..]), "a write past the end fills with zeros");
+        assert_eq!(f.get(FileKind::Acks), Some(&b"x\ny\n"[..]));
+        assert_eq!(f.get(FileKind::Database), Some(&b"db"[..]));
+        assert_eq!(f.get(FileKind::Shm), None, "the -shm is no part of a state");
+        let mut g = f.clone();
+        g.apply(&Effect::Unlink { file: FileKind::Journal });
+        assert_eq!(g.get(FileKind::Journal), None);
+        g.apply(&Effect::Rename { from: Some(FileKind::Database), to: Some(FileKind::Wal) });
+        assert_eq!((g.get(FileKind::Database), g.get(FileKind::Wal)), (None, Some(&b"db"[..])));
+    }
+
+    #[test]
+    fn the_store_version_moves_with_the_store_and_not_with_the_acks_or_syncs() {
+        let mut f = Files::default();
+        f.apply(&write(FileKind::Database, At::Offset(0), b"a").effect);
+        let v = f.version();
+        f.apply(&write(FileKind::Acks, At::End, b"x\n").effect);
+        f.apply(&Effect::Sync { file: FileKind::Database, data_only: false });
+        f.apply(&Effect::SyncDir);
+        assert_eq!(f.version(), v);
+        f.apply(&Effect::Open { file: FileKind::Journal, create: true, truncate: false });
+        assert!(f.version() > v);
+    }
+
+    #[test]
+    fn a_state_is_written_under_the_trial_names_and_checked_against_the_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = Names::new(Path::new("/t/store.db"), Path::new("/t/acks.ndjson"));
+        let f = Files::after(&[
+            write(FileKind::Database, At::Offset(0), b"db"),
+            write(FileKind::Wal, At::Offset(0), b"wal"),
+            write(FileKind::Acks, At::End, b"{}\n"),
+        ]);
+        let db = f.write_to(dir.path(), &names).unwrap();
+        assert_eq!(db, dir.path().join("store.db"));
+        assert_eq!(std::fs::read(dir.path().join("store.db-wal")).unwrap(), b"wal");
+        assert_eq!(f.differs_from_disk(dir.path(), &names), None);
+        std::fs::write(dir.path().join("store.db-wal"), b"waX").unwrap();
+        assert_eq!(
+            f.differs_from_disk(dir.path(), &names).unwrap(),
+            "the wal differs at byte 2 (model 3 bytes, disk 3 bytes)"
+        );
+        std::fs::write(dir.path().join("store.db-journal"), b"j").unwrap();
+        std::fs::write(dir.path().join("store.db-wal"), b"wal").unwrap();
+        assert!(f.differs_from_disk(dir.path(), &names).unwrap().contains("the disk has a journal"));
+    }
+}

@@ -1,0 +1,18 @@
+//! Recorded crash states: the child runs once, traced, and every call that
+//! changes (or makes durable) one of the trial's files is logged with its
+//! data ([`log`]); any crash state is then rebuilt from the log: a process
+//! crash at kill point N is the calls before N applied to the empty folder
+//! ([`files`]), and a power loss at N keeps only what was durable, plus the
+//! in-order prefixes of what was not ([`power`]).
+//!
+//! Why a log rather than copies of the folder at each point: the power model
+//! needs the log anyway (what was synced, when), a log costs one pass of the
+//! child and the bytes it wrote, and a state is built only when it is
+//! checked, once per distinct store content.
+
+pub mod files;
+pub mod log;
+pub mod power;
+
+pub use files::{Files, Names};
+pub use log::{At, Effect, Event, Log};

@@ -1,0 +1,403 @@
+//! The power-loss model: what the disk holds when the power goes at a crash
+//! point, from the same log as the process crashes.
+//!
+//! Crash model (docs/DESIGN.md, "Power loss"): at a crash instant the disk
+//! holds
+//! - each file's data as of its last `fsync`/`fdatasync` (data never synced
+//!   is lost: a file never synced is empty);
+//! - each name (creation, unlink, rename) as of the last `fsync` of the
+//!   trial's folder: a name never made durable is missing, an unlink never
+//!   made durable did not happen (the file comes back with its last synced
+//!   data);
+//! - and, as further states, every in-order prefix of the operations not yet
+//!   durable (writes, truncations, creations, unlinks, renames since the
+//!   sync that would have made them durable) on top of that.
+//!
+//! The ack journal is outside the power loss: it stands for what the world
+//! was told, so it is the process crash's at that instant. Not modelled:
+//! reordering across files (or within a file) beyond the in-order prefixes,
+//! torn writes and sectors, and failing syncs.
+
+use std::collections::BTreeMap;
+
+use super::files::{Files, MODELLED};
+use super::log::{At, Effect, Event};
+use crate::kill::syscall::FileKind;
+
+/// Files that no power loss takes back: they stand for what the outside
+/// world was told (the ack journal), so a power state keeps them as the
+/// process crash at the same instant left them.
+pub const OUTSIDE_POWER_LOSS: [FileKind; 1] = [FileKind::Acks];
+
+/// An operation not yet durable at some instant, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pending {
+    /// What the operation did, with its place: `#57`, or `before #58` for
+    /// a call that is no kill point.
+    pub what: String,
+    /// What would have made it durable.
+    pub needs: String,
+}
+
+impl Pending {
+    /// The rule that dropped it: "unlink of the journal at #57 was never
+    /// made durable by a directory fsync".
+    pub fn rule(&self) -> String {
+        format!("{} was never made durable by {}", self.what, self.needs)
+    }
+}
+
+/// One power-loss state: the store's files (the acks are added per point).
+#[derive(Clone, Debug)]
+pub struct PowerState {
+    pub files: Files,
+    /// Its epoch (the durable base it was built on) and how many pending
+    /// operations reached the disk.
+    pub epoch: usize,
+    pub reached: usize,
+}
+
+/// The operations a power state dropped: `pending[from..to]` of its epoch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dropped {
+    pub epoch: usize,
+    pub from: usize,
+    pub to: usize,
+}
+
+/// The power states a crash at kill point N may leave.
+#[derive(Clone, Debug)]
+pub struct AtPoint {
+    pub point: u64,
+    /// The ack journal at N (a process crash's).
+    pub acks: Vec<u8>,
+    /// Indices into [`Model::states`], ascending, each with what the power
+    /// loss dropped to leave it (the pending operations that did not reach
+    /// the disk, at the latest instant of the point that could leave it).
+    pub states: Vec<(usize, Dropped)>,
+}
+
+/// Every power state of a log, and which of them each kill point may leave.
+#[derive(Clone, Debug, Default)]
+pub struct Model {
+    pub states: Vec<PowerState>,
+    pub points: Vec<AtPoint>,
+    /// Per epoch, its pending operations (the list only grows in an epoch).
+    pub epochs: Vec<Vec<Pending>>,
+}
+
+impl Model {
+    /// The operations a state of a point dropped, first to last.
+    pub fn dropped(&self, d: &Dropped) -> &[Pending] {
+        &self.epochs[d.epoch][d.from..d.to]
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct Inode {
+    data: Vec<u8>,
+    synced: Vec<u8>,
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// A change of an inode's data.
+    Data(usize, Effect),
+    /// A change of the folder's names: `name` now means inode `to` (`None`: gone).
+    Name(FileKind, Option<usize>),
+}
+
+/// The power model while the log is read, one event at a time.
+#[derive(Default)]
+struct Disk {
+    inodes: Vec<Inode>,
+    names: BTreeMap<FileKind, usize>,
+    durable: BTreeMap<FileKind, usize>,
+    pending: Vec<(Op, Pending)>,
+    acks: Vec<u8>,
+    epoch: usize,
+}
+
+/// Builds the power states of `events` for each kill point in `wanted`
+/// (ascending). A point's crash instants are every moment from the end of
+/// the previous point's call to the entry of its own, so that a sync that is
+/// no kill point (a directory `fsync`) does not hide the moment before it.
+/// The point after the last counted call is the run's end: its instants run
+/// from that call to the end of the log.
+pub fn model(events: &[Event], wanted: &[u64]) -> Model {
+    let mut disk = Disk::default();
+    let mut m = Model { epochs: vec![Vec::new()], ..Model::default() };
+    let mut built: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    let mut this_point: BTreeMap<usize, Dropped> = BTreeMap::new();
+    let end = events.iter().filter_map(|e| e.point).max().unwrap_or(0) + 1;
+    let next: Vec<u64> = next_points(events).into_iter().map(|n| n.unwrap_or(end)).collect();
+    let mut last_point = 0;
+    for (i, e) in events.iter().enumerate() {
+        if wanted.binary_search(&next[i]).is_ok() {
+            disk.instant(&mut m, &mut built, &mut this_point);
+        }
+        if let Some(n) = e.point {
+            if wanted.binary_search(&n).is_ok() {
+                let states = std::mem::take(&mut this_point).into_iter().collect();
+                m.points.push(AtPoint { point: n, acks: disk.acks.clone(), states });
+            }
+            last_point = n;
+        }
+        let epoch = disk.epoch;
+        disk.apply(&e.effect, place(e.point, last_point, events, i));
+        if disk.epoch != epoch {
+            m.epochs.push(disk.pending.iter().map(|(_, p)| p.clone()).collect());
+        } else {
+            let have = m.epochs[epoch].len();
+            m.epochs[epoch].extend(disk.pending[have..].iter().map(|(_, p)| p.clone()));
+        }
+    }
+    if wanted.binary_search(&end).is_ok() {
+        disk.instant(&mut m, &mut built, &mut this_point);
+        let states = this_point.into_iter().collect();
+        m.points.push(AtPoint { point: end, acks: disk.acks.clone(), states });
+    }
+    m
+}
+
+/// For each event, the kill point whose crash instants include the moment
+/// just before it: the first counted call at or after it.
+fn next_points(events: &[Event]) -> Vec<Option<u64>> {
+    let mut next = vec![None; events.len()];
+    let mut upcoming = None;
+    for (i, e) in events.iter().enumerate().rev() {
+        upcoming = e.point.or(upcoming);
+        next[i] = upcoming;
+    }
+    next
+}
+
+/// Where an event is, for a reader: its point, or the point it precedes.
+fn place(point: Option<u64>, last: u64, events: &[Event], i: usize) -> String {
+    match point {
+        Some(n) => format!("#{n}"),
+        None => match events[i..].iter().find_map(|e| e.point) {
+            Some(next) => format!("before #{next}"),
+            None => format!("after #{last}"),
+        },
+    }
+}
+
+impl Disk {
+    fn apply(&mut self, effect: &Effect, place: String) {
+        let at = if place.starts_with('#') { "at " } else { "" };
+        let pending = |needs: String| Pending { what: format!("{} {at}{place}", effect.describe()), needs };
+        match effect {
+            Effect::Write { file: FileKind::Acks, at, data } => write(&mut self.acks, *at, data),
+            Effect::Write { file, .. } | Effect::Truncate { file, .. } => {
+                let Some(&ino) = self.names.get(file).filter(|_| MODELLED.contains(file)) else { return };
+                apply_data(&mut self.inodes[ino].data, effect);
+                let needs = format!("an fsync of the {}", file.as_str());
+                self.pending.push((Op::Data(ino, effect.clone()), pending(needs)));
+            }
+            Effect::Open { file, create, truncate } => self.open(*file, *create, *truncate, effect, pending),
+            Effect::Unlink { file } => {
+                if self.names.remove(file).is_some() {
+                    self.pending.push((Op::Name(*file, None), pending("a directory fsync".into())));
+                }
+            }
+            Effect::Rename { from, to } => self.rename(*from, *to, pending("a directory fsync".into())),
+            Effect::Sync { file, .. } => self.sync(*file),
+            Effect::SyncDir => self.sync_dir(),
+            Effect::Unread { .. } => {}
+        }
+    }
+
+    fn open(&mut self, file: FileKind, create: bool, truncate: bool, e: &Effect, p: impl Fn(String) -> Pending) {
+        if !MODELLED.contains(&file) || OUTSIDE_POWER_LOSS.contains(&file) {
+            return;
+        }
+        if create && !self.names.contains_key(&file) {
+            self.inodes.push(Inode::default());
+            let ino = self.inodes.len() - 1;
+            self.names.insert(file, ino);
+            self.pending.push((Op::Name(file, Some(ino)), p("a directory fsync".into())));
+        } else if let Some(&ino) = self.names.get(&file).filter(|_| truncate) {
+            self.inodes[ino].data.clear();
+            self.pending.push((Op::Data(ino, e.clone()), p(format!("an fsync of the {}", file.as_str()))));
+        }
+    }
+
+    fn rename(&mut self, from: Option<FileKind>, to: Option<FileKind>, p: Pending) {
+        let ino = from.and_then(|f| self.names.remove(&f));
+        if let Some(f) = from.filter(|_| ino.is_some()) {
+            self.pending.push((Op::Name(f, None), p.clone()));
+        }
+        if let Some(t) = to.filter(|t| MODELLED.contains(t)) {
+            match ino {
+                Some(i) => self.names.insert(t, i),
+                None => self.names.remove(&t),
+            };
+            self.pending.push((Op::Name(t, ino), p));
+        }
+    }
+
+    /// The file's data as it is now becomes durable: its pending data
+    /// operations leave the list, and a new epoch begins.
+    fn sync(&mut self, file: FileKind) {
+        let Some(&ino) = self.names.get(&file) else { return };
+        self.inodes[ino].synced = self.inodes[ino].data.clone();
+        self.pending.retain(|(op, _)| !matches!(op, Op::Data(i, _) if *i == ino));
+        self.epoch += 1;
+    }
+
+    fn sync_dir(&mut self) {
+        self.durable = self.names.clone();
+        self.pending.retain(|(op, _)| !matches!(op, Op::Name(..)));
+        self.epoch += 1;
+    }
+
+    /// One crash instant: every prefix of the pending operations on the
+    /// durable base, each state built once across instants and points.
+    fn instant(
+        &self,
+        m: &mut Model,
+        built: &mut BTreeMap<(usize, usize), usize>,
+        this_point: &mut BTreeMap<usize, Dropped>,
+    ) {
+        let to = self.pending.len();
+        for reached in 0..=to {
+            let id = *built.entry((self.epoch, reached)).or_insert_with(|| {
+                m.states.push(PowerState { files: self.state(reached), epoch: self.epoch, reached });
+                m.states.len() - 1
+            });
+            this_point.insert(id, Dropped { epoch: self.epoch, from: reached, to });
+        }
+    }
+
+    /// The durable base with the first `reached` pending operations applied.
+    fn state(&self, reached: usize) -> Files {
+        let mut data: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
+        let mut names = self.durable.clone();
+        for (op, _) in &self.pending[..reached] {
+            match op {
+                Op::Data(ino, e) => {
+                    let d = data.entry(*ino).or_insert_with(|| self.inodes[*ino].synced.clone());
+                    apply_data(d, e);
+                }
+                Op::Name(file, Some(ino)) => {
+                    names.insert(*file, *ino);
+                }
+                Op::Name(file, None) => {
+                    names.remove(file);
+                }
+            }
+        }
+        let mut events = Vec::new();
+        for (file, ino) in names {
+            let bytes = data.remove(&ino).unwrap_or_else(|| self.inodes[ino].synced.clone());
+            events.push(Event { point: None, effect: Effect::Open { file, create: true, truncate: false } });
+            events.push(Event { point: None, effect: Effect::Write { file, at: At::Offset(0), data: bytes } });
+        }
+        Files::after(&events)
+    }
+}
+
+fn write(bytes: &mut Vec<u8>, at: At, data: &[u8]) {
+    let offset = match at {
+        At::Offset(o) => o as usize,
+        At::End => bytes.len(),
+    };
+    if bytes.len() < offset + data.len() {
+        bytes.resize(offset + data.len(), 0);
+    }
+    bytes[offset..offset + data.len()].copy_from_slice(data);
+}
+
+fn apply_data(bytes: &mut Vec<u8>, e: &Effect) {
+    match e {
+        Effect::Write { at, data, .. } => write(bytes, *at, data),
+        Effect::Truncate { len, .. } => bytes.resize(*len as usize, 0),
+        Effect::Open { truncate: true, .. } => bytes.clear(),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(point: Option<u64>, effect: Effect) -> Event {
+        Event { point, effect }
+    }
+
+    fn open(file: FileKind) -> Effect {
+        Effect::Open { file, create: true, truncate: false }
+    }
+
+    fn put(file: FileKind, data: &[u8]) -> Effect {
+        Effect::Write { file, at: At::Offset(0), data: data.to_vec() }
+    }
+
+    fn sync(file: FileKind) -> Effect {
+        Effect::Sync { file, data_only: false }
+    }
+
+    /// The database's bytes in each state of a point, `None` for no file.
+    fn dbs(m: &Model, point: u64) -> Vec<Option<Vec<u8>>> {
+        let at = m.points.iter().find(|p| p.point == point).unwrap();
+        at.states.iter().map(|(id, _)| m.states[*id].files.get(FileKind::Database).map(<[u8]>::to_vec)).collect()
+    }
+
+    #[test]
+    fn data_never_synced_is_lost_and_a_name_never_synced_is_missing() {
+        let events = [
+            ev(None, open(FileKind::Database)),
+            ev(Some(1), put(FileKind::Database, b"a")),
+            ev(Some(2), sync(FileKind::Database)),
+            ev(Some(3), put(FileKind::Database, b"b")),
+            ev(Some(4), put(FileKind::Acks, b"ack\n")),
+        ];
+        let m = model(&events, &[1, 2, 3, 4]);
+        // At 2 (before the fsync): no name durable, so no file; or the
+        // creation reached the disk (empty), or the write did too.
+        assert_eq!(dbs(&m, 2), [None, Some(vec![]), Some(b"a".to_vec())]);
+        // At 4: the name is still not durable (no directory fsync); with it,
+        // the file holds its data as of the fsync, or the write after it.
+        assert_eq!(dbs(&m, 4), [None, Some(b"a".to_vec()), Some(b"b".to_vec())]);
+        let at4 = m.points.iter().find(|p| p.point == 4).unwrap();
+        assert_eq!(at4.acks, b"", "the ack's own write is point 4's call, which has not run");
+        let first = &m.dropped(&at4.states[0].1)[0];
+        assert_eq!(first.rule(), "creation of the database before #1 was never made durable by a directory fsync");
+    }
+
+    #[test]
+    fn an_unlink_never_made_durable_brings_the_file_back_with_its_synced_data() {
+        let events = [
+            ev(None, open(FileKind::Journal)),
+            ev(Some(1), put(FileKind::Journal, b"hot")),
+            ev(Some(2), sync(FileKind::Journal)),
+            ev(None, Effect::SyncDir),
+            ev(Some(3), put(FileKind::Journal, b"new")),
+            ev(Some(4), Effect::Unlink { file: FileKind::Journal }),
+            ev(Some(5), put(FileKind::Acks, b"ack\n")),
+        ];
+        let m = model(&events, &[5]);
+        let at = &m.points[0];
+        let journals: Vec<_> = at.states.iter().map(|(id, _)| m.states[*id].files.get(FileKind::Journal)).collect();
+        assert_eq!(journals, [Some(&b"hot"[..]), Some(&b"new"[..]), None]);
+        let rules: Vec<String> = m.dropped(&at.states[1].1).iter().map(Pending::rule).collect();
+        assert_eq!(rules, ["unlink of the journal at #4 was never made durable by a directory fsync"]);
+    }
+
+    #[test]
+    fn a_directory_fsync_that_is_no_kill_point_does_not_hide_the_moment_before_it() {
+        let events = [
+            ev(None, open(FileKind::Wal)),
+            ev(Some(1), put(FileKind::Wal, b"w")),
+            ev(Some(2), sync(FileKind::Wal)),
+            ev(None, Effect::SyncDir),
+            ev(Some(3), put(FileKind::Acks, b"ack\n")),
+        ];
+        let m = model(&events, &[3]);
+        let wals: Vec<_> = m.points[0].states.iter().map(|(id, _)| m.states[*id].files.get(FileKind::Wal)).collect();
+        // After the WAL's fsync but before the folder's: the name may be
+        // missing; after the folder's fsync the file is there with its data.
+        assert!(wals.contains(&None) && wals.contains(&Some(&b"w"[..])), "{wals:?}");
+    }
+}

@@ -1,0 +1,159 @@
+//! Recording a traced child: at the entry of each trapped call, what the
+//! call is about to do to the trial's files, read from the stopped child
+//! (its buffers with `process_vm_readv`, a plain `write`'s offset from
+//! `/proc/PID/fdinfo`), logged in order ([`crate::crashstate::Log`]).
+//!
+//! Crash model: the same as [`super::syscall`]: the child is stopped at each
+//! call's entry, so what the call will write is in its memory and nothing of
+//! it has reached the file yet. The log is checked against the disk after
+//! the run (the self-check of `crate::pipeline::recorded`): a child that
+//! writes through `mmap`, or whose calls end short, disagrees there.
+
+use crate::crashstate::{At, Effect, Log};
+use crate::harness::{TraceError, Traced};
+use crate::kill::syscall::{
+    Driven, FileKind, Goal, Observer, Targets, drive_observed, fd_path, read_path, syscall_name,
+};
+
+/// `pwritev2`'s flag for a write at the end of the file.
+const RWF_APPEND: u64 = 0x10;
+
+/// Drives `child` to `goal` as [`super::syscall::drive`] does, logging every
+/// trapped call on the trial's files (and the folder's `fsync`).
+pub fn record(child: &mut Traced, targets: &Targets, goal: Goal) -> Result<(Driven, Log), TraceError> {
+    let mut log = Log::default();
+    let mut observe = |pid: u32, nr: i64, args: [u64; 6], point: Option<&crate::kill::syscall::Point>| {
+        if let Some(effect) = observe(pid, targets, nr, args, point.and_then(|p| p.file)) {
+            log.push(point.cloned(), effect);
+        }
+    };
+    let driven = drive_observed(child, targets, goal, &mut observe as &mut Observer)?;
+    if matches!(driven, Driven::At(_)) {
+        log.killed_at_last();
+    }
+    Ok((driven, log))
+}
+
+/// What a trapped call is about to do, if it touches the trial's files.
+/// `counted` is the file of a kill point (every kill point gets an effect,
+/// an unreadable one included, so that the log numbers them all).
+fn observe(pid: u32, targets: &Targets, nr: i64, a: [u64; 6], counted: Option<FileKind>) -> Option<Effect> {
+    let name = syscall_name(nr)?;
+    match (name, counted) {
+        ("openat", _) => opened(pid, targets, a[1], a[2]),
+        ("open", _) => opened(pid, targets, a[0], a[1]),
+        ("creat", _) => opened(pid, targets, a[0], (libc::O_CREAT | libc::O_TRUNC) as u64),
+        ("fsync" | "fdatasync", None) => fd_path(pid, a[0]).filter(|p| targets.is_dir(p)).map(|_| Effect::SyncDir),
+        (_, None) => None,
+        (_, Some(file)) => Some(counted_effect(pid, targets, name, a, file)),
+    }
+}
+
+/// The effect of a kill point's call on `file`.
+fn counted_effect(pid: u32, targets: &Targets, name: &'static str, a: [u64; 6], file: FileKind) -> Effect {
+    let unread = Effect::Unread { syscall: name };
+    let write = |at: Option<At>, data: Option<Vec<u8>>| match (at, data) {
+        (Some(at), Some(data)) => Effect::Write { file, at, data },
+        _ => unread.clone(),
+    };
+    match name {
+        "write" => write(position(pid, a[0]), read_mem(pid, a[1], a[2])),
+        "pwrite64" => write(Some(At::Offset(a[3])), read_mem(pid, a[1], a[2])),
+        "writev" => write(position(pid, a[0]), read_iov(pid, a[1], a[2])),
+        "pwritev" => write(Some(At::Offset(a[3])), read_iov(pid, a[1], a[2])),
+        "pwritev2" => {
+            let at = match (a[5] & RWF_APPEND != 0, a[3] as i64) {
+                (true, _) => Some(At::End),
+                (false, -1) => position(pid, a[0]),
+                (false, o) => Some(At::Offset(o as u64)),
+            };
+            write(at, read_iov(pid, a[1], a[2]))
+        }
+        "fsync" => Effect::Sync { file, data_only: false },
+        "fdatasync" => Effect::Sync { file, data_only: true },
+        "ftruncate" => Effect::Truncate { file, len: a[1] },
+        "unlink" | "unlinkat" => Effect::Unlink { file },
+        "rename" => renamed(pid, targets, a[0], a[1]),
+        _ => renamed(pid, targets, a[1], a[3]),
+    }
+}
+
+/// An open of one of the trial's files that creates or truncates it.
+fn opened(pid: u32, targets: &Targets, path: u64, flags: u64) -> Option<Effect> {
+    let file = targets.kind(&read_path(pid, path)?)?;
+    let flags = flags as libc::c_int;
+    let (create, truncate) = (flags & libc::O_CREAT != 0, flags & libc::O_TRUNC != 0);
+    (create || truncate).then_some(Effect::Open { file, create, truncate })
+}
+
+fn renamed(pid: u32, targets: &Targets, from: u64, to: u64) -> Effect {
+    let kind = |addr| read_path(pid, addr).and_then(|p| targets.kind(&p));
+    Effect::Rename { from: kind(from), to: kind(to) }
+}
+
+/// Where a plain `write` on `fd` lands: the descriptor's position, or the
+/// end of the file when it was opened with `O_APPEND`.
+fn position(pid: u32, fd: u64) -> Option<At> {
+    let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{}", fd as i32)).ok()?;
+    let field = |name: &str| info.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
+    let flags = u64::from_str_radix(field("flags:")?, 8).ok()?;
+    if flags & libc::O_APPEND as u64 != 0 {
+        return Some(At::End);
+    }
+    field("pos:")?.parse().ok().map(At::Offset)
+}
+
+/// `len` bytes at `addr` in the stopped child's memory.
+fn read_mem(pid: u32, addr: u64, len: u64) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; len as usize];
+    let mut done = 0;
+    while done < buf.len() {
+        let local = libc::iovec { iov_base: buf[done..].as_mut_ptr().cast(), iov_len: buf.len() - done };
+        let remote = libc::iovec { iov_base: (addr + done as u64) as *mut libc::c_void, iov_len: buf.len() - done };
+        // SAFETY: reads into our own buffer, within its length.
+        let n = unsafe { libc::process_vm_readv(pid as i32, &local, 1, &remote, 1, 0) };
+        if n <= 0 {
+            return None;
+        }
+        done += n as usize;
+    }
+    Some(buf)
+}
+
+/// The bytes of an iovec array of `count` entries at `addr`, in order.
+fn read_iov(pid: u32, addr: u64, count: u64) -> Option<Vec<u8>> {
+    const ENTRY: u64 = std::mem::size_of::<libc::iovec>() as u64;
+    let table = read_mem(pid, addr, count * ENTRY)?;
+    let mut data = Vec::new();
+    for entry in table.chunks_exact(ENTRY as usize) {
+        let word = |i: usize| u64::from_ne_bytes(entry[i..i + 8].try_into().expect("8 bytes"));
+        data.extend(read_mem(pid, word(0), word(8))?);
+    }
+    Some(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_childs_memory_and_a_descriptors_position_are_read() {
+        let pid = std::process::id();
+        let bytes = b"hello, tracer".to_vec();
+        assert_eq!(read_mem(pid, bytes.as_ptr() as u64, bytes.len() as u64), Some(bytes.clone()));
+        let (a, b) = (b"ab".to_vec(), b"cde".to_vec());
+        let iov = [
+            libc::iovec { iov_base: a.as_ptr() as *mut _, iov_len: 2 },
+            libc::iovec { iov_base: b.as_ptr() as *mut _, iov_len: 3 },
+        ];
+        assert_eq!(read_iov(pid, iov.as_ptr() as u64, 2), Some(b"abcde".to_vec()));
+        let dir = tempfile::tempdir().unwrap();
+        use std::io::Write;
+        let mut plain = std::fs::File::create(dir.path().join("f")).unwrap();
+        plain.write_all(b"1234").unwrap();
+        let appending = std::fs::OpenOptions::new().append(true).open(dir.path().join("f")).unwrap();
+        use std::os::fd::AsRawFd;
+        assert_eq!(position(pid, plain.as_raw_fd() as u64), Some(At::Offset(4)));
+        assert_eq!(position(pid, appending.as_raw_fd() as u64), Some(At::End));
+    }
+}

@@ -1,0 +1,186 @@
+//! Power-loss sweeps (`--kill power`): the workload's recorded run, and at
+//! each kill point every state a power loss there may leave
+//! ([`crate::crashstate::power`]), each judged with the acks the world had
+//! been given at that point.
+//!
+//! Crash model: a power loss at the entry of kill point N: the disk holds
+//! only what was durable (data as of each file's last sync, names as of the
+//! folder's last sync), or that plus an in-order prefix of what was not; the
+//! ack journal is the process crash's (the world was told). Clause: the
+//! cell's; a fire names its point and the rule that dropped the data, and
+//! keeps the exact state as evidence. Nothing here can be confirmed by a
+//! real kill: the states are the model's, and `docs/DESIGN.md` says what it
+//! keeps, drops and does not model.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+use super::batch::{State, batches, evidence_env, parallel, recover};
+use super::source::Workload;
+use super::sweep::{Swept, preflight};
+use super::verdict::judge_state;
+use super::{Outcome, Trial};
+use crate::crashstate::power::{AtPoint, Model, model};
+use crate::crashstate::{Files, Log};
+use crate::kill::syscall::sweep_points;
+use crate::recovery::Recovered;
+
+/// The trials of a power-loss sweep of `w`: one per kill point, up to the
+/// first at which some power state does not pass.
+pub fn power_sweep(w: &Workload, seed: u64) -> Swept {
+    let filter = match preflight() {
+        Ok(f) => f,
+        Err(outcome) => return Swept::unplanned(Trial::ended(0, outcome)),
+    };
+    let rec = match w.record(filter) {
+        Ok(r) => r,
+        Err(trial) => return Swept::unplanned(*trial),
+    };
+    if !rec.census.audit.honored {
+        let mut t = Trial::ended(0, Outcome::Skip(rec.census.audit.reason.clone()));
+        t.audit = Some(rec.census.audit);
+        return Swept::unplanned(t);
+    }
+    if let Some(why) = &rec.disagrees {
+        let why = format!(
+            "power-loss states need a log of every write, but after the recorded run {why} (the child writes \
+             in a way the tracer does not see, e.g. through mmap)"
+        );
+        return Swept::unplanned(Trial::ended(0, Outcome::Error(why)).with_env(rec.env));
+    }
+    let o = &w.ctx.options;
+    let points = sweep_points(rec.census.points, o.point, o.points, seed);
+    let m = model(rec.log.ran(), &points);
+    let (canon, stores) = distinct(&m);
+    let groups = batches(stores.len(), w.ctx.jobs);
+    let recovered: Vec<Result<Recovered, String>> = parallel(groups.len(), w.ctx.jobs, &|_| false, &|b| {
+        let mine: Vec<&Files> = stores[groups[b].clone()].iter().map(|&i| &m.states[i].files).collect();
+        recover(w, &rec, &mine, &format!("power{b}")).0
+    })
+    .into_iter()
+    .flatten()
+    .collect();
+    if crate::harness::interrupted().is_some() {
+        return Swept::unplanned(Trial::ended(0, Outcome::Interrupted("recovering power-loss states".into())));
+    }
+    let trials = judge_points(w, &rec, &rec.log, &m, &canon, &recovered);
+    Swept { planned: Some(points), trials }
+}
+
+/// The distinct stores among the model's states: for each state, the index
+/// of its store; and each store's first state.
+fn distinct(m: &Model) -> (Vec<usize>, Vec<usize>) {
+    let mut seen: HashMap<u64, Vec<usize>> = HashMap::new();
+    let mut stores: Vec<usize> = Vec::new();
+    let mut canon = Vec::with_capacity(m.states.len());
+    for (i, s) in m.states.iter().enumerate() {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        s.files.store().for_each(|f| f.hash(&mut h));
+        let bucket = seen.entry(h.finish()).or_default();
+        let same = bucket.iter().copied().find(|&j| m.states[stores[j]].files.store().eq(s.files.store()));
+        canon.push(same.unwrap_or_else(|| {
+            stores.push(i);
+            bucket.push(stores.len() - 1);
+            stores.len() - 1
+        }));
+    }
+    (canon, stores)
+}
+
+/// Judges every state of every point, in order; stops at the first point
+/// with a state that does not pass, which keeps that state as evidence.
+fn judge_points(
+    w: &Workload,
+    rec: &super::recorded::Recording,
+    log: &Log,
+    m: &Model,
+    canon: &[usize],
+    recovered: &[Result<Recovered, String>],
+) -> Vec<Trial> {
+    let mut passed: std::collections::HashSet<(usize, usize)> = std::collections::HashSet::new();
+    let mut trials = Vec::new();
+    for at in &m.points {
+        let trial = judge_point(w, rec, log, m, at, canon, recovered, &mut passed);
+        let bad = trial.outcome != Outcome::Pass;
+        trials.push(trial);
+        if bad {
+            break;
+        }
+    }
+    trials
+}
+
+#[allow(clippy::too_many_arguments)]
+fn judge_point(
+    w: &Workload,
+    rec: &super::recorded::Recording,
+    log: &Log,
+    m: &Model,
+    at: &AtPoint,
+    canon: &[usize],
+    recovered: &[Result<Recovered, String>],
+    passed: &mut std::collections::HashSet<(usize, usize)>,
+) -> Trial {
+    let point = log.point(at.point);
+    let index = u32::try_from(at.point).unwrap_or(u32::MAX);
+    let mut last = Trial::new(index);
+    // The state that lost the least first: if it fails, the first operation
+    // it lost is the one whose loss did it, and that is the rule reported.
+    for (k, (id, dropped)) in at.states.iter().rev().enumerate() {
+        let store = canon[*id];
+        if k > 0 && passed.contains(&(store, at.acks.len())) {
+            continue;
+        }
+        let mut t = Trial::new(index);
+        let outcome =
+            judge_state(w.cell, &rec.census, &at.acks, recovered[store].as_ref().map_err(Clone::clone), &mut t);
+        t.kill_point = Some(point.kill_point(index, t.acked));
+        if outcome == Outcome::Pass {
+            passed.insert((store, at.acks.len()));
+            last = t;
+            continue;
+        }
+        let lost = m.dropped(dropped);
+        let rule = lost.first().map_or_else(|| "nothing was lost (the process crash's own state)".into(), |p| p.rule());
+        let more = match lost.len() {
+            0 | 1 => String::new(),
+            n => format!(" (and {} later operations were lost)", n - 1),
+        };
+        let reason = |why: &str| format!("power loss at #{}: {rule}{more}: {why}", at.point);
+        let outcome = match outcome {
+            Outcome::Fire(why) => Outcome::Fire(reason(&why)),
+            Outcome::Error(why) => Outcome::Error(reason(&why)),
+            other => other,
+        };
+        t.details.extend(lost.iter().map(|p| format!("not durable: {}", p.rule())));
+        let state = State {
+            point: point.clone(),
+            acks: at.acks.clone(),
+            files: m.states[*id].files.clone(),
+            version: 0,
+            rule: Some(rule.clone()),
+        };
+        let text = power_note(at.point, lost.iter().map(|p| p.rule()).collect());
+        t.env = evidence_env(w, &state, &format!("p{}-power", at.point), "power-loss.txt", &text);
+        if let Some(env) = &t.env {
+            // The passes' copies and outputs beside the state, as for a killed trial.
+            let _ = crate::recovery::recover(&w.ctx.child, w.ctx.deadline, env);
+        }
+        return t.conclude(outcome);
+    }
+    last.details.push(format!("{} power-loss states checked at this point", at.states.len()));
+    last.kill_point.get_or_insert_with(|| point.kill_point(index, 0));
+    last
+}
+
+/// The evidence's note: the point and every operation the power loss undid.
+fn power_note(point: u64, rules: Vec<String>) -> String {
+    let mut text = format!("a power loss at kill point #{point}; the ack journal is the process crash's\n");
+    if rules.is_empty() {
+        text.push_str("nothing was lost: this is the process crash's own state\n");
+    }
+    for r in rules {
+        text.push_str(&format!("lost: {r}\n"));
+    }
+    text
+}

@@ -1,0 +1,235 @@
+//! Recorded crash states: a state rebuilt from the log is the state a real
+//! kill at that point leaves, byte for byte (the reference store made
+//! deterministic by its test-only flag); `dump` recovers several databases
+//! in one process in both stores; a recorded fire is confirmed by a real
+//! kill; power-loss states fire where SQLite's documentation says data can
+//! be lost, and pass where it says it is kept.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crashcells::crashstate::{Files, Names};
+use crashcells::harness::{ChildCommand, TraceError, Traced};
+use crashcells::kill::record::record;
+use crashcells::kill::syscall::{Driven, FileKind, Goal, Targets, drive, filter};
+use serde_json::Value;
+
+use crate::common::{bin, run_json, scratch};
+
+fn reference() -> ChildCommand {
+    ChildCommand { program: env!("CARGO_BIN_EXE_crashcells").into(), prefix: vec!["child".into()] }
+}
+
+/// A trial-like folder with a config home asking for `mode`.
+fn folder(root: &Path, name: &str, mode: &str) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(dir.join("home")).unwrap();
+    std::fs::write(dir.join("home/config.toml"), format!("[database]\njournal_mode = \"{mode}\"\n")).unwrap();
+    dir.canonicalize().unwrap()
+}
+
+/// The deterministic reference child appending twice in `dir`, traced.
+fn traced(dir: &Path) -> Result<Traced, TraceError> {
+    let args = ["append", "--db", "store.db", "--acks", "acks.ndjson", "--stop-after", "2"];
+    let args: Vec<std::ffi::OsString> = args.iter().map(|a| (*a).into()).collect();
+    let mut cmd = reference().command(&args, &dir.join("home"));
+    cmd.current_dir(dir).env(crashcells_child::DETERMINISTIC_ENV, "1");
+    Traced::spawn(cmd, None, filter().unwrap(), Duration::from_secs(20))
+}
+
+fn targets(dir: &Path) -> Targets {
+    Targets::new(&dir.join("store.db"), &dir.join("acks.ndjson"))
+}
+
+/// The ack journal without the ready record's pid, which differs per run.
+fn without_pid(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    regex::Regex::new(r#""pid":\d+"#).unwrap().replace(&text, r#""pid":0"#).into_owned()
+}
+
+/// Compares a rebuilt state with the files a real run left in `dir`.
+fn same_as_disk(state: &Files, dir: &Path, n: u64) {
+    let names = Names::new(&dir.join("store.db"), &dir.join("acks.ndjson"));
+    for kind in [FileKind::Database, FileKind::Journal, FileKind::Wal] {
+        let disk = std::fs::read(dir.join(names.of(kind))).ok();
+        assert_eq!(state.get(kind), disk.as_deref(), "point {n}: the {} differs", kind.as_str());
+    }
+    let disk = std::fs::read(dir.join("acks.ndjson")).unwrap_or_default();
+    assert_eq!(without_pid(state.get(FileKind::Acks).unwrap_or_default()), without_pid(&disk), "point {n}: acks");
+}
+
+fn equivalence_at_every_point(mode: &str) {
+    let root = scratch();
+    let rec = folder(root.path(), "recorded", mode);
+    let mut child = match traced(&rec) {
+        Err(TraceError::NotPermitted(why)) => return eprintln!("ptrace is refused here; skipping: {why}"),
+        other => other.unwrap(),
+    };
+    let (driven, log) = record(&mut child, &targets(&rec), Goal::ToEnd).unwrap();
+    assert!(matches!(driven, Driven::Exited { .. }), "{driven:?}");
+    drop(child);
+    assert!(log.total() > 20, "a workload of two appends has its points: {}", log.total());
+    for n in 1..=log.total() {
+        let dir = folder(root.path(), &format!("p{n}"), mode);
+        let mut real = traced(&dir).unwrap();
+        let at = drive(&mut real, &targets(&dir), Goal::KillAt(n)).unwrap();
+        // The same call at the same place; an ack's length may differ by the
+        // ready record's pid, the one thing two runs cannot share.
+        let want = log.point(n);
+        let same = |p: &crashcells::kill::syscall::Point| {
+            (p.ordinal, p.syscall, p.file, p.offset) == (want.ordinal, want.syscall, want.file, want.offset)
+                && (p.file == Some(FileKind::Acks) || p.len == want.len)
+        };
+        assert!(matches!(at, Driven::At(ref p) if same(p)), "point {n}: {at:?} (recorded: {want:?})");
+        assert!(real.kill_and_reap().exit.is_sigkill());
+        same_as_disk(&Files::after(log.before(n)), &dir, n);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    same_as_disk(&Files::after(log.ran()), &rec, log.total() + 1);
+}
+
+#[test]
+fn a_recorded_state_is_the_state_a_real_kill_leaves_at_every_point_in_delete() {
+    equivalence_at_every_point("delete");
+}
+
+#[test]
+fn a_recorded_state_is_the_state_a_real_kill_leaves_at_every_point_in_wal() {
+    equivalence_at_every_point("wal");
+}
+
+/// Two stores of two and three appends, each dumped alone and then both in
+/// one batch: the batch prints each one's line, in order.
+fn batch_dump_matches_single_dumps(child: &[&str]) {
+    let root = scratch();
+    let home = folder(root.path(), "h", "delete").join("home");
+    let run = |args: &[&str]| {
+        let out = Command::new(child[0]).args(&child[1..]).args(args).env("CRASHCELLS_HOME", &home).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let (a, b) = (root.path().join("a.db"), root.path().join("b.db"));
+    for (db, n) in [(&a, "2"), (&b, "3")] {
+        let acks = db.with_extension("acks");
+        run(&["append", "--db", db.to_str().unwrap(), "--acks", acks.to_str().unwrap(), "--stop-after", n]);
+    }
+    let single = |db: &Path| run(&["dump", "--db", db.to_str().unwrap()]);
+    let (one, two) = (single(&a), single(&b));
+    assert_ne!(one, two);
+    let both = run(&["dump", "--db", a.to_str().unwrap(), "--db", b.to_str().unwrap()]);
+    assert_eq!(both, format!("{one}{two}"));
+    let missing = Command::new(child[0])
+        .args(&child[1..])
+        .args(["dump", "--db", a.to_str().unwrap(), "--db", "nowhere.db"])
+        .env("CRASHCELLS_HOME", &home)
+        .output()
+        .unwrap();
+    assert!(!missing.status.success() && missing.stdout.is_empty(), "a batch with a missing file prints nothing");
+}
+
+#[test]
+fn the_reference_store_dumps_several_databases_in_one_process() {
+    batch_dump_matches_single_dumps(&[env!("CARGO_BIN_EXE_crashcells"), "child"]);
+}
+
+#[test]
+fn the_python_store_dumps_several_databases_in_one_process() {
+    let store = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/python-store/store.py");
+    if Command::new("python3").arg("--version").output().is_err() {
+        return eprintln!("no python3 here; skipping");
+    }
+    batch_dump_matches_single_dumps(&["python3", store]);
+}
+
+/// The results of a run (with the folder that holds its evidence), or none
+/// where ptrace is refused.
+fn sweep(args: &[&str]) -> Option<(i32, Vec<Value>, tempfile::TempDir)> {
+    let dir = scratch();
+    let (code, report) = run_json(args, dir.path());
+    let rs = report["results"].as_array().unwrap().clone();
+    if rs.iter().all(|r| r["reason"].as_str().unwrap_or("").contains("unavailable")) {
+        eprintln!("ptrace is refused here; skipping");
+        return None;
+    }
+    Some((code, rs, dir))
+}
+
+#[test]
+fn a_recorded_fire_is_confirmed_by_a_real_kill_and_its_repro_is_that_kill() {
+    let args = ["run", "--cell", "1", "--leg", "delete", "--kill", "syscall", "--mutant", "ack-before-commit"];
+    let Some((code, rs, _dir)) = sweep(&[&args[..], &["--seed", "41"]].concat()) else { return };
+    assert_eq!(code, 1, "{rs:#?}");
+    let r = &rs[0];
+    let n = r["kill_points"].as_array().unwrap().last().unwrap()["ordinal"].as_u64().unwrap();
+    let details: Vec<&str> = r["details"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
+    assert!(details.contains(&format!("confirmed by a real kill at point {n}").as_str()), "{r:#}");
+    assert!(r["repro"].as_str().unwrap().contains(&format!("--point {n}")), "{r:#}");
+    assert!(!r["repro"].as_str().unwrap().contains("--replay"), "a repro point is a real kill already: {r:#}");
+}
+
+#[test]
+fn replay_off_re_executes_and_says_so_in_the_repro() {
+    let args = ["run", "--cell", "3", "--leg", "delete", "--kill", "syscall", "--replay", "off", "--points", "3"];
+    let Some((code, rs, _dir)) = sweep(&[&args[..], &["--seed", "42"]].concat()) else { return };
+    assert_eq!(code, 0, "{rs:#?}");
+    assert_eq!(rs[0]["trials"], 3, "{:#}", rs[0]);
+    assert!(rs[0]["repro"].as_str().unwrap().contains("--replay off"), "{:#}", rs[0]);
+}
+
+#[test]
+fn power_loss_loses_acked_appends_with_synchronous_off_and_keeps_them_in_wal_full() {
+    let base = ["run", "--kill", "power", "--cell", "1", "--matrix", "audit", "--seed", "43"];
+    let Some((code, rs, _dir)) = sweep(&[&base[..], &["--leg", "wal-sync-off"]].concat()) else { return };
+    assert_eq!(code, 1, "{rs:#?}");
+    let r = &rs[0];
+    assert_eq!((r["verdict"].as_str(), r["kill"].as_str()), (Some("fire"), Some("power")), "{r:#}");
+    let reason = r["reason"].as_str().unwrap();
+    assert!(reason.contains("power loss at #") && reason.contains("was never made durable by"), "{reason}");
+    let evidence = Path::new(r["evidence"].as_str().expect("a power fire keeps its state"));
+    assert!(evidence.join("power-loss.txt").is_file() && evidence.join("acks.ndjson").is_file(), "{r:#}");
+    assert!(r["repro"].as_str().unwrap().contains("--kill power --seed 43 --point"), "{r:#}");
+    // pragma.html: with synchronous=FULL in WAL mode every commit is synced.
+    let (code, rs, _dir) = sweep(&[&base[..], &["--leg", "wal-sync-full"]].concat()).unwrap();
+    assert_eq!(code, 0, "{rs:#?}");
+    assert_eq!(rs[0]["verdict"], "pass", "{:#}", rs[0]);
+}
+
+#[test]
+fn power_is_opt_in_and_not_part_of_kill_all() {
+    let dir = scratch();
+    let out = bin().args(["run", "--help"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("power"));
+    let (_, report) = run_json(&["run", "--cell", "1", "--leg", "delete", "--points", "1", "--seed", "44"], dir.path());
+    let kills: Vec<_> = report["results"].as_array().unwrap().iter().map(|r| r["kill"].clone()).collect();
+    assert_eq!(kills, ["timed", "syscall"]);
+}
+
+/// The audit's crash columns on one leg: WAL with synchronous=NORMAL keeps
+/// every acked commit across a process crash but not across a power loss
+/// (pragma.html: "A transaction committed in WAL mode with
+/// synchronous=NORMAL might roll back following a power loss").
+#[test]
+fn the_audit_says_a_leg_keeps_acked_commits_under_a_process_crash_but_loses_them_to_a_power_loss() {
+    let dir = scratch();
+    let matrix = dir.path().join("m.toml");
+    let legs = "[[legs]]\nname = \"wal-normal\"\njournal_mode = \"wal\"\nsynchronous = \"normal\"\n";
+    std::fs::write(&matrix, format!("name = \"m\"\ndescription = \"one leg\"\n{legs}")).unwrap();
+    let out = bin()
+        .args(["audit", "--format", "json", "--matrix"])
+        .arg(&matrix)
+        .arg("--workdir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = &report["rows"][0];
+    if row["process_crash"]["reason"].as_str().unwrap_or("").contains("unavailable") {
+        return eprintln!("ptrace is refused here; skipping");
+    }
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    assert_eq!(row["process_crash"]["keeps"], true, "{row:#}");
+    assert_eq!(row["power_loss"]["keeps"], false, "{row:#}");
+    let reason = row["power_loss"]["reason"].as_str().unwrap();
+    assert!(reason.contains("was never made durable by an fsync of the wal"), "{reason}");
+}
