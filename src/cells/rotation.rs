@@ -85,25 +85,23 @@ mod tests {
 
     fn session(id: &str, parent: Option<&str>, compressed: bool) -> DumpSession {
         DumpSession {
-            id: id.into(),
             parent_session_id: parent.map(Into::into),
             ended: compressed,
             end_reason: compressed.then(|| "compression".into()),
-            message_count: 1,
-            handoff_state: None,
+            ..DumpSession::new(id, 1)
         }
     }
 
     fn handoff(child: &str) -> DumpMessage {
-        DumpMessage { session_id: child.into(), role: "system".into(), content: "continued".into() }
+        DumpMessage::new(child, "system", "continued")
     }
 
     fn ack(i: u64) -> Ack {
-        Ack { op: "rotate".into(), i, parent: Some(format!("p{i}")), child: Some(format!("c{i}")) }
+        Ack::rotate(i, &format!("p{i}"), &format!("c{i}"))
     }
 
     fn dump(sessions: Vec<DumpSession>, messages: Vec<DumpMessage>) -> Dump {
-        Dump { protocol: 1, integrity: "ok".into(), sessions, messages }
+        Dump { sessions, messages, ..Dump::empty(1, "ok".into()) }
     }
 
     #[test]
