@@ -11,11 +11,18 @@
 //! same crash state as the first, not the first's result, and the trial's own
 //! database, `-wal` and `-journal` stay as the kill left them: that is the
 //! evidence a fire keeps.
+//!
+//! A cell whose store finishes work on restart (cell 5's `catch-up`) names
+//! a recovery step: each pass copies the transport too, runs the step to
+//! its end on its copies, then dumps. The step is recovery as much as the
+//! dump is, so its result (the transport after it) must be deterministic
+//! too, and the judge reads the first pass's.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crashcells_protocol::{Dump, Op, OpArgs};
+use crashcells_protocol::transport::{self, TransportError};
+use crashcells_protocol::{Delivery, Dump, Op, OpArgs};
 
 use crate::audit::sibling;
 use crate::harness::{ChildCommand, Exit, run_to_end};
@@ -36,6 +43,14 @@ pub enum RecoveryError {
     Read { pass: u32, source: std::io::Error },
     #[error("recovery pass 1 printed no dump: {0}")]
     NotADump(serde_json::Error),
+    #[error("copying the transport for recovery pass {pass}: {source}")]
+    CopyTransport { pass: u32, source: std::io::Error },
+    #[error("recovery pass {pass}: the recovery step `{op}` failed ({exit}): {stderr_tail}")]
+    StepFailed { pass: u32, op: Op, exit: Exit, stderr_tail: String },
+    #[error("recovery pass {pass}: the recovery step `{op}` did not finish within {deadline:?}")]
+    StepDeadline { pass: u32, op: Op, deadline: Duration },
+    #[error("recovery pass 1: {0}")]
+    Transport(TransportError),
 }
 
 /// The recovered state of a trial's store, read twice.
@@ -44,6 +59,15 @@ pub struct Recovered {
     pub dump: Dump,
     /// Why the two passes disagree, if they do.
     pub nondeterministic: Option<String>,
+    /// The transport's deliveries after pass 1's recovery step; none
+    /// without a step.
+    pub deliveries: Vec<Delivery>,
+}
+
+/// What one pass left: `dump`'s text, and the transport after the step.
+struct Pass {
+    dump: String,
+    transport: Vec<u8>,
 }
 
 /// The files of a database: the file itself and every journal beside it.
@@ -80,17 +104,76 @@ fn pass(child: &ChildCommand, deadline: Duration, env: &TrialEnv, db: &Path, n: 
     }
 }
 
+/// Runs the recovery step, if the trial has one, on the copy `db` and a
+/// copy of the transport made at `transport`: its end, as `Err`, if it
+/// did not succeed.
+fn step(
+    child: &ChildCommand,
+    deadline: Duration,
+    env: &TrialEnv,
+    (db, transport): (&Path, &Path),
+    n: u32,
+) -> Result<(), RecoveryError> {
+    let Some(step) = &env.recovery_step else { return Ok(()) };
+    if env.transport.exists() {
+        std::fs::copy(&env.transport, transport).map_err(|source| RecoveryError::CopyTransport { pass: n, source })?;
+    }
+    let op = step.op();
+    let args = step.clone().db(db).transport(transport).to_args();
+    let (stdout, stderr) = (env.path(&format!("{op}-{n}.stdout")), env.path(&format!("{op}-{n}.stderr")));
+    let (exit, stderr_tail) = run_to_end(child.command(&args, &env.home), &stdout, &stderr, deadline)
+        .map_err(|source| RecoveryError::Start { pass: n, source })?;
+    match exit {
+        Some(Exit::Code(0)) => Ok(()),
+        Some(exit) => Err(RecoveryError::StepFailed { pass: n, op, exit, stderr_tail }),
+        None => Err(RecoveryError::StepDeadline { pass: n, op, deadline }),
+    }
+}
+
+/// One whole pass on its own copy of the crash state: the recovery step,
+/// then `dump`. A step that failed on a store whose dump shows it damaged
+/// is not the harness's error: the damage is the finding.
+fn full_pass(child: &ChildCommand, deadline: Duration, env: &TrialEnv, n: u32) -> Result<Pass, RecoveryError> {
+    let dir = env.path(&format!("recovery-{n}"));
+    let db = copy_db(&env.db, &dir).map_err(|source| RecoveryError::Copy { pass: n, source })?;
+    let transport = dir.join("transport.ndjson");
+    let stepped = step(child, deadline, env, (&db, &transport), n);
+    let dump = pass(child, deadline, env, &db, n)?;
+    if let Err(e) = stepped {
+        let damaged = serde_json::from_str::<Dump>(dump.trim()).is_ok_and(|d| d.integrity != "ok");
+        if !damaged {
+            return Err(e);
+        }
+    }
+    let transport = std::fs::read(&transport).unwrap_or_default();
+    Ok(Pass { dump, transport })
+}
+
 /// Runs two recovery passes and parses the first. An `Err` is a harness
 /// error (a pass that could not run or printed something that is not a dump).
 pub fn recover(child: &ChildCommand, deadline: Duration, env: &TrialEnv) -> Result<Recovered, RecoveryError> {
-    let copy = |pass: u32| {
-        copy_db(&env.db, &env.path(&format!("recovery-{pass}"))).map_err(|source| RecoveryError::Copy { pass, source })
+    let first = full_pass(child, deadline, env, 1)?;
+    let second = full_pass(child, deadline, env, 2)?;
+    let dump: Dump = serde_json::from_str(first.dump.trim()).map_err(RecoveryError::NotADump)?;
+    let deliveries = transport::parse(&first.transport).map_err(RecoveryError::Transport)?;
+    let nondeterministic = if first.dump != second.dump {
+        Some(first_difference(&first.dump, &second.dump))
+    } else if first.transport != second.transport {
+        let (a, b) = (String::from_utf8_lossy(&first.transport), String::from_utf8_lossy(&second.transport));
+        Some(format!(
+            "recovery is not deterministic: the transports after the two passes' {} differ {}",
+            op_of(env),
+            where_differ(&a, &b)
+        ))
+    } else {
+        None
     };
-    let first = pass(child, deadline, env, &copy(1)?, 1)?;
-    let second = pass(child, deadline, env, &copy(2)?, 2)?;
-    let dump: Dump = serde_json::from_str(first.trim()).map_err(RecoveryError::NotADump)?;
-    let nondeterministic = (first != second).then(|| first_difference(&first, &second));
-    Ok(Recovered { dump, nondeterministic })
+    Ok(Recovered { dump, nondeterministic, deliveries })
+}
+
+/// The recovery step's name, for a message.
+fn op_of(env: &TrialEnv) -> String {
+    env.recovery_step.as_ref().map_or_else(|| "recovery".into(), |s| format!("`{}`", s.op()))
 }
 
 fn first_difference(a: &str, b: &str) -> String {

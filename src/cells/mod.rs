@@ -13,7 +13,7 @@ pub mod consume;
 pub mod prefix;
 pub mod rotation;
 
-use crashcells_protocol::{Ack, Dump, Op};
+use crashcells_protocol::{Ack, Delivery, Dump, Op};
 
 use crate::catalog::Params;
 
@@ -51,8 +51,11 @@ pub trait Cell: Sync {
 pub enum Shape {
     /// One child runs `op` until it is killed: a timed kill once `window`
     /// acks are reached (plus a seeded extra), and a syscall sweep over the
-    /// kill points of its first `sweep_acks` operations.
-    Workload { op: Op, window: u64, sweep_acks: u64 },
+    /// kill points of its first `sweep_acks` operations. With a `recovery`
+    /// step, each recovery pass runs it to its end on its own copy of the
+    /// crash state (the database and the transport) before `dump`: what the
+    /// store does on restart (cell 5's `catch-up`).
+    Workload { op: Op, window: u64, sweep_acks: u64, recovery: Option<Op> },
     /// `park`, then `racers` claimants released together by a barrier; under
     /// syscall kills, racer r0 is killed at each of its points.
     Race { racers: u32 },
@@ -63,7 +66,9 @@ impl Shape {
     /// cannot be probed by the cell, which is then skipped.
     pub fn operations(&self) -> Vec<Op> {
         match *self {
-            Shape::Workload { op, .. } => vec![op, Op::Dump],
+            Shape::Workload { op, recovery, .. } => {
+                [Some(op), recovery, Some(Op::Dump)].into_iter().flatten().collect()
+            }
             Shape::Race { .. } => vec![Op::Park, Op::Claim, Op::Dump],
         }
     }
@@ -92,6 +97,11 @@ pub struct Process {
 pub struct Seen<'a> {
     pub processes: &'a [Process],
     pub dump: &'a Dump,
+    /// The workload's `--seed` (an operation that takes one), else 0.
+    pub seed: u64,
+    /// What the transport holds after recovery: every delivery the
+    /// provider accepted, in order (empty for a child that sends nothing).
+    pub deliveries: &'a [Delivery],
 }
 
 impl Seen<'_> {
@@ -128,6 +138,14 @@ mod tests {
                 (5, "outbox-exactly-once", Status::Stub),
             ]
         );
+    }
+
+    #[test]
+    fn a_recovery_step_is_an_operation_the_child_must_implement() {
+        let shape = Shape::Workload { op: Op::Deliver, window: 1, sweep_acks: 1, recovery: Some(Op::CatchUp) };
+        assert_eq!(shape.operations(), [Op::Deliver, Op::CatchUp, Op::Dump]);
+        let plain = Shape::Workload { op: Op::Fork, window: 1, sweep_acks: 1, recovery: None };
+        assert_eq!(plain.operations(), [Op::Fork, Op::Dump]);
     }
 
     #[test]

@@ -22,7 +22,12 @@ pub struct PrefixDurability;
 
 impl Cell for PrefixDurability {
     fn shape(&self, params: &Params) -> Shape {
-        Shape::Workload { op: Op::Append, window: params.window.unwrap_or(WINDOW), sweep_acks: SWEEP_ACKS }
+        Shape::Workload {
+            op: Op::Append,
+            window: params.window.unwrap_or(WINDOW),
+            sweep_acks: SWEEP_ACKS,
+            recovery: None,
+        }
     }
 
     fn check(&self, seen: &Seen) -> Violations {

@@ -25,7 +25,12 @@ pub struct RotationAtomicity;
 
 impl Cell for RotationAtomicity {
     fn shape(&self, params: &Params) -> Shape {
-        Shape::Workload { op: Op::Rotate, window: params.window.unwrap_or(WINDOW), sweep_acks: SWEEP_ACKS }
+        Shape::Workload {
+            op: Op::Rotate,
+            window: params.window.unwrap_or(WINDOW),
+            sweep_acks: SWEEP_ACKS,
+            recovery: None,
+        }
     }
 
     fn check(&self, seen: &Seen) -> Violations {

@@ -18,7 +18,7 @@ use crate::audit::audit_leg;
 use crate::cells::{Cell, End};
 use crate::harness::{Running, Traced};
 use crate::journal;
-use crate::kill::syscall::{Driven, Goal, Targets, drive};
+use crate::kill::syscall::{Driven, FileKind, Goal, Targets, drive};
 use crate::kill::timed::{WaitError, phase_delay, timed_target, wait_for_acks};
 use crate::matrix::Leg;
 use crate::plan::Job;
@@ -33,6 +33,8 @@ pub struct Workload<'a> {
     pub op: Op,
     /// A sweep covers the kill points of this many operations after setup.
     pub sweep_acks: u64,
+    /// The step each recovery pass runs before `dump`, if any.
+    pub recovery: Option<Op>,
 }
 
 impl Sweepable for Workload<'_> {
@@ -46,22 +48,35 @@ impl Sweepable for Workload<'_> {
 }
 
 impl Workload<'_> {
-    /// A private folder for trial `label`.
-    fn env(&self, label: &str) -> Result<TrialEnv, Outcome> {
+    /// A private folder for trial `label`, whose workload is seeded with
+    /// the seed derived from `parts` (every trial of a sweep runs the same
+    /// workload as its census, so a kill point means the same call in each).
+    fn env(&self, label: &str, parts: &[&str]) -> Result<TrialEnv, Outcome> {
         let label = format!("{}-{}-{label}", self.job.cell.id, self.leg.name);
-        TrialEnv::new(&self.ctx.work_root, self.leg, &label).map_err(|e| Outcome::Error(format!("trial folder: {e}")))
+        let mut env = TrialEnv::new(&self.ctx.work_root, self.leg, &label)
+            .map_err(|e| Outcome::Error(format!("trial folder: {e}")))?;
+        env.seed = crate::seed::derive(self.job.seed, &[parts, &["workload"]].concat());
+        env.recovery_step = self.recovery.map(|op| OpArgs::new(op).mutant(self.ctx.mutant()));
+        Ok(env)
     }
 
-    /// The child's command for the workload in `env`.
+    /// The child's command for the workload in `env`, with the flags its
+    /// operation takes.
     fn command(&self, env: &TrialEnv) -> std::process::Command {
-        let args = OpArgs::new(self.op).db(&env.db).acks(&env.acks).mutant(self.ctx.mutant());
+        let mut args = OpArgs::new(self.op).db(&env.db).acks(&env.acks).mutant(self.ctx.mutant());
+        if self.op.seeded() {
+            args = args.seed(env.seed);
+        }
+        if self.op.uses_transport() {
+            args = args.transport(&env.transport);
+        }
         self.ctx.child.command(&args.to_args(), &env.home)
     }
 
     /// Trial `index` of a timed result: kill once the seeded target of acks
     /// is reached, then judge.
     pub fn timed(&self, window: u64, index: u32) -> Trial {
-        let env = match self.env(&format!("t{index}")) {
+        let env = match self.env(&format!("t{index}"), &[&index.to_string()]) {
             Ok(env) => env,
             Err(outcome) => return Trial::ended(index, outcome),
         };
@@ -112,7 +127,7 @@ impl Workload<'_> {
                 None => t,
             })
         };
-        let env = self.env("census").map_err(|o| fail(None, o))?;
+        let env = self.env("census", &[]).map_err(|o| fail(None, o))?;
         let total = match self.traced_to(&env, filter, Goal::Census { acks: self.sweep_acks }) {
             Ok(point) => point.ordinal.unwrap_or(0),
             Err(o) => return Err(fail(Some(env), census_outcome(o))),
@@ -128,7 +143,7 @@ impl Workload<'_> {
     /// One trial of a sweep: kill at point `n`, then judge like any killed trial.
     fn kill_at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
         let index = u32::try_from(n).unwrap_or(u32::MAX);
-        let env = match self.env(&format!("p{n}")) {
+        let env = match self.env(&format!("p{n}"), &[]) {
             Ok(env) => env,
             Err(outcome) => return Trial::ended(index, outcome),
         };
@@ -154,7 +169,8 @@ impl Workload<'_> {
     fn traced_to(&self, env: &TrialEnv, filter: Filter, goal: Goal) -> Result<KillPoint, Outcome> {
         let mut child = Traced::spawn(self.command(env), Some(&env.stderr), filter, self.ctx.deadline)
             .map_err(|e| trace_outcome(e, self.ctx))?;
-        let point = match drive(&mut child, &Targets::new(&env.db, &env.acks), goal) {
+        let targets = Targets::new(&env.db, &env.acks).with(&env.transport, FileKind::Transport);
+        let point = match drive(&mut child, &targets, goal) {
             Ok(Driven::At(p)) => p,
             Ok(Driven::Exited { exit, counted }) => {
                 let at = match goal {

@@ -61,7 +61,7 @@ pub fn conclude(
         return Outcome::Skip(reason);
     }
     match crate::recovery::recover(&ctx.child, ctx.deadline, env) {
-        Ok(recovered) => judge(cell, &processes, &recovered, trial),
+        Ok(recovered) => judge(cell, &processes, &recovered, env.seed, trial),
         Err(e) => Outcome::Error(e.to_string()),
     }
 }
@@ -96,9 +96,9 @@ fn prefixed(processes: usize, name: &str, message: &str) -> String {
 /// Determinism, integrity, then the cell's own check. The first finding is
 /// the reason; any others are kept in the details, so that a reader sees
 /// every one of them.
-fn judge(cell: &dyn Cell, processes: &[Process], recovered: &Recovered, trial: &mut Trial) -> Outcome {
+fn judge(cell: &dyn Cell, processes: &[Process], recovered: &Recovered, seed: u64, trial: &mut Trial) -> Outcome {
     let dump = &recovered.dump;
-    let v = cell.check(&Seen { processes, dump });
+    let v = cell.check(&Seen { processes, dump, seed, deliveries: &recovered.deliveries });
     trial.details.extend(v.details);
     trial.integrity = Some(dump.integrity.clone());
     let mut found = v.found;
