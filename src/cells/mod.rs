@@ -10,6 +10,8 @@
 //! cell").
 
 pub mod consume;
+pub mod fork;
+pub mod outbox;
 pub mod prefix;
 pub mod rotation;
 
@@ -23,6 +25,8 @@ pub static CELLS: &[(&str, &dyn Cell)] = &[
     ("prefix-durability", &prefix::PrefixDurability),
     ("consume-once", &consume::ConsumeOnce),
     ("rotation-atomicity", &rotation::RotationAtomicity),
+    ("fork-determinism", &fork::ForkDeterminism),
+    ("outbox-exactly-once", &outbox::OutboxExactlyOnce),
 ];
 
 /// The probe of the cell with catalog id `id`, if this driver has one.
@@ -134,8 +138,8 @@ mod tests {
                 (1, "prefix-durability", Status::Live),
                 (2, "consume-once", Status::Live),
                 (3, "rotation-atomicity", Status::Live),
-                (4, "fork-determinism", Status::Stub),
-                (5, "outbox-exactly-once", Status::Stub),
+                (4, "fork-determinism", Status::Live),
+                (5, "outbox-exactly-once", Status::Live),
             ]
         );
     }
