@@ -16,6 +16,7 @@
 
 mod claim;
 mod clauses;
+mod effects;
 mod sampling;
 
 use std::path::Path;
@@ -95,6 +96,7 @@ pub fn check(child: &ChildCommand, work: &Path, deadline: Duration) -> CheckRepo
         c.rotate();
         c.claim();
         c.config_home(ready);
+        effects::check(&mut c, ready);
     }
     let conforming = ready.is_some() && c.findings.iter().all(|f| f.ok);
     CheckReport {
