@@ -29,7 +29,9 @@ fn python_sqlite() -> String {
 #[test]
 fn python_store_passes_the_default_gate_or_skips_with_reasons() {
     let dir = scratch();
-    let (code, report) = run_json(&["run", "--child", &python(STORE), "--seed", "21"], dir.path());
+    // Cells 4 and 5 have a test of their own, with fewer kill points.
+    let args = ["run", "--child", &python(STORE), "--cell", "1", "--cell", "2", "--cell", "3", "--seed", "21"];
+    let (code, report) = run_json(&args, dir.path());
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(report["sqlite_version"], python_sqlite(), "the report names the child's SQLite");
     for id in ["prefix-durability", "consume-once", "rotation-atomicity"] {
@@ -83,6 +85,54 @@ fn python_mutants_fire() {
         assert!(fired["reason"].as_str().unwrap().contains(needle), "{mutant}: {fired:#}");
         assert!(fired["repro"].as_str().unwrap().contains("--child"), "{fired:#}");
     }
+}
+
+#[test]
+fn python_store_passes_fork_determinism_and_outbox_exactly_once() {
+    let dir = scratch();
+    let args = ["run", "--child", &python(STORE), "--cell", "4", "--cell", "5", "--leg", "default"];
+    let (code, report) =
+        run_json(&[&args[..], &["--trials", "1", "--points", "6", "--seed", "25"]].concat(), dir.path());
+    assert_eq!(code, 0, "{report:#}");
+    for id in ["fork-determinism", "outbox-exactly-once"] {
+        let rs = results(&report, id);
+        assert_eq!(rs.len(), 2, "timed and syscall: {report:#}");
+        for r in rs {
+            let refused = r["verdict"] == "skip" && r["reason"].as_str().unwrap().contains("unavailable");
+            assert!(r["verdict"] == "pass" || refused, "{r:#}");
+        }
+    }
+}
+
+#[test]
+fn a_version_1_child_skips_the_cells_whose_operations_it_lacks() {
+    let dir = scratch();
+    let args = ["run", "--child", &python("tests/adapters/tiny.py"), "--cell", "4", "--cell", "5", "--leg", "default"];
+    let (code, report) =
+        run_json(&[&args[..], &["--trials", "1", "--points", "1", "--seed", "26"]].concat(), dir.path());
+    assert_eq!(code, 3, "nothing ran: {report:#}");
+    for (id, op) in [("fork-determinism", "fork"), ("outbox-exactly-once", "deliver")] {
+        let rs = results(&report, id);
+        assert_eq!(rs.len(), 2, "{report:#}");
+        for r in rs {
+            assert_eq!(r["verdict"], "skip", "{r:#}");
+            assert_eq!(r["reason"], format!("the child does not implement `{op}`"), "{r:#}");
+        }
+    }
+}
+
+#[test]
+fn child_check_checks_the_optional_operations_only_of_a_child_that_lists_them() {
+    let optional = ["fork", "fork-state", "deliver", "deliver-state", "catch-up-arrived", "catch-up-missing"];
+    let names = |report: &Value| -> Vec<String> {
+        report["checks"].as_array().unwrap().iter().map(|c| c["check"].as_str().unwrap().to_string()).collect()
+    };
+    let (_, report) = child_check(&python(STORE));
+    let checked = names(&report);
+    assert!(optional.iter().all(|o| checked.contains(&o.to_string())), "{checked:?}");
+    let (_, report) = child_check(&python("tests/adapters/tiny.py"));
+    let checked = names(&report);
+    assert!(optional.iter().all(|o| !checked.contains(&o.to_string())), "{checked:?}");
 }
 
 /// `child-check --format json` of `child`: exit code and report.
