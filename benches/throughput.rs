@@ -53,7 +53,7 @@ fn store(dir: &Path, leg: Option<JournalMode>, n: u64, with_acks: bool) -> Durat
     for i in 0..n {
         s.append("main", "user", &format!("m{i}"), &mut || ()).unwrap();
         if with_acks {
-            acks.record(&Record::Ack(Ack { op: "append".into(), i, parent: None, child: None })).unwrap();
+            acks.record(&Record::Ack(Ack::of("append", i))).unwrap();
         }
     }
     start.elapsed()

@@ -119,7 +119,7 @@ impl Catalog {
         Self::from_files(files.into_iter())
     }
 
-    fn from_files(files: impl Iterator<Item = (String, String)>) -> Result<Catalog> {
+    pub(crate) fn from_files(files: impl Iterator<Item = (String, String)>) -> Result<Catalog> {
         let mut cells: Vec<CellSpec> = Vec::new();
         for (file, text) in files {
             let cell: CellSpec =
@@ -163,10 +163,7 @@ mod tests {
     fn embedded_catalog_has_five_cells_in_order_found_by_id_or_number() {
         let c = Catalog::embedded().unwrap();
         let shape: Vec<_> = c.cells.iter().map(|c| (c.number, c.status)).collect();
-        assert_eq!(
-            shape,
-            [(1, Status::Live), (2, Status::Live), (3, Status::Live), (4, Status::Stub), (5, Status::Stub)]
-        );
+        assert_eq!(shape, [1, 2, 3, 4, 5].map(|n| (n, Status::Live)));
         let second = &c.cells[1];
         assert_eq!(c.find("2").unwrap(), second);
         assert_eq!(c.find(&second.id).unwrap(), second);

@@ -14,20 +14,32 @@ use serde_json::Value;
 use crate::common::{bin, run, scratch};
 
 /// A short run with every kind of result it can have quickly: cell 1 with
-/// the drop-append mutant (timed fires) on every leg, and the two stubs.
+/// the drop-append mutant (timed fires) on every leg, and cells 4 and 5 as
+/// stubs (see `catalog`).
 const RUN: [&str; 13] =
     ["run", "--cell", "1", "--cell", "4", "--cell", "5", "--kill", "timed", "--trials", "1", "--seed", "41"];
 
 /// Runs `RUN` (plus `extra`) writing JSON to `out`; returns the exit code.
 fn run_to(out: &Path, extra: &[&str], dir: &Path) -> i32 {
-    let catalog = crate::common::short_catalog(dir);
+    let catalog = catalog(dir);
     let mut args = RUN.to_vec();
-    args.extend(["--catalog", catalog.to_str().unwrap()]);
+    args.extend(["--catalog", &catalog]);
     args.extend(["--mutant", "drop-append", "--format", "json", "--out", out.to_str().unwrap()]);
     args.extend(extra);
     let o = run(&args, dir);
     assert!(out.is_file(), "no report: {}", String::from_utf8_lossy(&o.stderr));
     o.status.code().unwrap()
+}
+
+/// Cell 1 with a short kill window beside cells 4 and 5 as stubs: the
+/// built-in catalog has no stub left, and a stub is the one result that
+/// runs nothing.
+fn catalog(dir: &Path) -> String {
+    let stubs = crate::common::stub_catalog(dir);
+    let short = crate::common::short_catalog(dir);
+    let prefix = short.join("1-prefix-durability.toml");
+    std::fs::copy(&prefix, Path::new(&stubs).join("1-prefix-durability.toml")).expect("cell 1 beside the stubs");
+    stubs
 }
 
 fn read(path: &Path) -> Value {
@@ -101,7 +113,7 @@ fn the_step_summary_gets_the_markdown_of_each_run_and_report() {
     let summary = dir.path().join("summary.md");
     let json = dir.path().join("run.json");
     let out = bin()
-        .args(["run", "--cell", "4", "--seed", "1", "--format", "json", "--out"])
+        .args(["run", "--cell", "4", "--seed", "1", "--catalog", &catalog(dir.path()), "--format", "json", "--out"])
         .arg(&json)
         .arg("--evidence")
         .arg(dir.path().join("ev"))
@@ -134,7 +146,20 @@ fn out_files_honour_the_umask() {
     let dir = scratch();
     for (umask, mode) in [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)] {
         let path = dir.path().join(format!("run-{umask:o}.json"));
-        let args = ["run", "--cell", "4", "--seed", "1", "--format", "json", "--out", path.to_str().unwrap()];
+        let catalog = catalog(dir.path());
+        let args = [
+            "run",
+            "--cell",
+            "4",
+            "--seed",
+            "1",
+            "--catalog",
+            &catalog,
+            "--format",
+            "json",
+            "--out",
+            path.to_str().unwrap(),
+        ];
         let out = under_umask(umask, &args, dir.path());
         assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
         let got = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
@@ -146,8 +171,21 @@ fn out_files_honour_the_umask() {
 fn a_closed_pipe_ends_the_command_quietly() {
     let dir = scratch();
     let json = dir.path().join("run.json");
-    let made =
-        run(&["run", "--cell", "4", "--seed", "1", "--format", "json", "--out", json.to_str().unwrap()], dir.path());
+    let catalog = catalog(dir.path());
+    let args = [
+        "run",
+        "--cell",
+        "4",
+        "--seed",
+        "1",
+        "--catalog",
+        &catalog,
+        "--format",
+        "json",
+        "--out",
+        json.to_str().unwrap(),
+    ];
+    let made = run(&args, dir.path());
     assert_eq!(made.status.code(), Some(3));
     let json = json.to_str().unwrap();
     for (args, code) in

@@ -142,7 +142,9 @@ fn a_fired_repro_fires_again_with_the_same_kill() {
 #[test]
 fn no_evidence_folder_is_made_before_a_fire() {
     let dir = scratch();
-    let out = run(&["run", "--cell", "4", "--seed", "1"], dir.path());
+    let stubs = scratch();
+    let catalog = crate::common::stub_catalog(stubs.path());
+    let out = run(&["run", "--cell", "4", "--seed", "1", "--catalog", &catalog], dir.path());
     assert_eq!(out.status.code(), Some(3));
     assert!(files_in(dir.path()).is_empty());
 }

@@ -204,7 +204,8 @@ fn system_build_wal_leg_runs_nothing_and_default_runs_as_delete() {
 fn a_run_where_nothing_ran_exits_3_with_a_line() {
     let dir = scratch();
     // A stub probes nothing on any build.
-    let out = run(&["run", "--cell", "fork-determinism"], dir.path());
+    let catalog = crate::common::stub_catalog(dir.path());
+    let out = run(&["run", "--cell", "fork-determinism", "--catalog", &catalog], dir.path());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(stderr.lines().any(|l| l.starts_with("crashcells: nothing ran:")), "{stderr}");

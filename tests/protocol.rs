@@ -29,10 +29,28 @@ fn python_sqlite() -> String {
 #[test]
 fn python_store_passes_every_cell_of_the_gate_or_skips_with_reasons() {
     let dir = scratch();
-    // Every cell, leg and kill mode of the gate, each short: one trial (or
-    // race) of a short window, and a few sampled kill points.
+    // Cells 1 to 3, each leg and kill mode of the gate, each short: one trial
+    // (or race) of a short window, and a few sampled kill points. Cells 4
+    // and 5 have a test of their own.
     let catalog = crate::common::short_catalog(dir.path());
-    let args = ["run", "--child", &python(STORE), "--seed", "21", "--trials", "1", "--points", "3", "--catalog"];
+    let args = [
+        "run",
+        "--child",
+        &python(STORE),
+        "--cell",
+        "1",
+        "--cell",
+        "2",
+        "--cell",
+        "3",
+        "--seed",
+        "21",
+        "--trials",
+        "1",
+        "--points",
+        "3",
+        "--catalog",
+    ];
     let (code, report) = run_json(&[&args[..], &[catalog.to_str().unwrap()]].concat(), dir.path());
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(report["sqlite_version"], python_sqlite(), "the report names the child's SQLite");
@@ -103,6 +121,62 @@ fn python_racy_claim_fires() {
 #[test]
 fn python_split_rotation_fires() {
     python_mutant_fires("3", "split-rotation", "orphan");
+}
+
+#[test]
+fn python_store_passes_fork_determinism_and_outbox_exactly_once() {
+    let dir = scratch();
+    let args = ["run", "--child", &python(STORE), "--cell", "4", "--cell", "5", "--leg", "default"];
+    let (code, report) =
+        run_json(&[&args[..], &["--trials", "1", "--points", "6", "--seed", "25"]].concat(), dir.path());
+    assert_eq!(code, 0, "{report:#}");
+    for id in ["fork-determinism", "outbox-exactly-once"] {
+        let rs = results(&report, id);
+        assert_eq!(rs.len(), 2, "timed and syscall: {report:#}");
+        for r in rs {
+            let refused = r["verdict"] == "skip" && r["reason"].as_str().unwrap().contains("unavailable");
+            assert!(r["verdict"] == "pass" || refused, "{r:#}");
+        }
+    }
+}
+
+#[test]
+fn a_version_1_child_skips_the_cells_whose_operations_it_lacks() {
+    let dir = scratch();
+    let args = ["run", "--child", &python("tests/adapters/tiny.py"), "--cell", "4", "--cell", "5", "--leg", "default"];
+    let (code, report) =
+        run_json(&[&args[..], &["--trials", "1", "--points", "1", "--seed", "26"]].concat(), dir.path());
+    assert_eq!(code, 3, "nothing ran: {report:#}");
+    for (id, op) in [("fork-determinism", "fork"), ("outbox-exactly-once", "deliver")] {
+        let rs = results(&report, id);
+        assert_eq!(rs.len(), 2, "{report:#}");
+        for r in rs {
+            assert_eq!(r["verdict"], "skip", "{r:#}");
+            assert_eq!(r["reason"], format!("the child does not implement `{op}`"), "{r:#}");
+        }
+    }
+}
+
+#[test]
+fn child_check_runs_the_optional_checks_only_for_a_child_that_lists_them() {
+    let optional = ["fork", "fork-state", "deliver", "deliver-state", "catch-up-arrived", "catch-up-missing"];
+    let status = |report: &Value, check: &str| -> (String, String) {
+        let checks = report["checks"].as_array().unwrap();
+        let c = checks.iter().find(|c| c["check"] == check).unwrap_or_else(|| panic!("{check} not reported"));
+        (c["status"].as_str().unwrap().to_string(), c["detail"].as_str().unwrap_or_default().to_string())
+    };
+    let (_, report) = child_check(&python(STORE));
+    for check in optional {
+        assert_eq!(status(&report, check).0, "ok", "{check}: {report:#}");
+    }
+    // Every known check is reported; those of an operation the child does
+    // not list are `not run`, and say which operation.
+    let (_, report) = child_check(&python("tests/adapters/tiny.py"));
+    for check in optional {
+        let (status, detail) = status(&report, check);
+        assert_eq!(status, "not-run", "{check}: {report:#}");
+        assert!(detail.contains("fork") || detail.contains("deliver") || detail.contains("catch-up"), "{detail}");
+    }
 }
 
 /// `child-check --format json` of `child`: exit code and report.
@@ -194,7 +268,7 @@ fn checks(report: &Value) -> Vec<(String, String, String)> {
 }
 
 /// Every check docs/PROTOCOL.md §7 names, in its order.
-const EVERY_CHECK: [&str; 18] = [
+const EVERY_CHECK: [&str; 24] = [
     "ready",
     "protocol-version",
     "ready-fields",
@@ -213,6 +287,12 @@ const EVERY_CHECK: [&str; 18] = [
     "claim-state",
     "config-home",
     "config-errors",
+    "fork",
+    "fork-state",
+    "deliver",
+    "deliver-state",
+    "catch-up-arrived",
+    "catch-up-missing",
 ];
 
 #[test]

@@ -50,7 +50,7 @@ fn without_pid(bytes: &[u8]) -> String {
 
 /// Compares a rebuilt state with the files a real run left in `dir`.
 fn same_as_disk(state: &Files, dir: &Path, n: u64) {
-    let names = Names::new(&dir.join("store.db"), &dir.join("acks.ndjson"));
+    let names = Names::new(&dir.join("store.db"), &dir.join("acks.ndjson"), &dir.join("transport.ndjson"));
     for kind in [FileKind::Database, FileKind::Journal, FileKind::Wal] {
         let disk = std::fs::read(dir.join(names.of(kind))).ok();
         assert_eq!(state.get(kind), disk.as_deref(), "point {n}: the {} differs", kind.as_str());

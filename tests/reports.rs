@@ -5,13 +5,14 @@
 //! the `drop-append` mutant, which loses m1 and so fires on every trial), a
 //! pass (cell 3 on the reference store), an error (the `stall` mutant under
 //! `--deadline 1`), a race that kills nothing (cell 2, kill mode `none`) and
-//! the two stubs. A skip cannot happen on the bundled SQLite, which honours every mode, so
-//! that one result is made by hand: a copy of the pass moved to the WAL leg,
-//! with the reason the real leg audit gives for a child that ran on an
-//! affected SQLite 3.40.1 and was refused WAL. So is a syscall pass of cell
-//! 2 (its kill points depend on the kernel and the architecture): a copy of
-//! the race with the kill points it planned and landed on both of r0's
-//! paths, as a real sweep reports them.
+//! two stubs (cells 4 and 5 from a catalog that has them as they were before
+//! they went live). A skip cannot happen on the bundled SQLite, which honours
+//! every mode, so that one result is made by hand: a copy of the pass moved
+//! to the WAL leg, with the reason the real leg audit gives for a child that
+//! ran on an affected SQLite 3.40.1 and was refused WAL. So is a syscall pass
+//! of cell 2 (its kill points depend on the kernel and the architecture): a
+//! copy of the race with the kill points it planned and landed on both of
+//! r0's paths, as a real sweep reports them.
 
 use std::path::Path;
 
@@ -96,7 +97,8 @@ fn every_verdict(dir: &Path) -> std::path::PathBuf {
     let pass = run_report(&["run", "--cell", "3", "--leg", "delete"], dir);
     let race = run_report(&["run", "--cell", "2"], dir);
     let error = run_report(&["run", "--cell", "1", "--leg", "default", "--mutant", "stall", "--deadline", "1"], dir);
-    let stubs = run_report(&["run", "--cell", "4", "--cell", "5"], dir);
+    let catalog = crate::common::stub_catalog(dir);
+    let stubs = run_report(&["run", "--cell", "4", "--cell", "5", "--catalog", &catalog], dir);
     let skip = skip_from(&pass.results[0], affected_wal_skip_reason(dir));
     let swept = swept_from(&race.results[0]);
     let mut report = fire.clone();
@@ -273,8 +275,21 @@ fn junit_agrees_with_json(xml: &str, report: &Report) {
 fn out_writes_the_format_and_the_terminal_gets_the_human_summary() {
     let dir = scratch();
     let out_path = dir.path().join("run.xml");
+    let catalog = crate::common::stub_catalog(dir.path());
     let out = crate::common::run(
-        &["run", "--cell", "4", "--seed", "1", "--format", "junit", "--out", out_path.to_str().unwrap()],
+        &[
+            "run",
+            "--cell",
+            "4",
+            "--seed",
+            "1",
+            "--catalog",
+            &catalog,
+            "--format",
+            "junit",
+            "--out",
+            out_path.to_str().unwrap(),
+        ],
         dir.path(),
     );
     assert_eq!(out.status.code(), Some(3), "a stub alone: nothing ran");

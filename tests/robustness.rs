@@ -246,7 +246,7 @@ fn every_bad_input_is_one_line_and_exit_2() {
     std::fs::write(d("badcat/1-x.toml"), "nope = [").unwrap();
     let (afile, under_file) = (d("afile"), d("afile/sub"));
     let workdir = dir.path().to_string_lossy().into_owned();
-    // A stub cell: an input check that failed to fire runs nothing long.
+    // Cell 4 only names a cell: every check here fires before one runs.
     let run = |extra: &[&str]| -> Vec<String> {
         let head = ["run", "--cell", "4", "--workdir", &workdir];
         head.iter().chain(extra).map(|s| s.to_string()).collect()

@@ -203,3 +203,51 @@ fn a_workdir_behind_a_symlink_is_swept_like_any_other() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(0), "{report:#}");
 }
+
+/// Cell `cell` on the `wal` leg (the fewest kill points) under a full
+/// sweep: the reference store passes, and the mutant fires with `needle`.
+/// `None` where ptrace is refused; else both results, and the folder that
+/// holds the fire's evidence.
+fn reference_passes_and_mutant_fires_on_wal(
+    cell: &str,
+    mutant: &str,
+    needle: &str,
+) -> Option<(Value, Value, tempfile::TempDir)> {
+    let base = ["--cell", cell, "--leg", "wal", "--seed", "36"];
+    let (code, rs, _dir) = syscall_results(&base)?;
+    assert_eq!((code, &rs[0]["verdict"]), (0, &Value::from("pass")), "{rs:#?}");
+    let (code, fired, dir) = syscall_results(&[&base[..], &["--mutant", mutant]].concat()).unwrap();
+    assert_eq!(code, 1, "{fired:#?}");
+    assert!(fired[0]["reason"].as_str().unwrap().contains(needle), "{:#}", fired[0]);
+    Some((rs[0].clone(), fired[0].clone(), dir))
+}
+
+#[test]
+fn fork_determinism_fires_on_a_torn_fork_at_a_kill_point_inside_the_rewind() {
+    let Some((_, fired, _dir)) =
+        reference_passes_and_mutant_fires_on_wal("4", "torn-fork", "the live transcript of main is")
+    else {
+        return;
+    };
+    // The tear is between two commits of the first rewind, operation 3.
+    assert!(fired["reason"].as_str().unwrap().contains("operation 3, rewind to"), "{fired:#}");
+    assert_eq!(fired["acked"], 3, "{fired:#}");
+}
+
+#[test]
+fn outbox_exactly_once_fires_on_a_resend_after_a_kill_between_send_and_record() {
+    let Some((passed, fired, _dir)) =
+        reference_passes_and_mutant_fires_on_wal("5", "resend-on-catch-up", "was delivered 2 times")
+    else {
+        return;
+    };
+    let files: Vec<_> = passed["kill_points"].as_array().unwrap().iter().map(|p| p["file"].clone()).collect();
+    assert!(files.contains(&"transport".into()), "the send is a kill point: {files:?}");
+    // The decisive point comes after the send: the next one is the mark's.
+    let sweep = fired["kill_points"].as_array().unwrap();
+    let send = sweep.iter().position(|p| p["file"] == "transport").expect("the send was visited");
+    assert!(sweep.len() > send + 1, "{fired:#}");
+    let evidence = std::path::Path::new(fired["evidence"].as_str().unwrap());
+    let copy = std::fs::read_to_string(evidence.join("recovery-1/transport.ndjson")).unwrap();
+    assert_eq!(copy.lines().filter(|l| l.contains("\"o0\"")).count(), 2, "{copy}");
+}

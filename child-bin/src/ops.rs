@@ -1,19 +1,22 @@
 //! The child operations the driver runs in a separate process and kills:
-//! `append`, `rotate`, `park`, `claim` and `dump`.
+//! `append`, `rotate`, `park`, `claim`, `fork`, `deliver`, and the recovery
+//! steps `catch-up` and `dump`.
 //!
-//! Crash model: `append` and `rotate` run until the driver's `SIGKILL` (or
-//! `--stop-after`), writing one ack per operation only after it returned;
-//! `claim` races other claimants released together by a file-lock barrier;
-//! `dump` is the recovery pass, run in a fresh process after the kill.
+//! Crash model: `append`, `rotate`, `fork` and `deliver` run until the
+//! driver's `SIGKILL` (or `--stop-after`), writing one ack per operation
+//! only after it returned; `claim` races other claimants released together
+//! by a file-lock barrier; `catch-up` (the store's restart step) and `dump`
+//! (the recovery pass) run in a fresh process after the kill.
 
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
+use crashcells_protocol::transport::{self, Delivery};
 use crashcells_protocol::{
-    APPEND_SESSION, Ack, AckWriter, DUMP_BATCH, DatabaseConfig, EXIT_LOST, EXIT_WON, Mutant, Op, PROTOCOL, Ready,
-    Record,
+    APPEND_SESSION, Ack, AckWriter, DUMP_BATCH, DatabaseConfig, EXIT_LOST, EXIT_WON, ForkStep, Mutant, Op, PROTOCOL,
+    Ready, Record,
 };
 
 use crate::ChildError;
@@ -43,6 +46,12 @@ pub enum ChildOp {
     Claim(ClaimArgs),
     /// Recover the store and print its logical state as canonical JSON.
     Dump(DumpArgs),
+    /// Append to session `main` and rewind it at seeded moments, until killed.
+    Fork(ForkArgs),
+    /// Record, send and mark delivered obligations o0, o1, ..., until killed.
+    Deliver(DeliverArgs),
+    /// The restart step: finish every obligation not delivered, sending none twice.
+    CatchUp(CatchUpArgs),
 }
 
 #[derive(Debug, Args)]
@@ -91,6 +100,34 @@ pub struct DumpArgs {
     pub db: Vec<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+pub struct ForkArgs {
+    #[command(flatten)]
+    pub work: WorkArgs,
+    /// Chooses where each rewind cuts (docs/PROTOCOL.md, `fork`).
+    #[arg(long)]
+    pub seed: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct DeliverArgs {
+    #[command(flatten)]
+    pub work: WorkArgs,
+    /// The fake provider's log: one line per send.
+    #[arg(long)]
+    pub transport: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct CatchUpArgs {
+    #[arg(long)]
+    pub db: PathBuf,
+    #[arg(long)]
+    pub transport: PathBuf,
+    #[arg(long)]
+    pub mutant: Option<Mutant>,
+}
+
 /// Runs one operation and returns the process's exit code.
 pub fn run(op: ChildOp) -> Result<i32, ChildError> {
     match op {
@@ -99,6 +136,9 @@ pub fn run(op: ChildOp) -> Result<i32, ChildError> {
         ChildOp::Park(a) => park(a).map(|()| 0),
         ChildOp::Claim(a) => claim(a),
         ChildOp::Dump(a) => print_dump(a).map(|()| 0),
+        ChildOp::Fork(a) => fork(a).map(|()| 0),
+        ChildOp::Deliver(a) => deliver(a).map(|()| 0),
+        ChildOp::CatchUp(a) => catch_up(a).map(|()| 0),
     }
 }
 
@@ -171,8 +211,7 @@ fn rotate(a: WorkArgs) -> Result<(), ChildError> {
         } else {
             store.publish_rotation(&parent, &child)?;
         }
-        let record = Record::Ack(Ack { op: "rotate".into(), i: k, parent: Some(parent), child: Some(child) });
-        acks.record(&record).map_err(ChildError::io("ack journal"))?;
+        acks.record(&Record::Ack(Ack::rotate(k, &parent, &child))).map_err(ChildError::io("ack journal"))?;
     }
     Ok(())
 }
@@ -199,6 +238,83 @@ fn claim(a: ClaimArgs) -> Result<i32, ChildError> {
     };
     acks.record(&ack("claim", 0)).map_err(ChildError::io("ack journal"))?;
     Ok(if won { EXIT_WON } else { EXIT_LOST })
+}
+
+/// Appends `m<i>` to `main`, or rewinds it where the seeded rule says
+/// (`ForkStep::of`), one transaction per operation, each acked after it.
+fn fork(a: ForkArgs) -> Result<(), ChildError> {
+    let w = a.work;
+    let mut store = open(&w.db)?;
+    store.create_session(APPEND_SESSION, None)?;
+    let mut acks = AckWriter::create(&w.acks).map_err(ChildError::io("ack journal"))?;
+    acks.record(&ready(&store, "fork")).map_err(ChildError::io("ack journal"))?;
+    for i in 0..w.stop_after.unwrap_or(u64::MAX) {
+        let ack = match ForkStep::of(a.seed, i, store.live_len(APPEND_SESSION)?) {
+            ForkStep::Append => {
+                store.append(APPEND_SESSION, "user", &format!("m{i}"), &mut || ())?;
+                Ack::of("append", i)
+            }
+            ForkStep::Rewind { k } => {
+                if w.mutant == Some(Mutant::TornFork) {
+                    store.rewind_torn(APPEND_SESSION, k)?;
+                } else {
+                    store.rewind(APPEND_SESSION, k)?;
+                }
+                Ack::rewind(i, k)
+            }
+        };
+        acks.record(&Record::Ack(ack)).map_err(ChildError::io("ack journal"))?;
+    }
+    Ok(())
+}
+
+/// The payload the reference sends for obligation `key`.
+fn payload(key: &str) -> String {
+    format!("effect of {key}")
+}
+
+/// For each obligation `o<j>`: record it, mark it attempting, send it, mark
+/// it delivered (each step its own transaction, the send one `write(2)`),
+/// then ack it.
+fn deliver(a: DeliverArgs) -> Result<(), ChildError> {
+    let w = a.work;
+    let mut store = open(&w.db)?;
+    store.open_outbox()?;
+    let mut acks = AckWriter::create(&w.acks).map_err(ChildError::io("ack journal"))?;
+    acks.record(&ready(&store, "deliver")).map_err(ChildError::io("ack journal"))?;
+    for j in 0..w.stop_after.unwrap_or(u64::MAX) {
+        let key = format!("o{j}");
+        store.record_obligation(&key, &payload(&key))?;
+        store.mark(&key, "recorded", "attempting")?;
+        transport::send(&a.transport, &Delivery { key: key.clone(), payload: payload(&key) })
+            .map_err(ChildError::io("transport"))?;
+        store.mark(&key, "attempting", "delivered")?;
+        acks.record(&Record::Ack(Ack::deliver(j, &key))).map_err(ChildError::io("ack journal"))?;
+    }
+    Ok(())
+}
+
+/// Finishes every obligation a crash left recorded or attempting. One left
+/// attempting may have reached the provider: the transport is asked, and it
+/// is sent only if it did not arrive (the mutant `resend-on-catch-up` sends
+/// it regardless).
+fn catch_up(a: CatchUpArgs) -> Result<(), ChildError> {
+    let mut store = open(&a.db)?;
+    store.open_outbox()?;
+    let arrived = transport::read(&a.transport).map_err(ChildError::io("transport"))?;
+    let ask = a.mutant != Some(Mutant::ResendOnCatchUp);
+    for p in store.pending()? {
+        if !p.attempting {
+            store.mark(&p.key, "recorded", "attempting")?;
+        }
+        let sent = ask && p.attempting && arrived.iter().any(|d| d.key == p.key);
+        if !sent {
+            transport::send(&a.transport, &Delivery { key: p.key.clone(), payload: p.payload })
+                .map_err(ChildError::io("transport"))?;
+        }
+        store.mark(&p.key, "attempting", "delivered")?;
+    }
+    Ok(())
 }
 
 /// One canonical line per database, in the order given. Every file is

@@ -4,8 +4,13 @@
 //! at any instant. Every write here is one transaction, so that SQLite's
 //! journal (rollback or WAL) decides what a crash leaves: a committed
 //! transaction survives, an interrupted one vanishes whole. The operations the
-//! cells check are `append` (prefix durability), `claim` (consume-once) and
-//! `rotate` (rotation atomicity).
+//! cells check are `append` (prefix durability), `claim` (consume-once),
+//! `rotate` (rotation atomicity), and in the submodules `fork`'s rewinds
+//! ([`fork`]: fork determinism) and the outbox of `deliver` and `catch-up`
+//! ([`outbox`]: effect exactly-once).
+
+pub mod fork;
+pub mod outbox;
 
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -30,7 +35,10 @@ CREATE TABLE IF NOT EXISTS messages (
     session_id TEXT NOT NULL REFERENCES sessions(id),
     role TEXT NOT NULL,
     content TEXT NOT NULL,
-    timestamp REAL NOT NULL
+    timestamp REAL NOT NULL,
+    -- 0 once a rewind soft-deleted the message: agent stores keep the tail
+    -- of a rewound transcript, out of the live view.
+    active INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session_id);
 CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions(parent_session_id);
@@ -65,12 +73,12 @@ fn now() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
-fn is_busy(e: &rusqlite::Error) -> bool {
+pub(crate) fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
 }
 
 /// Runs `f` and retries it a bounded number of times while SQLite says busy.
-fn with_retry<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+pub(crate) fn with_retry<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
     let mut attempt = 0;
     loop {
         match f() {
@@ -111,7 +119,7 @@ impl Store {
     /// Runs `body` in one `BEGIN IMMEDIATE` transaction, retried while busy.
     /// `before_commit` runs after `body`, inside the transaction; only a
     /// mutant puts anything there.
-    fn immediate<T>(
+    pub(crate) fn immediate<T>(
         &mut self,
         mut body: impl FnMut(&rusqlite::Transaction<'_>) -> rusqlite::Result<T>,
         before_commit: &mut dyn FnMut(),
@@ -260,7 +268,7 @@ impl Store {
     }
 }
 
-fn expect_one(rows: usize) -> rusqlite::Result<()> {
+pub(crate) fn expect_one(rows: usize) -> rusqlite::Result<()> {
     match rows {
         1 => Ok(()),
         // Returning an error from the body drops the transaction: it rolls back.
@@ -276,7 +284,12 @@ fn insert_session(tx: &rusqlite::Transaction<'_>, id: &str, parent: Option<&str>
     .map(drop)
 }
 
-fn insert_message(tx: &rusqlite::Transaction<'_>, session: &str, role: &str, content: &str) -> rusqlite::Result<i64> {
+pub(crate) fn insert_message(
+    tx: &rusqlite::Transaction<'_>,
+    session: &str,
+    role: &str,
+    content: &str,
+) -> rusqlite::Result<i64> {
     tx.execute(
         "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?1, ?2, ?3, ?4)",
         params![session, role, content, now()],
@@ -343,14 +356,19 @@ fn read_state(path: &Path) -> rusqlite::Result<Dump> {
                 end_reason: r.get(3)?,
                 message_count: r.get(4)?,
                 handoff_state: r.get(5)?,
+                // This store rewinds by soft-deleting, never by branching.
+                branch_of: None,
             })
         })?
         .collect::<Result<_, _>>()?;
     let messages = conn
-        .prepare("SELECT session_id, role, content FROM messages ORDER BY id")?
-        .query_map([], |r| Ok(DumpMessage { session_id: r.get(0)?, role: r.get(1)?, content: r.get(2)? }))?
+        .prepare("SELECT session_id, role, content, active FROM messages ORDER BY id")?
+        .query_map([], |r| {
+            Ok(DumpMessage { session_id: r.get(0)?, role: r.get(1)?, content: r.get(2)?, active: r.get(3)? })
+        })?
         .collect::<Result<_, _>>()?;
-    Ok(Dump { protocol: crate::PROTOCOL, integrity, sessions, messages })
+    let outbox = outbox::read(&conn)?;
+    Ok(Dump { protocol: crate::PROTOCOL, integrity, sessions, messages, outbox })
 }
 
 fn integrity_check(conn: &Connection) -> rusqlite::Result<String> {

@@ -10,7 +10,12 @@ Crash model: the process may be killed with SIGKILL at any instant. Every write
 is one `BEGIN IMMEDIATE` transaction; an ack is written with one `write(2)`
 only after the transaction that it acknowledges committed.
 
-Run as: python3 store.py <append|rotate|park|claim|dump> [flags]
+It rewinds (`fork`) by branching, where the reference store soft-deletes: a
+rewind creates a conversation that copies the kept prefix and names the one it
+branches from, in one transaction. `dump` shows it as `branch_of`, and the
+driver follows those links to the live transcript.
+
+Run as: python3 store.py <append|rotate|park|claim|fork|deliver|catch-up|dump> [flags]
 """
 
 import argparse
@@ -24,7 +29,7 @@ import time
 PROTOCOL = 2
 # What this store implements; protocol 2 lists it in the ready record, with
 # "dump-batch": its dump takes several --db and prints a line for each.
-OPERATIONS = ("append", "rotate", "park", "claim", "dump", "dump-batch")
+OPERATIONS = ("append", "rotate", "park", "claim", "dump", "dump-batch", "fork", "deliver", "catch-up")
 EXIT_WON = 0
 EXIT_LOST = 10
 EXIT_CONFIG = 2
@@ -34,7 +39,9 @@ BUSY_TIMEOUT_S = 5.0
 BUSY_RETRIES = 8
 JOURNAL_MODES = ("delete", "truncate", "persist", "memory", "wal", "off")
 SYNC_LEVELS = ("off", "normal", "full", "extra")
-MUTANTS = ("ack-before-commit", "racy-claim", "split-rotation", "split-claim")
+MUTANTS = ("ack-before-commit", "racy-claim", "split-rotation", "split-claim", "torn-fork", "resend-on-catch-up")
+# A fork run rewinds at every FORK_EVERY-th operation (docs/PROTOCOL.md, `fork`).
+FORK_EVERY = 4
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS conversations (
@@ -44,7 +51,8 @@ CREATE TABLE IF NOT EXISTS conversations (
     closed REAL,
     close_reason TEXT,
     turns INTEGER NOT NULL DEFAULT 0,
-    handoff TEXT
+    handoff TEXT,
+    branched_from TEXT REFERENCES conversations(name)
 );
 CREATE TABLE IF NOT EXISTS turns (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -53,6 +61,15 @@ CREATE TABLE IF NOT EXISTS turns (
     body TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS turns_by_conversation ON turns(conversation);
+"""
+
+# Created by `deliver` and `catch-up` only, so the other operations keep their schema.
+OUTBOX_SCHEMA = """
+CREATE TABLE IF NOT EXISTS obligations (
+    key TEXT PRIMARY KEY,
+    payload TEXT NOT NULL,
+    state TEXT NOT NULL
+);
 """
 
 
@@ -304,15 +321,76 @@ class Store:
         self.transaction(lambda c: insert_continuation(c, parent, child))
 
 
+    # --- fork: rewinds by branching ---------------------------------------------
+
+    def head(self, name):
+        """The live head of `name`: follow the conversations that branch from it."""
+        while True:
+            row = self.conn.execute("SELECT name FROM conversations WHERE branched_from=?", (name,)).fetchone()
+            if row is None:
+                return name
+            name = row[0]
+
+    def live_len(self, name):
+        return self.conn.execute("SELECT turns FROM conversations WHERE name=?", (self.head(name),)).fetchone()[0]
+
+    def rewind(self, name, k, branch):
+        """One transaction: `branch` copies the first k turns of the head and branches from it."""
+
+        def body(c):
+            head = self.head(name)
+            insert_conversation(c, branch, branched_from=head)
+            for speaker, text in c.execute(
+                "SELECT speaker, body FROM turns WHERE conversation=? ORDER BY seq LIMIT ?", (head, k)
+            ).fetchall():
+                insert_turn(c, branch, speaker, text)
+
+        self.transaction(body)
+
+    def rewind_torn(self, name, k, branch):
+        """Mutant torn-fork: copy the whole transcript into the branch, then trim
+        its tail one turn per transaction: each commit shows a prefix nobody chose."""
+        self.rewind(name, 1 << 62, branch)
+        while self.live_len(name) > k:
+
+            def trim(c):
+                c.execute("DELETE FROM turns WHERE seq = (SELECT max(seq) FROM turns WHERE conversation=?)", (branch,))
+                c.execute("UPDATE conversations SET turns = turns - 1 WHERE name=?", (branch,))
+
+            self.transaction(trim)
+
+    # --- the outbox ---------------------------------------------------------------
+
+    def open_outbox(self):
+        with_retry(lambda: self.conn.executescript(OUTBOX_SCHEMA))
+
+    def record_obligation(self, key, payload):
+        self.transaction(
+            lambda c: c.execute("INSERT INTO obligations (key, payload, state) VALUES (?, ?, 'recorded')", (key, payload))
+        )
+
+    def mark(self, key, old, new):
+        def body(c):
+            cur = c.execute("UPDATE obligations SET state=? WHERE key=? AND state=?", (new, key, old))
+            expect_one(cur, "marking %s %s" % (key, new))
+
+        self.transaction(body)
+
+    def pending(self):
+        return self.conn.execute(
+            "SELECT key, payload, state FROM obligations WHERE state != 'delivered' ORDER BY rowid"
+        ).fetchall()
+
+
 def expect_one(cur, what):
     if cur.rowcount != 1:
         raise sqlite3.IntegrityError("%s changed %d rows, not 1" % (what, cur.rowcount))
 
 
-def insert_conversation(c, name, continues=None, handoff=None):
+def insert_conversation(c, name, continues=None, handoff=None, branched_from=None):
     c.execute(
-        "INSERT OR IGNORE INTO conversations (name, continues, opened, handoff) VALUES (?, ?, ?, ?)",
-        (name, continues, time.time(), handoff),
+        "INSERT OR IGNORE INTO conversations (name, continues, opened, handoff, branched_from) VALUES (?, ?, ?, ?, ?)",
+        (name, continues, time.time(), handoff, branched_from),
     )
 
 
@@ -368,11 +446,39 @@ class Acks:
             }
         )
 
-    def ack(self, op, i, parent=None, child=None):
+    def ack(self, op, i, parent=None, child=None, **more):
         rec = {"kind": "ack", "op": op, "i": i}
         if parent is not None:
             rec["parent"], rec["child"] = parent, child
+        rec.update(more)
         self.record(rec)
+
+
+# --- the fake transport ----------------------------------------------------------
+
+
+def send(path, key, payload):
+    """Appends one delivery line to the transport with a single write(2)."""
+    line = (json.dumps({"key": key, "payload": payload}, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        n = os.write(fd, line)
+    finally:
+        os.close(fd)
+    if n != len(line):
+        raise OSError("short write of a send: %d of %d bytes" % (n, len(line)))
+
+
+def arrived(path):
+    """The keys the provider accepted: every complete line of the transport
+    (a final line without its newline is a send the kill cut short)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return set()
+    complete = data[: data.rfind(b"\n") + 1]
+    return {json.loads(line)["key"] for line in complete.splitlines() if line}
 
 
 # --- the operations --------------------------------------------------------------
@@ -439,6 +545,63 @@ def op_claim(a):
     return EXIT_WON if won else EXIT_LOST
 
 
+def fork_step(seed, i, length):
+    """Operation i of a fork run: ("append",) or ("rewind", k), as docs/PROTOCOL.md says."""
+    if i % FORK_EVERY == FORK_EVERY - 1 and length >= 2:
+        return ("rewind", (seed + i) % (length - 1))
+    return ("append",)
+
+
+def op_fork(a):
+    store = Store(a.db)
+    store.create(APPEND_SESSION)
+    acks = Acks(a.acks)
+    acks.ready(store, "fork")
+    for i in ops(a.stop_after):
+        step = fork_step(a.seed, i, store.live_len(APPEND_SESSION))
+        if step[0] == "append":
+            store.append(store.head(APPEND_SESSION), "user", "m%d" % i)
+            acks.ack("append", i)
+        else:
+            rewind = store.rewind_torn if a.mutant == "torn-fork" else store.rewind
+            rewind(APPEND_SESSION, step[1], "%s~%d" % (APPEND_SESSION, i))
+            acks.ack("rewind", i, k=step[1])
+    return 0
+
+
+def op_deliver(a):
+    store = Store(a.db)
+    store.open_outbox()
+    acks = Acks(a.acks)
+    acks.ready(store, "deliver")
+    for j in ops(a.stop_after):
+        key = "o%d" % j
+        payload = "effect of %s" % key
+        store.record_obligation(key, payload)
+        store.mark(key, "recorded", "attempting")
+        send(a.transport, key, payload)
+        store.mark(key, "attempting", "delivered")
+        acks.ack("deliver", j, key=key)
+    return 0
+
+
+def op_catch_up(a):
+    """The restart step: finish what a crash left recorded or attempting. An
+    attempting one may have arrived, so the provider is asked first (the
+    resend-on-catch-up mutant does not ask)."""
+    store = Store(a.db)
+    store.open_outbox()
+    there = arrived(a.transport)
+    for key, payload, state in store.pending():
+        if state == "recorded":
+            store.mark(key, "recorded", "attempting")
+        asked = a.mutant != "resend-on-catch-up"
+        if not (asked and state == "attempting" and key in there):
+            send(a.transport, key, payload)
+        store.mark(key, "attempting", "delivered")
+    return 0
+
+
 def op_dump(a):
     """Recovery pass: opening the file rolls back a hot journal or replays the
     WAL. It never applies the resolver: recovery must not change the mode.
@@ -485,23 +648,37 @@ def read_state_with(conn):
         # Killed before the schema was committed: nothing was ever stored.
         return empty_state(integrity)
     sessions = [
-        {
-            "id": name,
-            "parent_session_id": continues,
-            "ended": bool(closed),
-            "end_reason": reason,
-            "message_count": turns,
-            "handoff_state": handoff,
-        }
-        for name, continues, closed, reason, turns, handoff in conn.execute(
-            "SELECT name, continues, closed IS NOT NULL, close_reason, turns, handoff FROM conversations ORDER BY name"
+        session(*row)
+        for row in conn.execute(
+            "SELECT name, continues, closed IS NOT NULL, close_reason, turns, handoff, branched_from "
+            "FROM conversations ORDER BY name"
         )
     ]
     messages = [
         {"session_id": conv, "role": speaker, "content": body}
         for conv, speaker, body in conn.execute("SELECT conversation, speaker, body FROM turns ORDER BY seq")
     ]
-    return {"protocol": PROTOCOL, "integrity": integrity, "sessions": sessions, "messages": messages}
+    state = {"protocol": PROTOCOL, "integrity": integrity, "sessions": sessions, "messages": messages}
+    if "obligations" in tables:
+        outbox = [{"key": k, "state": s} for k, s in conn.execute("SELECT key, state FROM obligations ORDER BY key")]
+        if outbox:
+            # Omitted when empty, so a store without obligations prints version 1's bytes.
+            state["outbox"] = outbox
+    return state
+
+
+def session(name, continues, closed, reason, turns, handoff, branched_from):
+    s = {
+        "id": name,
+        "parent_session_id": continues,
+        "ended": bool(closed),
+        "end_reason": reason,
+        "message_count": turns,
+        "handoff_state": handoff,
+    }
+    if branched_from is not None:
+        s["branch_of"] = branched_from
+    return s
 
 
 def parser():
@@ -522,12 +699,33 @@ def parser():
     s.add_argument("--mutant", choices=MUTANTS)
     s = sub.add_parser("dump")
     s.add_argument("--db", required=True, action="append")
+    for name in ("fork", "deliver"):
+        s = sub.add_parser(name)
+        s.add_argument("--db", required=True)
+        s.add_argument("--acks", required=True)
+        s.add_argument("--mutant", choices=MUTANTS)
+        s.add_argument("--stop-after", type=int)
+    sub.choices["fork"].add_argument("--seed", type=int, required=True)
+    sub.choices["deliver"].add_argument("--transport", required=True)
+    s = sub.add_parser("catch-up")
+    s.add_argument("--db", required=True)
+    s.add_argument("--transport", required=True)
+    s.add_argument("--mutant", choices=MUTANTS)
     return p
 
 
 def main():
     a = parser().parse_args()
-    run = {"append": op_append, "rotate": op_rotate, "park": op_park, "claim": op_claim, "dump": op_dump}[a.op]
+    run = {
+        "append": op_append,
+        "rotate": op_rotate,
+        "park": op_park,
+        "claim": op_claim,
+        "dump": op_dump,
+        "fork": op_fork,
+        "deliver": op_deliver,
+        "catch-up": op_catch_up,
+    }[a.op]
     try:
         return run(a)
     except ConfigError as e:

@@ -1,8 +1,9 @@
 //! `crashcells-protocol`: the wire format between the crashcells driver and
 //! a child store, and nothing else (docs/PROTOCOL.md): the ready and ack
 //! records, `dump`'s canonical state, the claim's exit codes, the config
-//! home's variable and file, the journal-mode and synchronous enums, and a
-//! typed builder of an operation's arguments.
+//! home's variable and file, the journal-mode and synchronous enums, a
+//! typed builder of an operation's arguments, and the fake transport that
+//! `deliver` sends through.
 //!
 //! The driver and the reference store both depend on this crate and on
 //! nothing of each other: a store in any language speaks the same format.
@@ -11,11 +12,13 @@ pub mod config;
 pub mod dump;
 pub mod op;
 pub mod records;
+pub mod transport;
 
 pub use config::{ConfigError, DatabaseConfig, HOME_ENV, JournalMode, Synchronous};
-pub use dump::{Dump, DumpMessage, DumpSession};
-pub use op::{APPEND_SESSION, EXIT_LOST, EXIT_WON, Mutant, Op, OpArgs};
+pub use dump::{Dump, DumpMessage, DumpObligation, DumpSession, LiveError};
+pub use op::{APPEND_SESSION, EXIT_LOST, EXIT_WON, FORK_EVERY, ForkStep, Mutant, Op, OpArgs};
 pub use records::{Ack, AckWriter, DUMP_BATCH, Decider, Decision, Ready, Record};
+pub use transport::Delivery;
 
 /// The protocol version the reference store speaks, and the newest the
 /// driver speaks.

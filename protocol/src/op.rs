@@ -1,6 +1,7 @@
 //! The operations a child implements (docs/PROTOCOL.md §2), the typed
-//! builder of their command lines, the claim's exit codes, and the mutants a
-//! driver may ask for.
+//! builder of their command lines, the claim's exit codes, the mutants a
+//! driver may ask for, and the rule that makes `fork`'s workload a function
+//! of its arguments.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -25,10 +26,17 @@ pub enum Op {
     Claim,
     /// Recover the store and print its canonical state.
     Dump,
+    /// Append to session `main` and rewind it at seeded moments, until killed.
+    Fork,
+    /// Record, send and mark delivered obligations `o0, o1, ...`, until killed.
+    Deliver,
+    /// The store's restart step: finish every obligation not delivered.
+    CatchUp,
 }
 
 impl Op {
-    pub const ALL: [Op; 5] = [Op::Append, Op::Rotate, Op::Park, Op::Claim, Op::Dump];
+    pub const ALL: [Op; 8] =
+        [Op::Append, Op::Rotate, Op::Park, Op::Claim, Op::Dump, Op::Fork, Op::Deliver, Op::CatchUp];
     /// The operations every version-1 child implements.
     pub const VERSION_1: [Op; 5] = [Op::Append, Op::Rotate, Op::Park, Op::Claim, Op::Dump];
 
@@ -40,7 +48,21 @@ impl Op {
             Op::Park => "park",
             Op::Claim => "claim",
             Op::Dump => "dump",
+            Op::Fork => "fork",
+            Op::Deliver => "deliver",
+            Op::CatchUp => "catch-up",
         }
+    }
+
+    /// Whether the operation takes `--seed`: its workload is chosen by it.
+    pub fn seeded(self) -> bool {
+        self == Op::Fork
+    }
+
+    /// Whether the operation takes `--transport`: it sends through the
+    /// driver's fake provider.
+    pub fn uses_transport(self) -> bool {
+        matches!(self, Op::Deliver | Op::CatchUp)
     }
 }
 
@@ -102,6 +124,16 @@ impl OpArgs {
         self.flag("--stop-after", n.to_string())
     }
 
+    /// `--seed N`: what chooses a seeded operation's workload (`fork`).
+    pub fn seed(self, seed: u64) -> OpArgs {
+        self.flag("--seed", seed.to_string())
+    }
+
+    /// `--transport PATH`: the fake provider's log a child sends through.
+    pub fn transport(self, path: &Path) -> OpArgs {
+        self.flag("--transport", path)
+    }
+
     /// `--mutant NAME`, when one is asked for.
     pub fn mutant(self, name: Option<&str>) -> OpArgs {
         match name {
@@ -118,6 +150,37 @@ impl OpArgs {
             args.push(value.clone());
         }
         args
+    }
+}
+
+/// Operation `i` of a `fork` run rewinds when `i % FORK_EVERY == FORK_EVERY - 1`
+/// (and the live transcript has at least two messages).
+pub const FORK_EVERY: u64 = 4;
+
+/// One operation of a `fork` run (docs/PROTOCOL.md §2, `fork`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForkStep {
+    /// Append `m<i>` to the live transcript.
+    Append,
+    /// Cut the live transcript back to its first `k` messages.
+    Rewind { k: u64 },
+}
+
+impl ForkStep {
+    /// Operation `i` of a `fork` run with `--seed seed`, when the live
+    /// transcript of `main` holds `len` messages. A rewind keeps
+    /// `k = (seed + i) mod (len - 1)` messages, so it always cuts at least
+    /// two: a cut of one message is a single-row change that even a store
+    /// that tears its rewinds makes in one step, and a crash could not show
+    /// the tear. The sum is exact (no wrap-around at 2^64), as in a
+    /// language whose integers do not overflow.
+    pub fn of(seed: u64, i: u64, len: u64) -> ForkStep {
+        if i % FORK_EVERY == FORK_EVERY - 1 && len >= 2 {
+            let k = (u128::from(seed) + u128::from(i)) % u128::from(len - 1);
+            ForkStep::Rewind { k: k as u64 }
+        } else {
+            ForkStep::Append
+        }
     }
 }
 
@@ -140,16 +203,24 @@ pub enum Mutant {
     /// `append` acks every append but never writes every 64th one: a lost
     /// acknowledged write that needs no crash to show (cell 1 fires).
     DropAppend,
+    /// `fork` rewinds in several transactions, one message of the tail at a
+    /// time (cell 4 fires).
+    TornFork,
+    /// `catch-up` resends every obligation not marked delivered without
+    /// asking the transport whether it arrived (cell 5 fires).
+    ResendOnCatchUp,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 6] = [
+    pub const ALL: [Mutant; 8] = [
         Mutant::AckBeforeCommit,
         Mutant::RacyClaim,
         Mutant::SplitRotation,
         Mutant::SplitClaim,
         Mutant::Stall,
         Mutant::DropAppend,
+        Mutant::TornFork,
+        Mutant::ResendOnCatchUp,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -160,6 +231,8 @@ impl Mutant {
             Mutant::SplitClaim => "split-claim",
             Mutant::Stall => "stall",
             Mutant::DropAppend => "drop-append",
+            Mutant::TornFork => "torn-fork",
+            Mutant::ResendOnCatchUp => "resend-on-catch-up",
         }
     }
 
@@ -197,6 +270,31 @@ mod tests {
         assert_eq!(words, ["append", "--db", "/t/s.db", "--acks", "/t/a", "--stop-after", "3"]);
         let claim = OpArgs::new(Op::Claim).claimant("r1").mutant(Some("racy-claim"));
         assert_eq!(claim.to_args().len(), 5);
+    }
+
+    #[test]
+    fn a_fork_rewinds_every_fourth_operation_and_cuts_at_least_two() {
+        assert_eq!(ForkStep::of(0, 0, 0), ForkStep::Append);
+        assert_eq!(ForkStep::of(0, 3, 1), ForkStep::Append, "nothing to cut two of");
+        assert_eq!(ForkStep::of(7, 3, 3), ForkStep::Rewind { k: 0 });
+        assert_eq!(ForkStep::of(8, 3, 3), ForkStep::Rewind { k: 1 });
+        for seed in 0..50 {
+            for len in 2..20 {
+                let ForkStep::Rewind { k } = ForkStep::of(seed, 7, len) else { panic!("op 7 rewinds") };
+                assert!(k + 2 <= len, "seed {seed} len {len}: k {k}");
+            }
+        }
+        // (2^64 - 1) + 3 = 2^64 + 2, which 3 divides; wrapped, it would be 2.
+        assert_eq!(ForkStep::of(u64::MAX, 3, 4), ForkStep::Rewind { k: 0 });
+    }
+
+    #[test]
+    fn seeded_and_transport_flags_belong_to_their_operations() {
+        assert!(Op::Fork.seeded() && !Op::Append.seeded());
+        assert!(Op::Deliver.uses_transport() && Op::CatchUp.uses_transport() && !Op::Fork.uses_transport());
+        let args = OpArgs::new(Op::CatchUp).transport(Path::new("/t/p")).seed(3);
+        let words: Vec<_> = args.to_args().iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert_eq!(words, ["catch-up", "--transport", "/t/p", "--seed", "3"]);
     }
 
     #[test]

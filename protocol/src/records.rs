@@ -79,12 +79,33 @@ pub struct Ack {
     pub parent: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub child: Option<String>,
+    /// A `fork` rewind's cut: the live transcript kept its first `k` messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k: Option<u64>,
+    /// A delivered obligation's idempotency key (`deliver`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 impl Ack {
     /// The ack of operation `i` of `op`, with no other fields.
     pub fn of(op: &str, i: u64) -> Ack {
-        Ack { op: op.to_string(), i, parent: None, child: None }
+        Ack { op: op.to_string(), i, parent: None, child: None, k: None, key: None }
+    }
+
+    /// The ack of rotation `i` from `parent` to `child`.
+    pub fn rotate(i: u64, parent: &str, child: &str) -> Ack {
+        Ack { parent: Some(parent.to_string()), child: Some(child.to_string()), ..Ack::of("rotate", i) }
+    }
+
+    /// The ack of `fork` operation `i`, a rewind that kept `k` messages.
+    pub fn rewind(i: u64, k: u64) -> Ack {
+        Ack { k: Some(k), ..Ack::of("rewind", i) }
+    }
+
+    /// The ack of obligation `i`, delivered under `key`.
+    pub fn deliver(i: u64, key: &str) -> Ack {
+        Ack { key: Some(key.to_string()), ..Ack::of("deliver", i) }
     }
 }
 
@@ -161,10 +182,18 @@ mod tests {
 
     #[test]
     fn records_round_trip_as_single_lines() {
-        let ack = Record::Ack(Ack { op: "rotate".into(), i: 3, parent: Some("p3".into()), child: Some("c3".into()) });
-        let text = serde_json::to_string(&ack).unwrap();
-        assert_eq!(text, r#"{"kind":"ack","op":"rotate","i":3,"parent":"p3","child":"c3"}"#);
-        assert_eq!(serde_json::from_str::<Record>(&text).unwrap(), ack);
+        let cases = [
+            (Ack::rotate(3, "p3", "c3"), r#"{"kind":"ack","op":"rotate","i":3,"parent":"p3","child":"c3"}"#),
+            (Ack::of("append", 0), r#"{"kind":"ack","op":"append","i":0}"#),
+            (Ack::rewind(7, 2), r#"{"kind":"ack","op":"rewind","i":7,"k":2}"#),
+            (Ack::deliver(1, "o1"), r#"{"kind":"ack","op":"deliver","i":1,"key":"o1"}"#),
+        ];
+        for (ack, want) in cases {
+            let record = Record::Ack(ack);
+            let text = serde_json::to_string(&record).unwrap();
+            assert_eq!(text, want);
+            assert_eq!(serde_json::from_str::<Record>(&text).unwrap(), record);
+        }
     }
 
     #[test]

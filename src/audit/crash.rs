@@ -66,15 +66,17 @@ pub fn columns(ctx: &Context, matrix_name: &str, leg: &Leg) -> crate::error::Res
     Ok((column(KillMode::Syscall), column(KillMode::Power)))
 }
 
-/// The live cells whose shape is a workload (a child that writes until it
-/// is killed): the ones a crash of the store can cost acknowledged commits.
+/// The live workload cells (a child that writes until it is killed) whose
+/// clause is that acknowledged commits survive: cells 1 and 3.
 fn workload_cells(catalog: &Catalog) -> Vec<String> {
     catalog
         .cells
         .iter()
         .filter(|c| c.status == Status::Live)
         .filter(|c| {
-            crate::cells::find(&c.id).is_some_and(|cell| matches!(cell.shape(&c.params), Shape::Workload { .. }))
+            crate::cells::find(&c.id).is_some_and(|cell| {
+                cell.answers_durability() && matches!(cell.shape(&c.params), Shape::Workload { .. })
+            })
         })
         .map(|c| c.id.clone())
         .collect()

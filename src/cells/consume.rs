@@ -88,22 +88,9 @@ mod tests {
     use crashcells_protocol::{DumpMessage, DumpSession};
 
     fn dump(claims: usize, state: &str) -> Dump {
-        let session = DumpSession {
-            id: HANDOFF.into(),
-            parent_session_id: None,
-            ended: false,
-            end_reason: None,
-            message_count: claims as i64,
-            handoff_state: Some(state.into()),
-        };
-        let claim =
-            |i| DumpMessage { session_id: HANDOFF.into(), role: "system".into(), content: format!("claimed by r{i}") };
-        Dump {
-            protocol: 1,
-            integrity: "ok".into(),
-            sessions: vec![session],
-            messages: (0..claims).map(claim).collect(),
-        }
+        let session = DumpSession { handoff_state: Some(state.into()), ..DumpSession::new(HANDOFF, claims as i64) };
+        let claim = |i| DumpMessage::new(HANDOFF, "system", &format!("claimed by r{i}"));
+        Dump { sessions: vec![session], messages: (0..claims).map(claim).collect(), ..Dump::empty(1, "ok".into()) }
     }
 
     #[test]

@@ -10,10 +10,12 @@
 //! cell").
 
 pub mod consume;
+pub mod fork;
+pub mod outbox;
 pub mod prefix;
 pub mod rotation;
 
-use crashcells_protocol::{Ack, Dump, Op};
+use crashcells_protocol::{Ack, Delivery, Dump, Op};
 
 use crate::catalog::Params;
 use crate::report::KillMode;
@@ -24,6 +26,8 @@ pub static CELLS: &[(&str, &dyn Cell)] = &[
     ("prefix-durability", &prefix::PrefixDurability),
     ("consume-once", &consume::ConsumeOnce),
     ("rotation-atomicity", &rotation::RotationAtomicity),
+    ("fork-determinism", &fork::ForkDeterminism),
+    ("outbox-exactly-once", &outbox::OutboxExactlyOnce),
 ];
 
 /// The probe of the cell with catalog id `id`, if this driver has one.
@@ -45,6 +49,15 @@ pub trait Cell: Sync {
     fn acked(&self, processes: &[Process]) -> u64 {
         processes.iter().map(|p| p.acks.len() as u64).sum()
     }
+
+    /// Whether `crashcells audit`'s crash columns run this cell: its clause
+    /// is that acknowledged commits survive (a single-row commit and a
+    /// multi-statement one are enough to tell which journal mode and level
+    /// keep them; cells whose clause is about something else stay out of an
+    /// audit of fifteen legs).
+    fn answers_durability(&self) -> bool {
+        false
+    }
 }
 
 /// What a cell's child runs.
@@ -53,8 +66,11 @@ pub enum Shape {
     /// One child runs `op` until it is killed: a timed kill once `window`
     /// acks are reached (plus a seeded extra), and a syscall (or power)
     /// sweep over every kill point of `sweep_acks` operations run to the
-    /// child's own end (the catalog's `sweep_ops`).
-    Workload { op: Op, window: u64, sweep_acks: u64 },
+    /// child's own end (the catalog's `sweep_ops`). With a `recovery` step,
+    /// each recovery pass runs it to its end on its own copy of the crash
+    /// state (the database and the transport) before `dump`: what the store
+    /// does on restart (cell 5's `catch-up`).
+    Workload { op: Op, window: u64, sweep_acks: u64, recovery: Option<Op> },
     /// `park`, then `racers` claimants released together by a barrier; under
     /// syscall kills, racer r0 is killed at each of its points.
     Race { racers: u32 },
@@ -76,7 +92,9 @@ impl Shape {
     /// cannot be probed by the cell, which is then skipped.
     pub fn operations(&self) -> Vec<Op> {
         match *self {
-            Shape::Workload { op, .. } => vec![op, Op::Dump],
+            Shape::Workload { op, recovery, .. } => {
+                [Some(op), recovery, Some(Op::Dump)].into_iter().flatten().collect()
+            }
             Shape::Race { .. } => vec![Op::Park, Op::Claim, Op::Dump],
         }
     }
@@ -105,6 +123,11 @@ pub struct Process {
 pub struct Seen<'a> {
     pub processes: &'a [Process],
     pub dump: &'a Dump,
+    /// The workload's `--seed` (an operation that takes one), else 0.
+    pub seed: u64,
+    /// What the transport holds after recovery: every delivery the
+    /// provider accepted, in order (empty for a child that sends nothing).
+    pub deliveries: &'a [Delivery],
 }
 
 impl Seen<'_> {
@@ -137,10 +160,18 @@ mod tests {
                 (1, "prefix-durability", Status::Live),
                 (2, "consume-once", Status::Live),
                 (3, "rotation-atomicity", Status::Live),
-                (4, "fork-determinism", Status::Stub),
-                (5, "outbox-exactly-once", Status::Stub),
+                (4, "fork-determinism", Status::Live),
+                (5, "outbox-exactly-once", Status::Live),
             ]
         );
+    }
+
+    #[test]
+    fn a_recovery_step_is_an_operation_the_child_must_implement() {
+        let shape = Shape::Workload { op: Op::Deliver, window: 1, sweep_acks: 1, recovery: Some(Op::CatchUp) };
+        assert_eq!(shape.operations(), [Op::Deliver, Op::CatchUp, Op::Dump]);
+        let plain = Shape::Workload { op: Op::Fork, window: 1, sweep_acks: 1, recovery: None };
+        assert_eq!(plain.operations(), [Op::Fork, Op::Dump]);
     }
 
     #[test]

@@ -26,11 +26,16 @@ impl Cell for PrefixDurability {
             op: Op::Append,
             window: params.window.unwrap_or(WINDOW),
             sweep_acks: params.sweep_ops.unwrap_or(SWEEP_ACKS),
+            recovery: None,
         }
     }
 
     fn check(&self, seen: &Seen) -> Violations {
         check(seen.dump, &seen.acks().cloned().collect::<Vec<_>>())
+    }
+
+    fn answers_durability(&self) -> bool {
+        true
     }
 }
 
@@ -78,20 +83,9 @@ mod tests {
 
     fn dump(contents: &[&str], count: i64) -> Dump {
         Dump {
-            protocol: 1,
-            integrity: "ok".into(),
-            sessions: vec![DumpSession {
-                id: "main".into(),
-                parent_session_id: None,
-                ended: false,
-                end_reason: None,
-                message_count: count,
-                handoff_state: None,
-            }],
-            messages: contents
-                .iter()
-                .map(|c| DumpMessage { session_id: "main".into(), role: "user".into(), content: c.to_string() })
-                .collect(),
+            sessions: vec![DumpSession::new("main", count)],
+            messages: contents.iter().map(|c| DumpMessage::new("main", "user", c)).collect(),
+            ..Dump::empty(1, "ok".into())
         }
     }
 

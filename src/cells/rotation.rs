@@ -29,11 +29,16 @@ impl Cell for RotationAtomicity {
             op: Op::Rotate,
             window: params.window.unwrap_or(WINDOW),
             sweep_acks: params.sweep_ops.unwrap_or(SWEEP_ACKS),
+            recovery: None,
         }
     }
 
     fn check(&self, seen: &Seen) -> Violations {
         check(seen.dump, &seen.acks().cloned().collect::<Vec<_>>())
+    }
+
+    fn answers_durability(&self) -> bool {
+        true
     }
 }
 
@@ -89,25 +94,23 @@ mod tests {
 
     fn session(id: &str, parent: Option<&str>, compressed: bool) -> DumpSession {
         DumpSession {
-            id: id.into(),
             parent_session_id: parent.map(Into::into),
             ended: compressed,
             end_reason: compressed.then(|| "compression".into()),
-            message_count: 1,
-            handoff_state: None,
+            ..DumpSession::new(id, 1)
         }
     }
 
     fn handoff(child: &str) -> DumpMessage {
-        DumpMessage { session_id: child.into(), role: "system".into(), content: "continued".into() }
+        DumpMessage::new(child, "system", "continued")
     }
 
     fn ack(i: u64) -> Ack {
-        Ack { op: "rotate".into(), i, parent: Some(format!("p{i}")), child: Some(format!("c{i}")) }
+        Ack::rotate(i, &format!("p{i}"), &format!("c{i}"))
     }
 
     fn dump(sessions: Vec<DumpSession>, messages: Vec<DumpMessage>) -> Dump {
-        Dump { protocol: 1, integrity: "ok".into(), sessions, messages }
+        Dump { sessions, messages, ..Dump::empty(1, "ok".into()) }
     }
 
     #[test]

@@ -38,6 +38,12 @@ pub const KNOWN: &[Known] = &[
     known("claim-state", "claimants that ended WON and LOST"),
     known("config-home", READY),
     known("config-errors", READY),
+    known("fork", "a child that lists `fork`"),
+    known("fork-state", "a successful `fork`"),
+    known("deliver", "a child that lists `deliver`"),
+    known("deliver-state", "a successful `deliver`"),
+    known("catch-up-arrived", "a child that lists `deliver` and `catch-up`"),
+    known("catch-up-missing", "a child that lists `deliver` and `catch-up`"),
 ];
 
 /// The check called `name`, if it is known.

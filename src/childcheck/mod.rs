@@ -22,6 +22,7 @@ mod batch;
 mod claim;
 mod clauses;
 mod config;
+mod effects;
 pub mod known;
 mod sampling;
 mod states;
@@ -149,6 +150,7 @@ pub fn check(child: &ChildCommand, work: &Path, deadline: Duration) -> CheckRepo
         c.dumps();
         c.config_home(ready);
         c.dump_batch(ready);
+        effects::check(&mut c, ready);
     }
     let checks = c.every_check();
     let conforming = ready.is_some() && checks.iter().all(|f| f.status != Status::Fail);
@@ -190,7 +192,7 @@ impl Checker<'_> {
 
     /// Runs `run` if the child implements every operation of `ops`; else
     /// says of each of `checks` that it did not run, and why.
-    fn when(&mut self, ready: &Ready, ops: &[Op], checks: &[&'static str], run: fn(&mut Self)) {
+    pub(super) fn when(&mut self, ready: &Ready, ops: &[Op], checks: &[&'static str], run: fn(&mut Self)) {
         match ops.iter().find(|&&op| !ready.implements(op)) {
             None => run(self),
             Some(op) => {

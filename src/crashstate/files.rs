@@ -26,7 +26,8 @@ use crate::kill::syscall::FileKind;
 /// keeps it like any file, and [`super::power::OUTSIDE_POWER_LOSS`] lists it
 /// beside the ack journal if, like the acks, it stands for what the outside
 /// world saw and no power loss takes back.
-pub const MODELLED: [FileKind; 4] = [FileKind::Database, FileKind::Journal, FileKind::Wal, FileKind::Acks];
+pub const MODELLED: [FileKind; 5] =
+    [FileKind::Database, FileKind::Journal, FileKind::Wal, FileKind::Acks, FileKind::Transport];
 
 /// The trial's files as a crash left them: each present file's bytes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -55,6 +56,16 @@ impl Files {
     /// process crash's, not the model's).
     pub fn set_acks(&mut self, acks: &[u8]) {
         self.files.insert(FileKind::Acks, acks.to_vec());
+    }
+
+    /// Puts `bytes` in as the transport (a power state's transport is the
+    /// process crash's: the provider's log is not on this machine); none
+    /// when nothing was ever sent.
+    pub fn set_transport(&mut self, bytes: Option<&[u8]>) {
+        match bytes {
+            Some(b) => self.files.insert(FileKind::Transport, b.to_vec()),
+            None => self.files.remove(&FileKind::Transport),
+        };
     }
 
     /// The store's files alone, to tell two states' stores apart.
@@ -145,7 +156,7 @@ impl Files {
     /// one folder, each under its own database name (SQLite finds a
     /// database's journals by its name). Returns the database's path.
     pub fn write_store_to(&self, dir: &Path, db: &str) -> std::io::Result<PathBuf> {
-        let names = Names { db: db.to_string(), acks: String::new() };
+        let names = Names::store(&dir.join(db));
         for (kind, bytes) in self.store() {
             std::fs::write(dir.join(names.of(*kind)), bytes)?;
         }
@@ -196,12 +207,25 @@ fn difference(kind: FileKind, model: Option<&[u8]>, disk: Option<&[u8]>) -> Opti
 pub struct Names {
     pub db: String,
     pub acks: String,
+    pub transport: String,
 }
 
 impl Names {
-    pub fn new(db: &Path, acks: &Path) -> Names {
+    pub fn new(db: &Path, acks: &Path, transport: &Path) -> Names {
         let name = |p: &Path| p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        Names { db: name(db), acks: name(acks) }
+        Names { db: name(db), acks: name(acks), transport: name(transport) }
+    }
+
+    /// The names of one store among many in a folder: its database's, and
+    /// its transport beside it (`s3.db.transport`); no ack journal.
+    pub fn store(db: &Path) -> Names {
+        let name = db.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        Names { transport: format!("{name}.transport"), db: name, acks: String::new() }
+    }
+
+    /// Where `db`'s transport is, by these names.
+    pub fn transport_path(&self, db: &Path) -> PathBuf {
+        db.with_file_name(&self.transport)
     }
 
     /// The file name of `kind`.
@@ -214,6 +238,7 @@ impl Names {
             FileKind::Wal => beside("-wal"),
             FileKind::Shm => beside("-shm"),
             FileKind::Acks => self.acks.clone(),
+            FileKind::Transport => self.transport.clone(),
         }
     }
 }
@@ -269,7 +294,7 @@ mod tests {
     #[test]
     fn a_state_is_written_under_the_trial_names_and_checked_against_the_disk() {
         let dir = tempfile::tempdir().unwrap();
-        let names = Names::new(Path::new("/t/store.db"), Path::new("/t/acks.ndjson"));
+        let names = Names::new(Path::new("/t/store.db"), Path::new("/t/acks.ndjson"), Path::new("/t/transport"));
         let f = Files::after(&[
             write(FileKind::Database, At::Offset(0), b"db"),
             write(FileKind::Wal, At::Offset(0), b"wal"),

@@ -25,9 +25,10 @@ use super::log::{At, Effect, Event};
 use crate::kill::syscall::FileKind;
 
 /// Files that no power loss takes back: they stand for what the outside
-/// world was told (the ack journal), so a power state keeps them as the
+/// world was told (the ack journal) or did (the transport: a provider's log
+/// of deliveries, not on this machine), so a power state keeps them as the
 /// process crash at the same instant left them.
-pub const OUTSIDE_POWER_LOSS: [FileKind; 1] = [FileKind::Acks];
+pub const OUTSIDE_POWER_LOSS: [FileKind; 2] = [FileKind::Acks, FileKind::Transport];
 
 /// An operation not yet durable at some instant, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,6 +72,8 @@ pub struct AtPoint {
     pub point: u64,
     /// The ack journal at N (a process crash's).
     pub acks: Vec<u8>,
+    /// The transport at N (a process crash's), if anything was ever sent.
+    pub transport: Option<Vec<u8>>,
     /// Indices into [`Model::states`], ascending, each with what the power
     /// loss dropped to leave it (the pending operations that did not reach
     /// the disk, at the latest instant of the point that could leave it).
@@ -115,6 +118,7 @@ struct Disk {
     durable: BTreeMap<FileKind, usize>,
     pending: Vec<(Op, Pending)>,
     acks: Vec<u8>,
+    transport: Option<Vec<u8>>,
     epoch: usize,
 }
 
@@ -139,7 +143,7 @@ pub fn model(events: &[Event], wanted: &[u64]) -> Model {
         if let Some(n) = e.point {
             if wanted.binary_search(&n).is_ok() {
                 let states = std::mem::take(&mut this_point).into_iter().collect();
-                m.points.push(AtPoint { point: n, acks: disk.acks.clone(), states });
+                m.points.push(AtPoint { point: n, acks: disk.acks.clone(), transport: disk.transport.clone(), states });
             }
             last_point = n;
         }
@@ -155,7 +159,7 @@ pub fn model(events: &[Event], wanted: &[u64]) -> Model {
     if wanted.binary_search(&end).is_ok() {
         disk.instant(&mut m, &mut built, &mut this_point);
         let states = this_point.into_iter().collect();
-        m.points.push(AtPoint { point: end, acks: disk.acks.clone(), states });
+        m.points.push(AtPoint { point: end, acks: disk.acks.clone(), transport: disk.transport.clone(), states });
     }
     m
 }
@@ -189,11 +193,19 @@ impl Disk {
         let pending = |needs: String| Pending { what: format!("{} {at}{place}", effect.describe()), needs };
         match effect {
             Effect::Write { file: FileKind::Acks, at, data } => write(&mut self.acks, *at, data),
+            Effect::Write { file: FileKind::Transport, at, data } => {
+                write(self.transport.get_or_insert_with(Vec::new), *at, data)
+            }
             Effect::Write { file, .. } | Effect::Truncate { file, .. } => {
                 let Some(&ino) = self.names.get(file).filter(|_| MODELLED.contains(file)) else { return };
                 apply_data(&mut self.inodes[ino].data, effect);
                 let needs = format!("an fsync of the {}", file.as_str());
                 self.pending.push((Op::Data(ino, effect.clone()), pending(needs)));
+            }
+            Effect::Open { file: FileKind::Transport, create, .. } => {
+                if *create {
+                    self.transport.get_or_insert_with(Vec::new);
+                }
             }
             Effect::Open { file, create, truncate } => self.open(*file, *create, *truncate, effect, pending),
             Effect::Unlink { file } => {

@@ -5,7 +5,8 @@
 //! (`write`, `pwrite64`, `writev`, `pwritev`, `pwritev2`, `fsync`,
 //! `fdatasync`, `ftruncate`, `unlink`, `unlinkat`, `rename`, `renameat`,
 //! `renameat2`); the driver counts those that touch the database, its
-//! `-journal`, `-wal` or `-shm`, or the ack journal, and at the Nth sends
+//! `-journal`, `-wal` or `-shm`, the ack journal, or a file the workload
+//! adds (the transport a child sends through), and at the Nth sends
 //! `SIGKILL` to the group while the call has not run. The files then hold
 //! exactly what calls 1..N-1 left, so a sweep over N visits every crash state
 //! of a short workload, where a timed kill rarely lands inside a commit.
@@ -134,6 +135,9 @@ pub enum FileKind {
     Wal,
     Shm,
     Acks,
+    /// The fake provider's log of a child that sends (cell 5): a send is a
+    /// kill point, so a sweep visits the instants before and after it.
+    Transport,
 }
 
 impl FileKind {
@@ -144,6 +148,7 @@ impl FileKind {
             FileKind::Wal => "wal",
             FileKind::Shm => "shm",
             FileKind::Acks => "acks",
+            FileKind::Transport => "transport",
         }
     }
 }
@@ -172,6 +177,12 @@ impl Targets {
     /// Whether `path` is the trial's folder.
     pub fn is_dir(&self, path: &Path) -> bool {
         self.dir.as_deref() == Some(path)
+    }
+
+    /// These targets and `path`, as a file of `kind`.
+    pub fn with(mut self, path: &Path, kind: FileKind) -> Targets {
+        self.files.push((path.to_path_buf(), kind));
+        self
     }
 
     /// The kind of `path`; a relative path is matched on its file name (the
@@ -382,6 +393,9 @@ mod tests {
         assert_eq!(t.kind(Path::new("store.db")), Some(FileKind::Database));
         assert_eq!(t.kind(Path::new("/other/store.db")), None);
         assert_eq!(t.kind(Path::new("/t/child.stderr")), None);
+        let t = t.with(Path::new("/t/transport.ndjson"), FileKind::Transport);
+        assert_eq!(t.kind(Path::new("/t/transport.ndjson")), Some(FileKind::Transport));
+        assert_eq!(t.kind(Path::new("/t/acks.ndjson")), Some(FileKind::Acks));
     }
 
     #[test]

@@ -119,7 +119,7 @@ pub fn batches(n: usize, jobs: usize) -> Vec<std::ops::Range<usize>> {
 fn judge(w: &Workload, rec: &Recording, s: &State, recovered: Result<&Recovered, String>) -> Trial {
     let index = u32::try_from(s.point.ordinal).unwrap_or(u32::MAX);
     let mut trial = Trial::new(index);
-    let outcome = judge_state(w.cell, &rec.census, &s.acks, recovered, &mut trial);
+    let outcome = judge_state(w.cell, &rec.census, (&s.acks, rec.env.seed), recovered, &mut trial);
     let outcome = match (outcome, &s.rule) {
         (Outcome::Fire(why), Some(rule)) => Outcome::Fire(format!("{rule}: {why}")),
         (o, _) => o,
@@ -148,15 +148,20 @@ pub fn recover(
     if let Err(e) = passes.iter().try_for_each(std::fs::create_dir) {
         return fail(format!("batch folder: {e}"));
     }
+    let step = rec.env.recovery_step.as_ref();
     let mut pairs = Vec::with_capacity(stores.len());
     for (i, files) in stores.iter().enumerate() {
         let db = format!("s{i}.db");
         match (files.write_store_to(&passes[0], &db), files.write_store_to(&passes[1], &db)) {
-            (Ok(first), Ok(second)) => pairs.push(Pair { first, second }),
+            (Ok(first), Ok(second)) => {
+                // A recovery step reads and writes the state's transport.
+                let transports = step.map(|_| [&first, &second].map(|d| Names::store(d).transport_path(d)));
+                pairs.push(Pair { first, second, transports })
+            }
             (Err(e), _) | (_, Err(e)) => return fail(format!("writing a crash state: {e}")),
         }
     }
-    let passes = Passes { child: &w.ctx.child, deadline: w.ctx.deadline, home: &rec.env.home, out: dir.path() };
+    let passes = Passes { child: &w.ctx.child, deadline: w.ctx.deadline, home: &rec.env.home, out: dir.path(), step };
     let batched = w.ctx.child_ready.as_ref().is_some_and(|r| r.dumps_in_batches());
     let got = recover_batch(&passes, &pairs, batched);
     (got.results.into_iter().map(|r| r.map_err(|e| e.to_string())).collect(), got.note)
@@ -202,7 +207,7 @@ pub(super) fn evidence_env(w: &Workload, state: &State, label: &str, note: &str,
     let dir = env.db.parent()?.to_path_buf();
     let mut files = state.files.clone();
     files.set_acks(&state.acks);
-    files.write_to(&dir, &Names::new(&env.db, &env.acks)).ok()?;
+    files.write_to(&dir, &Names::new(&env.db, &env.acks, &env.transport)).ok()?;
     std::fs::write(dir.join(note), format!("{text}\n")).ok()?;
     Some(env)
 }

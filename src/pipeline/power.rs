@@ -52,9 +52,10 @@ pub fn power_sweep(w: &Workload, seed: u64) -> Swept {
     let points = sweep_points(rec.census.points, o.point, o.points, seed);
     let m = model(rec.log.ran(), &points);
     let (canon, stores) = distinct(&m);
-    let groups = batches(stores.len(), w.ctx.jobs);
+    let units = Units::of(&m, &canon, &stores);
+    let groups = batches(units.files.len(), w.ctx.jobs);
     let recovered: Vec<Result<Recovered, String>> = parallel(groups.len(), w.ctx.jobs, &|_| false, &|b| {
-        let mine: Vec<&Files> = stores[groups[b].clone()].iter().map(|&i| &m.states[i].files).collect();
+        let mine: Vec<&Files> = units.files[groups[b].clone()].iter().collect();
         recover(w, &rec, &mine, &format!("power{b}")).0
     })
     .into_iter()
@@ -63,8 +64,42 @@ pub fn power_sweep(w: &Workload, seed: u64) -> Swept {
     if crate::harness::interrupted().is_some() {
         return Swept::unplanned(Trial::ended(0, Outcome::Interrupted("recovering power-loss states".into())));
     }
-    let trials = judge_points(w, &rec, &rec.log, &m, &canon, &recovered);
+    let trials = judge_points(w, &rec, &rec.log, &m, (&canon, &units), &recovered);
     Swept { planned: Some(points), trials }
+}
+
+/// What each recovery starts from: a distinct store, with the transport of
+/// the points that may leave it (a power loss keeps the transport as the
+/// process crash left it: the provider's log is not on this machine, so one
+/// store reached at points with other transports is recovered once per
+/// transport; without a transport, one unit per store).
+struct Units {
+    of: HashMap<(usize, Option<Vec<u8>>), usize>,
+    files: Vec<Files>,
+}
+
+impl Units {
+    fn of(m: &Model, canon: &[usize], stores: &[usize]) -> Units {
+        let mut units = Units { of: HashMap::new(), files: Vec::new() };
+        for at in &m.points {
+            for (id, _) in &at.states {
+                let store = canon[*id];
+                let key = (store, at.transport.clone());
+                if !units.of.contains_key(&key) {
+                    let mut files = m.states[stores[store]].files.clone();
+                    files.set_transport(at.transport.as_deref());
+                    units.of.insert(key, units.files.len());
+                    units.files.push(files);
+                }
+            }
+        }
+        units
+    }
+
+    /// The unit of state `id` at point `at`.
+    fn at(&self, canon: &[usize], id: usize, at: &AtPoint) -> usize {
+        self.of[&(canon[id], at.transport.clone())]
+    }
 }
 
 /// The distinct stores among the model's states: for each state, the index
@@ -94,13 +129,13 @@ fn judge_points(
     rec: &super::recorded::Recording,
     log: &Log,
     m: &Model,
-    canon: &[usize],
+    units: (&[usize], &Units),
     recovered: &[Result<Recovered, String>],
 ) -> Vec<Trial> {
     let mut passed: std::collections::HashSet<(usize, usize)> = std::collections::HashSet::new();
     let mut trials = Vec::new();
     for at in &m.points {
-        let trial = judge_point(w, rec, log, m, at, canon, recovered, &mut passed);
+        let trial = judge_point(w, rec, log, m, at, units, recovered, &mut passed);
         let bad = trial.outcome != Outcome::Pass;
         trials.push(trial);
         if bad {
@@ -117,7 +152,7 @@ fn judge_point(
     log: &Log,
     m: &Model,
     at: &AtPoint,
-    canon: &[usize],
+    (canon, units): (&[usize], &Units),
     recovered: &[Result<Recovered, String>],
     passed: &mut std::collections::HashSet<(usize, usize)>,
 ) -> Trial {
@@ -127,13 +162,13 @@ fn judge_point(
     // The state that lost the least first: if it fails, the first operation
     // it lost is the one whose loss did it, and that is the rule reported.
     for (k, (id, dropped)) in at.states.iter().rev().enumerate() {
-        let store = canon[*id];
+        let store = units.at(canon, *id, at);
         if k > 0 && passed.contains(&(store, at.acks.len())) {
             continue;
         }
         let mut t = Trial::new(index);
-        let outcome =
-            judge_state(w.cell, &rec.census, &at.acks, recovered[store].as_ref().map_err(Clone::clone), &mut t);
+        let got = recovered[store].as_ref().map_err(Clone::clone);
+        let outcome = judge_state(w.cell, &rec.census, (&at.acks, rec.env.seed), got, &mut t);
         t.kill_point = Some(point.kill_point(index, t.acked));
         if outcome == Outcome::Pass {
             passed.insert((store, at.acks.len()));
@@ -156,7 +191,7 @@ fn judge_point(
         let state = State {
             point: point.clone(),
             acks: at.acks.clone(),
-            files: m.states[*id].files.clone(),
+            files: units.files[store].clone(),
             version: 0,
             rule: Some(rule.clone()),
         };

@@ -19,7 +19,7 @@ use super::{Outcome, Trial, TrialEnv};
 use crate::crashstate::{Files, Log, Names};
 use crate::harness::Traced;
 use crate::kill::record::record;
-use crate::kill::syscall::{Driven, Goal, Targets, sweep_points};
+use crate::kill::syscall::{Driven, Goal, sweep_points};
 
 /// A workload's recorded run: its log, its census, and the folder it ran in.
 pub struct Recording {
@@ -52,7 +52,7 @@ impl Workload<'_> {
             Ok(c) => c,
             Err(o) => return Err(fail(Some(env), o)),
         };
-        let names = Names::new(&env.db, &env.acks);
+        let names = Names::new(&env.db, &env.acks, &env.transport);
         let dir = env.db.parent().expect("a trial's database is in its folder");
         let disagrees = self_check(&log, dir, &names);
         Ok(Recording { log, census, env, names, disagrees })
@@ -61,7 +61,7 @@ impl Workload<'_> {
     fn record_in(&self, env: &TrialEnv, filter: Filter) -> Result<Log, Outcome> {
         let mut child = Traced::spawn(self.sweep_command(env), Some(&env.stderr), filter, self.ctx.deadline)
             .map_err(|e| trace_outcome(e, self.ctx))?;
-        match record(&mut child, &Targets::new(&env.db, &env.acks), Goal::ToEnd) {
+        match record(&mut child, &self.targets(env), Goal::ToEnd) {
             Ok((Driven::Exited { exit, counted }, log)) => ended_well(exit, counted, &child.stderr_tail()).map(|_| log),
             Ok((Driven::At(p), _)) => Err(Outcome::Error(format!("the recording stopped at point {}", p.ordinal))),
             Err(e) => Err(trace_outcome(e, self.ctx)),
@@ -207,7 +207,11 @@ mod tests {
         use crate::crashstate::{At, Effect};
         use crate::kill::syscall::{FileKind, Point};
         let dir = tempfile::tempdir().unwrap();
-        let names = Names::new(&dir.path().join("store.db"), &dir.path().join("acks.ndjson"));
+        let names = Names::new(
+            &dir.path().join("store.db"),
+            &dir.path().join("acks.ndjson"),
+            &dir.path().join("transport.ndjson"),
+        );
         let mut log = Log::default();
         let point = Point { ordinal: 0, syscall: "pwrite64", file: Some(FileKind::Database), offset: None, len: None };
         log.push(Some(point), Effect::Write { file: FileKind::Database, at: At::Offset(0), data: b"page".to_vec() });

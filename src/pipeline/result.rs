@@ -71,8 +71,8 @@ fn trials(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context) -> (Vec<Trial>, 
         return (vec![Trial::ended(0, Outcome::Skip(format!("the child does not implement `{missing}`")))], None);
     }
     match (shape, job.kill) {
-        (Shape::Workload { op, window, sweep_acks }, kill) => {
-            let w = Workload { job, leg, cell, ctx, op, sweep_acks };
+        (Shape::Workload { op, window, sweep_acks, recovery }, kill) => {
+            let w = Workload { job, leg, cell, ctx, op, sweep_acks, recovery };
             match kill {
                 KillMode::Timed => (in_order(job, ctx, &|i| w.timed(window, i)), None),
                 // A repro's single point is a real kill, as is every point without replay.
@@ -353,7 +353,7 @@ mod tests {
 
     #[test]
     fn a_shape_whose_operation_the_child_lacks_names_it() {
-        let rotate = Shape::Workload { op: Op::Rotate, window: 1, sweep_acks: 1 };
+        let rotate = Shape::Workload { op: Op::Rotate, window: 1, sweep_acks: 1, recovery: None };
         let race = Shape::Race { racers: 2 };
         let v2 = ctx(Some(ready(2, Some(vec!["append", "park", "claim", "dump"]))));
         assert_eq!(missing_operation(&v2, &rotate), Some(Op::Rotate));

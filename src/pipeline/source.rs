@@ -24,7 +24,7 @@ use crate::audit::{Audit, audit_leg, refused_at_ready};
 use crate::cells::{Cell, End};
 use crate::harness::{POLL, Running, Traced, interrupted};
 use crate::journal;
-use crate::kill::syscall::{Driven, Goal, Point, Targets, drive};
+use crate::kill::syscall::{Driven, FileKind, Goal, Point, Targets, drive};
 use crate::kill::timed::{WaitError, phase_delay, timed_target, wait_for_acks};
 use crate::matrix::Leg;
 use crate::plan::Job;
@@ -40,6 +40,8 @@ pub struct Workload<'a> {
     /// A sweep's workload: this many operations (`--stop-after`), then the
     /// child ends on its own; every point on the way is a crash state.
     pub sweep_acks: u64,
+    /// The step each recovery pass runs before `dump`, if any.
+    pub recovery: Option<Op>,
 }
 
 impl Sweepable for Workload<'_> {
@@ -53,29 +55,56 @@ impl Sweepable for Workload<'_> {
 }
 
 impl Workload<'_> {
-    /// A private folder for trial `label`.
+    /// A private folder for a sweep's trial `label`: every trial of a sweep
+    /// runs the same seeded workload as its census, so a kill point means the
+    /// same call in each.
     pub(super) fn env(&self, label: &str) -> Result<TrialEnv, Outcome> {
+        self.seeded_env(label, &[])
+    }
+
+    /// A private folder for trial `label`, whose workload is seeded with
+    /// the seed derived from `parts`.
+    fn seeded_env(&self, label: &str, parts: &[&str]) -> Result<TrialEnv, Outcome> {
         let label = format!("{}-{}-{label}", self.job.cell.id, self.leg.name);
-        TrialEnv::new(&self.ctx.work_root, self.leg, &label).map_err(|e| Outcome::Error(format!("trial folder: {e}")))
+        let mut env = TrialEnv::new(&self.ctx.work_root, self.leg, &label)
+            .map_err(|e| Outcome::Error(format!("trial folder: {e}")))?;
+        env.seed = crate::seed::derive(self.job.seed, &[parts, &["workload"]].concat());
+        env.recovery_step = self.recovery.map(|op| OpArgs::new(op).mutant(self.ctx.mutant()));
+        Ok(env)
+    }
+
+    /// The workload's arguments in `env`, with the flags its operation takes.
+    fn args(&self, env: &TrialEnv) -> OpArgs {
+        let mut args = OpArgs::new(self.op).db(&env.db).acks(&env.acks).mutant(self.ctx.mutant());
+        if self.op.seeded() {
+            args = args.seed(env.seed);
+        }
+        if self.op.uses_transport() {
+            args = args.transport(&env.transport);
+        }
+        args
     }
 
     /// The child's command for the workload in `env`: run until killed.
     fn command(&self, env: &TrialEnv) -> std::process::Command {
-        let args = OpArgs::new(self.op).db(&env.db).acks(&env.acks).mutant(self.ctx.mutant());
-        self.ctx.child.command(&args.to_args(), &env.home)
+        self.ctx.child.command(&self.args(env).to_args(), &env.home)
     }
 
     /// A sweep's command: the workload's operations, then the child's own end.
     pub(super) fn sweep_command(&self, env: &TrialEnv) -> std::process::Command {
-        let args =
-            OpArgs::new(self.op).db(&env.db).acks(&env.acks).mutant(self.ctx.mutant()).stop_after(self.sweep_acks);
-        self.ctx.child.command(&args.to_args(), &env.home)
+        self.ctx.child.command(&self.args(env).stop_after(self.sweep_acks).to_args(), &env.home)
+    }
+
+    /// The files whose calls are kill points: the store's, the ack journal,
+    /// and the transport of a workload that sends.
+    pub(super) fn targets(&self, env: &TrialEnv) -> Targets {
+        Targets::new(&env.db, &env.acks).with(&env.transport, FileKind::Transport)
     }
 
     /// Trial `index` of a timed result: kill once the seeded target of acks
     /// is reached, then judge.
     pub fn timed(&self, window: u64, index: u32) -> Trial {
-        let env = match self.env(&format!("t{index}")) {
+        let env = match self.seeded_env(&format!("t{index}"), &[&index.to_string()]) {
             Ok(env) => env,
             Err(outcome) => return Trial::ended(index, outcome),
         };
@@ -178,7 +207,7 @@ impl Workload<'_> {
     fn traced_to_end(&self, env: &TrialEnv, filter: Filter) -> Result<u64, Outcome> {
         let mut child = Traced::spawn(self.sweep_command(env), Some(&env.stderr), filter, self.ctx.deadline)
             .map_err(|e| trace_outcome(e, self.ctx))?;
-        match drive(&mut child, &Targets::new(&env.db, &env.acks), Goal::ToEnd) {
+        match drive(&mut child, &self.targets(env), Goal::ToEnd) {
             Ok(Driven::Exited { exit, counted }) => ended_well(exit, counted, &child.stderr_tail()),
             Ok(Driven::At(p)) => Err(Outcome::Error(format!("the census stopped at point {}", p.ordinal))),
             Err(e) => Err(trace_outcome(e, self.ctx)),
@@ -214,7 +243,7 @@ impl Workload<'_> {
     fn traced_to(&self, env: &TrialEnv, filter: Filter, goal: Goal) -> Result<KillPoint, Outcome> {
         let mut child = Traced::spawn(self.sweep_command(env), Some(&env.stderr), filter, self.ctx.deadline)
             .map_err(|e| trace_outcome(e, self.ctx))?;
-        let point = match drive(&mut child, &Targets::new(&env.db, &env.acks), goal) {
+        let point = match drive(&mut child, &self.targets(env), goal) {
             Ok(Driven::At(p)) => p,
             // The point after the last call: the child's own end is the state.
             Ok(Driven::Exited { exit, counted }) if matches!(goal, Goal::KillAt(n) if n == counted + 1) => {

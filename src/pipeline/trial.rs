@@ -1,9 +1,13 @@
 //! One trial's world: a private folder with the database, the ack journal,
-//! the child's stderr and an isolated config home; and what the trial found.
+//! the fake transport (for a child that sends), the child's stderr and an
+//! isolated config home, and what the workload was given that its judge
+//! needs (its seed, the recovery step); and what the trial found.
 //! A passing trial's folder is removed; a fire's or an error's is kept as
 //! evidence.
 
 use std::path::{Path, PathBuf};
+
+use crashcells_protocol::OpArgs;
 
 use crate::audit::Audit;
 use crate::matrix::Leg;
@@ -17,6 +21,16 @@ pub struct TrialEnv {
     pub acks: PathBuf,
     pub home: PathBuf,
     pub stderr: PathBuf,
+    /// The fake provider's log (`--transport`): the driver names it, the
+    /// child appends a line per send, the judge reads it as the deliveries.
+    pub transport: PathBuf,
+    /// The workload's `--seed`, for an operation that takes one (`fork`):
+    /// its judge replays the workload from it. 0 otherwise.
+    pub seed: u64,
+    /// The step each recovery pass runs to its end on its own copy of the
+    /// crash state before `dump` (`catch-up`), with the flags it takes
+    /// beyond `--db` and `--transport`; none for most cells.
+    pub recovery_step: Option<OpArgs>,
 }
 
 impl TrialEnv {
@@ -29,6 +43,9 @@ impl TrialEnv {
             db: dir.path().join("store.db"),
             acks: dir.path().join("acks.ndjson"),
             stderr: dir.path().join("child.stderr"),
+            transport: dir.path().join("transport.ndjson"),
+            seed: 0,
+            recovery_step: None,
             home,
             dir,
         })

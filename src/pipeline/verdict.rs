@@ -61,7 +61,7 @@ pub fn conclude(
         return Outcome::Skip(reason);
     }
     match crate::recovery::recover(&ctx.child, ctx.deadline, env) {
-        Ok(recovered) => judge(cell, &processes, &recovered, trial),
+        Ok(recovered) => judge(cell, &processes, &recovered, env.seed, trial),
         Err(e @ crate::recovery::RecoveryError::Interrupted { .. }) => Outcome::Interrupted(e.to_string()),
         Err(e) => Outcome::Error(e.to_string()),
     }
@@ -74,7 +74,7 @@ pub fn conclude(
 pub fn judge_state(
     cell: &dyn Cell,
     census: &Census,
-    acks: &[u8],
+    (acks, seed): (&[u8], u64),
     recovered: Result<&Recovered, String>,
     trial: &mut Trial,
 ) -> Outcome {
@@ -91,7 +91,7 @@ pub fn judge_state(
     trial.synchronous = ready.synchronous.clone();
     trial.audit = Some(census.audit.clone());
     match recovered {
-        Ok(r) => judge(cell, &processes, r, trial),
+        Ok(r) => judge(cell, &processes, r, seed, trial),
         Err(why) => Outcome::Error(why),
     }
 }
@@ -126,12 +126,12 @@ fn prefixed(processes: usize, name: &str, message: &str) -> String {
 /// Determinism, integrity, then the cell's own check. The first finding is
 /// the reason; any others are kept in the details, so that a reader sees
 /// every one of them.
-fn judge(cell: &dyn Cell, processes: &[Process], recovered: &Recovered, trial: &mut Trial) -> Outcome {
+fn judge(cell: &dyn Cell, processes: &[Process], recovered: &Recovered, seed: u64, trial: &mut Trial) -> Outcome {
     let dump = &recovered.dump;
     if recovered.missing_db {
         trial.details.push("the crash left no database file: recovered as an empty store".into());
     }
-    let v = cell.check(&Seen { processes, dump });
+    let v = cell.check(&Seen { processes, dump, seed, deliveries: &recovered.deliveries });
     trial.details.extend(v.details);
     trial.integrity = Some(dump.integrity.clone());
     let mut found = v.found;

@@ -1,0 +1,266 @@
+//! Recovery passes. After the kill, the driver reads the store only through
+//! the child's `dump` operation, each pass a fresh process, so that any store
+//! behind the protocol can be checked and recovery itself is exercised twice.
+//!
+//! Clause (every cell): recovery is deterministic: two passes print the same
+//! canonical state; and the recovered file passes `PRAGMA integrity_check`.
+//!
+//! Recovery changes the files it opens (a hot journal is rolled back, a WAL
+//! is checkpointed and removed), so each pass runs on its own copy of the
+//! crash state (`recovery-1/`, `recovery-2/`): the second pass recovers the
+//! same crash state as the first, not the first's result, and the trial's own
+//! database, `-wal` and `-journal` stay as the kill left them: that is the
+//! evidence a fire keeps. A crash state without a database file (a power
+//! loss before the file's name was made durable) is an empty store, as
+//! SQLite itself would open it.
+//!
+//! A cell whose store finishes work on restart (cell 5's `catch-up`) names
+//! a recovery step: each pass copies the transport too, runs the step to its
+//! end on its copies, then dumps. The step is recovery as much as the dump
+//! is, so its result (the transport after it) must be deterministic too, and
+//! the judge reads the first pass's. Many crash states at once: [`batch`].
+
+pub mod batch;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crashcells_protocol::transport::{self, TransportError};
+use crashcells_protocol::{Delivery, Dump, Op, OpArgs, PROTOCOL};
+
+use crate::audit::sibling;
+use crate::harness::{ChildCommand, Cut, Exit, run_to_end};
+use crate::pipeline::TrialEnv;
+
+pub use batch::{BatchRecovery, Pair, recover_batch};
+
+/// Why a recovery pass gave no state: the harness's error, never a finding.
+#[derive(Debug, thiserror::Error)]
+pub enum RecoveryError {
+    #[error("copying the database for recovery pass {pass}: {source}")]
+    Copy { pass: u32, source: std::io::Error },
+    #[error("recovery pass {pass} could not start: {source}")]
+    Start { pass: u32, source: std::io::Error },
+    #[error("recovery pass {pass} failed ({exit}): {stderr_tail}")]
+    Failed { pass: u32, exit: Exit, stderr_tail: String },
+    #[error("recovery pass {pass} did not finish within {deadline:?}")]
+    Deadline { pass: u32, deadline: Duration },
+    /// The run was interrupted during the pass: no finding, no error.
+    #[error("recovery pass {pass} was cut short by the interrupt")]
+    Interrupted { pass: u32 },
+    #[error("recovery pass {pass}: {source}")]
+    Read { pass: u32, source: std::io::Error },
+    #[error("recovery pass 1 printed no dump: {0}")]
+    NotADump(serde_json::Error),
+    #[error("copying the transport for recovery pass {pass}: {source}")]
+    CopyTransport { pass: u32, source: std::io::Error },
+    #[error("recovery pass {pass}: the recovery step `{op}` failed ({exit}): {stderr_tail}")]
+    StepFailed { pass: u32, op: Op, exit: Exit, stderr_tail: String },
+    #[error("recovery pass {pass}: the recovery step `{op}` did not finish within {deadline:?}")]
+    StepDeadline { pass: u32, op: Op, deadline: Duration },
+    #[error("recovery pass 1: {0}")]
+    Transport(TransportError),
+}
+
+/// The recovered state of a trial's store, read twice.
+#[derive(Clone, Debug)]
+pub struct Recovered {
+    pub dump: Dump,
+    /// Why the two passes disagree, if they do.
+    pub nondeterministic: Option<String>,
+    /// True when the crash left no database file: the state is the empty
+    /// store, and no pass ran.
+    pub missing_db: bool,
+    /// The transport's deliveries after pass 1's recovery step; none
+    /// without a step.
+    pub deliveries: Vec<Delivery>,
+}
+
+/// What one pass left: `dump`'s text, and the transport after its step.
+#[derive(Clone, Debug, Default)]
+pub struct Pass {
+    pub dump: String,
+    pub transport: Vec<u8>,
+}
+
+impl Recovered {
+    /// A crash state without a database file: an empty store.
+    fn missing() -> Recovered {
+        let dump = Dump::empty(PROTOCOL, "ok".into());
+        Recovered { dump, nondeterministic: None, missing_db: true, deliveries: Vec::new() }
+    }
+
+    /// Two passes of one state: the first parsed, the two compared (the
+    /// dumps, then the transports their steps left).
+    fn of(first: &Pass, second: &Pass, step: Option<Op>) -> Result<Recovered, RecoveryError> {
+        let dump: Dump = serde_json::from_str(first.dump.trim()).map_err(RecoveryError::NotADump)?;
+        let deliveries = transport::parse(&first.transport).map_err(RecoveryError::Transport)?;
+        let nondeterministic = if first.dump != second.dump {
+            Some(first_difference(&first.dump, &second.dump))
+        } else if first.transport != second.transport {
+            let (a, b) = (String::from_utf8_lossy(&first.transport), String::from_utf8_lossy(&second.transport));
+            let step = step.map_or_else(|| "recovery".into(), |op| format!("`{op}`"));
+            Some(format!(
+                "recovery is not deterministic: the transports after the two passes' {step} differ {}",
+                where_differ(&a, &b)
+            ))
+        } else {
+            None
+        };
+        Ok(Recovered { dump, nondeterministic, missing_db: false, deliveries })
+    }
+}
+
+/// The files of a database: the file itself and every journal beside it.
+const DB_FILES: [&str; 4] = ["", "-wal", "-journal", "-shm"];
+
+/// Copies the database and its journal files, as they are, into `dir`;
+/// returns the copy's path. Nothing writes them any more (the child is
+/// reaped), so a copy is the crash state exactly.
+fn copy_db(db: &Path, dir: &Path) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    let copy = dir.join(db.file_name().unwrap_or_else(|| "store.db".as_ref()));
+    for suffix in DB_FILES {
+        let from = sibling(db, suffix);
+        if from.exists() {
+            std::fs::copy(&from, sibling(&copy, suffix))?;
+        }
+    }
+    Ok(copy)
+}
+
+/// Where a pass runs: the child, its deadline and config home, the folder
+/// its output goes to, and the recovery step it runs before `dump`, if any.
+pub struct Passes<'a> {
+    pub child: &'a ChildCommand,
+    pub deadline: Duration,
+    pub home: &'a Path,
+    pub out: &'a Path,
+    pub step: Option<&'a OpArgs>,
+}
+
+/// Runs a short child operation to its end; its stdout, in `out` as
+/// `{name}.json`, when it ended with exit code 0.
+fn run_op(p: &Passes, args: &OpArgs, n: u32, name: &str) -> Result<Result<String, (Exit, String)>, RecoveryError> {
+    let stdout = p.out.join(format!("{name}.json"));
+    let stderr = p.out.join(format!("{name}.stderr"));
+    let (exit, stderr_tail) = run_to_end(p.child.command(&args.to_args(), p.home), &stdout, &stderr, p.deadline)
+        .map_err(|source| RecoveryError::Start { pass: n, source })?;
+    match exit {
+        Ok(Exit::Code(0)) => {
+            std::fs::read_to_string(&stdout).map(Ok).map_err(|source| RecoveryError::Read { pass: n, source })
+        }
+        Ok(exit) => Ok(Err((exit, stderr_tail))),
+        Err(Cut::Deadline) => Err(RecoveryError::Deadline { pass: n, deadline: p.deadline }),
+        Err(Cut::Interrupted) => Err(RecoveryError::Interrupted { pass: n }),
+    }
+}
+
+/// One `dump` pass on `dbs` (several only for a `dump-batch` child): its
+/// stdout, in `out` as `dump-{label}.json`.
+fn pass(p: &Passes, dbs: &[&Path], n: u32, label: &str) -> Result<String, RecoveryError> {
+    let args = dbs.iter().fold(OpArgs::new(Op::Dump), |a, db| a.db(db));
+    run_op(p, &args, n, &format!("dump-{label}"))?.map_err(|(exit, stderr_tail)| RecoveryError::Failed {
+        pass: n,
+        exit,
+        stderr_tail,
+    })
+}
+
+/// One whole pass of one state: the recovery step on the copies `db` and
+/// `transport` (if the pass has a step), then `dump`. A step that failed on
+/// a store whose dump shows it damaged is not the harness's error: the
+/// damage is the finding.
+fn stepped_pass(p: &Passes, db: &Path, transport: &Path, n: u32, label: &str) -> Result<Pass, RecoveryError> {
+    let stepped = match p.step {
+        None => Ok(()),
+        Some(step) => {
+            let op = step.op();
+            let args = step.clone().db(db).transport(transport);
+            run_op(p, &args, n, &format!("{op}-{label}"))?
+                .map(drop)
+                .map_err(|(exit, stderr_tail)| RecoveryError::StepFailed { pass: n, op, exit, stderr_tail })
+        }
+    };
+    let dump = pass(p, &[db], n, label)?;
+    if let Err(e) = stepped {
+        let damaged = serde_json::from_str::<Dump>(dump.trim()).is_ok_and(|d| d.integrity != "ok");
+        if !damaged {
+            return Err(e);
+        }
+    }
+    let transport = if p.step.is_some() { std::fs::read(transport).unwrap_or_default() } else { Vec::new() };
+    Ok(Pass { dump, transport })
+}
+
+/// Runs two recovery passes of a trial's crash state, each on its own
+/// copies, and parses the first. An `Err` is a harness error (a pass that
+/// could not run or printed something that is not a dump).
+pub fn recover(child: &ChildCommand, deadline: Duration, env: &TrialEnv) -> Result<Recovered, RecoveryError> {
+    if !env.db.exists() {
+        return Ok(Recovered::missing());
+    }
+    let dir = env.db.parent().unwrap_or(Path::new("."));
+    let p = Passes { child, deadline, home: &env.home, out: dir, step: env.recovery_step.as_ref() };
+    let mut passes = Vec::new();
+    for n in [1, 2] {
+        let copies = env.path(&format!("recovery-{n}"));
+        let db = copy_db(&env.db, &copies).map_err(|source| RecoveryError::Copy { pass: n, source })?;
+        let transport = copies.join("transport.ndjson");
+        if p.step.is_some() && env.transport.exists() {
+            std::fs::copy(&env.transport, &transport)
+                .map_err(|source| RecoveryError::CopyTransport { pass: n, source })?;
+        }
+        passes.push(stepped_pass(&p, &db, &transport, n, &n.to_string())?);
+    }
+    Recovered::of(&passes[0], &passes[1], p.step.map(OpArgs::op))
+}
+
+fn first_difference(a: &str, b: &str) -> String {
+    format!("recovery is not deterministic: the two passes differ {}", where_differ(a, b))
+}
+
+/// Where two texts first differ: `at byte N ("…" vs "…")`, with a little
+/// context on each side.
+pub fn where_differ(a: &str, b: &str) -> String {
+    let at = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    let around = |s: &str| s.get(at.saturating_sub(20)..(at + 40).min(s.len())).unwrap_or("").to_string();
+    format!("at byte {at} ({:?} vs {:?})", around(a), around(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_keeps_every_journal_file_and_leaves_the_original() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("store.db");
+        for (suffix, body) in [("", "db"), ("-wal", "wal"), ("-journal", "journal")] {
+            std::fs::write(sibling(&db, suffix), body).unwrap();
+        }
+        let copy = copy_db(&db, &dir.path().join("recovery")).unwrap();
+        assert_eq!(copy, dir.path().join("recovery/store.db"));
+        for (suffix, body) in [("", "db"), ("-wal", "wal"), ("-journal", "journal")] {
+            assert_eq!(std::fs::read_to_string(sibling(&copy, suffix)).unwrap(), body);
+            assert!(sibling(&db, suffix).exists());
+        }
+        assert!(!sibling(&copy, "-shm").exists());
+    }
+
+    #[test]
+    fn difference_names_the_byte() {
+        let d = first_difference(r#"{"a":1}"#, r#"{"a":2}"#);
+        assert!(d.contains("byte 5"), "{d}");
+    }
+
+    #[test]
+    fn transports_that_differ_after_the_step_make_recovery_nondeterministic() {
+        let dump = r#"{"protocol":2,"integrity":"ok","sessions":[],"messages":[]}"#.to_string();
+        let one = Pass { dump: dump.clone(), transport: b"{\"key\":\"o0\",\"payload\":\"p\"}\n".to_vec() };
+        let two = Pass { dump, transport: Vec::new() };
+        let r = Recovered::of(&one, &two, Some(Op::CatchUp)).unwrap();
+        assert!(r.nondeterministic.unwrap().contains("transports after the two passes' `catch-up` differ"));
+        assert_eq!(r.deliveries.len(), 1);
+    }
+}
