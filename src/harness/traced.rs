@@ -131,6 +131,60 @@ fn install_filter(filter: &[seccompiler::sock_filter]) -> Result<(), std::io::Er
     Ok(())
 }
 
+/// The program, arguments and environment of a traced child, ready for
+/// `execvpe` after the fork, where nothing may be allocated.
+///
+/// Why the traced child runs its own exec: std's, on failure, writes the
+/// errno into a pipe to the parent, but once the filter is installed that
+/// `write` is trapped with no tracer options set yet, so it fails; std then
+/// aborts, the abort's signal stops the traced child, and the parent waits
+/// on the pipe for ever, before any watchdog could start. Here a failed
+/// exec writes nothing and exits with its errno, which [`Traced::start`]
+/// reads. std applies a command's environment only in its own exec, after
+/// the `pre_exec` hooks, so the environment is built here (the working
+/// folder and standard streams std has set by then).
+struct Exec {
+    _owned: Vec<std::ffi::CString>,
+    /// `argv` for execvpe, null-terminated; `argv[0]` is the program.
+    argv: Vec<*const libc::c_char>,
+    /// `envp` for execvpe, null-terminated.
+    envp: Vec<*const libc::c_char>,
+}
+
+// SAFETY: the pointers point into `_owned`, which moves with them and is
+// only read.
+unsafe impl Send for Exec {}
+unsafe impl Sync for Exec {}
+
+impl Exec {
+    fn of(cmd: &Command) -> Result<Exec, TraceError> {
+        use std::os::unix::ffi::OsStrExt;
+        let nul = || TraceError::Io(format!("the child command holds a NUL byte: {cmd:?}"));
+        let words: Vec<_> = std::iter::once(cmd.get_program()).chain(cmd.get_args()).map(OsStrExt::as_bytes).collect();
+        let mut env: std::collections::BTreeMap<_, _> = std::env::vars_os().map(|(k, v)| (k, Some(v))).collect();
+        env.extend(cmd.get_envs().map(|(k, v)| (k.to_os_string(), v.map(|v| v.to_os_string()))));
+        let pairs: Vec<Vec<u8>> =
+            env.iter().filter_map(|(k, v)| Some([k.as_bytes(), b"=", v.as_ref()?.as_bytes()].concat())).collect();
+        let to_c = |b: &[u8]| std::ffi::CString::new(b).map_err(|_| nul());
+        let owned =
+            words.iter().map(|w| to_c(w)).chain(pairs.iter().map(|p| to_c(p))).collect::<Result<Vec<_>, _>>()?;
+        let ptrs = |c: &[std::ffi::CString]| c.iter().map(|c| c.as_ptr()).chain([std::ptr::null()]).collect();
+        let (argv, envp) = (ptrs(&owned[..words.len()]), ptrs(&owned[words.len()..]));
+        Ok(Exec { _owned: owned, argv, envp })
+    }
+
+    /// Replaces the process with the program; returns only by exiting.
+    fn run(&self) -> std::io::Result<()> {
+        // SAFETY: execvpe and _exit are async-signal-safe in practice (std
+        // itself calls execvp here); both arrays are null-terminated and
+        // live as long as `self`.
+        unsafe {
+            libc::execvpe(self.argv[0], self.argv.as_ptr(), self.envp.as_ptr());
+            libc::_exit(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL));
+        }
+    }
+}
+
 impl Traced {
     /// Spawns `cmd` traced: before exec the child asks to be traced and
     /// installs `filter` (compiled beforehand, since nothing may allocate
@@ -143,10 +197,15 @@ impl Traced {
         filter: &'static [seccompiler::sock_filter],
         deadline: Duration,
     ) -> Result<Traced, TraceError> {
-        // The filter is 'static and read in place: nothing is allocated
-        // between fork and exec, and every call is async-signal-safe.
-        prepare(&mut cmd, stderr, move || install_filter(filter))
-            .map_err(|e| TraceError::Io(format!("child stderr: {e}")))?;
+        let exec = Exec::of(&cmd)?;
+        // The filter is 'static and read in place, the exec's arguments were
+        // built above: nothing is allocated between fork and exec, and every
+        // call is async-signal-safe.
+        prepare(&mut cmd, stderr, move || {
+            install_filter(filter)?;
+            exec.run()
+        })
+        .map_err(|e| TraceError::Io(format!("child stderr: {e}")))?;
         let affinity = pin_round_robin();
         let child = cmd.spawn().inspect_err(|_| restore_affinity(&affinity));
         let child = child.map_err(|e| match e.raw_os_error() {
@@ -170,12 +229,17 @@ impl Traced {
         Ok(traced)
     }
 
-    /// Waits for the stop after exec, sets the options and resumes.
+    /// Waits for the stop after exec, sets the options and resumes. A child
+    /// that ends first could not exec: [`Exec::run`] exits with the errno.
     fn start(&mut self) -> Result<(), TraceError> {
         use nix::sys::ptrace::{Options, cont, setoptions};
-        match self.wait()? {
-            Some(()) => {}
-            None => return Err(TraceError::Io(format!("the child ended before exec ({})", self.describe_exit()))),
+        match (self.wait()?, self.exit) {
+            (Some(()), _) => {}
+            (None, Some(Exit::Code(errno))) if errno > 0 => {
+                let why = Errno::from_raw(errno).desc();
+                return Err(TraceError::Io(format!("the child could not be executed: {why}")));
+            }
+            (None, _) => return Err(TraceError::Io(format!("the child ended before exec ({})", self.describe_exit()))),
         }
         // Forks, vforks, clones and execs are followed: a child behind a
         // launcher script, or one with threads, is traced whole.
@@ -426,6 +490,52 @@ mod tests {
         assert!(matches!(t.next_syscall(), Err(TraceError::Deadline)));
         drop(t);
         assert!(!group_alive(pgid));
+    }
+
+    /// The traced child runs its own exec: it must still get the command's
+    /// environment (set and removed variables) and working folder.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    fn a_traced_child_gets_its_commands_environment_and_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let mut cmd = sh(&format!("echo \"$CC_SET ${{HOME:-unset}} $(pwd)\" > {}", out.display()));
+        cmd.env("CC_SET", "yes").env_remove("HOME").current_dir(dir.path());
+        let filter = crate::kill::syscall::filter().unwrap();
+        let mut t = match Traced::spawn(cmd, None, filter, Duration::from_secs(20)) {
+            Err(TraceError::NotPermitted(_)) => return,
+            other => other.unwrap(),
+        };
+        while let TraceEvent::Syscall { .. } = t.next_syscall().unwrap() {
+            t.resume().unwrap();
+        }
+        let folder = dir.path().canonicalize().unwrap();
+        assert_eq!(std::fs::read_to_string(&out).unwrap().trim(), format!("yes unset {}", folder.display()));
+    }
+
+    /// A program that cannot be executed (gone, or not executable) fails
+    /// after the filter is installed, where a write would be refused: the
+    /// spawn must still end, promptly, with an error naming the cause. Run
+    /// on a thread of its own so that a hang fails the test, not the suite.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    fn a_program_that_cannot_be_executed_is_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let not_executable = dir.path().join("plain-file");
+        std::fs::write(&not_executable, "not a program").unwrap();
+        for program in [dir.path().join("missing"), not_executable] {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let shown = program.display().to_string();
+            std::thread::spawn(move || {
+                let filter = crate::kill::syscall::filter().unwrap();
+                let _ = tx.send(Traced::spawn(Command::new(program), None, filter, Duration::from_secs(5)).err());
+            });
+            match rx.recv_timeout(Duration::from_secs(20)).expect("the spawn ended") {
+                Some(TraceError::NotPermitted(_)) => return,
+                Some(TraceError::Io(why)) => assert!(why.contains("could not be executed"), "{shown}: {why}"),
+                other => panic!("{shown}: {other:?}"),
+            }
+        }
     }
 
     #[test]
