@@ -6,6 +6,8 @@
 //!   short runs to their end;
 //! - [`traced`]: children under ptrace with a seccomp filter, stopped at the
 //!   entry of the system calls the filter traps;
+//! - [`tracee`]: the traced child's side of the fork (its filter, its own
+//!   exec) and the CPU it shares with its tracer;
 //! - [`watchdog`]: the deadline of a traced child, kept from a thread of its own;
 //! - [`reap`]: killing a group, reaping it, classifying the exit, and
 //!   checking that nothing of the group is left;
@@ -22,6 +24,7 @@ pub mod interrupt;
 pub mod reap;
 pub mod spawn;
 pub mod traced;
+mod tracee;
 mod watchdog;
 
 use std::time::Duration;

@@ -1,0 +1,98 @@
+//! The counts of a run's verdicts, their order in every summary line, and
+//! the exit code they give `run` and `report`.
+
+use serde::{Deserialize, Serialize};
+
+use super::{CellResult, Verdict};
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    pub pass: usize,
+    pub fire: usize,
+    pub skip: usize,
+    pub stub: usize,
+    pub error: usize,
+    /// Results cut short by an interrupt; absent in reports written before.
+    #[serde(default)]
+    pub interrupted: usize,
+}
+
+impl Summary {
+    pub fn of(results: &[CellResult]) -> Summary {
+        let mut s = Summary::default();
+        for r in results {
+            *match r.verdict {
+                Verdict::Pass => &mut s.pass,
+                Verdict::Fire => &mut s.fire,
+                Verdict::Skip => &mut s.skip,
+                Verdict::Stub => &mut s.stub,
+                Verdict::Error => &mut s.error,
+                Verdict::Interrupted => &mut s.interrupted,
+            } += 1;
+        }
+        s
+    }
+
+    /// Every result counted.
+    pub fn total(&self) -> usize {
+        self.pass + self.fire + self.skip + self.stub + self.error + self.interrupted
+    }
+
+    /// The exit code of `run`: 2 if any result errored (part of the run
+    /// did not run, whatever else fired: a gate that expects a fire must not
+    /// take an incomplete run for one); else 1 if anything fired; else 3 if
+    /// nothing ran (every leg skipped); else 0.
+    pub fn exit_code(&self) -> i32 {
+        if self.error > 0 {
+            2
+        } else if self.fire > 0 {
+            1
+        } else if self.pass == 0 {
+            3
+        } else {
+            0
+        }
+    }
+
+    /// The counts as `N verdict` phrases, most urgent first: errors first
+    /// whenever there are any (a result that could not run must not hide
+    /// behind a fire or a row of passes), then fires; interrupted results
+    /// only when there are any: `1 fire, 0 error, 7 pass, 0 skip, 1 stub`.
+    pub fn counts(&self) -> String {
+        use Verdict::*;
+        let mut order = vec![Fire, Error, Interrupted, Pass, Skip, Stub];
+        if self.error > 0 {
+            order.retain(|&v| v != Error);
+            order.insert(0, Error);
+        }
+        order.retain(|&v| v != Interrupted || self.interrupted > 0);
+        let phrase = |v: Verdict| format!("{} {}", self.count(v), v.as_str());
+        order.into_iter().map(phrase).collect::<Vec<_>>().join(", ")
+    }
+
+    pub fn count(&self, v: Verdict) -> usize {
+        match v {
+            Verdict::Pass => self.pass,
+            Verdict::Fire => self.fire,
+            Verdict::Skip => self.skip,
+            Verdict::Stub => self.stub,
+            Verdict::Error => self.error,
+            Verdict::Interrupted => self.interrupted,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_come_first_in_the_counts_and_decide_the_exit_code() {
+        let clean = Summary { pass: 3, fire: 1, ..Summary::default() };
+        assert_eq!(clean.counts(), "1 fire, 0 error, 3 pass, 0 skip, 0 stub");
+        assert_eq!(clean.exit_code(), 1);
+        let errored = Summary { pass: 3, fire: 1, error: 6, ..Summary::default() };
+        assert_eq!(errored.counts(), "6 error, 1 fire, 3 pass, 0 skip, 0 stub");
+        assert_eq!(errored.exit_code(), 2, "a run that did not all run is not a clean finding");
+    }
+}
