@@ -204,16 +204,36 @@ pub fn recover(child: &ChildCommand, deadline: Duration, env: &TrialEnv) -> Resu
     let p = Passes { child, deadline, home: &env.home, out: dir, step: env.recovery_step.as_ref() };
     let mut passes = Vec::new();
     for n in [1, 2] {
-        let copies = env.path(&format!("recovery-{n}"));
-        let db = copy_db(&env.db, &copies).map_err(|source| RecoveryError::Copy { pass: n, source })?;
-        let transport = copies.join("transport.ndjson");
-        if p.step.is_some() && env.transport.exists() {
-            std::fs::copy(&env.transport, &transport)
-                .map_err(|source| RecoveryError::CopyTransport { pass: n, source })?;
-        }
+        let (db, transport) = pass_copies(env, n)?;
         passes.push(stepped_pass(&p, &db, &transport, n, &n.to_string())?);
     }
     Recovered::of(&passes[0], &passes[1], p.step.map(OpArgs::op))
+}
+
+/// Pass `n`'s own copies of a trial's crash state, in `recovery-{n}/`: the
+/// database and its journals, and the transport when a step will read it.
+fn pass_copies(env: &TrialEnv, n: u32) -> Result<(PathBuf, PathBuf), RecoveryError> {
+    let copies = env.path(&format!("recovery-{n}"));
+    let db = copy_db(&env.db, &copies).map_err(|source| RecoveryError::Copy { pass: n, source })?;
+    let transport = copies.join("transport.ndjson");
+    if env.recovery_step.is_some() && env.transport.exists() {
+        std::fs::copy(&env.transport, &transport).map_err(|source| RecoveryError::CopyTransport { pass: n, source })?;
+    }
+    Ok((db, transport))
+}
+
+/// A trial's crash state as one state of a batch ([`recover_batch`]): its
+/// copies for each pass, in its own folder as [`recover`] makes them. A
+/// crash that left no database file gives paths that do not exist, which
+/// the batch recovers as the empty store.
+pub fn pair_of(env: &TrialEnv) -> Result<Pair, RecoveryError> {
+    if !env.db.exists() {
+        let gone = env.path("recovery-none");
+        return Ok(Pair { first: gone.join("1.db"), second: gone.join("2.db"), transports: None });
+    }
+    let (first, t1) = pass_copies(env, 1)?;
+    let (second, t2) = pass_copies(env, 2)?;
+    Ok(Pair { first, second, transports: env.recovery_step.is_some().then_some([t1, t2]) })
 }
 
 fn first_difference(a: &str, b: &str) -> String {
