@@ -1,6 +1,8 @@
 //! The trial pipeline, written once for every cell (the table of contents):
 //!
 //! - [`trial`]: a trial's private folder, its outcome, and what it found;
+//! - [`pending`]: the trials of a timed result or a free race, run over
+//!   threads, their states recovered in one batch per pass, each judged;
 //! - [`source`]: crash sources for a workload cell: a timed kill, a kill at
 //!   syscall point N, and the census that counts a workload's points;
 //! - [`race`]: the race shape (cell 2): park, a barrier, N claimants,
@@ -25,6 +27,7 @@
 
 pub mod batch;
 pub mod coverage;
+pub mod pending;
 pub mod power;
 pub mod race;
 pub mod race_sweep;

@@ -20,9 +20,10 @@ use std::time::Instant;
 
 use crashcells_protocol::{EXIT_LOST, EXIT_WON, Op, OpArgs};
 
+use super::pending::Pending;
 use super::race_sweep::Split;
 use super::sweep::{Census, Filter, trace_outcome};
-use super::verdict::{Ended, conclude};
+use super::verdict::{Ended, conclude, prepare};
 use super::{Context, Outcome, Trial, TrialEnv};
 use crate::cells::consume::HANDOFF;
 use crate::cells::{Cell, End};
@@ -89,9 +90,19 @@ impl<'a> Race<'a> {
         Race { job, leg, cell, ctx, racers, split: OnceLock::new() }
     }
 
-    /// Trial `index` of a free race: nothing is killed.
-    pub fn free(&self, index: u32) -> Trial {
-        self.trial(index, &format!("t{index}"), R0::Free, Order::Together, None)
+    /// Trial `index` of a free race: nothing is killed. Its recovery and
+    /// judgement are [`super::pending`]'s, batched with the result's other races.
+    pub fn free(&self, index: u32) -> Pending {
+        let env = match self.env(&format!("t{index}")) {
+            Ok(env) => env,
+            Err(o) => return Pending::ended(Trial::ended(index, o)),
+        };
+        let mut trial = Trial::new(index);
+        let prepared = self.run(&env, self.racers, R0::Free, Order::Together).and_then(|f| {
+            trial.kill_point = f.kill_point.clone();
+            prepare(self.cell, self.leg, &env, &self.ended(&env, &f), None, &mut trial)
+        });
+        Pending::prepared(trial, env, prepared)
     }
 
     pub(super) fn env(&self, label: &str) -> Result<TrialEnv, Outcome> {
@@ -102,10 +113,6 @@ impl<'a> Race<'a> {
     /// One race in its own folder, judged; `census` stands for the leg audit
     /// of a sweep's trials. `note` may turn a finished race's outcome into
     /// another (a sweep's point that r0 never reached).
-    pub(super) fn trial(&self, index: u32, label: &str, r0: R0, order: Order, census: Option<&Census>) -> Trial {
-        self.trial_with(index, label, r0, order, census, &|_, o| o)
-    }
-
     pub(super) fn trial_with(
         &self,
         index: u32,
@@ -132,13 +139,13 @@ impl<'a> Race<'a> {
 
     fn judge(&self, env: &TrialEnv, f: &Finished, census: Option<&Census>, trial: &mut Trial) -> Outcome {
         trial.kill_point = f.kill_point.clone();
-        let ended: Vec<Ended> = f
-            .ends
-            .iter()
-            .enumerate()
-            .map(|(r, &end)| Ended { name: format!("r{r}"), journal: acks_of(env, r as u32), end })
-            .collect();
-        conclude(self.cell, self.leg, self.ctx, env, &ended, census, trial)
+        conclude(self.cell, self.leg, self.ctx, env, &self.ended(env, f), census, trial)
+    }
+
+    /// Every racer of a finished race, r0 first, as the verdict reads them.
+    fn ended(&self, env: &TrialEnv, f: &Finished) -> Vec<Ended> {
+        let racer = |(r, &end): (usize, &End)| Ended { name: format!("r{r}"), journal: acks_of(env, r as u32), end };
+        f.ends.iter().enumerate().map(racer).collect()
     }
 
     /// Parks, runs `racers` claimants with r0 as asked, released in `order`,

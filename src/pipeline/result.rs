@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use super::coverage::{self, Coverage};
+use super::pending::Pending;
 use super::race::Race;
 use super::source::Workload;
 use super::sweep::sweep;
@@ -74,7 +75,7 @@ fn trials(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context) -> (Vec<Trial>, 
         (Shape::Workload { op, window, sweep_acks, recovery }, kill) => {
             let w = Workload { job, leg, cell, ctx, op, sweep_acks, recovery };
             match kill {
-                KillMode::Timed => (in_order(job, ctx, &|i| w.timed(window, i)), None),
+                KillMode::Timed => (in_order(job, ctx, cell, &|i| w.timed(window, i)), None),
                 // A repro's single point is a real kill, as is every point without replay.
                 KillMode::Syscall if re_execute(ctx) => covered(sweep(ctx, job.seed, &w)),
                 KillMode::Syscall => covered(super::recorded::process_sweep(&w, job.seed)),
@@ -89,7 +90,7 @@ fn trials(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context) -> (Vec<Trial>, 
             let race = Race::new(job, leg, cell, ctx, racers);
             match kill {
                 // Reports before kill mode `none` planned the race as `timed`.
-                KillMode::None | KillMode::Timed => (in_order(job, ctx, &|i| race.free(i)), None),
+                KillMode::None | KillMode::Timed => (in_order(job, ctx, cell, &|i| race.free(i)), None),
                 // A race's states depend on the other racers: always re-executed.
                 KillMode::Syscall => race.sweep(),
                 KillMode::Power => (vec![Trial::ended(0, Outcome::Skip(RACE_POWER.into()))], None),
@@ -149,25 +150,14 @@ fn trial_count(job: &Job, ctx: &Context) -> u32 {
     ctx.options.trials.or(p.trials).or(p.races).unwrap_or(1)
 }
 
-/// The trials of a timed result, in order, up to the first that does not
-/// pass; `--trial N` runs that one alone.
-fn in_order(job: &Job, ctx: &Context, run: &dyn Fn(u32) -> Trial) -> Vec<Trial> {
+/// The trials of a timed result or a free race, up to the first that does
+/// not pass ([`super::pending`]); `--trial N` runs that one alone.
+fn in_order(job: &Job, ctx: &Context, cell: &dyn Cell, run: &(dyn Fn(u32) -> Pending + Sync)) -> Vec<Trial> {
     let indices: Vec<u32> = match ctx.options.trial {
         Some(t) => vec![t],
         None => (0..trial_count(job, ctx)).collect(),
     };
-    ctx.tally.planned(indices.len() as u64);
-    let mut trials = Vec::new();
-    for index in indices {
-        let trial = run(index);
-        ctx.tally.done();
-        let decisive = trial.outcome != Outcome::Pass;
-        trials.push(trial);
-        if decisive || interrupted().is_some() {
-            break;
-        }
-    }
-    trials
+    super::pending::in_order(ctx, cell, &indices, run)
 }
 
 /// A trial that ended in an error while the run was being interrupted is
@@ -345,8 +335,10 @@ mod tests {
         c.options.trials = Some(4);
         let heard = Arc::clone(&steps);
         c.tally = crate::pipeline::Tally::new(move |s| heard.lock().unwrap().push(s));
-        let run = |i: u32| Trial::ended(i, if i == 2 { Outcome::Fire("x".into()) } else { Outcome::Pass });
-        assert_eq!(in_order(&first_job(), &c, &run).len(), 3);
+        let run =
+            |i: u32| Pending::ended(Trial::ended(i, if i == 2 { Outcome::Error("x".into()) } else { Outcome::Pass }));
+        let cell = crate::cells::find("prefix-durability").unwrap();
+        assert_eq!(in_order(&first_job(), &c, cell, &run).len(), 3);
         use crate::pipeline::Step::{Done, Planned};
         assert_eq!(*steps.lock().unwrap(), [Planned(4), Done, Done, Done]);
     }

@@ -17,8 +17,9 @@ use std::time::Instant;
 
 use crashcells_protocol::{Op, OpArgs};
 
+use super::pending::Pending;
 use super::sweep::{Census, Filter, Sweepable, trace_outcome};
-use super::verdict::{Ended, conclude};
+use super::verdict::{Ended, conclude, prepare};
 use super::{Context, Outcome, Trial, TrialEnv};
 use crate::audit::{Audit, audit_leg, refused_at_ready};
 use crate::cells::{Cell, End};
@@ -102,19 +103,20 @@ impl Workload<'_> {
     }
 
     /// Trial `index` of a timed result: kill once the seeded target of acks
-    /// is reached, then judge.
-    pub fn timed(&self, window: u64, index: u32) -> Trial {
+    /// is reached, then read what it left; its recovery and judgement are
+    /// [`super::pending`]'s, batched with the result's other trials.
+    pub fn timed(&self, window: u64, index: u32) -> Pending {
         let env = match self.seeded_env(&format!("t{index}"), &[&index.to_string()]) {
             Ok(env) => env,
-            Err(outcome) => return Trial::ended(index, outcome),
+            Err(outcome) => return Pending::ended(Trial::ended(index, outcome)),
         };
         let mut trial = Trial::new(index);
         let seed = crate::seed::derive(self.job.seed, &[&index.to_string()]);
-        let outcome = match self.kill_timed(&env, window, seed, &mut trial) {
-            Ok(()) => self.judge(&env, None, &mut trial),
-            Err(outcome) => outcome,
-        };
-        trial.conclude(outcome).with_env(env)
+        let prepared = self.kill_timed(&env, window, seed, &mut trial).and_then(|()| {
+            let ended = [Ended { name: "child".into(), journal: env.acks.clone(), end: End::Killed }];
+            prepare(self.cell, self.leg, &env, &ended, None, &mut trial)
+        });
+        Pending::prepared(trial, env, prepared)
     }
 
     fn kill_timed(&self, env: &TrialEnv, window: u64, seed: u64, trial: &mut Trial) -> Result<(), Outcome> {

@@ -42,26 +42,53 @@ pub fn conclude(
     census: Option<&Census>,
     trial: &mut Trial,
 ) -> Outcome {
-    let (processes, ready) = match read_journals(ended) {
-        Ok(read) => read,
-        Err(why) => return Outcome::Error(why),
-    };
-    let Some(ready) = ready.as_ref().or(census.map(|c| &c.ready)) else {
-        return Outcome::Error("the child wrote no ready record".into());
-    };
-    if let Err(why) = check_protocol(ready) {
-        return Outcome::Error(why);
+    match prepare(cell, leg, env, ended, census, trial) {
+        Ok(processes) => {
+            recovered(cell, &processes, crate::recovery::recover(&ctx.child, ctx.deadline, env), env, trial)
+        }
+        Err(outcome) => outcome,
     }
+}
+
+/// Everything [`conclude`] does before recovery: the processes to judge
+/// once the state is recovered, or the outcome that ends the trial first
+/// (an error, or the skip of a leg the child did not honor). A caller that
+/// recovers many trials' states in one batch runs this, then [`recovered`].
+pub fn prepare(
+    cell: &dyn Cell,
+    leg: &Leg,
+    env: &TrialEnv,
+    ended: &[Ended],
+    census: Option<&Census>,
+    trial: &mut Trial,
+) -> Result<Vec<Process>, Outcome> {
+    let (processes, ready) = read_journals(ended).map_err(Outcome::Error)?;
+    let Some(ready) = ready.as_ref().or(census.map(|c| &c.ready)) else {
+        return Err(Outcome::Error("the child wrote no ready record".into()));
+    };
+    check_protocol(ready).map_err(Outcome::Error)?;
     trial.acked = cell.acked(&processes);
     trial.synchronous = ready.synchronous.clone();
     let audit = census.map_or_else(|| audit_leg(&env.db, ready, leg), |c| c.audit.clone());
     let skip = (!audit.honored).then(|| audit.reason.clone());
     trial.audit = Some(audit);
-    if let Some(reason) = skip {
-        return Outcome::Skip(reason);
+    match skip {
+        Some(reason) => Err(Outcome::Skip(reason)),
+        None => Ok(processes),
     }
-    match crate::recovery::recover(&ctx.child, ctx.deadline, env) {
-        Ok(recovered) => judge(cell, &processes, &recovered, env.seed, trial),
+}
+
+/// The rest of [`conclude`]: a prepared trial's verdict from its state's
+/// recovery (a failed recovery is the harness's error, or the interrupt's).
+pub fn recovered(
+    cell: &dyn Cell,
+    processes: &[Process],
+    recovery: Result<Recovered, crate::recovery::RecoveryError>,
+    env: &TrialEnv,
+    trial: &mut Trial,
+) -> Outcome {
+    match recovery {
+        Ok(recovered) => judge(cell, processes, &recovered, env.seed, trial),
         Err(e @ crate::recovery::RecoveryError::Interrupted { .. }) => Outcome::Interrupted(e.to_string()),
         Err(e) => Outcome::Error(e.to_string()),
     }

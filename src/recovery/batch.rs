@@ -2,14 +2,14 @@
 //! `dump-batch` recovers each pass's copies of a whole batch in one process
 //! (`dump --db A --db B ...`, a line per database); a batch that fails is
 //! recovered again one state per process, so that a bad state is found and
-//! named, and every other state still gets its verdict. A state whose
-//! recovery has a step before `dump` (cell 5's `catch-up`, which reads and
-//! writes the state's transport) is recovered one state per process: the
-//! step takes one store.
+//! named, and every other state still gets its verdict. A recovery with a
+//! step before `dump` (cell 5's `catch-up`, which reads and writes the
+//! state's transport) runs the step one state per process (it takes one
+//! store), then dumps the batch as above.
 
 use std::path::{Path, PathBuf};
 
-use super::{Pass, Passes, Recovered, RecoveryError, pass, stepped_pass};
+use super::{Pass, Passes, Recovered, RecoveryError, after_step, excused, pass, step, stepped_pass};
 
 /// One crash state of a batch: its database in pass 1's copy and in pass
 /// 2's, and, for a recovery with a step, the transport beside each.
@@ -28,43 +28,90 @@ pub struct BatchRecovery {
     pub note: Option<String>,
 }
 
-/// Recovers every state of a batch twice: in one process per pass when
-/// `batched` (the child lists `dump-batch`) and no step comes first, else
-/// (or when that fails) one process per state and pass.
+/// Recovers every state of a batch twice: when `batched` (the child lists
+/// `dump-batch`), each state's step (if any: it takes one store) in a
+/// process of its own, then one `dump` process per pass for the whole
+/// batch; else one process per state and pass, as a single trial.
 pub fn recover_batch(p: &Passes, states: &[Pair], batched: bool) -> BatchRecovery {
     let present: Vec<usize> = (0..states.len()).filter(|&i| states[i].first.exists()).collect();
     let mut results: Vec<Option<Result<Recovered, RecoveryError>>> =
         states.iter().map(|s| (!s.first.exists()).then(|| Ok(Recovered::missing()))).collect();
-    let mut note = None;
-    let together = match present.len() {
-        0 => Some(Vec::new()),
-        1 => None,
-        _ if batched && p.step.is_none() => match batch_passes(p, states, &present) {
-            Ok(each) => Some(each),
-            Err(why) => {
-                note = Some(format!("the batched dump failed ({why}); each state was recovered alone"));
-                None
-            }
-        },
-        _ => None,
+    let (each, note) = if batched && present.len() > 1 {
+        stepped_then_dumped(p, states, &present)
+    } else {
+        (present.iter().map(|&i| alone(p, &states[i], i)).collect(), None)
     };
-    let each = together.unwrap_or_else(|| present.iter().map(|&i| alone(p, &states[i], i)).collect());
     for (&i, r) in present.iter().zip(each) {
         results[i] = Some(r);
     }
     BatchRecovery { results: results.into_iter().map(|r| r.expect("every state has a result")).collect(), note }
 }
 
-/// Both passes over the present states in one process each; `Err` when
-/// either pass failed or printed another number of lines than databases.
-fn batch_passes(
+/// Each present state's step, pass by pass, then both dumps of the batch
+/// in one process each; when a batched dump fails, each state is dumped
+/// alone (its step is not run again: it already changed the copies), and
+/// the note says so.
+fn stepped_then_dumped(
     p: &Passes,
     states: &[Pair],
     present: &[usize],
-) -> Result<Vec<Result<Recovered, RecoveryError>>, String> {
+) -> (Vec<Result<Recovered, RecoveryError>>, Option<String>) {
+    let copy = |i: usize, n: u32| Copies::of(&states[i], n);
+    let stepped: Vec<[_; 2]> = present
+        .iter()
+        .map(|&i| [1, 2].map(|n| step(p, &copy(i, n).db, &copy(i, n).transport, n, &label(i, n))))
+        .collect();
+    let (dumps, note) = match batch_dumps(p, states, present) {
+        Ok(lines) => (lines.into_iter().map(|pair| pair.map(Ok)).collect(), None),
+        Err(why) => {
+            let each = present.iter().map(|&i| [1, 2].map(|n| pass(p, &[&copy(i, n).db], n, &label(i, n))));
+            (each.collect::<Vec<_>>(), Some(format!("the batched dump failed ({why}); each state was dumped alone")))
+        }
+    };
+    let results = present
+        .iter()
+        .zip(stepped.into_iter().zip(dumps))
+        .map(|(&i, (steps, dumps))| {
+            let [s1, s2] = steps;
+            let [d1, d2] = dumps;
+            let one = |s: Result<Result<(), RecoveryError>, RecoveryError>, d: Result<String, RecoveryError>, n| {
+                let (stepped, dump) = (s?, d?);
+                excused(stepped, &dump)?;
+                Ok::<_, RecoveryError>(Pass { dump, transport: after_step(p, &copy(i, n).transport) })
+            };
+            Recovered::of(&one(s1, d1, 1)?, &one(s2, d2, 2)?, p.step.map(crashcells_protocol::OpArgs::op))
+        })
+        .collect();
+    (results, note)
+}
+
+/// A state's copies for pass `n`: its database, and the transport its step
+/// reads and writes (an empty path without a step).
+struct Copies {
+    db: PathBuf,
+    transport: PathBuf,
+}
+
+impl Copies {
+    fn of(state: &Pair, n: u32) -> Copies {
+        let i = usize::from(n != 1);
+        let db = if n == 1 { &state.first } else { &state.second }.clone();
+        Copies { db, transport: state.transports.as_ref().map_or_else(PathBuf::new, |t| t[i].clone()) }
+    }
+}
+
+/// The name of state `i`'s outputs in pass `n`.
+fn label(i: usize, n: u32) -> String {
+    format!("{i}-{n}")
+}
+
+/// Both dump passes over the present states in one process each: each
+/// state's two lines; `Err` when either pass failed or printed another
+/// number of lines than databases.
+fn batch_dumps(p: &Passes, states: &[Pair], present: &[usize]) -> Result<Vec<[String; 2]>, String> {
     let run = |n: u32| -> Result<String, String> {
-        let dbs: Vec<&Path> =
-            present.iter().map(|&i| if n == 1 { &states[i].first } else { &states[i].second }.as_path()).collect();
+        let dbs: Vec<PathBuf> = present.iter().map(|&i| Copies::of(&states[i], n).db).collect();
+        let dbs: Vec<&Path> = dbs.iter().map(PathBuf::as_path).collect();
         let text = pass(p, &dbs, n, &format!("batch-{n}")).map_err(|e| e.to_string())?;
         match text.lines().count() {
             lines if lines == dbs.len() => Ok(text),
@@ -72,15 +119,14 @@ fn batch_passes(
         }
     };
     let (first, second) = (run(1)?, run(2)?);
-    let line = |l: &str| Pass { dump: format!("{l}\n"), transport: Vec::new() };
-    Ok(first.lines().zip(second.lines()).map(|(a, b)| Recovered::of(&line(a), &line(b), None)).collect())
+    Ok(first.lines().zip(second.lines()).map(|(a, b)| [format!("{a}\n"), format!("{b}\n")]).collect())
 }
 
 /// Both passes of one state, each in a process of its own (its step first).
 fn alone(p: &Passes, state: &Pair, i: usize) -> Result<Recovered, RecoveryError> {
-    let transport = |n: usize| state.transports.as_ref().map_or_else(PathBuf::new, |t| t[n].clone());
-    let first = stepped_pass(p, &state.first, &transport(0), 1, &format!("{i}-1"))?;
-    let second = stepped_pass(p, &state.second, &transport(1), 2, &format!("{i}-2"))?;
+    let (one, two) = (Copies::of(state, 1), Copies::of(state, 2));
+    let first = stepped_pass(p, &one.db, &one.transport, 1, &label(i, 1))?;
+    let second = stepped_pass(p, &two.db, &two.transport, 2, &label(i, 2))?;
     Recovered::of(&first, &second, p.step.map(crashcells_protocol::OpArgs::op))
 }
 
@@ -98,6 +144,50 @@ mod tests {
         let text = format!("[ $(echo \"$@\" | grep -o -- --db | wc -l) -gt 1 ] && exit 1\necho '{empty}'\n");
         std::fs::write(&script, text).unwrap();
         ChildCommand { program: "sh".into(), prefix: vec![script.into()] }
+    }
+
+    /// A child whose `catch-up` appends a delivery to its `--transport`, and
+    /// whose `dump` prints a line per `--db`, or fails on more than `most`.
+    fn stepping(dir: &Path, most: usize) -> ChildCommand {
+        let script = dir.join("stepping.sh");
+        let empty = r#"{"protocol":2,"integrity":"ok","sessions":[],"messages":[]}"#;
+        let text = format!(
+            "if [ \"$1\" = catch-up ]; then while [ \"$1\" != --transport ]; do shift; done\n\
+             echo '{{\"key\":\"o0\",\"payload\":\"p\"}}' >> \"$2\"; exit 0; fi\n\
+             n=$(echo \"$@\" | grep -o -- --db | wc -l)\n[ $n -gt {most} ] && exit 1\n\
+             for i in $(seq $n); do echo '{empty}'; done\n"
+        );
+        std::fs::write(&script, text).unwrap();
+        ChildCommand { program: "sh".into(), prefix: vec![script.into()] }
+    }
+
+    #[test]
+    fn a_step_runs_once_per_state_and_pass_whether_the_batched_dump_works_or_not() {
+        for most in [9, 1] {
+            let dir = tempfile::tempdir().unwrap();
+            let child = stepping(dir.path(), most);
+            let states: Vec<Pair> = (0..3)
+                .map(|i| {
+                    let path = |s: &str| dir.path().join(format!("{i}-{s}"));
+                    std::fs::write(path("1.db"), b"").unwrap();
+                    std::fs::write(path("2.db"), b"").unwrap();
+                    Pair { first: path("1.db"), second: path("2.db"), transports: Some([path("1.t"), path("2.t")]) }
+                })
+                .collect();
+            let step = crashcells_protocol::OpArgs::new(crashcells_protocol::Op::CatchUp);
+            let p = Passes {
+                child: &child,
+                deadline: Duration::from_secs(10),
+                home: dir.path(),
+                out: dir.path(),
+                step: Some(&step),
+            };
+            let got = recover_batch(&p, &states, true);
+            assert_eq!(got.note.is_some(), most == 1, "{:?}", got.note);
+            for r in &got.results {
+                assert_eq!(r.as_ref().unwrap().deliveries.len(), 1, "the step ran once on each copy");
+            }
+        }
     }
 
     #[test]

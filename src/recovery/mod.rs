@@ -168,29 +168,44 @@ fn pass(p: &Passes, dbs: &[&Path], n: u32, label: &str) -> Result<String, Recove
 }
 
 /// One whole pass of one state: the recovery step on the copies `db` and
-/// `transport` (if the pass has a step), then `dump`. A step that failed on
-/// a store whose dump shows it damaged is not the harness's error: the
-/// damage is the finding.
+/// `transport` (if the pass has a step), then `dump`.
 fn stepped_pass(p: &Passes, db: &Path, transport: &Path, n: u32, label: &str) -> Result<Pass, RecoveryError> {
-    let stepped = match p.step {
-        None => Ok(()),
-        Some(step) => {
-            let op = step.op();
-            let args = step.clone().db(db).transport(transport);
-            run_op(p, &args, n, &format!("{op}-{label}"))?
-                .map(drop)
-                .map_err(|(exit, stderr_tail)| RecoveryError::StepFailed { pass: n, op, exit, stderr_tail })
-        }
-    };
+    let stepped = step(p, db, transport, n, label)?;
     let dump = pass(p, &[db], n, label)?;
-    if let Err(e) = stepped {
-        let damaged = serde_json::from_str::<Dump>(dump.trim()).is_ok_and(|d| d.integrity != "ok");
-        if !damaged {
-            return Err(e);
-        }
+    excused(stepped, &dump)?;
+    Ok(Pass { dump, transport: after_step(p, transport) })
+}
+
+/// The recovery step of a pass on the copies `db` and `transport`, if the
+/// pass has one: `Err` when it could not run to its end (the harness's
+/// error), `Ok(Err)` when it ran and failed, which its dump may excuse.
+fn step(
+    p: &Passes,
+    db: &Path,
+    transport: &Path,
+    n: u32,
+    label: &str,
+) -> Result<Result<(), RecoveryError>, RecoveryError> {
+    let Some(step) = p.step else { return Ok(Ok(())) };
+    let op = step.op();
+    let args = step.clone().db(db).transport(transport);
+    Ok(run_op(p, &args, n, &format!("{op}-{label}"))?
+        .map(drop)
+        .map_err(|(exit, stderr_tail)| RecoveryError::StepFailed { pass: n, op, exit, stderr_tail }))
+}
+
+/// A step that failed on a store whose dump shows it damaged is not the
+/// harness's error: the damage is the finding.
+fn excused(stepped: Result<(), RecoveryError>, dump: &str) -> Result<(), RecoveryError> {
+    match stepped {
+        Err(e) if !serde_json::from_str::<Dump>(dump.trim()).is_ok_and(|d| d.integrity != "ok") => Err(e),
+        _ => Ok(()),
     }
-    let transport = if p.step.is_some() { std::fs::read(transport).unwrap_or_default() } else { Vec::new() };
-    Ok(Pass { dump, transport })
+}
+
+/// The transport a pass's step left (none without a step).
+fn after_step(p: &Passes, transport: &Path) -> Vec<u8> {
+    if p.step.is_some() { std::fs::read(transport).unwrap_or_default() } else { Vec::new() }
 }
 
 /// Runs two recovery passes of a trial's crash state, each on its own
@@ -204,16 +219,36 @@ pub fn recover(child: &ChildCommand, deadline: Duration, env: &TrialEnv) -> Resu
     let p = Passes { child, deadline, home: &env.home, out: dir, step: env.recovery_step.as_ref() };
     let mut passes = Vec::new();
     for n in [1, 2] {
-        let copies = env.path(&format!("recovery-{n}"));
-        let db = copy_db(&env.db, &copies).map_err(|source| RecoveryError::Copy { pass: n, source })?;
-        let transport = copies.join("transport.ndjson");
-        if p.step.is_some() && env.transport.exists() {
-            std::fs::copy(&env.transport, &transport)
-                .map_err(|source| RecoveryError::CopyTransport { pass: n, source })?;
-        }
+        let (db, transport) = pass_copies(env, n)?;
         passes.push(stepped_pass(&p, &db, &transport, n, &n.to_string())?);
     }
     Recovered::of(&passes[0], &passes[1], p.step.map(OpArgs::op))
+}
+
+/// Pass `n`'s own copies of a trial's crash state, in `recovery-{n}/`: the
+/// database and its journals, and the transport when a step will read it.
+fn pass_copies(env: &TrialEnv, n: u32) -> Result<(PathBuf, PathBuf), RecoveryError> {
+    let copies = env.path(&format!("recovery-{n}"));
+    let db = copy_db(&env.db, &copies).map_err(|source| RecoveryError::Copy { pass: n, source })?;
+    let transport = copies.join("transport.ndjson");
+    if env.recovery_step.is_some() && env.transport.exists() {
+        std::fs::copy(&env.transport, &transport).map_err(|source| RecoveryError::CopyTransport { pass: n, source })?;
+    }
+    Ok((db, transport))
+}
+
+/// A trial's crash state as one state of a batch ([`recover_batch`]): its
+/// copies for each pass, in its own folder as [`recover`] makes them. A
+/// crash that left no database file gives paths that do not exist, which
+/// the batch recovers as the empty store.
+pub fn pair_of(env: &TrialEnv) -> Result<Pair, RecoveryError> {
+    if !env.db.exists() {
+        let gone = env.path("recovery-none");
+        return Ok(Pair { first: gone.join("1.db"), second: gone.join("2.db"), transports: None });
+    }
+    let (first, t1) = pass_copies(env, 1)?;
+    let (second, t2) = pass_copies(env, 2)?;
+    Ok(Pair { first, second, transports: env.recovery_step.is_some().then_some([t1, t2]) })
 }
 
 fn first_difference(a: &str, b: &str) -> String {

@@ -1,0 +1,234 @@
+//! The trials of a timed result or of a free race (cell 2, kill `none`),
+//! many at a time: each trial's child is killed (or its race ends) and its
+//! files are read as [`super::verdict::prepare`] reads them; then every
+//! trial's crash state is recovered in one batch per pass (two processes
+//! per result, not two per trial: `dump-batch`, [`crate::recovery::batch`]),
+//! and each trial is judged on its own recovery and its own journals.
+//!
+//! Crash model and clause: exactly a single trial's ([`super::source`],
+//! [`super::race`], [`super::verdict`]); only the processes that recover
+//! the states are shared. A trial that does not pass on its batched
+//! recovery is recovered again alone, in its own folder, as a single trial
+//! always was: its verdict, evidence and repro are those of a trial judged
+//! alone, and a state that passes alone but not in a batch is an `error`,
+//! never dropped. The trials run on up to `--jobs` threads, in ascending
+//! order; after one that does not pass, no higher one starts, and the
+//! trials kept are those up to the lowest that does not pass, which comes
+//! last: the decisive trial does not depend on scheduling.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::verdict::recovered;
+use super::{Context, Outcome, Trial, TrialEnv};
+use crate::cells::{Cell, Process};
+use crate::recovery::{Pair, Passes, RecoveryError, pair_of, recover, recover_batch};
+
+/// A trial whose child has ended, judged up to its recovery.
+#[derive(Debug)]
+pub struct Pending {
+    pub trial: Trial,
+    /// The processes to judge once the state is recovered; none when the
+    /// trial already has its outcome (an error, a skip) or no folder.
+    processes: Option<Vec<Process>>,
+}
+
+impl Pending {
+    /// A trial that needs no recovery: its outcome is known.
+    pub fn ended(trial: Trial) -> Pending {
+        Pending { trial, processes: None }
+    }
+
+    /// A trial in `env` that [`super::verdict::prepare`] prepared: awaiting
+    /// recovery, or ended with the outcome preparation gave.
+    pub fn prepared(trial: Trial, env: TrialEnv, prepared: Result<Vec<Process>, Outcome>) -> Pending {
+        match prepared {
+            Ok(processes) => Pending { trial: trial.with_env(env), processes: Some(processes) },
+            Err(outcome) => Pending::ended(trial.conclude(outcome).with_env(env)),
+        }
+    }
+
+    /// Whether the trial has already ended on something other than a pass.
+    fn bad(&self) -> bool {
+        self.trial.outcome != Outcome::Pass
+    }
+}
+
+/// Runs the trials `indices` of one result (`run` kills and prepares one),
+/// recovers their states in batches, and judges them; the trials up to the
+/// first that does not pass, that one last. Progress: each trial is done
+/// when its child has ended.
+pub fn in_order(ctx: &Context, cell: &dyn Cell, indices: &[u32], run: &(dyn Fn(u32) -> Pending + Sync)) -> Vec<Trial> {
+    ctx.tally.planned(indices.len() as u64);
+    let lowest_bad = AtomicUsize::new(usize::MAX);
+    let mut pending =
+        super::batch::parallel(indices.len(), ctx.jobs, &|i| i > lowest_bad.load(Ordering::SeqCst), &|i| {
+            let p = run(indices[i]);
+            ctx.tally.done();
+            if p.bad() {
+                lowest_bad.fetch_min(i, Ordering::SeqCst);
+            }
+            p
+        });
+    // Trials past the first that ended badly are not part of the result.
+    if let Some(first_bad) = pending.iter().position(Pending::bad) {
+        pending.truncate(first_bad + 1);
+    }
+    let mut trials = Vec::with_capacity(pending.len());
+    for t in judge_all(ctx, cell, pending) {
+        let decisive = t.outcome != Outcome::Pass;
+        trials.push(t);
+        if decisive {
+            break;
+        }
+    }
+    if crate::harness::interrupted().is_some() && trials.last().is_none_or(|t| t.outcome == Outcome::Pass) {
+        // Trials the interrupt kept from starting: a pass must not stand for them.
+        let next = trials.last().map_or(indices.first().copied().unwrap_or(0), |t| t.index.saturating_add(1));
+        trials.push(Trial::ended(next, Outcome::Interrupted("before the trial began".into())));
+    }
+    trials
+}
+
+/// Recovers every pending trial's state in one batch per pass, then judges
+/// each trial, in order.
+fn judge_all(ctx: &Context, cell: &dyn Cell, pending: Vec<Pending>) -> Vec<Trial> {
+    let pairs: Vec<Option<Result<Pair, RecoveryError>>> =
+        pending.iter().map(|p| p.processes.as_ref().and(p.trial.env.as_ref()).map(pair_of)).collect();
+    let mut batched = recover_pairs(ctx, &pending, &pairs).into_iter();
+    pending
+        .into_iter()
+        .zip(pairs)
+        .map(|(p, pair)| match (p.processes, pair) {
+            (Some(processes), Some(Ok(_))) => {
+                let got = batched.next().expect("a recovery per batched state");
+                judge(ctx, cell, p.trial, &processes, got)
+            }
+            (Some(processes), Some(Err(e))) => {
+                let mut trial = p.trial;
+                let env = trial.env.take().expect("a pending trial has its folder");
+                let outcome = recovered(cell, &processes, Err(e), &env, &mut trial);
+                trial.conclude(outcome).with_env(env)
+            }
+            _ => p.trial,
+        })
+        .collect()
+}
+
+/// The batched recoveries of the states whose copies were made, in order.
+fn recover_pairs(
+    ctx: &Context,
+    pending: &[Pending],
+    pairs: &[Option<Result<Pair, RecoveryError>>],
+) -> Vec<Result<crate::recovery::Recovered, RecoveryError>> {
+    let ready: Vec<(Pair, &TrialEnv)> = pending
+        .iter()
+        .zip(pairs)
+        .filter_map(|(p, pair)| match pair {
+            Some(Ok(pair)) => Some((pair.clone(), p.trial.env.as_ref()?)),
+            _ => None,
+        })
+        .collect();
+    let Some(&(_, first)) = ready.first() else { return Vec::new() };
+    // Every trial of a result has the leg's config home and the cell's step.
+    let out = match tempfile::Builder::new().prefix("batch-").tempdir_in(&ctx.work_root) {
+        Ok(dir) => dir,
+        Err(e) => {
+            let why = || RecoveryError::Start { pass: 1, source: std::io::Error::new(e.kind(), e.to_string()) };
+            return ready.iter().map(|_| Err(why())).collect();
+        }
+    };
+    let passes = Passes {
+        child: &ctx.child,
+        deadline: ctx.deadline,
+        home: &first.home,
+        out: out.path(),
+        step: first.recovery_step.as_ref(),
+    };
+    let states: Vec<Pair> = ready.into_iter().map(|(pair, _)| pair).collect();
+    let batched = ctx.child_ready.as_ref().is_some_and(|r| r.dumps_in_batches());
+    recover_batch(&passes, &states, batched).results
+}
+
+/// Judges one trial on its batched recovery; a trial that does not pass is
+/// recovered again alone in its own folder and judged on that, as a single
+/// trial is (its evidence is then exactly a single trial's).
+fn judge(
+    ctx: &Context,
+    cell: &dyn Cell,
+    mut trial: Trial,
+    processes: &[Process],
+    got: Result<crate::recovery::Recovered, RecoveryError>,
+) -> Trial {
+    let env = trial.env.take().expect("a pending trial has its folder");
+    let before = trial.details.len();
+    let outcome = recovered(cell, processes, got, &env, &mut trial);
+    if matches!(outcome, Outcome::Pass | Outcome::Interrupted(_)) {
+        return trial.conclude(outcome).with_env(env);
+    }
+    trial.details.truncate(before);
+    trial.integrity = None;
+    for n in [1, 2] {
+        let _ = std::fs::remove_dir_all(env.path(&format!("recovery-{n}")));
+    }
+    let alone = recovered(cell, processes, recover(&ctx.child, ctx.deadline, &env), &env, &mut trial);
+    let outcome = match (alone, &outcome) {
+        (Outcome::Pass, Outcome::Fire(why) | Outcome::Error(why)) => Outcome::Error(format!(
+            "recovered in a batch the state found: {why}; recovered alone it passes: its recovery depends \
+             on the states recovered beside it"
+        )),
+        (alone, _) => alone,
+    };
+    trial.conclude(outcome).with_env(env)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::ChildCommand;
+    use crate::options::RunOptions;
+    use crate::pipeline::Step::{Done, Planned};
+
+    fn ctx(jobs: usize) -> Context {
+        Context {
+            options: RunOptions::default(),
+            seed: 1,
+            child: ChildCommand { program: "child".into(), prefix: vec![] },
+            work_root: std::env::temp_dir(),
+            evidence_root: std::env::temp_dir(),
+            deadline: std::time::Duration::from_secs(1),
+            jobs,
+            child_ready: None,
+            tally: Default::default(),
+        }
+    }
+
+    fn cell() -> &'static dyn Cell {
+        crate::cells::find("prefix-durability").expect("a registered cell")
+    }
+
+    #[test]
+    fn trials_up_to_the_first_that_does_not_pass_are_kept_it_last_whatever_the_threads() {
+        let run = |i: u32| {
+            let outcome = if i == 2 || i == 5 { Outcome::Error(format!("at {i}")) } else { Outcome::Pass };
+            Pending::ended(Trial::ended(i, outcome))
+        };
+        for jobs in [1, 3] {
+            let trials = in_order(&ctx(jobs), cell(), &[0, 1, 2, 3, 4, 5], &run);
+            let got: Vec<(u32, Outcome)> = trials.into_iter().map(|t| (t.index, t.outcome)).collect();
+            assert_eq!(got.last(), Some(&(2, Outcome::Error("at 2".into()))), "{jobs} jobs");
+            assert_eq!(got.len(), 3, "{jobs} jobs");
+        }
+    }
+
+    #[test]
+    fn each_trial_is_done_when_its_child_ends() {
+        use std::sync::{Arc, Mutex};
+        let steps = Arc::new(Mutex::new(Vec::new()));
+        let mut c = ctx(1);
+        let heard = Arc::clone(&steps);
+        c.tally = crate::pipeline::Tally::new(move |s| heard.lock().unwrap().push(s));
+        let run = |i: u32| Pending::ended(Trial::ended(i, Outcome::Pass));
+        assert_eq!(in_order(&c, cell(), &[0, 1], &run).len(), 2);
+        assert_eq!(*steps.lock().unwrap(), [Planned(2), Done, Done]);
+    }
+}
