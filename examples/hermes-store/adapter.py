@@ -431,12 +431,10 @@ def ledger_home(db):
     link = os.path.join(home, "state.db")
     target = os.path.join(os.pardir, os.path.basename(db))
     os.makedirs(home, exist_ok=True)
-    try:
-        current = os.readlink(link)
-    except FileNotFoundError:
-        current = None
-    if current != target:
-        if current is not None:
+    if not (os.path.islink(link) and os.readlink(link) == target):
+        # Missing, or not our link: a copy of the folder that followed the
+        # link (crashcells' evidence folders do) holds a plain file here.
+        if os.path.lexists(link):
             os.unlink(link)
         os.symlink(target, link)
     os.environ["HERMES_HOME"] = home
