@@ -441,7 +441,7 @@ def ledger_home(db):
     return home
 
 
-def import_ledger():
+def import_ledger(site=SITE):
     """gateway.delivery_ledger from the unpacked wheel, standard library only.
 
     The module itself needs only the standard library and hermes_constants,
@@ -449,18 +449,36 @@ def import_ledger():
     config, session store and delivery router, which import PyYAML. So the
     package is registered as a bare package whose path is the wheel's
     gateway folder, and the ledger module, unmodified, is imported from it.
-    gateway.status (the owner's process start time) imports utils, which
-    imports PyYAML too: it is blocked, so that the ledger takes its own
-    fallback (`_owner_stamp` records the pid without a start time;
-    `_owner_alive` asks os.kill(pid, 0)) on every machine alike, whether
-    PyYAML is installed or not."""
+
+    The ledger tells a dead owner from a live one by its pid and process
+    start time (`_owner_stamp`, `_owner_alive`), read with
+    gateway.status.get_process_start_time (/proc/<pid>/stat). Without
+    gateway.status it falls back to the pid alone, which a recycled pid
+    fools: a catch-up then takes a dead deliver's obligation for a live
+    gateway's and leaves it undelivered (seen here under load, pids
+    wrapping at 32768 within a sweep). gateway.status is standard library
+    but for `from utils import atomic_json_write` (utils imports PyYAML),
+    which only its status-file writer calls. So the adapter imports the
+    real gateway.status with a stand-in `utils` whose atomic_json_write
+    refuses to run, on every machine alike, PyYAML or not: the ledger runs
+    as in a gateway, with the pid-reuse guard."""
     if "gateway" not in sys.modules:
         package = types.ModuleType("gateway")
-        package.__path__ = [os.path.join(SITE, "gateway")]
+        package.__path__ = [os.path.join(site, "gateway")]
         sys.modules["gateway"] = package
-    sys.modules["gateway.status"] = None
-    import gateway.delivery_ledger as ledger
+    if "utils" not in sys.modules:
+        stand_in = types.ModuleType("utils")
 
+        def atomic_json_write(*args, **kwargs):
+            raise RuntimeError("utils.atomic_json_write is a stand-in in this adapter: no gateway status file is written")
+
+        stand_in.atomic_json_write = atomic_json_write
+        sys.modules["utils"] = stand_in
+    import gateway.delivery_ledger as ledger
+    import gateway.status
+
+    if gateway.status.get_process_start_time(os.getpid()) is None:
+        raise RuntimeError("gateway.status cannot read this process's start time: the ledger would fall back to bare pids")
     return ledger
 
 
