@@ -316,6 +316,18 @@ mod tests {
     }
 
     #[test]
+    fn a_child_given_variables_with_env_keeps_them_in_the_repro() {
+        let child = "env HERMES_VARIANT=ledger PYTHONDONTWRITEBYTECODE=1 python3 adapter.py";
+        let all =
+            RunOptions { matrix: "default".into(), seed: Some(7), child: Some(child.into()), ..RunOptions::default() };
+        let point = all.narrowed("cell-e", Some("wal"), KillMode::Syscall, Some(12));
+        let line = point.repro();
+        assert!(line.ends_with(&format!("--point 12 --child '{child}'")), "{line}");
+        assert_eq!(parse(&line).child.as_deref(), Some(child));
+        assert_eq!(parse(&line), point);
+    }
+
+    #[test]
     fn a_race_without_a_kill_reruns_as_kill_none() {
         let all = RunOptions { matrix: "default".into(), seed: Some(7), points: Some(4), ..RunOptions::default() };
         let race = all.narrowed("cell-d", Some("default"), KillMode::None, Some(5));

@@ -12,6 +12,14 @@ journal mode. Nothing in its persistence layer is patched. Where Hermes
 spends more transactions than the protocol asks for (a compression rotation
 takes four), the adapter does what Hermes does and lets the cell judge it.
 
+`fork` rewinds through `SessionDB.rewind_to_message` (a soft-delete of the
+tail, one transaction), and `deliver`/`catch-up` go through the gateway's
+delivery ledger (`gateway/delivery_ledger.py`: `record_obligation`,
+`mark_attempting`, `mark_delivered`, `sweep_recoverable`), with the driver's
+transport file as the messaging platform. The ledger keeps its table in
+`$HERMES_HOME/state.db`, the SessionDB's own file; the adapter gives it a
+home whose `state.db` is the protocol's `--db` (see `ledger_home`).
+
 Only `dump` reads the file directly, with the standard `sqlite3` module, and
 maps Hermes's schema to the protocol's canonical state (see `read_state`).
 
@@ -23,7 +31,7 @@ Crash model: the process may be killed with SIGKILL at any instant. An ack is
 written with one write(2) on an O_APPEND descriptor, only after the SessionDB
 call(s) it acknowledges returned.
 
-Run as: python3 adapter.py <append|rotate|park|claim|dump> [flags]
+Run as: python3 adapter.py <append|rotate|park|claim|fork|deliver|catch-up|dump> [flags]
 """
 
 import argparse
@@ -32,8 +40,12 @@ import json
 import os
 import sqlite3
 import sys
+import types
 
-PROTOCOL = 1
+PROTOCOL = 2
+# What the adapter implements, listed in the ready record (protocol 2), with
+# "dump-batch": its dump takes several --db and prints a line for each.
+OPERATIONS = ("append", "rotate", "park", "claim", "dump", "dump-batch", "fork", "deliver", "catch-up")
 EXIT_WON = 0
 EXIT_LOST = 10
 EXIT_USAGE = 2
@@ -52,6 +64,15 @@ MODEL = "crashcells-adapter"
 HANDOFF_PLATFORM = "telegram"
 # state_meta key where the winner of a handoff leaves its name (see op_claim).
 CLAIMANT_KEY = "crashcells.handoff_claimant:"
+# A fork run rewinds at every FORK_EVERY-th operation (docs/PROTOCOL.md, `fork`).
+FORK_EVERY = 4
+# Where `deliver`'s obligations are headed, as the gateway records them:
+# the driver's transport file stands for this platform and chat.
+LEDGER_PLATFORM = "crashcells"
+LEDGER_CHAT = "transport"
+LEDGER_SESSION_KEY = "agent:main:crashcells:dm:transport"
+# The folder, beside the database, that serves as the ledger's HERMES_HOME.
+LEDGER_HOME_SUFFIX = ".hermes-home"
 
 
 class ConfigError(Exception):
@@ -230,13 +251,15 @@ class Acks:
                 # An `applied` outside the six modes would make the record
                 # unreadable: then say nothing rather than something malformed.
                 "resolver": resolver if resolver["applied"] is not None else None,
+                "operations": list(OPERATIONS),
             }
         )
 
-    def ack(self, op, i, parent=None, child=None):
+    def ack(self, op, i, parent=None, child=None, **more):
         rec = {"kind": "ack", "op": op, "i": i}
         if parent is not None:
             rec["parent"], rec["child"] = parent, child
+        rec.update(more)
         self.record(rec)
 
 
@@ -353,6 +376,196 @@ def op_claim(a):
     return EXIT_WON if won else EXIT_LOST
 
 
+def fork_step(seed, i, length):
+    """Operation i of a fork run: ("append",) or ("rewind", k), as docs/PROTOCOL.md says."""
+    if i % FORK_EVERY == FORK_EVERY - 1 and length >= 2:
+        return ("rewind", (seed + i) % (length - 1))
+    return ("append",)
+
+
+def op_fork(a):
+    """Session `main`, rewound as Hermes's /rewind does it: the live transcript
+    is what get_messages loads (the active rows, in id order), and a rewind
+    that keeps the first k live messages is
+    rewind_to_message(main, id of the (k+1)-th), which soft-deletes that row
+    and every later active one (active = 0) and bumps sessions.rewind_count,
+    in one _execute_write transaction. It leaves sessions.message_count as it
+    was (cell 4 does not read it). Appends are append_message, as in
+    `append`."""
+    store = Store(a.db)
+    db = store.db
+    db.create_session(APPEND_SESSION, SOURCE)
+    acks = Acks(a.acks)
+    acks.ready(store, "fork")
+    for i in ops(a.stop_after):
+        live = db.get_messages(APPEND_SESSION)
+        step = fork_step(a.seed, i, len(live))
+        if step[0] == "append":
+            db.append_message(APPEND_SESSION, "user", "m%d" % i)
+            acks.ack("append", i)
+        else:
+            k = step[1]
+            # The target is itself soft-deleted: rewinding to the (k+1)-th
+            # live message keeps the k before it. Every message here is a
+            # `user` turn, the only role rewind_to_message accepts.
+            db.rewind_to_message(APPEND_SESSION, live[k]["id"])
+            acks.ack("rewind", i, k=k)
+    return 0
+
+
+# --- deliver and catch-up: the gateway's delivery ledger ------------------------
+
+
+def ledger_home(db):
+    """A HERMES_HOME for the delivery ledger. The ledger connects to
+    `get_hermes_home() / "state.db"` (`_db_path`), the file Hermes's
+    SessionDB uses by default; the driver names its database otherwise
+    (`store.db`, `s3.db`, ...). So the home is a folder beside the database,
+    `<db>.hermes-home/`, whose `state.db` is a relative symbolic link to it:
+    SQLite resolves the link on open, so the ledger's connections use the
+    very file (and its `-wal`) the SessionDB holds. Set before Hermes is
+    imported, so the whole process sees one home (nothing reads the user's
+    ~/.hermes)."""
+    db = os.path.abspath(db)
+    home = db + LEDGER_HOME_SUFFIX
+    link = os.path.join(home, "state.db")
+    target = os.path.join(os.pardir, os.path.basename(db))
+    os.makedirs(home, exist_ok=True)
+    if not (os.path.islink(link) and os.readlink(link) == target):
+        # Missing, or not our link: a copy of the folder that followed the
+        # link (crashcells' evidence folders do) holds a plain file here.
+        if os.path.lexists(link):
+            os.unlink(link)
+        os.symlink(target, link)
+    os.environ["HERMES_HOME"] = home
+    return home
+
+
+def import_ledger(site=SITE):
+    """gateway.delivery_ledger from the unpacked wheel, standard library only.
+
+    The module itself needs only the standard library and hermes_constants,
+    but its package's __init__ (gateway/__init__.py) imports the gateway's
+    config, session store and delivery router, which import PyYAML. So the
+    package is registered as a bare package whose path is the wheel's
+    gateway folder, and the ledger module, unmodified, is imported from it.
+
+    The ledger tells a dead owner from a live one by its pid and process
+    start time (`_owner_stamp`, `_owner_alive`), read with
+    gateway.status.get_process_start_time (/proc/<pid>/stat). Without
+    gateway.status it falls back to the pid alone, which a recycled pid
+    fools: a catch-up then takes a dead deliver's obligation for a live
+    gateway's and leaves it undelivered (seen here under load, pids
+    wrapping at 32768 within a sweep). gateway.status is standard library
+    but for `from utils import atomic_json_write` (utils imports PyYAML),
+    which only its status-file writer calls. So the adapter imports the
+    real gateway.status with a stand-in `utils` whose atomic_json_write
+    refuses to run, on every machine alike, PyYAML or not: the ledger runs
+    as in a gateway, with the pid-reuse guard."""
+    if "gateway" not in sys.modules:
+        package = types.ModuleType("gateway")
+        package.__path__ = [os.path.join(site, "gateway")]
+        sys.modules["gateway"] = package
+    if "utils" not in sys.modules:
+        stand_in = types.ModuleType("utils")
+
+        def atomic_json_write(*args, **kwargs):
+            raise RuntimeError("utils.atomic_json_write is a stand-in in this adapter: no gateway status file is written")
+
+        stand_in.atomic_json_write = atomic_json_write
+        sys.modules["utils"] = stand_in
+    import gateway.delivery_ledger as ledger
+    import gateway.status
+
+    if gateway.status.get_process_start_time(os.getpid()) is None:
+        raise RuntimeError("gateway.status cannot read this process's start time: the ledger would fall back to bare pids")
+    return ledger
+
+
+def send(path, key, payload):
+    """The platform's send: one delivery line appended to the driver's
+    transport with a single write(2) on an O_APPEND descriptor."""
+    line = (json.dumps({"key": key, "payload": payload}, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        n = os.write(fd, line)
+    finally:
+        os.close(fd)
+    if n != len(line):
+        raise OSError("short write of a send: %d of %d bytes" % (n, len(line)))
+
+
+def op_deliver(a):
+    """The gateway's final-response delivery (gateway/platforms/base.py, the
+    ledger block around `_send_with_retry`), one obligation at a time:
+    record_obligation (state `pending`), mark_attempting, the send, then
+    mark_delivered on success or mark_failed on a failed send. Every ledger
+    call opens its own connection (`_connect`: PRAGMA journal_mode=WAL,
+    CREATE TABLE IF NOT EXISTS) and commits its own transaction;
+    record_obligation is followed by `_prune`, a transaction of its own. The
+    obligation id is the protocol's key `o<j>` (the gateway hashes the turn
+    into one with compute_obligation_id; record_obligation takes any id)."""
+    ledger_home(a.db)
+    store = Store(a.db)
+    ledger = import_ledger()
+    acks = Acks(a.acks)
+    acks.ready(store, "deliver")
+    for j in ops(a.stop_after):
+        key = "o%d" % j
+        content = "effect of %s" % key
+        ledger.record_obligation(
+            obligation_id=key,
+            session_key=LEDGER_SESSION_KEY,
+            platform=LEDGER_PLATFORM,
+            chat_id=LEDGER_CHAT,
+            thread_id=None,
+            content=content,
+        )
+        ledger.mark_attempting(key)
+        try:
+            send(a.transport, key, content)
+        except OSError as e:
+            # The gateway marks a send that did not succeed failed; the
+            # protocol makes it an error, never an ack.
+            ledger.mark_failed(key, str(e))
+            raise
+        ledger.mark_delivered(key)
+        acks.ack("deliver", j, key=key)
+    return 0
+
+
+def op_catch_up(a):
+    """The gateway's restart path (`_redeliver_pending_obligations` in
+    gateway/run.py): sweep_recoverable claims every row left `pending`,
+    `attempting` or `failed` by a dead owner (re-stamping the owner and
+    counting the attempt, one transaction), then each claimed row is sent,
+    with Hermes's RECOVERED_MARKER in front when it was not `pending`, and
+    marked delivered (or failed). Hermes never asks the platform whether an
+    `attempting` row arrived: its contract is at-least-once with a visible
+    marker, so a kill between the send and mark_delivered makes this send
+    the obligation a second time. That is Hermes's design and cell 5's
+    question; the adapter does what the gateway does."""
+    ledger_home(a.db)
+    Store(a.db)
+    ledger = import_ledger()
+    claimed = ledger.sweep_recoverable(None, deliverable_platforms={LEDGER_PLATFORM})
+    failed = []
+    for row in claimed:
+        content = row["content"]
+        if row.get("needs_marker"):
+            content = ledger.RECOVERED_MARKER + content
+        try:
+            send(a.transport, row["obligation_id"], content)
+        except OSError as e:
+            ledger.mark_failed(row["obligation_id"], str(e))
+            failed.append("%s (%s)" % (row["obligation_id"], e))
+            continue
+        ledger.mark_delivered(row["obligation_id"])
+    if failed:
+        raise RuntimeError("could not redeliver %s" % ", ".join(failed))
+    return 0
+
+
 # --- dump ----------------------------------------------------------------------
 
 
@@ -360,19 +573,26 @@ def op_dump(a):
     """Recovery pass, with the standard sqlite3 module only: the file is opened
     read-write (a read-only connection cannot roll back a hot journal) and no
     pragma is applied, so recovery never changes the mode under audit.
-    SessionDB itself is not opened: its __init__ would set WAL and write."""
-    if not os.path.isfile(a.db):
-        raise FileNotFoundError("no database at %s" % a.db)
+    SessionDB itself is not opened: its __init__ would set WAL and write.
+    With several --db (dump-batch), one line per database, in the order
+    given, each from a fresh connection closed before the next one opens;
+    every file is checked before any line is printed."""
+    for db in a.db:
+        if not os.path.isfile(db):
+            raise FileNotFoundError("no database at %s" % db)
+    lines = [json.dumps(recovered_state(db), separators=(",", ":"), ensure_ascii=False) + "\n" for db in a.db]
+    sys.stdout.write("".join(lines))
+    return 0
+
+
+def recovered_state(db):
     try:
-        state = read_state(a.db)
+        return read_state(db)
     except sqlite3.DatabaseError as e:
         if not isinstance(e, sqlite3.OperationalError) or "malformed" in str(e) or "not a database" in str(e):
             # A file SQLite calls corrupt is a finding, not a failed pass.
-            state = empty_state("corrupt: %s" % e)
-        else:
-            raise
-    sys.stdout.write(json.dumps(state, separators=(",", ":"), ensure_ascii=False) + "\n")
-    return 0
+            return empty_state("corrupt: %s" % e)
+        raise
 
 
 def empty_state(integrity):
@@ -396,12 +616,16 @@ def empty_state(integrity):
 #   handoff_state      sessions.handoff_state, as stored (NULL, "pending",
 #                      "running", "completed", "failed")
 #
-# message  <- a row of `messages` with active = 1, in id order (AUTOINCREMENT:
-#   commit order for Hermes's single writer at a time), as Hermes's own
-#   get_messages loads a transcript: rows soft-deleted by rewind_to_message or
-#   archived by archive_and_compact (active = 0) are not part of it. Content
-#   is stored as given for a string (our operations write only strings).
+# message  <- every row of `messages`, in id order (AUTOINCREMENT: commit
+#   order for Hermes's single writer at a time). Content is stored as given
+#   for a string (our operations write only strings).
 #   session_id, role, content  messages.session_id, .role, .content
+#   active             "active": false only for a row with active = 0, which
+#                      rewind_to_message soft-deleted (the protocol's
+#                      soft-delete form of a rewind; archive_and_compact
+#                      also sets it, and no operation here calls it). The
+#                      live transcript (what get_messages loads) is the rows
+#                      without it. Absent for an active row.
 #
 # plus one derived message per landed handoff claim, after the stored ones:
 #   {"session_id": <id>, "role": "system", "content": "claimed by <NAME>"} for
@@ -410,11 +634,34 @@ def empty_state(integrity):
 #   claim_handoff changes only handoff_state and records no claimant, so the
 #   count of claims is the state itself; <NAME> is the winner's state_meta note
 #   (see op_claim), "(unnamed)" when the kill took it.
+#
+# outbox  <- the rows of the delivery ledger's `delivery_obligations` table
+#   (created in the same file by `deliver`), sorted by key; omitted when the
+#   table is missing or empty:
+#   key                obligation_id (the adapter records `o<j>`)
+#   state              Hermes's state, mapped to the protocol's three:
+#                      pending -> recorded (never sent);
+#                      attempting -> attempting (the send may have arrived);
+#                      failed -> attempting (a send that did not succeed,
+#                        which sweep_recoverable sends again, with the marker);
+#                      abandoned -> attempting (given up after MAX_ATTEMPTS or
+#                        24 h: never known delivered);
+#                      delivered -> delivered.
+#   Hermes's `_prune` deletes delivered rows after 7 days and the oldest ones
+#   beyond 500 rows; runs here are far shorter than either.
 SESSIONS_SQL = (
     "SELECT id, parent_session_id, ended_at IS NOT NULL, end_reason, message_count, handoff_state "
     "FROM sessions ORDER BY id"
 )
-MESSAGES_SQL = "SELECT session_id, role, content FROM messages WHERE active = 1 ORDER BY id"
+MESSAGES_SQL = "SELECT session_id, role, content, active FROM messages ORDER BY id"
+OUTBOX_SQL = "SELECT obligation_id, state FROM delivery_obligations ORDER BY obligation_id"
+OUTBOX_STATES = {
+    "pending": "recorded",
+    "attempting": "attempting",
+    "failed": "attempting",
+    "abandoned": "attempting",
+    "delivered": "delivered",
+}
 CLAIMED_STATES = ("running", "completed", "failed")
 
 
@@ -439,18 +686,34 @@ def read_state(db):
             }
             for sid, parent, ended, reason, count, handoff in conn.execute(SESSIONS_SQL)
         ]
-        messages = [
-            {"session_id": sid, "role": role, "content": content}
-            for sid, role, content in conn.execute(MESSAGES_SQL)
-        ]
+        messages = [message(*row) for row in conn.execute(MESSAGES_SQL)]
         names = claimant_names(conn, tables)
         for s in sessions:
             if s["handoff_state"] in CLAIMED_STATES:
                 name = names.get(s["id"], "(unnamed)")
                 messages.append({"session_id": s["id"], "role": "system", "content": "claimed by %s" % name})
-        return {"protocol": PROTOCOL, "integrity": integrity, "sessions": sessions, "messages": messages}
+        state = {"protocol": PROTOCOL, "integrity": integrity, "sessions": sessions, "messages": messages}
+        if "delivery_obligations" in tables:
+            outbox = [{"key": key, "state": outbox_state(st)} for key, st in conn.execute(OUTBOX_SQL)]
+            if outbox:
+                # Omitted when empty: a default is not canonical.
+                state["outbox"] = outbox
+        return state
     finally:
         conn.close()
+
+
+def message(sid, role, content, active):
+    m = {"session_id": sid, "role": role, "content": content}
+    if not active:
+        m["active"] = False
+    return m
+
+
+def outbox_state(state):
+    if state not in OUTBOX_STATES:
+        raise ValueError("delivery_obligations has a row in state %r, which this adapter does not know" % state)
+    return OUTBOX_STATES[state]
 
 
 def claimant_names(conn, tables):
@@ -487,7 +750,19 @@ def parser():
         s.add_argument(flag, required=True)
     s.add_argument("--mutant")
     s = sub.add_parser("dump")
+    s.add_argument("--db", required=True, action="append")
+    for name in ("fork", "deliver"):
+        s = sub.add_parser(name)
+        s.add_argument("--db", required=True)
+        s.add_argument("--acks", required=True)
+        s.add_argument("--mutant")
+        s.add_argument("--stop-after", type=int)
+    sub.choices["fork"].add_argument("--seed", type=int, required=True)
+    sub.choices["deliver"].add_argument("--transport", required=True)
+    s = sub.add_parser("catch-up")
     s.add_argument("--db", required=True)
+    s.add_argument("--transport", required=True)
+    s.add_argument("--mutant")
     return p
 
 
@@ -500,7 +775,16 @@ def main():
     except Usage as e:
         print("adapter.py: error: %s" % e, file=sys.stderr)
         return EXIT_USAGE
-    run = {"append": op_append, "rotate": op_rotate, "park": op_park, "claim": op_claim, "dump": op_dump}[a.op]
+    run = {
+        "append": op_append,
+        "rotate": op_rotate,
+        "park": op_park,
+        "claim": op_claim,
+        "fork": op_fork,
+        "deliver": op_deliver,
+        "catch-up": op_catch_up,
+        "dump": op_dump,
+    }[a.op]
     try:
         return run(a)
     except ConfigError as e:
