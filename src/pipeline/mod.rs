@@ -113,6 +113,25 @@ impl std::fmt::Debug for Tally {
     }
 }
 
+#[cfg(test)]
+impl Context {
+    /// A context for unit tests that start no child: default options, seed
+    /// 1, a one-second deadline, `jobs` threads and what the child said.
+    pub(crate) fn for_tests(jobs: usize, child_ready: Option<Ready>) -> Context {
+        Context {
+            options: RunOptions::default(),
+            seed: 1,
+            child: ChildCommand { program: "child".into(), prefix: vec![] },
+            work_root: std::env::temp_dir(),
+            evidence_root: std::env::temp_dir(),
+            deadline: Duration::from_secs(1),
+            jobs,
+            child_ready,
+            tally: Default::default(),
+        }
+    }
+}
+
 impl Context {
     /// The mutant the run asked for, if any.
     pub fn mutant(&self) -> Option<&str> {

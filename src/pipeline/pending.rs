@@ -184,22 +184,10 @@ fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::ChildCommand;
-    use crate::options::RunOptions;
     use crate::pipeline::Step::{Done, Planned};
 
     fn ctx(jobs: usize) -> Context {
-        Context {
-            options: RunOptions::default(),
-            seed: 1,
-            child: ChildCommand { program: "child".into(), prefix: vec![] },
-            work_root: std::env::temp_dir(),
-            evidence_root: std::env::temp_dir(),
-            deadline: std::time::Duration::from_secs(1),
-            jobs,
-            child_ready: None,
-            tally: Default::default(),
-        }
+        Context::for_tests(jobs, None)
     }
 
     fn cell() -> &'static dyn Cell {

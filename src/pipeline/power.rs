@@ -17,7 +17,7 @@ use std::hash::{Hash, Hasher};
 
 use super::batch::{State, batches, evidence_env, parallel, recover};
 use super::source::Workload;
-use super::sweep::{Swept, preflight};
+use super::sweep::Swept;
 use super::verdict::judge_state;
 use super::{Outcome, Trial};
 use crate::crashstate::power::{AtPoint, Model, model};
@@ -28,19 +28,10 @@ use crate::recovery::Recovered;
 /// The trials of a power-loss sweep of `w`: one per kill point, up to the
 /// first at which some power state does not pass.
 pub fn power_sweep(w: &Workload, seed: u64) -> Swept {
-    let filter = match preflight() {
-        Ok(f) => f,
-        Err(outcome) => return Swept::unplanned(Trial::ended(0, outcome)),
-    };
-    let rec = match w.record(filter) {
+    let rec = match w.honoured_recording() {
         Ok(r) => r,
-        Err(trial) => return Swept::unplanned(*trial),
+        Err(ended) => return *ended,
     };
-    if !rec.census.audit.honored {
-        let mut t = Trial::ended(0, Outcome::Skip(rec.census.audit.reason.clone()));
-        t.audit = Some(rec.census.audit);
-        return Swept::unplanned(t);
-    }
     if let Some(why) = &rec.disagrees {
         let why = format!(
             "power-loss states need a log of every write, but after the recorded run {why} (the child writes \

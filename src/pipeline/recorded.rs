@@ -29,9 +29,26 @@ pub struct Recording {
     pub names: Names,
     /// Where the replayed log and the disk disagree, if they do.
     pub disagrees: Option<String>,
+    /// The filter it was recorded with, for the real kill that confirms a fire.
+    pub filter: Filter,
 }
 
 impl Workload<'_> {
+    /// The recording every recorded sweep starts from, or how the sweep
+    /// ends before its first point: tracing refused here, a recording that
+    /// failed, or a leg the child did not honour (a skip).
+    pub fn honoured_recording(&self) -> Result<Recording, Box<Swept>> {
+        let unplanned = |t: Trial| Box::new(Swept::unplanned(t));
+        let filter = preflight().map_err(|outcome| unplanned(Trial::ended(0, outcome)))?;
+        let rec = self.record(filter).map_err(|trial| unplanned(*trial))?;
+        if !rec.census.audit.honored {
+            let mut t = Trial::ended(0, Outcome::Skip(rec.census.audit.reason.clone()));
+            t.audit = Some(rec.census.audit);
+            return Err(unplanned(t));
+        }
+        Ok(rec)
+    }
+
     /// Runs the sweep's workload once, traced, to its own end, logging every
     /// call on the trial's files; then audits the leg and self-checks the log.
     pub fn record(&self, filter: Filter) -> Result<Recording, Box<Trial>> {
@@ -55,7 +72,7 @@ impl Workload<'_> {
         let names = Names::new(&env.db, &env.acks, &env.transport);
         let dir = env.db.parent().expect("a trial's database is in its folder");
         let disagrees = self_check(&log, dir, &names);
-        Ok(Recording { log, census, env, names, disagrees })
+        Ok(Recording { log, census, env, names, disagrees, filter })
     }
 
     fn record_in(&self, env: &TrialEnv, filter: Filter) -> Result<Log, Outcome> {
@@ -94,19 +111,10 @@ fn census_error(o: Outcome) -> Outcome {
 /// The trials of a recorded process-crash sweep of `w`; where the log
 /// cannot be trusted, the re-executed sweep's, with the reason.
 pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
-    let filter = match preflight() {
-        Ok(f) => f,
-        Err(outcome) => return Swept::unplanned(Trial::ended(0, outcome)),
-    };
-    let rec = match w.record(filter) {
+    let rec = match w.honoured_recording() {
         Ok(r) => r,
-        Err(trial) => return Swept::unplanned(*trial),
+        Err(ended) => return *ended,
     };
-    if !rec.census.audit.honored {
-        let mut t = Trial::ended(0, Outcome::Skip(rec.census.audit.reason.clone()));
-        t.audit = Some(rec.census.audit);
-        return Swept::unplanned(t);
-    }
     if let Some(why) = &rec.disagrees {
         let note = fallback_note(why);
         drop(rec);
@@ -124,7 +132,7 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
     let last_bad = trials.last().is_some_and(|t| t.outcome != Outcome::Pass);
     if last_bad {
         let recorded = trials.pop().expect("a last trial");
-        let real = w.kill_at(filter, u64::from(recorded.index), &rec.census);
+        let real = w.kill_at(rec.filter, u64::from(recorded.index), &rec.census);
         trials.push(decide(recorded, real));
     }
     Swept { planned: Some(points), trials }

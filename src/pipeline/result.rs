@@ -264,22 +264,10 @@ fn keep_evidence(ctx: &Context, result: &mut CellResult, trials: Vec<Trial>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::ChildCommand;
-    use crate::options::RunOptions;
     use crashcells_protocol::{Op, Ready};
 
     fn ctx(ready: Option<Ready>) -> Context {
-        Context {
-            options: RunOptions::default(),
-            seed: 1,
-            child: ChildCommand { program: "child".into(), prefix: vec![] },
-            work_root: std::env::temp_dir(),
-            evidence_root: std::env::temp_dir(),
-            deadline: std::time::Duration::from_secs(1),
-            jobs: 1,
-            child_ready: ready,
-            tally: Default::default(),
-        }
+        Context::for_tests(1, ready)
     }
 
     fn ready(protocol: u32, operations: Option<Vec<&str>>) -> Ready {

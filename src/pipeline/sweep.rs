@@ -137,21 +137,9 @@ pub fn parallel(points: &[u64], jobs: usize, run: &(dyn Fn(u64) -> Trial + Sync)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::ChildCommand;
-    use crate::options::RunOptions;
 
     fn ctx() -> Context {
-        Context {
-            options: RunOptions::default(),
-            seed: 1,
-            child: ChildCommand { program: "child".into(), prefix: vec![] },
-            work_root: std::env::temp_dir(),
-            evidence_root: std::env::temp_dir(),
-            deadline: std::time::Duration::from_secs(1),
-            jobs: 2,
-            child_ready: None,
-            tally: Default::default(),
-        }
+        Context::for_tests(2, None)
     }
 
     #[test]
