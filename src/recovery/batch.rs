@@ -34,8 +34,10 @@ pub struct BatchRecovery {
 /// batch; else one process per state and pass, as a single trial.
 pub fn recover_batch(p: &Passes, states: &[Pair], batched: bool) -> BatchRecovery {
     let present: Vec<usize> = (0..states.len()).filter(|&i| states[i].first.exists()).collect();
-    let mut results: Vec<Option<Result<Recovered, RecoveryError>>> =
-        states.iter().map(|s| (!s.first.exists()).then(|| Ok(Recovered::missing()))).collect();
+    let mut results: Vec<Option<Result<Recovered, RecoveryError>>> = states
+        .iter()
+        .map(|s| (!s.first.exists()).then(|| Recovered::missing(s.transports.as_ref().map(|t| t[0].as_path()))))
+        .collect();
     let (each, note) = if batched && present.len() > 1 {
         stepped_then_dumped(p, states, &present)
     } else {
@@ -215,5 +217,29 @@ mod tests {
         assert_eq!(missing, [false, true, false]);
         let alone = recover_batch(&p, &states, false);
         assert!(alone.note.is_none() && alone.results.iter().all(Result::is_ok));
+    }
+
+    /// A power loss can drop the store and keep the provider's log: the
+    /// empty store's deliveries are what its transport held, so a send the
+    /// store has no record of is still judged.
+    #[test]
+    fn a_missing_database_keeps_the_deliveries_of_its_transport() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |s: &str| dir.path().join(s);
+        std::fs::write(path("1.t"), "{\"key\":\"o0\",\"payload\":\"effect of o0\"}\n").unwrap();
+        let state = Pair { first: path("1.db"), second: path("2.db"), transports: Some([path("1.t"), path("2.t")]) };
+        let child = ChildCommand { program: "false".into(), prefix: vec![] };
+        let step = crashcells_protocol::OpArgs::new(crashcells_protocol::Op::CatchUp);
+        let p = Passes {
+            child: &child,
+            deadline: Duration::from_secs(1),
+            home: dir.path(),
+            out: dir.path(),
+            step: Some(&step),
+        };
+        let got = recover_batch(&p, &[state], true);
+        let r = got.results[0].as_ref().unwrap();
+        assert!(r.missing_db);
+        assert_eq!(r.deliveries.iter().map(|d| d.key.as_str()).collect::<Vec<_>>(), ["o0"]);
     }
 }

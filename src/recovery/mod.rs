@@ -84,10 +84,15 @@ pub struct Pass {
 }
 
 impl Recovered {
-    /// A crash state without a database file: an empty store.
-    fn missing() -> Recovered {
+    /// A crash state without a database file: an empty store, which a
+    /// recovery step has nothing to finish for; the deliveries are what the
+    /// state's `transport` held (a power loss keeps the provider's log when
+    /// it drops the store), so a send the store lost is still seen.
+    fn missing(transport: Option<&Path>) -> Result<Recovered, RecoveryError> {
         let dump = Dump::empty(PROTOCOL, "ok".into());
-        Recovered { dump, nondeterministic: None, missing_db: true, deliveries: Vec::new() }
+        let bytes = transport.and_then(|t| std::fs::read(t).ok()).unwrap_or_default();
+        let deliveries = transport::parse(&bytes).map_err(RecoveryError::Transport)?;
+        Ok(Recovered { dump, nondeterministic: None, missing_db: true, deliveries })
     }
 
     /// Two passes of one state: the first parsed, the two compared (the
@@ -213,7 +218,7 @@ fn after_step(p: &Passes, transport: &Path) -> Vec<u8> {
 /// could not run or printed something that is not a dump).
 pub fn recover(child: &ChildCommand, deadline: Duration, env: &TrialEnv) -> Result<Recovered, RecoveryError> {
     if !env.db.exists() {
-        return Ok(Recovered::missing());
+        return Recovered::missing(env.recovery_step.is_some().then_some(env.transport.as_path()));
     }
     let dir = env.db.parent().unwrap_or(Path::new("."));
     let p = Passes { child, deadline, home: &env.home, out: dir, step: env.recovery_step.as_ref() };
@@ -244,7 +249,8 @@ fn pass_copies(env: &TrialEnv, n: u32) -> Result<(PathBuf, PathBuf), RecoveryErr
 pub fn pair_of(env: &TrialEnv) -> Result<Pair, RecoveryError> {
     if !env.db.exists() {
         let gone = env.path("recovery-none");
-        return Ok(Pair { first: gone.join("1.db"), second: gone.join("2.db"), transports: None });
+        let transports = env.recovery_step.is_some().then(|| [env.transport.clone(), env.transport.clone()]);
+        return Ok(Pair { first: gone.join("1.db"), second: gone.join("2.db"), transports });
     }
     let (first, t1) = pass_copies(env, 1)?;
     let (second, t2) = pass_copies(env, 2)?;
