@@ -17,6 +17,11 @@ use nix::unistd::Pid;
 use super::reap::{group_alive, reap_group};
 use super::{Exit, KILL_GRACE, POLL, Reaped, interrupted};
 
+/// The exit code of a child whose driver died before its exec: not an
+/// errno, so that a traced child's failed exec (which exits with its errno)
+/// is never mistaken for it.
+pub(super) const ORPHANED: i32 = 255;
+
 /// The set-up every child gets, plain or traced: stderr to `stderr`, the
 /// leader of a new process group, and before exec the parent-death signal,
 /// a check that the driver is still its parent, then `then` (a traced
@@ -42,7 +47,7 @@ pub(super) fn prepare(
             // A driver that died between the fork and the prctl sent no
             // death signal: the child has been reparented, so it goes.
             if libc::getppid() != parent {
-                libc::_exit(1);
+                libc::_exit(ORPHANED);
             }
             then()
         });

@@ -11,7 +11,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 use super::reap::reap_group;
-use super::spawn::prepare;
+use super::spawn::{ORPHANED, prepare};
 use super::tracee::{Exec, install_filter, pin_round_robin, restore_affinity};
 use super::watchdog::Watchdog;
 use super::{Cut, Exit, KILL_GRACE, POLL, Reaped, stderr_tail};
@@ -135,7 +135,7 @@ impl Traced {
         use nix::sys::ptrace::{Options, cont, setoptions};
         match (self.wait()?, self.exit) {
             (Some(()), _) => {}
-            (None, Some(Exit::Code(errno))) if errno > 0 => {
+            (None, Some(Exit::Code(errno))) if errno > 0 && errno != ORPHANED => {
                 let why = Errno::from_raw(errno).desc();
                 return Err(TraceError::Io(format!("the child could not be executed: {why}")));
             }
