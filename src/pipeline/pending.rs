@@ -2,8 +2,10 @@
 //! many at a time: each trial's child is killed (or its race ends) and its
 //! files are read as [`super::verdict::prepare`] reads them; then every
 //! trial's crash state is recovered in one batch per pass (two processes
-//! per result, not two per trial: `dump-batch`, [`crate::recovery::batch`]),
-//! and each trial is judged on its own recovery and its own journals.
+//! per wave of trials, not two per trial: `dump-batch`,
+//! [`crate::recovery::batch`]), and each trial is judged on its own
+//! recovery and its own journals; the next wave runs only if every trial
+//! so far passed.
 //!
 //! Crash model and clause: exactly a single trial's ([`super::source`],
 //! [`super::race`], [`super::verdict`]); only the processes that recover
@@ -53,31 +55,23 @@ impl Pending {
     }
 }
 
+/// How many trials are killed before their states are recovered and judged
+/// together: enough that a batch saves processes (a gate's 16 trials take
+/// two waves), few enough that a result that fires early does not first
+/// run every trial it was given (a mutant run with `--trials 100` stops
+/// within the wave of its first fire, as it stopped at the fire itself when
+/// each trial was recovered alone).
+const WAVE: usize = 8;
+
 /// Runs the trials `indices` of one result (`run` kills and prepares one),
-/// recovers their states in batches, and judges them; the trials up to the
-/// first that does not pass, that one last. Progress: each trial is done
-/// when its child has ended.
+/// wave by wave: recovers a wave's states in batches and judges them; the
+/// trials up to the first that does not pass, that one last. Progress: each
+/// trial is done when its child has ended.
 pub fn in_order(ctx: &Context, cell: &dyn Cell, indices: &[u32], run: &(dyn Fn(u32) -> Pending + Sync)) -> Vec<Trial> {
     ctx.tally.planned(indices.len() as u64);
-    let lowest_bad = AtomicUsize::new(usize::MAX);
-    let mut pending =
-        super::batch::parallel(indices.len(), ctx.jobs, &|i| i > lowest_bad.load(Ordering::SeqCst), &|i| {
-            let p = run(indices[i]);
-            ctx.tally.done();
-            if p.bad() {
-                lowest_bad.fetch_min(i, Ordering::SeqCst);
-            }
-            p
-        });
-    // Trials past the first that ended badly are not part of the result.
-    if let Some(first_bad) = pending.iter().position(Pending::bad) {
-        pending.truncate(first_bad + 1);
-    }
-    let mut trials = Vec::with_capacity(pending.len());
-    for t in judge_all(ctx, cell, pending) {
-        let decisive = t.outcome != Outcome::Pass;
-        trials.push(t);
-        if decisive {
+    let mut trials = Vec::with_capacity(indices.len());
+    for wave in indices.chunks(WAVE.max(ctx.jobs)) {
+        if run_wave(ctx, cell, wave, run, &mut trials) || crate::harness::interrupted().is_some() {
             break;
         }
     }
@@ -87,6 +81,39 @@ pub fn in_order(ctx: &Context, cell: &dyn Cell, indices: &[u32], run: &(dyn Fn(u
         trials.push(Trial::ended(next, Outcome::Interrupted("before the trial began".into())));
     }
     trials
+}
+
+/// Runs, recovers and judges one wave of trials on up to `--jobs` threads,
+/// appending to `trials` those up to the first that does not pass; true
+/// when one did not (it decides the result).
+fn run_wave(
+    ctx: &Context,
+    cell: &dyn Cell,
+    wave: &[u32],
+    run: &(dyn Fn(u32) -> Pending + Sync),
+    trials: &mut Vec<Trial>,
+) -> bool {
+    let lowest_bad = AtomicUsize::new(usize::MAX);
+    let mut pending = super::batch::parallel(wave.len(), ctx.jobs, &|i| i > lowest_bad.load(Ordering::SeqCst), &|i| {
+        let p = run(wave[i]);
+        ctx.tally.done();
+        if p.bad() {
+            lowest_bad.fetch_min(i, Ordering::SeqCst);
+        }
+        p
+    });
+    // Trials past the first that ended badly are not part of the result.
+    if let Some(first_bad) = pending.iter().position(Pending::bad) {
+        pending.truncate(first_bad + 1);
+    }
+    for t in judge_all(ctx, cell, pending) {
+        let decisive = t.outcome != Outcome::Pass;
+        trials.push(t);
+        if decisive {
+            return true;
+        }
+    }
+    false
 }
 
 /// Recovers every pending trial's state in one batch per pass, then judges
@@ -218,5 +245,24 @@ mod tests {
         let run = |i: u32| Pending::ended(Trial::ended(i, Outcome::Pass));
         assert_eq!(in_order(&c, cell(), &[0, 1], &run).len(), 2);
         assert_eq!(*steps.lock().unwrap(), [Planned(2), Done, Done]);
+    }
+
+    /// A result that decides early runs no further wave, and one that
+    /// decides in a later wave keeps every trial before it.
+    #[test]
+    fn no_wave_starts_after_the_one_that_decided() {
+        for (bad, most_started) in [(3, WAVE), (20, 3 * WAVE)] {
+            let started = AtomicUsize::new(0);
+            let run = |i: u32| {
+                started.fetch_add(1, Ordering::SeqCst);
+                let outcome = if i == bad { Outcome::Error(format!("at {i}")) } else { Outcome::Pass };
+                Pending::ended(Trial::ended(i, outcome))
+            };
+            let indices: Vec<u32> = (0..100).collect();
+            let trials = in_order(&ctx(2), cell(), &indices, &run);
+            assert_eq!(trials.len(), bad as usize + 1);
+            assert_eq!(trials.last().map(|t| t.index), Some(bad));
+            assert!(started.load(Ordering::SeqCst) <= most_started, "{} started", started.load(Ordering::SeqCst));
+        }
     }
 }
