@@ -42,6 +42,15 @@ fn catalog(dir: &Path) -> String {
     stubs
 }
 
+/// `run` of cell 4 as a stub (a result that runs nothing: exit 3), its
+/// JSON report written to `out`.
+fn stub_run(dir: &Path, out: &Path) -> Vec<String> {
+    let out = out.to_str().expect("a UTF-8 path");
+    ["run", "--cell", "4", "--seed", "1", "--catalog", &catalog(dir), "--format", "json", "--out", out]
+        .map(String::from)
+        .to_vec()
+}
+
 fn read(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
@@ -113,8 +122,7 @@ fn the_step_summary_gets_the_markdown_of_each_run_and_report() {
     let summary = dir.path().join("summary.md");
     let json = dir.path().join("run.json");
     let out = bin()
-        .args(["run", "--cell", "4", "--seed", "1", "--catalog", &catalog(dir.path()), "--format", "json", "--out"])
-        .arg(&json)
+        .args(stub_run(dir.path(), &json))
         .arg("--evidence")
         .arg(dir.path().join("ev"))
         .env("GITHUB_STEP_SUMMARY", &summary)
@@ -146,21 +154,8 @@ fn out_files_honour_the_umask() {
     let dir = scratch();
     for (umask, mode) in [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)] {
         let path = dir.path().join(format!("run-{umask:o}.json"));
-        let catalog = catalog(dir.path());
-        let args = [
-            "run",
-            "--cell",
-            "4",
-            "--seed",
-            "1",
-            "--catalog",
-            &catalog,
-            "--format",
-            "json",
-            "--out",
-            path.to_str().unwrap(),
-        ];
-        let out = under_umask(umask, &args, dir.path());
+        let args = stub_run(dir.path(), &path);
+        let out = under_umask(umask, &args.iter().map(String::as_str).collect::<Vec<_>>(), dir.path());
         assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
         let got = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(got, mode, "umask {umask:o}: mode {got:o}");
@@ -171,21 +166,8 @@ fn out_files_honour_the_umask() {
 fn a_closed_pipe_ends_the_command_quietly() {
     let dir = scratch();
     let json = dir.path().join("run.json");
-    let catalog = catalog(dir.path());
-    let args = [
-        "run",
-        "--cell",
-        "4",
-        "--seed",
-        "1",
-        "--catalog",
-        &catalog,
-        "--format",
-        "json",
-        "--out",
-        json.to_str().unwrap(),
-    ];
-    let made = run(&args, dir.path());
+    let args = stub_run(dir.path(), &json);
+    let made = run(&args.iter().map(String::as_str).collect::<Vec<_>>(), dir.path());
     assert_eq!(made.status.code(), Some(3));
     let json = json.to_str().unwrap();
     for (args, code) in
