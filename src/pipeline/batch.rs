@@ -52,7 +52,8 @@ pub fn check(w: &Workload, rec: &Recording, states: Vec<State>) -> Vec<Trial> {
     let batches = batches(units.len(), w.ctx.jobs);
     let lowest_bad = AtomicU64::new(u64::MAX);
     let first_point = |b: usize| states[units[batches[b].start].start].point.ordinal;
-    let judged = parallel(batches.len(), w.ctx.jobs, &|b| first_point(b) > lowest_bad.load(Ordering::SeqCst), &|b| {
+    let skip = |b| first_point(b) > lowest_bad.load(Ordering::SeqCst) || crate::harness::interrupted().is_some();
+    let judged = parallel(batches.len(), w.ctx.jobs, &skip, &|b| {
         let range = batches[b].clone();
         let stores: Vec<&Files> = units[range.clone()].iter().map(|u| &states[u.start].files).collect();
         let (recovered, note) = recover(w, rec, &stores, &format!("b{b}"));
@@ -167,9 +168,11 @@ pub fn recover(
     (got.results.into_iter().map(|r| r.map_err(|e| e.to_string())).collect(), got.note)
 }
 
-/// Runs `work` for batches 0..n on up to `jobs` threads, in ascending
-/// order, skipping any batch `skip` says to (started after a bad state
-/// below it was found); the outputs in order of batches.
+/// Runs `work` for items 0..n (batches, kill points, trials) on up to
+/// `jobs` threads, in ascending order, skipping any item `skip` says to (a
+/// bad one below it was found, or the run was interrupted: the caller's
+/// skip says so, and the caller says what an interrupt left unchecked);
+/// the outputs in order of items.
 pub fn parallel<T: Send>(
     n: usize,
     jobs: usize,
@@ -183,7 +186,7 @@ pub fn parallel<T: Send>(
             s.spawn(|| {
                 loop {
                     let b = next.fetch_add(1, Ordering::SeqCst);
-                    if b >= n || crate::harness::interrupted().is_some() {
+                    if b >= n {
                         break;
                     }
                     if skip(b) {

@@ -94,7 +94,8 @@ fn run_wave(
     trials: &mut Vec<Trial>,
 ) -> bool {
     let lowest_bad = AtomicUsize::new(usize::MAX);
-    let mut pending = super::batch::parallel(wave.len(), ctx.jobs, &|i| i > lowest_bad.load(Ordering::SeqCst), &|i| {
+    let skip = |i| i > lowest_bad.load(Ordering::SeqCst) || crate::harness::interrupted().is_some();
+    let mut pending = super::batch::parallel(wave.len(), ctx.jobs, &skip, &|i| {
         let p = run(wave[i]);
         ctx.tally.done();
         if p.bad() {

@@ -45,13 +45,14 @@ pub fn power_sweep(w: &Workload, seed: u64) -> Swept {
     let (canon, stores) = distinct(&m);
     let units = Units::of(&m, &canon, &stores);
     let groups = batches(units.files.len(), w.ctx.jobs);
-    let recovered: Vec<Result<Recovered, String>> = parallel(groups.len(), w.ctx.jobs, &|_| false, &|b| {
-        let mine: Vec<&Files> = units.files[groups[b].clone()].iter().collect();
-        recover(w, &rec, &mine, &format!("power{b}")).0
-    })
-    .into_iter()
-    .flatten()
-    .collect();
+    let recovered: Vec<Result<Recovered, String>> =
+        parallel(groups.len(), w.ctx.jobs, &|_| crate::harness::interrupted().is_some(), &|b| {
+            let mine: Vec<&Files> = units.files[groups[b].clone()].iter().collect();
+            recover(w, &rec, &mine, &format!("power{b}")).0
+        })
+        .into_iter()
+        .flatten()
+        .collect();
     if crate::harness::interrupted().is_some() {
         return Swept::unplanned(Trial::ended(0, Outcome::Interrupted("recovering power-loss states".into())));
     }

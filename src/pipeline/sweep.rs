@@ -8,8 +8,7 @@
 //! journal and killed there, for N = 1..=M+1. Each trial is judged exactly
 //! as a timed trial is, with the census's leg audit.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crashcells_protocol::Ready;
 
@@ -106,28 +105,17 @@ pub(super) fn preflight() -> Result<Filter, Outcome> {
 /// and the trials kept are those up to the lowest such point, which comes
 /// last: the decisive trial does not depend on scheduling.
 pub fn parallel(points: &[u64], jobs: usize, run: &(dyn Fn(u64) -> Trial + Sync)) -> Vec<Trial> {
-    let next = AtomicUsize::new(0);
     let lowest_bad = AtomicU64::new(u64::MAX);
-    let done = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..jobs.clamp(1, points.len().max(1)) {
-            s.spawn(|| {
-                while let Some(&p) = points.get(next.fetch_add(1, Ordering::SeqCst)) {
-                    if p > lowest_bad.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let mut t = run(p);
-                    if t.outcome == Outcome::Pass {
-                        t.env = None;
-                    } else {
-                        lowest_bad.fetch_min(p, Ordering::SeqCst);
-                    }
-                    done.lock().expect("no sweep thread panics holding the list").push(t);
-                }
-            });
+    let skip = |i: usize| points[i] > lowest_bad.load(Ordering::SeqCst);
+    let mut trials = super::batch::parallel(points.len(), jobs, &skip, &|i| {
+        let mut t = run(points[i]);
+        if t.outcome == Outcome::Pass {
+            t.env = None;
+        } else {
+            lowest_bad.fetch_min(points[i], Ordering::SeqCst);
         }
+        t
     });
-    let mut trials = done.into_inner().expect("no sweep thread panicked");
     let bad = lowest_bad.into_inner();
     trials.retain(|t| u64::from(t.index) <= bad);
     trials.sort_by_key(|t| (t.outcome != Outcome::Pass, t.index));
