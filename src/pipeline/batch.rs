@@ -163,7 +163,7 @@ pub fn recover(
         }
     }
     let passes = Passes { child: &w.ctx.child, deadline: w.ctx.deadline, home: &rec.env.home, out: dir.path(), step };
-    let batched = w.ctx.child_ready.as_ref().is_some_and(|r| r.dumps_in_batches());
+    let batched = w.ctx.dumps_in_batches();
     let got = recover_batch(&passes, &pairs, batched);
     (got.results.into_iter().map(|r| r.map_err(|e| e.to_string())).collect(), got.note)
 }

@@ -133,6 +133,12 @@ impl Context {
 }
 
 impl Context {
+    /// Whether the child recovers many states in one `dump` (`dump-batch`
+    /// in its ready record); unknown means no.
+    pub fn dumps_in_batches(&self) -> bool {
+        self.child_ready.as_ref().is_some_and(Ready::dumps_in_batches)
+    }
+
     /// The mutant the run asked for, if any.
     pub fn mutant(&self) -> Option<&str> {
         self.options.mutant.as_deref()

@@ -173,7 +173,7 @@ fn recover_pairs(
         step: first.recovery_step.as_ref(),
     };
     let states: Vec<Pair> = ready.into_iter().map(|(pair, _)| pair).collect();
-    let batched = ctx.child_ready.as_ref().is_some_and(|r| r.dumps_in_batches());
+    let batched = ctx.dumps_in_batches();
     recover_batch(&passes, &states, batched).results
 }
 
