@@ -23,8 +23,8 @@ use crashcells::harness::{ChildCommand, Exit, Traced, run_to_end};
 use crashcells::kill::syscall::{Driven, Goal, Targets, drive, filter};
 use crashcells::options::{Replay, RunOptions};
 use crashcells::pipeline::Context;
+use crashcells::plan::KillMode;
 use crashcells::plan::{Selection, plan};
-use crashcells::report::KillMode;
 
 const BIN: &str = env!("CARGO_BIN_EXE_crashcells");
 const ROUNDS: u32 = 20;

@@ -15,7 +15,9 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use crate::report::{KillMode, Partition};
+use crate::report::Partition;
+
+use crate::plan::KillMode;
 
 /// `--deadline` when not given; a repro names any other value.
 pub const DEFAULT_DEADLINE_SECS: u64 = 30;

@@ -1,10 +1,50 @@
 //! The plan of a run: which cell runs on which leg with which kill mode, and
-//! the seed each result derives from the run's seed.
+//! the seed each result derives from the run's seed; the kill modes a result
+//! can run with, and which of them a cell's shape takes.
+
+use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Catalog, CellSpec, Legs, Status};
+use crate::cells::Shape;
 use crate::error::{Error, Result};
 use crate::matrix::{Leg, Matrix};
-use crate::report::KillMode;
+
+/// How a result's children met their end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KillMode {
+    /// Killed once a seeded number of acks was reached.
+    Timed,
+    /// Killed at the entry of a file-mutating system call, point by point.
+    Syscall,
+    /// Nothing was killed: a race (cell 2) that is its own probe. Reports
+    /// written before this label existed call such a result `timed`.
+    None,
+    /// Power loss at each kill point (`--kill power`): the durable states of
+    /// the recorded run, not a kill of any process.
+    Power,
+}
+
+impl KillMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KillMode::Timed => "timed",
+            KillMode::Syscall => "syscall",
+            KillMode::None => "none",
+            KillMode::Power => "power",
+        }
+    }
+
+    /// The mode as a reader says it: `timed kill`, `syscall kill`, `no kill (race)`.
+    pub fn phrase(self) -> &'static str {
+        match self {
+            KillMode::Timed => "timed kill",
+            KillMode::Syscall => "syscall kill",
+            KillMode::None => "no kill: a race",
+            KillMode::Power => "power loss",
+        }
+    }
+}
 
 /// One result to produce.
 #[derive(Clone, Debug)]
@@ -88,7 +128,7 @@ fn kills_for(cell: &CellSpec, asked: &[KillMode]) -> Vec<KillMode> {
     let mut kills = Vec::new();
     for &kill in asked {
         let kill = match &shape {
-            Some(shape) => shape.kill_for(kill),
+            Some(shape) => kill_for(shape, kill),
             None => Some(kill),
         };
         if let Some(k) = kill.filter(|k| !kills.contains(k)) {
@@ -96,6 +136,17 @@ fn kills_for(cell: &CellSpec, asked: &[KillMode]) -> Vec<KillMode> {
         }
     }
     kills
+}
+
+/// The kill mode a result of `shape` runs when `asked` is planned: a race
+/// has no timed kill and runs without one (`none`); a workload has nothing
+/// to show without a kill, so `none` plans none of it.
+pub fn kill_for(shape: &Shape, asked: KillMode) -> Option<KillMode> {
+    match (shape, asked) {
+        (Shape::Race { .. }, KillMode::Timed | KillMode::None) => Some(KillMode::None),
+        (Shape::Workload { .. }, KillMode::None) => None,
+        (_, kill) => Some(kill),
+    }
 }
 
 fn legs_for<'m>(cell: &CellSpec, matrix: &'m Matrix, only: &[String]) -> impl Iterator<Item = &'m Leg> {

@@ -107,9 +107,9 @@ impl Progress for Bars {
             format!("{}/{}/{}", job.cell.id, job.leg.as_ref().map_or("-", |l| l.name.as_str()), job.kill.as_str());
         let bar = self.multi.insert_before(&self.overall, ProgressBar::new(0).with_style(style).with_prefix(label));
         let unit = match job.kill {
-            crate::report::KillMode::Timed => "trials",
-            crate::report::KillMode::None => "races",
-            crate::report::KillMode::Syscall | crate::report::KillMode::Power => "points (recording first)",
+            crate::plan::KillMode::Timed => "trials",
+            crate::plan::KillMode::None => "races",
+            crate::plan::KillMode::Syscall | crate::plan::KillMode::Power => "points (recording first)",
         };
         bar.set_message(unit);
         self.running.lock().expect("no thread panics holding the bars").insert(index, bar.clone());

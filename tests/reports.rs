@@ -17,7 +17,9 @@
 use std::path::Path;
 
 use crashcells::audit::audit;
-use crashcells::report::{CellResult, KillMode, KillPoint, PathPoints, Report, Summary, Verdict};
+use crashcells::kill::KillPoint;
+use crashcells::plan::KillMode;
+use crashcells::report::{CellResult, PathPoints, Report, Summary, Verdict};
 use crashcells_child::resolver::{SqliteVersion, resolve};
 use crashcells_protocol::Ready;
 use crashcells_protocol::{DatabaseConfig, JournalMode};

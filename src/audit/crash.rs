@@ -14,8 +14,9 @@ use crate::catalog::{Catalog, Status};
 use crate::cells::Shape;
 use crate::matrix::{Leg, Matrix};
 use crate::pipeline::Context;
+use crate::plan::KillMode;
 use crate::plan::{Selection, plan};
-use crate::report::{KillMode, Verdict};
+use crate::report::Verdict;
 
 /// One crash column of a leg: what the workload cells' sweeps concluded.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -18,7 +18,6 @@ pub mod rotation;
 use crashcells_protocol::{Ack, Delivery, Dump, Op};
 
 use crate::catalog::Params;
-use crate::report::KillMode;
 
 /// Every live cell's probe, by its id in the catalog (`cells/*.toml`). The
 /// only place in the driver that names a cell.
@@ -77,17 +76,6 @@ pub enum Shape {
 }
 
 impl Shape {
-    /// The kill mode a result of this shape runs when `asked` is planned: a
-    /// race has no timed kill and runs without one (`none`); a workload has
-    /// nothing to show without a kill, so `none` plans none of it.
-    pub fn kill_for(&self, asked: KillMode) -> Option<KillMode> {
-        match (self, asked) {
-            (Shape::Race { .. }, KillMode::Timed | KillMode::None) => Some(KillMode::None),
-            (Shape::Workload { .. }, KillMode::None) => None,
-            (_, kill) => Some(kill),
-        }
-    }
-
     /// The child operations the shape runs: a child that lacks one of them
     /// cannot be probed by the cell, which is then skipped.
     pub fn operations(&self) -> Vec<Op> {

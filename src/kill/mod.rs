@@ -6,7 +6,60 @@
 //! - [`syscall`]: at the entry of the child's Nth file-mutating system call,
 //!   for every N of a short workload, so that every crash state of its write
 //!   path is visited.
+//!
+//! [`KillPoint`] says where a trial's kill landed, for every report.
 
 pub mod record;
 pub mod syscall;
 pub mod timed;
+
+use serde::{Deserialize, Serialize};
+
+/// Where a trial's kill landed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KillPoint {
+    pub trial: u32,
+    /// Acknowledged operations seen when the kill was sent.
+    pub after_acks: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordinal: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscall: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub len: Option<u64>,
+}
+
+impl KillPoint {
+    /// One line for a reader: the trial, the acks seen, and where the
+    /// syscall kill mode stopped the child when it did.
+    pub fn describe(&self) -> String {
+        let mut s = format!("trial {}, after {} acks", self.trial, self.after_acks);
+        if self.ordinal.is_some() || self.syscall.is_some() {
+            s.push_str(", at");
+            if let Some(n) = self.ordinal {
+                s.push_str(&format!(" syscall #{n}"));
+            }
+            if let Some(name) = &self.syscall {
+                s.push_str(&format!(" {name}"));
+            }
+        }
+        let mut place = Vec::new();
+        if let Some(f) = &self.file {
+            place.push(f.clone());
+        }
+        if let Some(o) = self.offset {
+            place.push(format!("offset {o}"));
+        }
+        if let Some(n) = self.len {
+            place.push(format!("{n} bytes"));
+        }
+        if !place.is_empty() {
+            s.push_str(&format!(" ({})", place.join(", ")));
+        }
+        s
+    }
+}

@@ -29,7 +29,7 @@ use seccompiler::{
 };
 
 use crate::harness::{TraceError, TraceEvent, Traced};
-use crate::report::KillPoint;
+use crate::kill::KillPoint;
 
 /// The trapped system calls, by name and number on this architecture.
 #[cfg(target_arch = "x86_64")]

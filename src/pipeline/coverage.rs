@@ -90,8 +90,8 @@ fn unreached_phrases(unreached: &[u64], paths: &[Path]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kill::KillPoint;
     use crate::pipeline::Outcome;
-    use crate::report::KillPoint;
 
     fn trial(n: u32, landed: bool, outcome: Outcome) -> Trial {
         let mut t = Trial::ended(n, outcome);

@@ -28,10 +28,10 @@ use super::{Context, Outcome, Trial, TrialEnv};
 use crate::cells::consume::HANDOFF;
 use crate::cells::{Cell, End};
 use crate::harness::{Cut, Exit, POLL, Running, Traced, interrupted, run_to_end};
+use crate::kill::KillPoint;
 use crate::kill::syscall::{Driven, Goal, Targets, drive};
 use crate::matrix::Leg;
 use crate::plan::Job;
-use crate::report::KillPoint;
 
 /// A race cell's job, as a race needs it.
 pub struct Race<'a> {

@@ -15,7 +15,8 @@ use crate::cells::{Cell, Shape};
 use crate::harness::interrupted;
 use crate::matrix::Leg;
 use crate::plan::Job;
-use crate::report::{CellResult, KillMode, Verdict};
+use crate::plan::KillMode;
+use crate::report::{CellResult, Verdict};
 
 /// The reason of a result whose trial was cut short by `SIGINT`/`SIGTERM`.
 pub const INTERRUPTED: &str = "interrupted before a verdict";

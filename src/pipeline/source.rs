@@ -25,11 +25,11 @@ use crate::audit::{Audit, audit_leg, refused_at_ready};
 use crate::cells::{Cell, End};
 use crate::harness::{POLL, Running, Traced, interrupted};
 use crate::journal;
+use crate::kill::KillPoint;
 use crate::kill::syscall::{Driven, FileKind, Goal, Point, Targets, drive};
 use crate::kill::timed::{WaitError, phase_delay, timed_target, wait_for_acks};
 use crate::matrix::Leg;
 use crate::plan::Job;
-use crate::report::KillPoint;
 
 /// A workload cell's job, as its crash sources need it.
 pub struct Workload<'a> {

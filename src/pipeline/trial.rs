@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use crashcells_protocol::OpArgs;
 
 use crate::audit::Audit;
+use crate::kill::KillPoint;
 use crate::matrix::Leg;
-use crate::report::KillPoint;
 
 /// A trial's private folder.
 #[derive(Debug)]

@@ -11,7 +11,9 @@
 
 use std::fmt::Write;
 
-use super::{CellResult, KillMode, Report, Verdict};
+use crate::plan::KillMode;
+
+use super::{CellResult, Report, Verdict};
 
 fn paint(text: &str, verdict: Verdict, color: bool) -> String {
     if !color {

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 
-use super::{CellResult, KillMode, Report, Verdict};
+use crate::plan::KillMode;
+
+use super::{CellResult, Report, Verdict};
 use crate::error::{Error, Result};
 
 pub fn render(report: &Report) -> Result<String> {
@@ -145,7 +147,9 @@ fn repro_lines(r: &CellResult) -> impl Iterator<Item = String> + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{KillMode, KillPoint, SCHEMA, Summary};
+    use crate::kill::KillPoint;
+    use crate::plan::KillMode;
+    use crate::report::{SCHEMA, Summary};
 
     fn result(verdict: Verdict, leg: &str) -> CellResult {
         CellResult {

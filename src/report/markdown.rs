@@ -8,7 +8,9 @@
 
 use std::fmt::Write;
 
-use super::{CellResult, KillMode, Report, Verdict};
+use crate::plan::KillMode;
+
+use super::{CellResult, Report, Verdict};
 
 pub fn render(report: &Report) -> String {
     let mut out = String::new();

@@ -12,6 +12,9 @@ mod summary;
 pub use merge::Partition;
 pub use summary::Summary;
 
+use crate::kill::KillPoint;
+use crate::plan::KillMode;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -47,92 +50,6 @@ impl Verdict {
     /// kill point, evidence and repro.
     pub fn is_decisive(self) -> bool {
         matches!(self, Verdict::Fire | Verdict::Error)
-    }
-}
-
-/// How a result's children met their end.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum KillMode {
-    /// Killed once a seeded number of acks was reached.
-    Timed,
-    /// Killed at the entry of a file-mutating system call, point by point.
-    Syscall,
-    /// Nothing was killed: a race (cell 2) that is its own probe. Reports
-    /// written before this label existed call such a result `timed`.
-    None,
-    /// Power loss at each kill point (`--kill power`): the durable states of
-    /// the recorded run, not a kill of any process.
-    Power,
-}
-
-impl KillMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            KillMode::Timed => "timed",
-            KillMode::Syscall => "syscall",
-            KillMode::None => "none",
-            KillMode::Power => "power",
-        }
-    }
-
-    /// The mode as a reader says it: `timed kill`, `syscall kill`, `no kill (race)`.
-    pub fn phrase(self) -> &'static str {
-        match self {
-            KillMode::Timed => "timed kill",
-            KillMode::Syscall => "syscall kill",
-            KillMode::None => "no kill: a race",
-            KillMode::Power => "power loss",
-        }
-    }
-}
-
-/// Where a trial's kill landed.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KillPoint {
-    pub trial: u32,
-    /// Acknowledged operations seen when the kill was sent.
-    pub after_acks: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ordinal: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub syscall: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub offset: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub len: Option<u64>,
-}
-
-impl KillPoint {
-    /// One line for a reader: the trial, the acks seen, and where the
-    /// syscall kill mode stopped the child when it did.
-    pub fn describe(&self) -> String {
-        let mut s = format!("trial {}, after {} acks", self.trial, self.after_acks);
-        if self.ordinal.is_some() || self.syscall.is_some() {
-            s.push_str(", at");
-            if let Some(n) = self.ordinal {
-                s.push_str(&format!(" syscall #{n}"));
-            }
-            if let Some(name) = &self.syscall {
-                s.push_str(&format!(" {name}"));
-            }
-        }
-        let mut place = Vec::new();
-        if let Some(f) = &self.file {
-            place.push(f.clone());
-        }
-        if let Some(o) = self.offset {
-            place.push(format!("offset {o}"));
-        }
-        if let Some(n) = self.len {
-            place.push(format!("{n} bytes"));
-        }
-        if !place.is_empty() {
-            s.push_str(&format!(" ({})", place.join(", ")));
-        }
-        s
     }
 }
 

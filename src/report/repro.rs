@@ -5,7 +5,9 @@
 //! the kill, not the instant, and may pass; the syscall result of the same
 //! cell and leg, when the run has one, is the repro to trust.
 
-use super::{KillMode, Report, Verdict};
+use crate::plan::KillMode;
+
+use super::{Report, Verdict};
 
 impl Report {
     /// Notes each timed fire's repro as one that may not fire again, and
