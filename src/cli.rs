@@ -3,6 +3,7 @@
 //! What `run` checks before any child runs is in [`checks`]; where text
 //! goes (stdout, stderr, `--out`, the step summary) in [`output`].
 
+pub mod audit;
 mod checks;
 mod output;
 mod prune;
@@ -419,16 +420,16 @@ fn cmd_audit(a: AuditArgs) -> Result<i32> {
         matrix.legs.len(),
         matrix.name,
         workdir.display(),
-        crate::audit::command::filesystem_name(&workdir)
+        crate::cli::audit::filesystem_name(&workdir)
     ));
-    let setup = crate::audit::command::AuditSetup {
+    let setup = crate::cli::audit::AuditSetup {
         matrix: &matrix,
         child: &child,
         workdir: &workdir,
         deadline: Duration::from_secs(a.deadline),
         crash: (!a.no_crash).then_some(&ready),
     };
-    let report = crate::audit::command::audit_matrix(&setup, a.child.as_deref())?;
+    let report = crate::cli::audit::audit_matrix(&setup, a.child.as_deref())?;
     match a.format {
         ListFormat::Json => stdout(&report.to_json())?,
         ListFormat::Human => stdout(&report.to_human())?,

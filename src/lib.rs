@@ -6,16 +6,17 @@
 //! kill → reap and classify the exit → audit the on-disk mode → recovery
 //! passes → invariants → verdict and evidence → renderers.
 
-pub mod audit;
 pub mod catalog;
 pub mod cells;
 pub mod childcheck;
 pub mod cli;
 pub mod crashstate;
+pub mod dbfiles;
 pub mod error;
 pub mod harness;
 pub mod journal;
 pub mod kill;
+pub mod legaudit;
 pub mod matrix;
 pub mod options;
 pub mod pipeline;

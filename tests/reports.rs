@@ -16,8 +16,8 @@
 
 use std::path::Path;
 
-use crashcells::audit::audit;
 use crashcells::kill::KillPoint;
+use crashcells::legaudit::audit;
 use crashcells::plan::KillMode;
 use crashcells::report::{CellResult, PathPoints, Report, Summary, Verdict};
 use crashcells_child::resolver::{SqliteVersion, resolve};

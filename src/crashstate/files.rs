@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::log::{At, Effect, Event};
-use crate::audit::sibling;
+use crate::dbfiles::sibling;
 use crate::kill::syscall::FileKind;
 
 /// The files of a crash state that the model follows, by kind; the ack

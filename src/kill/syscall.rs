@@ -163,7 +163,7 @@ pub struct Targets {
 
 impl Targets {
     pub fn new(db: &Path, acks: &Path) -> Targets {
-        let sib = crate::audit::sibling;
+        let sib = crate::dbfiles::sibling;
         let files = vec![
             (db.to_path_buf(), FileKind::Database),
             (sib(db, "-journal"), FileKind::Journal),

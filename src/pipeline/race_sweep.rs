@@ -25,10 +25,10 @@ use super::coverage::{self, Coverage, Path};
 use super::race::{Finished, Order, R0, Race, acks_of};
 use super::sweep::{Census, Filter, Sweepable, sweep};
 use super::{Outcome, Trial, TrialEnv};
-use crate::audit::audit_leg;
 use crate::cells::End;
 use crate::journal;
 use crate::kill::syscall::Goal;
+use crate::legaudit::audit_leg;
 
 /// How many of r0's kill points each of its paths has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

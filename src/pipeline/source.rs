@@ -21,13 +21,13 @@ use super::pending::Pending;
 use super::sweep::{Census, Filter, Sweepable, trace_outcome};
 use super::verdict::{Ended, conclude, prepare};
 use super::{Context, Outcome, Trial, TrialEnv};
-use crate::audit::{Audit, audit_leg, refused_at_ready};
 use crate::cells::{Cell, End};
 use crate::harness::{POLL, Running, Traced, interrupted};
 use crate::journal;
 use crate::kill::KillPoint;
 use crate::kill::syscall::{Driven, FileKind, Goal, Point, Targets, drive};
 use crate::kill::timed::{WaitError, phase_delay, timed_target, wait_for_acks};
+use crate::legaudit::{Audit, audit_leg, refused_at_ready};
 use crate::matrix::Leg;
 use crate::plan::Job;
 

@@ -13,9 +13,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crashcells_protocol::Ready;
 
 use super::{Context, Outcome, Trial};
-use crate::audit::Audit;
 use crate::harness::TraceError;
 use crate::kill::syscall::{filter, sweep_points, unsupported_arch};
+use crate::legaudit::Audit;
 
 /// The compiled seccomp filter every traced child is given.
 pub type Filter = &'static [seccompiler::sock_filter];

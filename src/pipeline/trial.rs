@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use crashcells_protocol::OpArgs;
 
-use crate::audit::Audit;
 use crate::kill::KillPoint;
+use crate::legaudit::Audit;
 use crate::matrix::Leg;
 
 /// A trial's private folder.

@@ -14,9 +14,9 @@ use crashcells_protocol::{Ready, speaks, spoken};
 
 use super::sweep::Census;
 use super::{Context, Outcome, Trial, TrialEnv};
-use crate::audit::audit_leg;
 use crate::cells::{Cell, End, Process, Seen};
 use crate::journal;
+use crate::legaudit::audit_leg;
 use crate::matrix::Leg;
 use crate::recovery::Recovered;
 

@@ -28,7 +28,7 @@ use std::time::Duration;
 use crashcells_protocol::transport::{self, TransportError};
 use crashcells_protocol::{Delivery, Dump, Op, OpArgs, PROTOCOL};
 
-use crate::audit::sibling;
+use crate::dbfiles::{DB_FILES, sibling};
 use crate::harness::{ChildCommand, Cut, Exit, run_to_end};
 use crate::pipeline::TrialEnv;
 
@@ -115,9 +115,6 @@ impl Recovered {
         Ok(Recovered { dump, nondeterministic, missing_db: false, deliveries })
     }
 }
-
-/// The files of a database: the file itself and every journal beside it.
-const DB_FILES: [&str; 4] = ["", "-wal", "-journal", "-shm"];
 
 /// Copies the database and its journal files, as they are, into `dir`;
 /// returns the copy's path. Nothing writes them any more (the child is

@@ -11,9 +11,11 @@
 //! after a trial. Honored or not is data; only a child that could not be
 //! audited at all is an error.
 //!
-//! Then, unless `--no-crash`, the leg's crash columns ([`super::crash`]):
+//! Then, unless `--no-crash`, the leg's crash columns ([`crash`]):
 //! whether the workload cells keep every acknowledged commit under a
 //! process crash and under a power loss, each swept at every kill point.
+
+pub mod crash;
 
 use std::ffi::OsString;
 use std::fmt::Write;
@@ -23,12 +25,13 @@ use std::time::Duration;
 use crashcells_protocol::Ready;
 use serde::{Deserialize, Serialize};
 
-use crate::audit::crash::Column;
-use crate::audit::{Artefacts, Audit, Family, audit_leg};
+use crate::dbfiles::{Artefacts, Family};
 use crate::error::{Error, Result};
 use crate::harness::{ChildCommand, Running};
 use crate::kill::timed::{WaitError, wait_for_acks};
+use crate::legaudit::{Audit, audit_leg};
 use crate::matrix::{Leg, Matrix};
+use crash::Column;
 
 pub const SCHEMA: &str = "crashcells.audit.v1";
 
@@ -122,7 +125,7 @@ pub fn audit_matrix(setup: &AuditSetup, child_arg: Option<&str>) -> Result<Audit
     if let Some(ready) = setup.crash {
         let ctx = crash_context(setup, ready, work.path())?;
         for (row, leg) in rows.iter_mut().zip(&setup.matrix.legs) {
-            let (process, power) = super::crash::columns(&ctx, &setup.matrix.name, leg)?;
+            let (process, power) = crash::columns(&ctx, &setup.matrix.name, leg)?;
             (row.process_crash, row.power_loss) = (Some(process), Some(power));
         }
     }

@@ -8,35 +8,15 @@
 //! takes a fresh connection's word alone. A leg that ran in another mode is
 //! skipped: it never counts as evidence for the mode it advertises.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crashcells_protocol::Decider;
 use crashcells_protocol::JournalMode;
 use crashcells_protocol::Ready;
 use serde::{Deserialize, Serialize};
 
+use crate::dbfiles::{Artefacts, Family, artefacts, header_family};
 use crate::matrix::Leg;
-
-/// What the database header says about the journal family.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Family {
-    Wal,
-    Rollback,
-    /// No file, a file too short for a header, or header bytes of neither kind.
-    Unknown,
-}
-
-/// The journal files found beside the database after the run.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Artefacts {
-    /// Length of `-wal`, if present.
-    pub wal: Option<u64>,
-    /// Length of `-journal`, if present.
-    pub journal: Option<u64>,
-    /// True if `-journal` is present and its header is zeroed (PERSIST's mark).
-    pub journal_zeroed: bool,
-}
 
 /// The audit of one trial's database against the leg's request.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -56,41 +36,6 @@ pub struct Audit {
     /// who decided, so that a passing result still says so.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
-}
-
-/// Path of a file beside the database: `-wal`, `-journal`, `-shm`.
-pub fn sibling(db: &Path, suffix: &str) -> PathBuf {
-    let mut s = db.as_os_str().to_os_string();
-    s.push(suffix);
-    PathBuf::from(s)
-}
-
-/// Reads the journal family from the header of the database at `db`.
-pub fn header_family(db: &Path) -> Family {
-    use std::io::Read;
-    let mut header = [0u8; 20];
-    match std::fs::File::open(db).and_then(|mut f| f.read_exact(&mut header)) {
-        Ok(()) => match (header[18], header[19]) {
-            (2, 2) => Family::Wal,
-            (1, 1) => Family::Rollback,
-            _ => Family::Unknown,
-        },
-        Err(_) => Family::Unknown,
-    }
-}
-
-/// Looks at the files beside the database.
-pub fn artefacts(db: &Path) -> Artefacts {
-    let len = |p: PathBuf| std::fs::metadata(p).ok().map(|m| m.len());
-    let journal_path = sibling(db, "-journal");
-    let journal = len(journal_path.clone());
-    let journal_zeroed = journal.is_some_and(|n| n > 0) && {
-        use std::io::Read;
-        let mut head = Vec::with_capacity(28);
-        let _ = std::fs::File::open(&journal_path).and_then(|f| f.take(28).read_to_end(&mut head));
-        !head.is_empty() && head.iter().all(|&b| b == 0)
-    };
-    Artefacts { wal: len(sibling(db, "-wal")), journal, journal_zeroed }
 }
 
 /// Audits a trial: the child's `ready` record, the header and the artefacts,
@@ -187,7 +132,10 @@ fn contradiction(reported: &str, family: Family, a: &Artefacts) -> Option<String
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
+    use crate::dbfiles::sibling;
     use crashcells_protocol::Decision;
 
     /// A library with the WAL-reset bug, and one without.
