@@ -26,6 +26,7 @@ pub mod recovery;
 pub mod report;
 pub mod run;
 pub mod seed;
+pub mod trialdir;
 
 /// Every insta snapshot of the project lives in `tests/snapshots/`, the unit
 /// tests' beside the integration tests', named by what it shows.

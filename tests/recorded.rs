@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use crashcells::crashstate::record::record;
 use crashcells::crashstate::{Files, Names};
 use crashcells::harness::{ChildCommand, TraceError, Traced};
-use crashcells::kill::record::record;
 use crashcells::kill::syscall::{Driven, FileKind, Goal, Targets, drive, filter};
 use serde_json::Value;
 

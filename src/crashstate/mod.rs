@@ -13,6 +13,7 @@
 pub mod files;
 pub mod log;
 pub mod power;
+pub mod record;
 
 pub use files::{Files, Names};
 pub use log::{At, Effect, Event, Log};

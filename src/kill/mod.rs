@@ -9,7 +9,6 @@
 //!
 //! [`KillPoint`] says where a trial's kill landed, for every report.
 
-pub mod record;
 pub mod syscall;
 pub mod timed;
 

@@ -17,10 +17,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use super::recorded::Recording;
 use super::source::Workload;
 use super::verdict::judge_state;
-use super::{Outcome, Trial, TrialEnv};
+use super::{Outcome, Trial};
 use crate::crashstate::{Files, Names};
 use crate::kill::syscall::Point;
 use crate::recovery::{Pair, Passes, Recovered, recover_batch};
+use crate::trialdir::TrialEnv;
 
 /// Most distinct stores one dump process recovers: large enough that an
 /// interpreter's start is paid rarely, small enough that `--jobs` threads

@@ -48,7 +48,7 @@ use crate::harness::ChildCommand;
 use crate::options::RunOptions;
 
 pub use result::{run_job, run_job_guarded};
-pub use trial::{Outcome, Trial, TrialEnv};
+pub use trial::{Outcome, Trial};
 
 /// What every trial of a run needs from it.
 #[derive(Clone, Debug)]

@@ -21,9 +21,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::verdict::recovered;
-use super::{Context, Outcome, Trial, TrialEnv};
+use super::{Context, Outcome, Trial};
 use crate::cells::{Cell, Process};
 use crate::recovery::{Pair, Passes, RecoveryError, pair_of, recover, recover_batch};
+use crate::trialdir::TrialEnv;
 
 /// A trial whose child has ended, judged up to its recovery.
 #[derive(Debug)]

@@ -24,7 +24,7 @@ use super::pending::Pending;
 use super::race_sweep::Split;
 use super::sweep::{Census, Filter, trace_outcome};
 use super::verdict::{Ended, conclude, prepare};
-use super::{Context, Outcome, Trial, TrialEnv};
+use super::{Context, Outcome, Trial};
 use crate::cells::consume::HANDOFF;
 use crate::cells::{Cell, End};
 use crate::harness::{Cut, Exit, POLL, Running, Traced, interrupted, run_to_end};
@@ -32,6 +32,7 @@ use crate::kill::KillPoint;
 use crate::kill::syscall::{Driven, Goal, Targets, drive};
 use crate::matrix::Leg;
 use crate::plan::Job;
+use crate::trialdir::TrialEnv;
 
 /// A race cell's job, as a race needs it.
 pub struct Race<'a> {

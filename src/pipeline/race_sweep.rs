@@ -24,11 +24,12 @@ use crashcells_protocol::{EXIT_LOST, EXIT_WON, Ready};
 use super::coverage::{self, Coverage, Path};
 use super::race::{Finished, Order, R0, Race, acks_of};
 use super::sweep::{Census, Filter, Sweepable, sweep};
-use super::{Outcome, Trial, TrialEnv};
+use super::{Outcome, Trial};
 use crate::cells::End;
 use crate::journal;
 use crate::kill::syscall::Goal;
 use crate::legaudit::audit_leg;
+use crate::trialdir::TrialEnv;
 
 /// How many of r0's kill points each of its paths has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

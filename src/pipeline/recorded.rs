@@ -1,5 +1,5 @@
 //! Recorded sweeps: the child runs its workload once, traced and logged
-//! ([`crate::kill::record`]); every crash state is rebuilt from the log and
+//! ([`crate::crashstate::record`]); every crash state is rebuilt from the log and
 //! checked in batches ([`super::batch`]); a process-crash state that does
 //! not pass is confirmed by a real kill at its point before it is reported.
 //!
@@ -15,11 +15,12 @@
 use super::batch::{State, check, evidence_env};
 use super::source::{Workload, ended_well};
 use super::sweep::{Census, Filter, Swept, preflight, sweep, trace_outcome};
-use super::{Outcome, Trial, TrialEnv};
+use super::{Outcome, Trial};
+use crate::crashstate::record::record;
 use crate::crashstate::{Files, Log, Names};
 use crate::harness::Traced;
-use crate::kill::record::record;
 use crate::kill::syscall::{Driven, Goal, sweep_points};
+use crate::trialdir::TrialEnv;
 
 /// A workload's recorded run: its log, its census, and the folder it ran in.
 pub struct Recording {

@@ -293,7 +293,7 @@ mod tests {
         c.evidence_root = "/proc/crashcells-evidence".into();
         let work = tempfile::tempdir().unwrap();
         let leg = crate::matrix::Matrix::load("default").unwrap().legs.remove(0);
-        let env = crate::pipeline::TrialEnv::new(work.path(), &leg, "t0").unwrap();
+        let env = crate::trialdir::TrialEnv::new(work.path(), &leg, "t0").unwrap();
         let trial = Trial::ended(0, Outcome::Fire("lost".into())).with_env(env);
         let job = first_job();
         let mut result = fold(&job, &c, std::slice::from_ref(&trial));

@@ -20,7 +20,7 @@ use crashcells_protocol::{Op, OpArgs};
 use super::pending::Pending;
 use super::sweep::{Census, Filter, Sweepable, trace_outcome};
 use super::verdict::{Ended, conclude, prepare};
-use super::{Context, Outcome, Trial, TrialEnv};
+use super::{Context, Outcome, Trial};
 use crate::cells::{Cell, End};
 use crate::harness::{POLL, Running, Traced, interrupted};
 use crate::journal;
@@ -30,6 +30,7 @@ use crate::kill::timed::{WaitError, phase_delay, timed_target, wait_for_acks};
 use crate::legaudit::{Audit, audit_leg, refused_at_ready};
 use crate::matrix::Leg;
 use crate::plan::Job;
+use crate::trialdir::TrialEnv;
 
 /// A workload cell's job, as its crash sources need it.
 pub struct Workload<'a> {

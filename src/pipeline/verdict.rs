@@ -13,12 +13,13 @@ use std::path::PathBuf;
 use crashcells_protocol::{Ready, speaks, spoken};
 
 use super::sweep::Census;
-use super::{Context, Outcome, Trial, TrialEnv};
+use super::{Context, Outcome, Trial};
 use crate::cells::{Cell, End, Process, Seen};
 use crate::journal;
 use crate::legaudit::audit_leg;
 use crate::matrix::Leg;
 use crate::recovery::Recovered;
+use crate::trialdir::TrialEnv;
 
 /// One process of a crashed trial, before anything of it was read.
 #[derive(Clone, Debug)]

@@ -30,7 +30,7 @@ use crashcells_protocol::{Delivery, Dump, Op, OpArgs, PROTOCOL};
 
 use crate::dbfiles::{DB_FILES, sibling};
 use crate::harness::{ChildCommand, Cut, Exit, run_to_end};
-use crate::pipeline::TrialEnv;
+use crate::trialdir::TrialEnv;
 
 pub use batch::{BatchRecovery, Pair, recover_batch};
 

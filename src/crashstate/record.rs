@@ -1,15 +1,15 @@
 //! Recording a traced child: at the entry of each trapped call, what the
 //! call is about to do to the trial's files, read from the stopped child
 //! (its buffers with `process_vm_readv`, a plain `write`'s offset from
-//! `/proc/PID/fdinfo`), logged in order ([`crate::crashstate::Log`]).
+//! `/proc/PID/fdinfo`), logged in order ([`super::Log`]).
 //!
-//! Crash model: the same as [`super::syscall`]: the child is stopped at each
+//! Crash model: the same as [`crate::kill::syscall`]: the child is stopped at each
 //! call's entry, so what the call will write is in its memory and nothing of
 //! it has reached the file yet. The log is checked against the disk after
 //! the run (the self-check of `crate::pipeline::recorded`): a child that
 //! writes through `mmap`, or whose calls end short, disagrees there.
 
-use crate::crashstate::{At, Effect, Log};
+use super::{At, Effect, Log};
 use crate::harness::{TraceError, Traced};
 use crate::kill::syscall::{
     Driven, FileKind, Goal, Observer, Targets, drive_observed, fd_path, read_path, syscall_name,
@@ -18,7 +18,7 @@ use crate::kill::syscall::{
 /// `pwritev2`'s flag for a write at the end of the file.
 const RWF_APPEND: u64 = 0x10;
 
-/// Drives `child` to `goal` as [`super::syscall::drive`] does, logging every
+/// Drives `child` to `goal` as [`crate::kill::syscall::drive`] does, logging every
 /// trapped call on the trial's files (and the folder's `fsync`).
 pub fn record(child: &mut Traced, targets: &Targets, goal: Goal) -> Result<(Driven, Log), TraceError> {
     let mut log = Log::default();

@@ -1,0 +1,80 @@
+//! One trial's world: a private folder with the database, the ack journal,
+//! the fake transport (for a child that sends), the child's stderr and an
+//! isolated config home, and what the workload was given that its judge
+//! needs (its seed, the recovery step). A passing trial's folder is
+//! removed; a fire's or an error's is kept as evidence. Low in the module
+//! order: the pipeline makes trial folders, recovery reads them.
+
+use std::path::{Path, PathBuf};
+
+use crashcells_protocol::OpArgs;
+
+use crate::matrix::Leg;
+
+/// A trial's private folder.
+#[derive(Debug)]
+pub struct TrialEnv {
+    dir: tempfile::TempDir,
+    pub db: PathBuf,
+    pub acks: PathBuf,
+    pub home: PathBuf,
+    pub stderr: PathBuf,
+    /// The fake provider's log (`--transport`): the driver names it, the
+    /// child appends a line per send, the judge reads it as the deliveries.
+    pub transport: PathBuf,
+    /// The workload's `--seed`, for an operation that takes one (`fork`):
+    /// its judge replays the workload from it. 0 otherwise.
+    pub seed: u64,
+    /// The step each recovery pass runs to its end on its own copy of the
+    /// crash state before `dump` (`catch-up`), with the flags it takes
+    /// beyond `--db` and `--transport`; none for most cells.
+    pub recovery_step: Option<OpArgs>,
+}
+
+impl TrialEnv {
+    /// Makes the folder inside `root` and writes the leg's config into its home.
+    pub fn new(root: &Path, leg: &Leg, label: &str) -> std::io::Result<TrialEnv> {
+        let dir = tempfile::Builder::new().prefix(&format!("{label}-")).tempdir_in(root)?;
+        let home = dir.path().join("home");
+        leg.config().write_home(&home)?;
+        Ok(TrialEnv {
+            db: dir.path().join("store.db"),
+            acks: dir.path().join("acks.ndjson"),
+            stderr: dir.path().join("child.stderr"),
+            transport: dir.path().join("transport.ndjson"),
+            seed: 0,
+            recovery_step: None,
+            home,
+            dir,
+        })
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Copies everything the trial left into `dest`, then removes the folder.
+    /// `dest` must not exist yet: evidence is never merged into, or written
+    /// over, another trial's or another run's.
+    pub fn keep(self, dest: &Path) -> std::io::Result<()> {
+        if let Some(parent) = dest.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::create_dir(dest)?;
+        copy_tree(self.dir.path(), dest)
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
+}
