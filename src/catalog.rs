@@ -1,19 +1,15 @@
 //! The cell catalog: one TOML file per cell in `cells/`, embedded at build
-//! time and replaceable with `--catalog DIR`. It drives `list` and the plan.
+//! time (build.rs finds every `cells/*.toml`: a new cell's file is all it
+//! needs) and replaceable with `--catalog DIR`. It drives `list` and the plan.
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, toml_message};
 
-const EMBEDDED: [(&str, &str); 5] = [
-    ("1-prefix-durability.toml", include_str!("../cells/1-prefix-durability.toml")),
-    ("2-consume-once.toml", include_str!("../cells/2-consume-once.toml")),
-    ("3-rotation-atomicity.toml", include_str!("../cells/3-rotation-atomicity.toml")),
-    ("4-fork-determinism.toml", include_str!("../cells/4-fork-determinism.toml")),
-    ("5-outbox-exactly-once.toml", include_str!("../cells/5-outbox-exactly-once.toml")),
-];
+// `EMBEDDED`: every file of `cells/`, found at build time (build.rs).
+include!(concat!(env!("OUT_DIR"), "/embedded_cells.rs"));
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -64,6 +60,10 @@ pub struct CellSpec {
     pub legs: Legs,
     #[serde(default)]
     pub params: Params,
+    /// The file it was read from, for messages (`1-prefix-durability.toml`
+    /// for the embedded catalog, the path given under `--catalog`).
+    #[serde(skip)]
+    pub file: String,
 }
 
 impl CellSpec {
@@ -124,7 +124,8 @@ impl Catalog {
         for (file, text) in files {
             let cell: CellSpec =
                 toml::from_str(&text).map_err(|e| Error::Catalog { file: file.clone(), message: toml_message(&e) })?;
-            let cell = cell.validate(&file)?;
+            let mut cell = cell.validate(&file)?;
+            cell.file = file.clone();
             if let Some(twin) = cells.iter().find(|c| c.id == cell.id || c.number == cell.number) {
                 let message =
                     format!("cell {} `{}` clashes with cell {} `{}`", cell.number, cell.id, twin.number, twin.id);
@@ -146,30 +147,25 @@ impl Catalog {
     }
 }
 
-/// A TOML error as one line: the message and where it is.
-pub(crate) fn toml_message(e: &toml::de::Error) -> String {
-    let message = e.message().trim().to_string();
-    match e.span() {
-        Some(span) => format!("{message} (at byte {})", span.start),
-        None => message,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn embedded_catalog_has_five_cells_in_order_found_by_id_or_number() {
+    fn the_embedded_catalog_is_sorted_by_number_and_finds_each_cell_by_id_or_number() {
         let c = Catalog::embedded().unwrap();
-        let shape: Vec<_> = c.cells.iter().map(|c| (c.number, c.status)).collect();
-        assert_eq!(shape, [1, 2, 3, 4, 5].map(|n| (n, Status::Live)));
-        let second = &c.cells[1];
-        assert_eq!(c.find("2").unwrap(), second);
-        assert_eq!(c.find(&second.id).unwrap(), second);
+        assert!(!c.cells.is_empty(), "build.rs found no cells/*.toml");
+        assert!(c.cells.windows(2).all(|w| w[0].number < w[1].number), "sorted by number, each once");
+        for cell in &c.cells {
+            assert_eq!(c.find(&cell.number.to_string()).unwrap(), cell);
+            assert_eq!(c.find(&cell.id).unwrap(), cell);
+            assert_eq!(cell.file, format!("{}-{}.toml", cell.number, cell.id), "a cell's file is cells/N-ID.toml");
+        }
         assert!(c.find("nope").unwrap_err().to_string().contains("unknown cell `nope`"));
-        let e = c.find("9").unwrap_err().to_string();
-        assert!(e.contains("unknown cell `9` (known: 1 prefix-durability, 2 "), "numbers are listed too: {e}");
+        let e = c.find("999").unwrap_err().to_string();
+        let first = &c.cells[0];
+        let listed = format!("(known: {} {}", first.number, first.id);
+        assert!(e.contains("unknown cell `999`") && e.contains(&listed), "numbers are listed too: {e}");
     }
 
     fn parse_one(text: &str) -> String {

@@ -82,7 +82,7 @@ impl Matrix {
 
     fn parse(file: &str, text: &str, fallback_name: &str) -> Result<Matrix> {
         let bad = |message: String| Error::Matrix { file: file.to_string(), message };
-        let raw: RawMatrix = toml::from_str(text).map_err(|e| bad(crate::catalog::toml_message(&e)))?;
+        let raw: RawMatrix = toml::from_str(text).map_err(|e| bad(crate::error::toml_message(&e)))?;
         if raw.legs.is_empty() {
             return Err(bad("no legs: a matrix needs at least one [[legs]] entry".into()));
         }

@@ -84,18 +84,12 @@ pub fn plan(catalog: &Catalog, matrix: &Matrix, sel: &Selection, seed: u64) -> R
     }
     let mut jobs = Vec::new();
     for cell in cells {
-        if cell.status == Status::Live && crate::cells::find(&cell.id).is_none() {
-            return Err(Error::Usage(format!(
-                "cell {} `{}` is live in the catalog but this driver has no probe for it",
-                cell.number, cell.id
-            )));
-        }
         if cell.status == Status::Stub {
             let kill = sel.kills.first().copied().unwrap_or(KillMode::Timed);
             jobs.push(Job { cell: cell.clone(), leg: None, kill, seed: crate::seed::derive(seed, &[&cell.id]) });
             continue;
         }
-        let kills = kills_for(cell, &sel.kills);
+        let kills = kills_for(&shape_of(cell)?, &sel.kills);
         for leg in legs_for(cell, matrix, &sel.legs) {
             for &kill in &kills {
                 let s = crate::seed::derive(seed, &[&cell.id, &leg.name, kill.as_str()]);
@@ -121,17 +115,25 @@ pub fn plan(catalog: &Catalog, matrix: &Matrix, sel: &Selection, seed: u64) -> R
     Ok(jobs)
 }
 
-/// The kill modes `cell` runs for the modes asked, in order, each once: its
-/// shape decides (a race runs `none` where `timed` is asked).
-fn kills_for(cell: &CellSpec, asked: &[KillMode]) -> Vec<KillMode> {
-    let shape = crate::cells::find(&cell.id).map(|c| c.shape(&cell.params));
+/// The shape of a live cell: its probe's, from its catalog parameters. A
+/// live cell without a probe, or whose file lacks a parameter its shape
+/// needs, is refused before anything runs.
+pub fn shape_of(cell: &CellSpec) -> Result<Shape> {
+    let Some(probe) = crate::cells::find(&cell.id) else {
+        return Err(Error::Usage(format!(
+            "cell {} `{}` is live in the catalog but this driver has no probe for it",
+            cell.number, cell.id
+        )));
+    };
+    probe.shape(&cell.params).map_err(|e| Error::Catalog { file: cell.file.clone(), message: e.to_string() })
+}
+
+/// The kill modes a cell of `shape` runs for the modes asked, in order,
+/// each once (a race runs `none` where `timed` is asked).
+fn kills_for(shape: &Shape, asked: &[KillMode]) -> Vec<KillMode> {
     let mut kills = Vec::new();
-    for &kill in asked {
-        let kill = match &shape {
-            Some(shape) => kill_for(shape, kill),
-            None => Some(kill),
-        };
-        if let Some(k) = kill.filter(|k| !kills.contains(k)) {
+    for k in asked.iter().filter_map(|&kill| kill_for(shape, kill)) {
+        if !kills.contains(&k) {
             kills.push(k);
         }
     }

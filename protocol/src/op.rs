@@ -8,6 +8,10 @@ use std::path::Path;
 
 /// The session `append` writes to.
 pub const APPEND_SESSION: &str = "main";
+
+/// The session `park` creates and the claimants of `claim` race for (cell
+/// 2): the driver names it with `--session`.
+pub const HANDOFF_SESSION: &str = "handoff";
 /// Exit code of a claimant that won the handoff.
 pub const EXIT_WON: i32 = 0;
 /// Exit code of a claimant that lost the handoff.

@@ -12,21 +12,20 @@
 //! one racer wins, a WON has its claim in the store, r0's claim may or may
 //! not have landed, and the handoff is still claimed exactly once.
 
-use crashcells_protocol::{Dump, EXIT_WON};
+use crashcells_protocol::{Dump, EXIT_WON, HANDOFF_SESSION as HANDOFF};
 
-use super::{Cell, End, Process, Seen, Shape, Violations};
+use super::{Cell, End, MissingParam, Process, Seen, Shape, Violations, need};
 use crate::catalog::Params;
-
-/// The session the driver parks and the racers claim.
-pub const HANDOFF: &str = "handoff";
-/// Racers per race when the catalog gives none.
-const RACERS: u32 = 8;
 
 pub struct ConsumeOnce;
 
 impl Cell for ConsumeOnce {
-    fn shape(&self, params: &Params) -> Shape {
-        Shape::Race { racers: params.racers.unwrap_or(RACERS) }
+    fn id(&self) -> &'static str {
+        "consume-once"
+    }
+
+    fn shape(&self, params: &Params) -> Result<Shape, MissingParam> {
+        Ok(Shape::Race { racers: need(params.racers, "racers")? })
     }
 
     fn check(&self, seen: &Seen) -> Violations {
@@ -37,6 +36,12 @@ impl Cell for ConsumeOnce {
     /// A race reports how many racers won.
     fn acked(&self, processes: &[Process]) -> u64 {
         u64::from(won(processes))
+    }
+
+    /// One claim is about who holds the handoff, not about a commit
+    /// surviving; the audit's crash columns sweep workloads only.
+    fn answers_durability(&self) -> bool {
+        false
     }
 }
 
@@ -65,19 +70,19 @@ pub fn check(dump: &Dump, won: u32, racers: usize, killed: bool) -> Violations {
     v.details
         .push(format!("{racers} racers{kill}: {won} WON; the store shows {claims} claim(s), handoff state {shown}"));
     match killed {
-        false if won != 1 => v.found.push(format!("{won} of {racers} racers won the handoff (exactly one must)")),
-        true if won > 1 => v.found.push(format!("{won} racers won the handoff (at most one may)")),
+        false if won != 1 => v.fire("winners", format!("{won} of {racers} racers won the handoff (exactly one must)")),
+        true if won > 1 => v.fire("winners", format!("{won} racers won the handoff (at most one may)")),
         _ => {}
     }
     if claims > 1 || (claims == 0 && (!killed || racers > 1)) {
-        v.found.push(format!("the store shows the handoff claimed {claims} times"));
+        v.fire("claims", format!("the store shows the handoff claimed {claims} times"));
     }
     if won == 1 && claims == 0 && killed {
-        v.found.push("a racer reported WON but the store shows no claim".into());
+        v.fire("won-without-claim", "a racer reported WON but the store shows no claim");
     }
     let expected = if claims == 0 { "pending" } else { "running" };
     if state.as_deref() != Some(expected) {
-        v.found.push(format!("the handoff's state is {state:?} with {claims} claim(s), not {expected:?}"));
+        v.fire("state-mismatch", format!("the handoff's state is {shown} with {claims} claim(s), not {expected}"));
     }
     v
 }
@@ -102,7 +107,7 @@ mod tests {
     fn two_winners_or_two_claims_fire() {
         let v = check(&dump(2, "running"), 2, 8, false);
         assert_eq!(
-            v.found,
+            v.texts(),
             ["2 of 8 racers won the handoff (exactly one must)", "the store shows the handoff claimed 2 times"]
         );
     }
@@ -113,7 +118,7 @@ mod tests {
         assert!(check(&dump(1, "running"), 0, 8, true).found.is_empty(), "r0's claim landed before the kill");
         let v = check(&dump(0, "pending"), 1, 8, true);
         assert_eq!(
-            v.found,
+            v.texts(),
             ["the store shows the handoff claimed 0 times", "a racer reported WON but the store shows no claim"]
         );
     }
@@ -124,10 +129,10 @@ mod tests {
         // before the one that records its claim; the others all lost.
         let v = check(&dump(0, "running"), 0, 8, true);
         assert_eq!(
-            v.found,
+            v.texts(),
             [
                 "the store shows the handoff claimed 0 times",
-                "the handoff's state is Some(\"running\") with 0 claim(s), not \"pending\""
+                "the handoff's state is running with 0 claim(s), not pending"
             ]
         );
     }
@@ -135,6 +140,6 @@ mod tests {
     #[test]
     fn a_state_that_disagrees_with_the_claims_fires() {
         let v = check(&dump(1, "pending"), 1, 8, false);
-        assert_eq!(v.found, ["the handoff's state is Some(\"pending\") with 1 claim(s), not \"running\""]);
+        assert_eq!(v.texts(), ["the handoff's state is pending with 1 claim(s), not running"]);
     }
 }

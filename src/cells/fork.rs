@@ -14,32 +14,33 @@
 //! least the window of acks (40) is reached, or at a syscall point of its
 //! first rewind.
 
-use crashcells_protocol::{APPEND_SESSION, Ack, Dump, FORK_EVERY, ForkStep, Op};
+use crashcells_protocol::{APPEND_SESSION, Ack, Dump, ForkStep, Op};
 
-use super::{Cell, Seen, Shape, Violations};
+use super::{Cell, MissingParam, Seen, Shape, Violations};
 use crate::catalog::Params;
 
-/// The timed kill's window when the catalog gives none.
-const WINDOW: u64 = 40;
-/// A syscall sweep covers the appends before the first rewind and the rewind.
-const SWEEP_ACKS: u64 = FORK_EVERY;
 /// A transcript longer than this is shown by its ends.
 const SHOWN: usize = 8;
 
 pub struct ForkDeterminism;
 
 impl Cell for ForkDeterminism {
-    fn shape(&self, params: &Params) -> Shape {
-        Shape::Workload {
-            op: Op::Fork,
-            window: params.window.unwrap_or(WINDOW),
-            sweep_acks: SWEEP_ACKS,
-            recovery: None,
-        }
+    fn id(&self) -> &'static str {
+        "fork-determinism"
+    }
+
+    fn shape(&self, params: &Params) -> Result<Shape, MissingParam> {
+        Shape::workload(Op::Fork, params, None)
     }
 
     fn check(&self, seen: &Seen) -> Violations {
         check(seen.dump, &seen.acks().cloned().collect::<Vec<_>>(), seen.seed)
+    }
+
+    /// A rewind's atomicity is not about acknowledged commits surviving:
+    /// cells 1 and 3 answer the audit's durability question.
+    fn answers_durability(&self) -> bool {
+        false
     }
 }
 
@@ -107,10 +108,17 @@ pub fn live(dump: &Dump) -> Result<Vec<&str>, String> {
 
 pub fn check(dump: &Dump, acks: &[Ack], seed: u64) -> Violations {
     let mut v = Violations::default();
-    let (live, (acked, rewinds)) = match live(dump).and_then(|l| Ok((l, replay(seed, acks)?))) {
-        Ok(both) => both,
+    let live = match live(dump) {
+        Ok(live) => live,
         Err(why) => {
-            v.found.push(why);
+            v.fire("ambiguous-branch", why);
+            return v;
+        }
+    };
+    let (acked, rewinds) = match replay(seed, acks) {
+        Ok(replayed) => replayed,
+        Err(why) => {
+            v.fire("unexpected-ack", why);
             return v;
         }
     };
@@ -126,7 +134,7 @@ pub fn check(dump: &Dump, acks: &[Ack], seed: u64) -> Violations {
         show(&live)
     ));
     if live != acked && live != applied {
-        v.found.push(format!(
+        v.fire("not-the-chosen-prefix", format!(
             "the live transcript of {APPEND_SESSION} is {}, neither the acked operations' {} nor {} with {} applied",
             show(&live),
             show(&acked),
@@ -171,7 +179,7 @@ mod tests {
         d.messages[2].active = false;
         let v = check(&d, &acks(3), SEED);
         assert_eq!(
-            v.found,
+            v.texts(),
             ["the live transcript of main is m0 m1 (2), neither the acked operations' m0 m1 m2 (3) nor m0 (1) \
               with operation 3, rewind to 1 applied"]
         );
@@ -190,7 +198,7 @@ mod tests {
         d.messages.push(DumpMessage::new("main.3", "user", "m0"));
         assert!(check(&d, &acks(4), SEED).found.is_empty());
         d.sessions.push(DumpSession { branch_of: Some("main".into()), ..DumpSession::new("main.x", 0) });
-        assert!(check(&d, &acks(4), SEED).found[0].contains("ambiguous"));
+        assert!(check(&d, &acks(4), SEED).texts()[0].contains("ambiguous"));
     }
 
     #[test]
@@ -198,7 +206,7 @@ mod tests {
         let mut a = acks(4);
         a[3] = Ack::rewind(3, 0);
         let v = check(&dump(&[]), &a, SEED);
-        assert_eq!(v.found, ["ack 3 says rewind 3 to 0, but the seeded workload's operation 3, rewind to 1"]);
+        assert_eq!(v.texts(), ["ack 3 says rewind 3 to 0, but the seeded workload's operation 3, rewind to 1"]);
     }
 
     #[test]

@@ -21,28 +21,28 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crashcells_protocol::{Ack, Delivery, Dump, Op};
 
-use super::{Cell, Seen, Shape, Violations};
+use super::{Cell, MissingParam, Seen, Shape, Violations, plural};
 use crate::catalog::Params;
-
-/// The timed kill's window when the catalog gives none.
-const WINDOW: u64 = 30;
-/// A syscall sweep covers the kill points of the first obligation.
-const SWEEP_ACKS: u64 = 1;
 
 pub struct OutboxExactlyOnce;
 
 impl Cell for OutboxExactlyOnce {
-    fn shape(&self, params: &Params) -> Shape {
-        Shape::Workload {
-            op: Op::Deliver,
-            window: params.window.unwrap_or(WINDOW),
-            sweep_acks: SWEEP_ACKS,
-            recovery: Some(Op::CatchUp),
-        }
+    fn id(&self) -> &'static str {
+        "outbox-exactly-once"
+    }
+
+    fn shape(&self, params: &Params) -> Result<Shape, MissingParam> {
+        Shape::workload(Op::Deliver, params, Some(Op::CatchUp))
     }
 
     fn check(&self, seen: &Seen) -> Violations {
         check(seen.dump, &seen.acks().cloned().collect::<Vec<_>>(), seen.deliveries)
+    }
+
+    /// Exactly-once delivery is its own clause; its marks' durability is
+    /// cells 1 and 3's question in the audit.
+    fn answers_durability(&self) -> bool {
+        false
     }
 }
 
@@ -75,26 +75,30 @@ pub fn check(dump: &Dump, acks: &[Ack], deliveries: &[Delivery]) -> Violations {
     let acked_lost = which(acked.iter(), |k| !times.contains_key(k));
     let unrecorded = which(times.keys(), |k| !recorded.contains_key(k));
     if let Some(a) = acks.iter().find(|a| a.key.is_none()) {
-        v.found.push(format!("ack {} of `{}` names no obligation key", a.i, a.op));
+        v.fire("unkeyed-ack", format!("ack {} of `{}` names no obligation key", a.i, a.op));
     }
-    v.found.extend(
-        [
-            finding(&twice, |k| format!("obligation {k} was delivered {} times (a double delivery)", times[k])),
-            finding(&acked_lost, |k| format!("acked obligation {k} was never delivered")),
-            finding(&lost, |k| format!("obligation {k} was recorded but never delivered (a loss)")),
-            finding(&undelivered, |k| format!("the store shows obligation {k} {} after catch-up", recorded[k])),
-            finding(&unrecorded, |k| format!("obligation {k} was delivered but the store has no record of it")),
-        ]
-        .into_iter()
-        .flatten(),
-    );
+    let found = [
+        ("double-delivery", finding(&twice, |k| format!("obligation {k} was delivered {} times (a double delivery)", times[k]))),
+        ("acked-never-delivered", finding(&acked_lost, |k| format!("acked obligation {k} was never delivered"))),
+        ("lost-obligation", finding(&lost, |k| format!("obligation {k} was recorded but never delivered (a loss)"))),
+        ("left-undelivered", finding(&undelivered, |k| format!("the store shows obligation {k} {} after catch-up", recorded[k]))),
+        ("unrecorded-delivery", finding(&unrecorded, |k| format!("obligation {k} was delivered but the store has no record of it"))),
+    ];
+    for (kind, text) in found {
+        if let Some(text) = text {
+            v.fire(kind, text);
+        }
+    }
     let delivered = recorded.values().filter(|&&s| s == "delivered").count();
     v.details.push(format!(
-        "acked {} obligations; the store records {} ({delivered} delivered); the transport holds {} deliveries of {} keys",
+        "acked {} {}; the store records {} ({delivered} delivered); the transport holds {} {} of {} {}",
         acked.len(),
+        plural(acked.len(), "obligation", "obligations"),
         recorded.len(),
         deliveries.len(),
-        times.len()
+        plural(deliveries.len(), "delivery", "deliveries"),
+        times.len(),
+        plural(times.len(), "key", "keys")
     ));
     v
 }
@@ -124,7 +128,7 @@ mod tests {
         assert!(v.found.is_empty(), "{v:?}");
         assert_eq!(
             v.details,
-            ["acked 1 obligations; the store records 2 (2 delivered); the transport holds 2 deliveries of 2 keys"]
+            ["acked 1 obligation; the store records 2 (2 delivered); the transport holds 2 deliveries of 2 keys"]
         );
         assert!(check(&Dump::empty(2, "ok".into()), &[], &[]).found.is_empty(), "killed before any");
     }
@@ -132,14 +136,14 @@ mod tests {
     #[test]
     fn a_second_delivery_fires() {
         let v = check(&dump(&[("o0", "delivered")]), &[], &sent(&["o0", "o0"]));
-        assert_eq!(v.found, ["obligation o0 was delivered 2 times (a double delivery)"]);
+        assert_eq!(v.texts(), ["obligation o0 was delivered 2 times (a double delivery)"]);
     }
 
     #[test]
     fn a_loss_an_unfinished_obligation_and_an_unrecorded_delivery_fire() {
         let v = check(&dump(&[("o0", "delivered"), ("o1", "attempting")]), &acks(1), &sent(&["o0", "o2"]));
         assert_eq!(
-            v.found,
+            v.texts(),
             [
                 "obligation o1 was recorded but never delivered (a loss)",
                 "the store shows obligation o1 attempting after catch-up",
@@ -147,6 +151,6 @@ mod tests {
             ]
         );
         let v = check(&dump(&[]), &acks(2), &[]);
-        assert_eq!(v.found, ["acked obligation o0 was never delivered (and 1 more)"]);
+        assert_eq!(v.texts(), ["acked obligation o0 was never delivered (and 1 more)"]);
     }
 }

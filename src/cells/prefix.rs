@@ -10,24 +10,18 @@
 
 use crashcells_protocol::{APPEND_SESSION, Ack, Dump, Op};
 
-use super::{Cell, Seen, Shape, Violations};
+use super::{Cell, MissingParam, Seen, Shape, Violations};
 use crate::catalog::Params;
-
-/// The timed kill's window when the catalog gives none.
-const WINDOW: u64 = 200;
-/// A sweep's appends when the catalog gives none (`sweep_ops`).
-const SWEEP_ACKS: u64 = 2;
 
 pub struct PrefixDurability;
 
 impl Cell for PrefixDurability {
-    fn shape(&self, params: &Params) -> Shape {
-        Shape::Workload {
-            op: Op::Append,
-            window: params.window.unwrap_or(WINDOW),
-            sweep_acks: params.sweep_ops.unwrap_or(SWEEP_ACKS),
-            recovery: None,
-        }
+    fn id(&self) -> &'static str {
+        "prefix-durability"
+    }
+
+    fn shape(&self, params: &Params) -> Result<Shape, MissingParam> {
+        Shape::workload(Op::Append, params, None)
     }
 
     fn check(&self, seen: &Seen) -> Violations {
@@ -54,7 +48,7 @@ pub fn check(dump: &Dump, acks: &[Ack]) -> Violations {
     let recovered = match indices(dump) {
         Ok(i) => i,
         Err(content) => {
-            v.found.push(format!("recovered a message that is no append: {content:?}"));
+            v.fire("not-an-append", format!("recovered a message that is no append: {content:?}"));
             return v;
         }
     };
@@ -62,16 +56,16 @@ pub fn check(dump: &Dump, acks: &[Ack]) -> Violations {
     let acked = acks.iter().map(|a| a.i + 1).max().unwrap_or(0);
     v.details.push(format!("acked m0..m{} ({acked} appends); recovered {n} appends", acked.saturating_sub(1)));
     if let Some((pos, &i)) = recovered.iter().enumerate().find(|&(pos, &i)| i != pos as u64) {
-        let what = if recovered[..pos].contains(&i) { "a duplicate" } else { "a hole" };
-        v.found.push(format!("the transcript is not a contiguous prefix: {what} at position {pos} (found m{i})"));
+        let (kind, what) = if recovered[..pos].contains(&i) { ("duplicate", "a duplicate") } else { ("hole", "a hole") };
+        v.fire(kind, format!("the transcript is not a contiguous prefix: {what} at position {pos} (found m{i})"));
     }
     if let Some(missing) = acks.iter().map(|a| a.i).find(|i| !recovered.contains(i)) {
         v.details.push(format!("first missing acked index: m{missing}"));
-        v.found.push(format!("acked append m{missing} was lost (acked {acked}, recovered {n})"));
+        v.fire("lost-ack", format!("acked append m{missing} was lost (acked {acked}, recovered {n})"));
     }
     let count = dump.sessions.iter().find(|s| s.id == APPEND_SESSION).map_or(0, |s| s.message_count);
     if count != n as i64 {
-        v.found.push(format!("message_count is {count} but {n} messages were recovered"));
+        v.fire("count-mismatch", format!("message_count is {count} but {n} messages were recovered"));
     }
     v
 }
@@ -101,17 +95,18 @@ mod tests {
     #[test]
     fn a_lost_ack_fires() {
         let v = check(&dump(&["m0"], 1), &acks(2));
-        assert_eq!(v.found, ["acked append m1 was lost (acked 2, recovered 1)"]);
+        assert_eq!(v.texts(), ["acked append m1 was lost (acked 2, recovered 1)"]);
+        assert_eq!(v.found[0].kind, "lost-ack");
     }
 
     #[test]
     fn holes_and_duplicates_fire() {
-        assert!(check(&dump(&["m0", "m2"], 2), &acks(0)).found[0].contains("a hole at position 1"));
-        assert!(check(&dump(&["m0", "m0"], 2), &acks(0)).found[0].contains("a duplicate at position 1"));
+        assert!(check(&dump(&["m0", "m2"], 2), &acks(0)).texts()[0].contains("a hole at position 1"));
+        assert!(check(&dump(&["m0", "m0"], 2), &acks(0)).texts()[0].contains("a duplicate at position 1"));
     }
 
     #[test]
     fn a_wrong_count_fires() {
-        assert!(check(&dump(&["m0"], 2), &acks(1)).found[0].contains("message_count is 2"));
+        assert!(check(&dump(&["m0"], 2), &acks(1)).texts()[0].contains("message_count is 2"));
     }
 }

@@ -13,24 +13,18 @@ use std::collections::{HashMap, HashSet};
 
 use crashcells_protocol::{Ack, Dump, Op};
 
-use super::{Cell, Seen, Shape, Violations};
+use super::{Cell, MissingParam, Seen, Shape, Violations, plural};
 use crate::catalog::Params;
-
-/// The timed kill's window when the catalog gives none.
-const WINDOW: u64 = 50;
-/// A sweep's rotations when the catalog gives none (`sweep_ops`).
-const SWEEP_ACKS: u64 = 1;
 
 pub struct RotationAtomicity;
 
 impl Cell for RotationAtomicity {
-    fn shape(&self, params: &Params) -> Shape {
-        Shape::Workload {
-            op: Op::Rotate,
-            window: params.window.unwrap_or(WINDOW),
-            sweep_acks: params.sweep_ops.unwrap_or(SWEEP_ACKS),
-            recovery: None,
-        }
+    fn id(&self) -> &'static str {
+        "rotation-atomicity"
+    }
+
+    fn shape(&self, params: &Params) -> Result<Shape, MissingParam> {
+        Shape::workload(Op::Rotate, params, None)
     }
 
     fn check(&self, seen: &Seen) -> Violations {
@@ -59,12 +53,12 @@ pub fn check(dump: &Dump, acks: &[Ack]) -> Violations {
         .map(|s| s.id.as_str())
         .collect();
     if let Some(first) = orphans.first() {
-        v.found
-            .push(format!("{} orphan(s): parent {first} ended by compression without a continuation", orphans.len()));
+        let n = orphans.len();
+        v.fire("orphan", format!("{n} {}: parent {first} ended by compression without a continuation", plural(n, "orphan", "orphans")));
     }
     for s in &dump.sessions {
         if let Some(p) = s.parent_session_id.as_deref().filter(|p| !compressed(p)) {
-            v.found.push(format!("continuation {} exists but its parent {p} is not ended by compression", s.id));
+            v.fire("dangling-continuation", format!("continuation {} exists but its parent {p} is not ended by compression", s.id));
             break;
         }
     }
@@ -75,14 +69,20 @@ pub fn check(dump: &Dump, acks: &[Ack]) -> Violations {
             && handoffs.contains(c))
     });
     if let Some(a) = incomplete {
-        v.found
-            .push(format!("acked rotation {} ({:?} -> {:?}) is not complete after recovery", a.i, a.parent, a.child));
+        let name = |s: &Option<String>| s.clone().unwrap_or_else(|| "?".into());
+        v.fire(
+            "incomplete-rotation",
+            format!("acked rotation {} ({} -> {}) is not complete after recovery", a.i, name(&a.parent), name(&a.child)),
+        );
     }
     let rotations = by_id.values().filter(|s| s.parent_session_id.is_some()).count();
     v.details.push(format!(
-        "acked {} rotations; recovered {rotations} continuations, {} orphans",
+        "acked {} {}; recovered {rotations} {}, {} {}",
         acks.len(),
-        orphans.len()
+        plural(acks.len(), "rotation", "rotations"),
+        plural(rotations, "continuation", "continuations"),
+        orphans.len(),
+        plural(orphans.len(), "orphan", "orphans")
     ));
     v
 }
@@ -125,18 +125,18 @@ mod tests {
     #[test]
     fn an_orphan_fires() {
         let d = dump(vec![session("p0", None, true)], vec![]);
-        assert!(check(&d, &[]).found[0].contains("orphan"));
+        assert!(check(&d, &[]).texts()[0].contains("1 orphan: parent p0"));
     }
 
     #[test]
     fn a_continuation_of_a_live_parent_fires() {
         let d = dump(vec![session("p0", None, false), session("c0", Some("p0"), false)], vec![handoff("c0")]);
-        assert!(check(&d, &[]).found[0].contains("not ended by compression"));
+        assert!(check(&d, &[]).texts()[0].contains("not ended by compression"));
     }
 
     #[test]
     fn a_lost_acked_rotation_fires() {
         let d = dump(vec![], vec![]);
-        assert!(check(&d, &[ack(0)]).found[0].contains("acked rotation 0"));
+        assert_eq!(check(&d, &[ack(0)]).texts()[0], "acked rotation 0 (p0 -> c0) is not complete after recovery");
     }
 }

@@ -7,7 +7,8 @@
 
 use crashcells_protocol::{Op, Ready};
 
-use super::{APPENDS, Checker, Exit};
+use super::checker::{APPENDS, Checker};
+use crate::harness::Exit;
 
 impl Checker<'_> {
     /// Checks the batched `dump`, if `ready` claims it.

@@ -8,10 +8,11 @@ use std::time::Instant;
 
 use crashcells_protocol::{EXIT_LOST, EXIT_WON, Op};
 
-use super::Checker;
+use super::checker::{Checker, State};
 use super::clauses::{expect_exit, parse_dump};
-use super::states::State;
-use crate::cells::consume::{self, HANDOFF};
+use crashcells_protocol::HANDOFF_SESSION as HANDOFF;
+
+use crate::cells::consume;
 use crate::harness::{Exit, Running};
 use crate::probe::{Scratch, wait_first_line};
 
@@ -41,7 +42,7 @@ impl Checker<'_> {
         let first = self.dump(&s, "claim-dump");
         let state = first.clone().and_then(|t| parse_dump(&t)).and_then(|d| {
             let v = consume::check(&d, 1, 2, false);
-            if v.found.is_empty() { Ok(v.details.join("; ")) } else { Err(v.found.join("; ")) }
+            if v.found.is_empty() { Ok(v.details.join("; ")) } else { Err(v.texts().join("; ")) }
         });
         self.note("claim-state", state);
         self.states.push(State { op: "claim", scratch: s, first });

@@ -3,8 +3,9 @@
 
 use crashcells_protocol::{Ack, Dump, JournalMode, Ready, speaks, spoken};
 
-use super::{APPENDS, Exit};
+use super::checker::APPENDS;
 use crate::cells::{prefix, rotation};
+use crate::harness::Exit;
 use crate::journal::Journal;
 use crate::recovery::where_differ;
 
@@ -51,7 +52,7 @@ pub(super) fn append_state(text: &str, acks: &[Ack]) -> Result<String, String> {
     let dump = parse_dump(text)?;
     let v = prefix::check(&dump, acks);
     if !v.found.is_empty() {
-        return Err(v.found.join("; "));
+        return Err(v.texts().join("; "));
     }
     let n = dump.messages.len() as u64;
     if n != APPENDS {
@@ -62,7 +63,7 @@ pub(super) fn append_state(text: &str, acks: &[Ack]) -> Result<String, String> {
 
 pub(super) fn rotate_state(text: &str, j: &Journal) -> Result<String, String> {
     let v = rotation::check(&parse_dump(text)?, &j.acks);
-    if v.found.is_empty() { Ok(v.details.join("; ")) } else { Err(v.found.join("; ")) }
+    if v.found.is_empty() { Ok(v.details.join("; ")) } else { Err(v.texts().join("; ")) }
 }
 
 pub(super) fn parse_dump(text: &str) -> Result<Dump, String> {

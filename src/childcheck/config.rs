@@ -7,7 +7,7 @@
 
 use crashcells_protocol::{JournalMode, Op, Ready};
 
-use super::Checker;
+use super::checker::Checker;
 use crate::harness::Exit;
 use crate::journal;
 

@@ -14,7 +14,7 @@
 use crashcells_protocol::transport::{self, Delivery};
 use crashcells_protocol::{Op, OpArgs, Ready};
 
-use super::Checker;
+use super::checker::Checker;
 use super::clauses::{ack_sequence, canonical, expect_exit, parse_dump};
 use crate::cells::{fork, outbox};
 use crate::harness::Exit;
@@ -106,7 +106,7 @@ impl Checker<'_> {
             let v = outbox::check(&parse_dump(&text)?, &acks, &sent);
             let keys: Vec<_> = (0..OBLIGATIONS).map(|j| format!("o{j}")).collect();
             if !v.found.is_empty() {
-                Err(v.found.join("; "))
+                Err(v.texts().join("; "))
             } else if acks.iter().map(|a| a.key.clone().unwrap_or_default()).collect::<Vec<_>>() != keys {
                 Err(format!("the acks name {:?}, not {keys:?}", acks.iter().map(|a| &a.key).collect::<Vec<_>>()))
             } else {
@@ -149,7 +149,7 @@ impl Checker<'_> {
         let dump = parse_dump(&self.dump(&s, "catch-up-dump")?)?;
         let v = outbox::check(&dump, &[], &sent);
         if !v.found.is_empty() {
-            return Err(v.found.join("; "));
+            return Err(v.texts().join("; "));
         }
         if dump.outbox.iter().all(|o| o.key != "o0") {
             return Err("deliver's failed send left no obligation o0 in the store".into());

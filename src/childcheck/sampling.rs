@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use crashcells_protocol::{APPEND_SESSION, Op};
 
+use super::checker::{Checker, MAX_INCONCLUSIVE, SAMPLE_DUMP, SAMPLES};
 use super::clauses::parse_dump;
-use super::{Checker, MAX_INCONCLUSIVE, SAMPLE_DUMP, SAMPLES};
 use crate::harness::{Exit, POLL, Running, run_to_end};
 use crate::journal::{self, Tail};
 use crate::probe::Scratch;

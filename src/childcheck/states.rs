@@ -5,19 +5,10 @@
 
 use crashcells_protocol::Op;
 
+use super::checker::{Checker, ROTATIONS, State};
 use super::clauses::{ack_sequence, canonical, expect_exit, rotate_state};
-use super::{Checker, ROTATIONS};
 use crate::journal;
-use crate::probe::Scratch;
 use crate::recovery::where_differ;
-
-/// A store an operation that succeeded left, and its first `dump` pass.
-pub(super) struct State {
-    /// The operation that left it.
-    pub op: &'static str,
-    pub scratch: Scratch,
-    pub first: Result<String, String>,
-}
 
 impl Checker<'_> {
     /// `rotate --stop-after 3`, its acks and the state it left.

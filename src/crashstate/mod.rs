@@ -14,6 +14,8 @@ pub mod files;
 pub mod log;
 pub mod power;
 pub mod record;
+pub mod state;
 
 pub use files::{Files, Names};
 pub use log::{At, Effect, Event, Log};
+pub use state::State;

@@ -17,7 +17,7 @@ use super::watchdog::Watchdog;
 use super::{Cut, Exit, KILL_GRACE, POLL, Reaped, stderr_tail};
 
 /// Why a traced child could not be started or driven.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TraceError {
     /// ptrace or seccomp is refused here (a container's seccomp or yama
     /// policy); the syscall results are skipped with this reason.
@@ -97,7 +97,7 @@ impl Traced {
         filter: &'static [seccompiler::sock_filter],
         deadline: Duration,
     ) -> Result<Traced, TraceError> {
-        let exec = Exec::of(&cmd)?;
+        let exec = Exec::of(&cmd).map_err(TraceError::Io)?;
         // The filter is 'static and read in place, the exec's arguments were
         // built above: nothing is allocated between fork and exec, and every
         // call is async-signal-safe.

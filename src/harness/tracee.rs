@@ -5,8 +5,6 @@
 
 use std::process::Command;
 
-use super::traced::TraceError;
-
 /// Pins the calling thread (and so the child it spawns next, which inherits
 /// the mask) to one CPU of its allowed set, taken round-robin; returns the
 /// mask to restore. A tracer and its tracee hand control back and forth at
@@ -80,9 +78,10 @@ unsafe impl Send for Exec {}
 unsafe impl Sync for Exec {}
 
 impl Exec {
-    pub(super) fn of(cmd: &Command) -> Result<Exec, TraceError> {
+    /// `Err` says why the command cannot be exec'd (a NUL byte in a word).
+    pub(super) fn of(cmd: &Command) -> Result<Exec, String> {
         use std::os::unix::ffi::OsStrExt;
-        let nul = || TraceError::Io(format!("the child command holds a NUL byte: {cmd:?}"));
+        let nul = || format!("the child command holds a NUL byte: {cmd:?}");
         let words: Vec<_> = std::iter::once(cmd.get_program()).chain(cmd.get_args()).map(OsStrExt::as_bytes).collect();
         let mut env: std::collections::BTreeMap<_, _> = std::env::vars_os().map(|(k, v)| (k, Some(v))).collect();
         env.extend(cmd.get_envs().map(|(k, v)| (k.to_os_string(), v.map(|v| v.to_os_string()))));

@@ -11,8 +11,8 @@
 
 use std::ops::RangeInclusive;
 
-use super::Trial;
 use super::sweep::Swept;
+use super::trial::Trial;
 use crate::report::PathPoints;
 
 /// One path of the killed process, as a range of the sweep's points.
@@ -112,7 +112,7 @@ mod tests {
     #[test]
     fn a_sweep_stopped_at_a_fire_says_how_many_points_did_not_run() {
         let mut trials: Vec<Trial> = (1..=2).map(|n| trial(n, true, Outcome::Pass)).collect();
-        trials.push(trial(3, true, Outcome::Fire("x".into())));
+        trials.push(trial(3, true, Outcome::Error(crate::pipeline::outcome::Failure::NoKill)));
         let c = of(&Swept { planned: Some((1..=10).collect()), trials }, &[]).unwrap();
         assert_eq!((c.planned, c.landed), (10, 3));
         assert_eq!(
@@ -134,7 +134,10 @@ mod tests {
 
     #[test]
     fn a_sweep_that_planned_nothing_has_no_coverage() {
-        let swept = Swept { planned: None, trials: vec![trial(0, false, Outcome::Skip("ptrace".into()))] };
+        let swept = Swept {
+            planned: None,
+            trials: vec![trial(0, false, Outcome::Skip(crate::pipeline::outcome::Skip::NoTracing("ptrace".into())))],
+        };
         assert_eq!(of(&swept, &[]), None);
     }
 }

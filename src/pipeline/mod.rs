@@ -1,146 +1,60 @@
 //! The trial pipeline, written once for every cell (the table of contents):
 //!
-//! - [`trial`]: a trial's private folder, its outcome, and what it found;
-//! - [`pending`]: the trials of a timed result or a free race, run over
-//!   threads, their states recovered in one batch per pass, each judged;
-//! - [`source`]: crash sources for a workload cell: a timed kill, a kill at
-//!   syscall point N, and the census that counts a workload's points;
+//! - [`context`]: what every trial of a run needs from it, and the progress
+//!   hook it reports to;
+//! - [`trial`] and [`outcome`]: what a trial found, as data: a pass, a fire
+//!   with its violations, a skip, an error or an interruption, each with
+//!   its typed reason (the report turns them into words);
+//! - [`verdict`]: from any crash state to a verdict: journals, ready record,
+//!   leg audit (skip), recovery, the cell's check; every crash source below
+//!   ends there;
+//! - [`parallel`]: work over `--jobs` threads, and the loop that stops at
+//!   the first item that does not pass;
+//! - [`census`]: whether syscall kill points can run here, and what a
+//!   sweep learns before its points;
+//! - [`workload`]: a workload cell's job (one child runs until killed), and
+//!   its crash sources: [`timed`] (a kill once a seeded number of acks is
+//!   reached), [`point`] (a real kill at syscall point N, and the census
+//!   that counts the points), [`recorded`] (one recorded run, every crash
+//!   state rebuilt from its log, a fire confirmed by a real kill), [`power`]
+//!   (the power-loss states of the same log);
+//! - [`batch`]: checking rebuilt crash states many at a time;
+//! - [`pending`]: the trials of a timed result or a free race, their
+//!   states recovered in one batch per pass;
 //! - [`race`]: the race shape (cell 2): park, a barrier, N claimants,
 //!   released together (no kill), or in an order that decides whether racer
-//!   r0 wins or loses while it is traced to a kill point;
-//! - [`race_sweep`]: cell 2's syscall sweep over both of r0's paths;
-//! - [`verdict`]: from a crashed (or finished) child to a verdict: journals,
-//!   ready record, leg audit (skip), two recovery passes, the cell's check;
-//! - [`sweep`]: the sweep skeleton: a census, then one trial per kill point
-//!   spread over threads, the lowest non-passing point decisive;
-//! - [`coverage`]: the kill points a sweep planned and those that landed,
-//!   per path of the killed process, and why they differ;
-//! - [`recorded`]: the default syscall sweep of a workload: one recorded
-//!   run, every crash state rebuilt from its log, a fire confirmed by a real
-//!   kill; [`power`]: the power-loss states of the same log; [`batch`]:
-//!   checking rebuilt states many at a time;
+//!   r0 wins or loses while it is traced to a kill point; [`race_sweep`]:
+//!   cell 2's syscall sweep over both of r0's paths;
+//! - [`sweep`]: the re-executed sweep skeleton, a census then one trial per
+//!   point; [`coverage`]: the points a sweep planned and those that landed;
 //! - [`result`]: a job's trials folded into its result, its evidence kept,
 //!   its repro derived from the run's options.
 //!
 //! Data flows one way: job → crash source → reap and classify → leg audit →
-//! recovery passes → the cell's judgement → result and evidence.
+//! recovery passes → the cell's judgement → result and evidence. Each file
+//! imports only files listed before it that it needs (tests/imports.rs
+//! checks that no two import each other).
 
 pub mod batch;
+pub mod census;
+pub mod context;
 pub mod coverage;
+pub mod outcome;
+pub mod parallel;
 pub mod pending;
+pub mod point;
 pub mod power;
 pub mod race;
 pub mod race_sweep;
 pub mod recorded;
 pub mod result;
-pub mod source;
 pub mod sweep;
+pub mod timed;
 pub mod trial;
 pub mod verdict;
+pub mod workload;
 
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
-
-use crashcells_protocol::Ready;
-
-use crate::harness::ChildCommand;
-use crate::options::RunOptions;
-
+pub use context::{Context, Step, Tally};
+pub use outcome::Outcome;
 pub use result::{run_job, run_job_guarded};
-pub use trial::{Outcome, Trial};
-
-/// What every trial of a run needs from it.
-#[derive(Clone, Debug)]
-pub struct Context {
-    /// The run's options as given, its seed resolved: every repro derives
-    /// from them.
-    pub options: RunOptions,
-    pub seed: u64,
-    pub child: ChildCommand,
-    /// The run's own work folder; trials make theirs inside it.
-    pub work_root: PathBuf,
-    /// Where fires and errors keep their evidence (created on first use).
-    pub evidence_root: PathBuf,
-    /// The bound on every wait of a trial.
-    pub deadline: Duration,
-    /// Threads a syscall sweep spreads its trials over.
-    pub jobs: usize,
-    /// What the child said of itself in the preflight (its protocol and the
-    /// operations it implements); none when the run was interrupted first.
-    pub child_ready: Option<Ready>,
-    /// Where this job's trials and kill points report their progress.
-    pub tally: Tally,
-}
-
-/// A step of a result's progress: how many trials or kill points it will
-/// run (once known: a sweep knows after its census), or one more that ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Step {
-    Planned(u64),
-    Done,
-}
-
-/// The progress hook of one job: the pipeline calls it, the command line
-/// draws it (a progress bar on a terminal, nothing elsewhere). A no-op by
-/// default, so that a caller that draws nothing gives nothing.
-#[derive(Clone, Default)]
-pub struct Tally(Option<Arc<dyn Fn(Step) + Send + Sync>>);
-
-impl Tally {
-    pub fn new(f: impl Fn(Step) + Send + Sync + 'static) -> Tally {
-        Tally(Some(Arc::new(f)))
-    }
-
-    /// `n` trials or kill points are to run.
-    pub fn planned(&self, n: u64) {
-        if let Some(f) = &self.0 {
-            f(Step::Planned(n));
-        }
-    }
-
-    /// One more trial or kill point ended.
-    pub fn done(&self) {
-        if let Some(f) = &self.0 {
-            f(Step::Done);
-        }
-    }
-}
-
-impl std::fmt::Debug for Tally {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() { "Tally(hook)" } else { "Tally(none)" })
-    }
-}
-
-#[cfg(test)]
-impl Context {
-    /// A context for unit tests that start no child: default options, seed
-    /// 1, a one-second deadline, `jobs` threads and what the child said.
-    pub(crate) fn for_tests(jobs: usize, child_ready: Option<Ready>) -> Context {
-        Context {
-            options: RunOptions::default(),
-            seed: 1,
-            child: ChildCommand { program: "child".into(), prefix: vec![] },
-            work_root: std::env::temp_dir(),
-            evidence_root: std::env::temp_dir(),
-            deadline: Duration::from_secs(1),
-            jobs,
-            child_ready,
-            tally: Default::default(),
-        }
-    }
-}
-
-impl Context {
-    /// Whether the child recovers many states in one `dump` (`dump-batch`
-    /// in its ready record); unknown means no.
-    pub fn dumps_in_batches(&self) -> bool {
-        self.child_ready.as_ref().is_some_and(Ready::dumps_in_batches)
-    }
-
-    /// The mutant the run asked for, if any.
-    pub fn mutant(&self) -> Option<&str> {
-        self.options.mutant.as_deref()
-    }
-}
+pub use trial::Trial;

@@ -18,12 +18,13 @@
 //! trials kept are those up to the lowest that does not pass, which comes
 //! last: the decisive trial does not depend on scheduling.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use super::verdict::recovered;
-use super::{Context, Outcome, Trial};
+use super::context::Context;
+use super::outcome::{Failure, Interruption, Outcome};
+use super::parallel::until_first_bad;
+use super::trial::Trial;
+use super::verdict::judged;
 use crate::cells::{Cell, Process};
-use crate::recovery::{Pair, Passes, RecoveryError, pair_of, recover, recover_batch};
+use crate::recovery::{Pair, Passes, Recovered, RecoveryError, pair_of, recover, recover_batch};
 use crate::trialdir::TrialEnv;
 
 /// A trial whose child has ended, judged up to its recovery.
@@ -52,7 +53,7 @@ impl Pending {
 
     /// Whether the trial has already ended on something other than a pass.
     fn bad(&self) -> bool {
-        self.trial.outcome != Outcome::Pass
+        self.trial.is_bad()
     }
 }
 
@@ -76,10 +77,10 @@ pub fn in_order(ctx: &Context, cell: &dyn Cell, indices: &[u32], run: &(dyn Fn(u
             break;
         }
     }
-    if crate::harness::interrupted().is_some() && trials.last().is_none_or(|t| t.outcome == Outcome::Pass) {
+    if crate::harness::interrupted().is_some() && trials.last().is_none_or(|t| t.outcome.is_pass()) {
         // Trials the interrupt kept from starting: a pass must not stand for them.
         let next = trials.last().map_or(indices.first().copied().unwrap_or(0), |t| t.index.saturating_add(1));
-        trials.push(Trial::ended(next, Outcome::Interrupted("before the trial began".into())));
+        trials.push(Trial::ended(next, Outcome::Interrupted(Interruption::BeforeTrial)));
     }
     trials
 }
@@ -94,22 +95,15 @@ fn run_wave(
     run: &(dyn Fn(u32) -> Pending + Sync),
     trials: &mut Vec<Trial>,
 ) -> bool {
-    let lowest_bad = AtomicUsize::new(usize::MAX);
-    let skip = |i| i > lowest_bad.load(Ordering::SeqCst) || crate::harness::interrupted().is_some();
-    let mut pending = super::batch::parallel(wave.len(), ctx.jobs, &skip, &|i| {
+    let pending = until_first_bad(wave.len(), ctx.jobs, &|i| i as u64, &|i| {
         let p = run(wave[i]);
         ctx.tally.done();
-        if p.bad() {
-            lowest_bad.fetch_min(i, Ordering::SeqCst);
-        }
-        p
-    });
-    // Trials past the first that ended badly are not part of the result.
-    if let Some(first_bad) = pending.iter().position(Pending::bad) {
-        pending.truncate(first_bad + 1);
-    }
+        let bad = p.bad().then_some(i as u64);
+        (p, bad)
+    })
+    .outputs;
     for t in judge_all(ctx, cell, pending) {
-        let decisive = t.outcome != Outcome::Pass;
+        let decisive = t.is_bad();
         trials.push(t);
         if decisive {
             return true;
@@ -132,12 +126,7 @@ fn judge_all(ctx: &Context, cell: &dyn Cell, pending: Vec<Pending>) -> Vec<Trial
                 let got = batched.next().expect("a recovery per batched state");
                 judge(ctx, cell, p.trial, &processes, got)
             }
-            (Some(processes), Some(Err(e))) => {
-                let mut trial = p.trial;
-                let env = trial.env.take().expect("a pending trial has its folder");
-                let outcome = recovered(cell, &processes, Err(e), &env, &mut trial);
-                trial.conclude(outcome).with_env(env)
-            }
+            (Some(_), Some(Err(e))) => p.trial.conclude(Outcome::from(e)),
             _ => p.trial,
         })
         .collect()
@@ -148,7 +137,7 @@ fn recover_pairs(
     ctx: &Context,
     pending: &[Pending],
     pairs: &[Option<Result<Pair, RecoveryError>>],
-) -> Vec<Result<crate::recovery::Recovered, RecoveryError>> {
+) -> Vec<Result<Recovered, RecoveryError>> {
     let ready: Vec<(Pair, &TrialEnv)> = pending
         .iter()
         .zip(pairs)
@@ -162,7 +151,7 @@ fn recover_pairs(
     let out = match tempfile::Builder::new().prefix("batch-").tempdir_in(&ctx.work_root) {
         Ok(dir) => dir,
         Err(e) => {
-            let why = || RecoveryError::Start { pass: 1, source: std::io::Error::new(e.kind(), e.to_string()) };
+            let why = || RecoveryError::Start { pass: 1, why: e.to_string() };
             return ready.iter().map(|_| Err(why())).collect();
         }
     };
@@ -186,11 +175,11 @@ fn judge(
     cell: &dyn Cell,
     mut trial: Trial,
     processes: &[Process],
-    got: Result<crate::recovery::Recovered, RecoveryError>,
+    got: Result<Recovered, RecoveryError>,
 ) -> Trial {
     let env = trial.env.take().expect("a pending trial has its folder");
     let before = trial.details.len();
-    let outcome = recovered(cell, processes, got, &env, &mut trial);
+    let outcome = judge_on(cell, processes, got, &env, &mut trial);
     if matches!(outcome, Outcome::Pass | Outcome::Interrupted(_)) {
         return trial.conclude(outcome).with_env(env);
     }
@@ -199,19 +188,34 @@ fn judge(
     for n in [1, 2] {
         let _ = std::fs::remove_dir_all(env.path(&format!("recovery-{n}")));
     }
-    let alone = recovered(cell, processes, recover(&ctx.child, ctx.deadline, &env), &env, &mut trial);
-    let outcome = match (alone, &outcome) {
-        (Outcome::Pass, Outcome::Fire(why) | Outcome::Error(why)) => Outcome::Error(format!(
-            "recovered in a batch the state found: {why}; recovered alone it passes: its recovery depends \
-             on the states recovered beside it"
-        )),
+    let alone = judge_on(cell, processes, recover(&ctx.child, ctx.deadline, &env), &env, &mut trial);
+    let outcome = match (alone, outcome) {
+        (Outcome::Pass, found @ (Outcome::Fire(_) | Outcome::Error(_))) => {
+            Outcome::Error(Failure::BatchOnly { found: Box::new(found) })
+        }
         (alone, _) => alone,
     };
     trial.conclude(outcome).with_env(env)
 }
 
+/// A prepared trial's verdict on a recovery of its state.
+fn judge_on(
+    cell: &dyn Cell,
+    processes: &[Process],
+    got: Result<Recovered, RecoveryError>,
+    env: &TrialEnv,
+    trial: &mut Trial,
+) -> Outcome {
+    match got {
+        Ok(recovered) => judged(cell, processes, &recovered, env.seed, trial),
+        Err(e) => Outcome::from(e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use super::*;
     use crate::pipeline::Step::{Done, Planned};
 
@@ -226,13 +230,14 @@ mod tests {
     #[test]
     fn trials_up_to_the_first_that_does_not_pass_are_kept_it_last_whatever_the_threads() {
         let run = |i: u32| {
-            let outcome = if i == 2 || i == 5 { Outcome::Error(format!("at {i}")) } else { Outcome::Pass };
+            let outcome =
+                if i == 2 || i == 5 { Outcome::Error(Failure::CensusStopped(u64::from(i))) } else { Outcome::Pass };
             Pending::ended(Trial::ended(i, outcome))
         };
         for jobs in [1, 3] {
             let trials = in_order(&ctx(jobs), cell(), &[0, 1, 2, 3, 4, 5], &run);
             let got: Vec<(u32, Outcome)> = trials.into_iter().map(|t| (t.index, t.outcome)).collect();
-            assert_eq!(got.last(), Some(&(2, Outcome::Error("at 2".into()))), "{jobs} jobs");
+            assert_eq!(got.last(), Some(&(2, Outcome::Error(Failure::CensusStopped(2)))), "{jobs} jobs");
             assert_eq!(got.len(), 3, "{jobs} jobs");
         }
     }
@@ -257,7 +262,8 @@ mod tests {
             let started = AtomicUsize::new(0);
             let run = |i: u32| {
                 started.fetch_add(1, Ordering::SeqCst);
-                let outcome = if i == bad { Outcome::Error(format!("at {i}")) } else { Outcome::Pass };
+                let outcome =
+                    if i == bad { Outcome::Error(Failure::CensusStopped(u64::from(i))) } else { Outcome::Pass };
                 Pending::ended(Trial::ended(i, outcome))
             };
             let indices: Vec<u32> = (0..100).collect();

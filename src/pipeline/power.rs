@@ -15,15 +15,16 @@
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
-use super::batch::{State, batches, evidence_env, parallel, recover};
-use super::source::Workload;
+use super::batch::{Checker, Recovery, batches};
+use super::outcome::{Failure, Finding, Interruption, Outcome, PowerLoss};
+use super::parallel::parallel;
 use super::sweep::Swept;
-use super::verdict::judge_state;
-use super::{Outcome, Trial};
+use super::trial::Trial;
+use super::verdict::conclude;
+use super::workload::Workload;
 use crate::crashstate::power::{AtPoint, Model, model};
-use crate::crashstate::{Files, Log};
+use crate::crashstate::{Files, Log, State};
 use crate::kill::syscall::sweep_points;
-use crate::recovery::Recovered;
 
 /// The trials of a power-loss sweep of `w`: one per kill point, up to the
 /// first at which some power state does not pass.
@@ -33,30 +34,30 @@ pub fn power_sweep(w: &Workload, seed: u64) -> Swept {
         Err(ended) => return *ended,
     };
     if let Some(why) = &rec.disagrees {
-        let why = format!(
-            "power-loss states need a log of every write, but after the recorded run {why} (the child writes \
-             in a way the tracer does not see, e.g. through mmap)"
-        );
-        return Swept::unplanned(Trial::ended(0, Outcome::Error(why)).with_env(rec.env));
+        let failure = Failure::UnloggedWrites(why.clone());
+        return Swept::unplanned(Trial::ended(0, Outcome::Error(failure)).with_env(rec.env));
     }
     let o = &w.ctx.options;
     let points = sweep_points(rec.census.points, o.point, o.points, seed);
     let m = model(rec.log.ran(), &points);
     let (canon, stores) = distinct(&m);
     let units = Units::of(&m, &canon, &stores);
+    let label = |l: &str| w.label(l);
+    let make_env = |l: &str| w.env(l);
+    let checker = w.checker(&rec, &label, &make_env);
     let groups = batches(units.files.len(), w.ctx.jobs);
-    let recovered: Vec<Result<Recovered, String>> =
+    let recovered: Vec<Recovery> =
         parallel(groups.len(), w.ctx.jobs, &|_| crate::harness::interrupted().is_some(), &|b| {
             let mine: Vec<&Files> = units.files[groups[b].clone()].iter().collect();
-            recover(w, &rec, &mine, &format!("power{b}")).0
+            checker.recover(&mine, &format!("power{b}")).0
         })
         .into_iter()
         .flatten()
         .collect();
     if crate::harness::interrupted().is_some() {
-        return Swept::unplanned(Trial::ended(0, Outcome::Interrupted("recovering power-loss states".into())));
+        return Swept::unplanned(Trial::ended(0, Outcome::Interrupted(Interruption::PowerStates)));
     }
-    let trials = judge_points(w, &rec, &rec.log, &m, (&canon, &units), &recovered);
+    let trials = judge_points(&checker, &rec.log, &m, (&canon, &units), &recovered);
     Swept { planned: Some(points), trials }
 }
 
@@ -117,18 +118,17 @@ fn distinct(m: &Model) -> (Vec<usize>, Vec<usize>) {
 /// Judges every state of every point, in order; stops at the first point
 /// with a state that does not pass, which keeps that state as evidence.
 fn judge_points(
-    w: &Workload,
-    rec: &super::recorded::Recording,
+    checker: &Checker,
     log: &Log,
     m: &Model,
     units: (&[usize], &Units),
-    recovered: &[Result<Recovered, String>],
+    recovered: &[Recovery],
 ) -> Vec<Trial> {
     let mut passed: std::collections::HashSet<(usize, usize)> = std::collections::HashSet::new();
     let mut trials = Vec::new();
     for at in &m.points {
-        let trial = judge_point(w, rec, log, m, at, units, recovered, &mut passed);
-        let bad = trial.outcome != Outcome::Pass;
+        let trial = judge_point(checker, log, m, at, units, recovered, &mut passed);
+        let bad = trial.is_bad();
         trials.push(trial);
         if bad {
             break;
@@ -137,46 +137,40 @@ fn judge_points(
     trials
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The power states of one point, the one that lost the least first: if it
+/// fails, the first operation it lost is the one whose loss did it, and
+/// that is the rule reported.
 fn judge_point(
-    w: &Workload,
-    rec: &super::recorded::Recording,
+    checker: &Checker,
     log: &Log,
     m: &Model,
     at: &AtPoint,
     (canon, units): (&[usize], &Units),
-    recovered: &[Result<Recovered, String>],
+    recovered: &[Recovery],
     passed: &mut std::collections::HashSet<(usize, usize)>,
 ) -> Trial {
     let point = log.point(at.point);
     let index = u32::try_from(at.point).unwrap_or(u32::MAX);
     let mut last = Trial::new(index);
-    // The state that lost the least first: if it fails, the first operation
-    // it lost is the one whose loss did it, and that is the rule reported.
     for (k, (id, dropped)) in at.states.iter().rev().enumerate() {
         let store = units.at(canon, *id, at);
         if k > 0 && passed.contains(&(store, at.acks.len())) {
             continue;
         }
         let mut t = Trial::new(index);
-        let got = recovered[store].as_ref().map_err(Clone::clone);
-        let outcome = judge_state(w.cell, &rec.census, (&at.acks, rec.env.seed), got, &mut t);
+        let outcome = conclude(&checker.crash(&at.acks), &mut t, || recovered[store].as_ref().map_err(Clone::clone));
         t.kill_point = Some(point.kill_point(index, t.acked));
-        if outcome == Outcome::Pass {
+        if outcome.is_pass() {
             passed.insert((store, at.acks.len()));
             last = t;
             continue;
         }
         let lost = m.dropped(dropped);
         let rule = lost.first().map_or_else(|| "nothing was lost (the process crash's own state)".into(), |p| p.rule());
-        let more = match lost.len() {
-            0 | 1 => String::new(),
-            n => format!(" (and {} later operations were lost)", n - 1),
-        };
-        let reason = |why: &str| format!("power loss at #{}: {rule}{more}: {why}", at.point);
+        let power = PowerLoss { point: at.point, rule: rule.clone(), later: lost.len().saturating_sub(1) };
         let outcome = match outcome {
-            Outcome::Fire(why) => Outcome::Fire(reason(&why)),
-            Outcome::Error(why) => Outcome::Error(reason(&why)),
+            Outcome::Fire(finding) => Outcome::Fire(Finding { power: Some(power), ..finding }),
+            Outcome::Error(error) => Outcome::Error(Failure::PowerLoss { power, error: Box::new(error) }),
             other => other,
         };
         t.details.extend(lost.iter().map(|p| format!("not durable: {}", p.rule())));
@@ -185,13 +179,13 @@ fn judge_point(
             acks: at.acks.clone(),
             files: units.files[store].clone(),
             version: 0,
-            rule: Some(rule.clone()),
+            rule: Some(rule),
         };
         let text = power_note(at.point, lost.iter().map(|p| p.rule()).collect());
-        t.env = evidence_env(w, &state, &format!("p{}-power", at.point), "power-loss.txt", &text);
+        t.env = checker.evidence(&state, &format!("p{}-power", at.point), "power-loss.txt", &text);
         if let Some(env) = &t.env {
             // The passes' copies and outputs beside the state, as for a killed trial.
-            let _ = crate::recovery::recover(&w.ctx.child, w.ctx.deadline, env);
+            let _ = crate::recovery::recover(&checker.ctx.child, checker.ctx.deadline, env);
         }
         return t.conclude(outcome);
     }

@@ -14,18 +14,17 @@
 use std::fs::File;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use crashcells_protocol::{EXIT_LOST, EXIT_WON, Op, OpArgs};
+use crashcells_protocol::{EXIT_LOST, EXIT_WON, HANDOFF_SESSION as HANDOFF, Op, OpArgs};
 
+use super::census::{Census, Filter, trace_outcome};
+use super::context::Context;
+use super::outcome::{Failure, Interruption, Outcome};
 use super::pending::Pending;
-use super::race_sweep::Split;
-use super::sweep::{Census, Filter, trace_outcome};
-use super::verdict::{Ended, conclude, prepare};
-use super::{Context, Outcome, Trial};
-use crate::cells::consume::HANDOFF;
+use super::trial::Trial;
+use super::verdict::{Acks, Crash, Ended, conclude, prepare};
 use crate::cells::{Cell, End};
 use crate::harness::{Cut, Exit, POLL, Running, Traced, interrupted, run_to_end};
 use crate::kill::KillPoint;
@@ -41,8 +40,6 @@ pub struct Race<'a> {
     pub cell: &'a dyn Cell,
     pub ctx: &'a Context,
     pub racers: u32,
-    /// How many of r0's points each path has, once the sweep's census ran.
-    pub(super) split: OnceLock<Split>,
 }
 
 /// How racer r0 takes part: racing freely, or traced toward a goal.
@@ -88,7 +85,7 @@ struct Barriers {
 
 impl<'a> Race<'a> {
     pub fn new(job: &'a Job, leg: &'a Leg, cell: &'a dyn Cell, ctx: &'a Context, racers: u32) -> Race<'a> {
-        Race { job, leg, cell, ctx, racers, split: OnceLock::new() }
+        Race { job, leg, cell, ctx, racers }
     }
 
     /// Trial `index` of a free race: nothing is killed. Its recovery and
@@ -96,19 +93,19 @@ impl<'a> Race<'a> {
     pub fn free(&self, index: u32) -> Pending {
         let env = match self.env(&format!("t{index}")) {
             Ok(env) => env,
-            Err(o) => return Pending::ended(Trial::ended(index, o)),
+            Err(f) => return Pending::ended(Trial::ended(index, Outcome::Error(f))),
         };
         let mut trial = Trial::new(index);
         let prepared = self.run(&env, self.racers, R0::Free, Order::Together).and_then(|f| {
             trial.kill_point = f.kill_point.clone();
-            prepare(self.cell, self.leg, &env, &self.ended(&env, &f), None, &mut trial)
+            prepare(&self.crash(&env, &f, None), &mut trial)
         });
         Pending::prepared(trial, env, prepared)
     }
 
-    pub(super) fn env(&self, label: &str) -> Result<TrialEnv, Outcome> {
+    pub(super) fn env(&self, label: &str) -> Result<TrialEnv, Failure> {
         let label = format!("{}-{}-{label}", self.job.cell.id, self.leg.name);
-        TrialEnv::new(&self.ctx.work_root, self.leg, &label).map_err(|e| Outcome::Error(format!("trial folder: {e}")))
+        TrialEnv::new(&self.ctx.work_root, self.leg, &label).map_err(|e| Failure::TrialFolder(e.to_string()))
     }
 
     /// One race in its own folder, judged; `census` stands for the leg audit
@@ -125,7 +122,7 @@ impl<'a> Race<'a> {
     ) -> Trial {
         let env = match self.env(label) {
             Ok(env) => env,
-            Err(o) => return Trial::ended(index, o),
+            Err(f) => return Trial::ended(index, Outcome::Error(f)),
         };
         let mut trial = Trial::new(index);
         let outcome = match self.run(&env, self.racers, r0, order) {
@@ -140,13 +137,16 @@ impl<'a> Race<'a> {
 
     fn judge(&self, env: &TrialEnv, f: &Finished, census: Option<&Census>, trial: &mut Trial) -> Outcome {
         trial.kill_point = f.kill_point.clone();
-        conclude(self.cell, self.leg, self.ctx, env, &self.ended(env, f), census, trial)
+        let recover = || crate::recovery::recover(&self.ctx.child, self.ctx.deadline, env).map_err(Outcome::from);
+        conclude(&self.crash(env, f, census), trial, recover)
     }
 
-    /// Every racer of a finished race, r0 first, as the verdict reads them.
-    fn ended(&self, env: &TrialEnv, f: &Finished) -> Vec<Ended> {
-        let racer = |(r, &end): (usize, &End)| Ended { name: format!("r{r}"), journal: acks_of(env, r as u32), end };
-        f.ends.iter().enumerate().map(racer).collect()
+    /// A finished race, every racer r0 first, as the verdict reads it.
+    fn crash<'s>(&'s self, env: &'s TrialEnv, f: &Finished, census: Option<&'s Census>) -> Crash<'s> {
+        let racer =
+            |(r, &end): (usize, &End)| Ended { name: format!("r{r}"), acks: Acks::File(acks_of(env, r as u32)), end };
+        let ended = f.ends.iter().enumerate().map(racer).collect();
+        Crash { cell: self.cell, leg: self.leg, db: &env.db, ended, seed: 0, census }
     }
 
     /// Parks, runs `racers` claimants with r0 as asked, released in `order`,
@@ -168,7 +168,7 @@ impl<'a> Race<'a> {
                 })),
             };
             let exits = self.release(env, racers, barriers, order, tracer.is_some(), r0_done);
-            let traced = tracer.map(|t| t.join().unwrap_or_else(|_| Err(Outcome::Error("the tracer panicked".into()))));
+            let traced = tracer.map(|t| t.join().unwrap_or(Err(Outcome::Error(Failure::TracerPanicked))));
             (traced, exits)
         });
         let mut finished = Finished { ends: Vec::new(), kill_point: None, r0_points: None };
@@ -194,12 +194,12 @@ impl<'a> Race<'a> {
         let args = OpArgs::new(Op::Park).db(&env.db).session(HANDOFF).to_args();
         let cmd = self.ctx.child.command(&args, &env.home);
         let (exit, tail) = run_to_end(cmd, &env.path("park.stdout"), &env.stderr, self.ctx.deadline)
-            .map_err(|e| Outcome::Error(format!("could not start the child `{}`: {e}", self.ctx.child.display())))?;
+            .map_err(|e| Outcome::Error(Failure::ChildStart { child: self.ctx.child.display(), why: e.to_string() }))?;
         match exit {
             Ok(Exit::Code(0)) => Ok(()),
-            Ok(other) => Err(Outcome::Error(format!("park failed ({other}): {tail}"))),
-            Err(Cut::Deadline) => Err(Outcome::Error("park did not finish within the deadline".into())),
-            Err(Cut::Interrupted) => Err(Outcome::Interrupted("park was cut short".into())),
+            Ok(exit) => Err(Outcome::Error(Failure::Park { exit, stderr: tail })),
+            Err(Cut::Deadline) => Err(Outcome::Error(Failure::ParkDeadline)),
+            Err(Cut::Interrupted) => Err(Outcome::Interrupted(Interruption::Park)),
         }
     }
 
@@ -221,7 +221,10 @@ impl<'a> Race<'a> {
             .map_err(|e| trace_outcome(e, self.ctx))?;
         match drive(&mut child, &Targets::new(&env.db, &acks_of(env, 0)), goal) {
             Ok(Driven::At(p)) => {
-                child.kill_and_reap().check().map_err(|e| Outcome::Error(format!("r0: {e}")))?;
+                child
+                    .kill_and_reap()
+                    .check()
+                    .map_err(|error| Outcome::Error(Failure::RacerReap { racer: 0, error }))?;
                 Ok(Traced0::Killed(p.kill_point(u32::try_from(p.ordinal).unwrap_or(u32::MAX), 0)))
             }
             Ok(Driven::Exited { exit, counted }) => Ok(Traced0::Exited(exit, counted)),
@@ -277,7 +280,7 @@ impl<'a> Race<'a> {
         for r in racers {
             let stderr = env.path(&format!("racer-r{r}.stderr"));
             let child = Running::spawn(self.racer_command(env, r, order), Some(&stderr))
-                .map_err(|e| Outcome::Error(format!("could not start racer r{r}: {e}")))?;
+                .map_err(|e| Outcome::Error(Failure::RacerStart { racer: r, why: e.to_string() }))?;
             running.push(child);
         }
         Ok(running)
@@ -289,8 +292,8 @@ impl<'a> Race<'a> {
         let mut exits = Vec::new();
         for (r, child) in (first..).zip(running.iter_mut()) {
             let exit = child.wait_until(end).map_err(|cut| match cut {
-                Cut::Deadline => Outcome::Error(format!("racer r{r} did not finish within {:?}", self.ctx.deadline)),
-                Cut::Interrupted => Outcome::Interrupted(format!("waiting for racer r{r} to finish")),
+                Cut::Deadline => Outcome::Error(Failure::RacerDeadline { racer: r, deadline: self.ctx.deadline }),
+                Cut::Interrupted => Outcome::Interrupted(Interruption::Racer(r)),
             })?;
             exits.push(exit);
         }
@@ -303,8 +306,8 @@ impl<'a> Race<'a> {
         while !r0_done.load(Ordering::SeqCst) {
             if Instant::now() >= end || interrupted().is_some() {
                 return Err(match interrupted() {
-                    Some(_) => Outcome::Interrupted("waiting for racer r0 to end".into()),
-                    None => Outcome::Error(format!("racer r0 did not end within {:?}", self.ctx.deadline)),
+                    Some(_) => Outcome::Interrupted(Interruption::WaitingForR0),
+                    None => Outcome::Error(Failure::R0Deadline(self.ctx.deadline)),
                 });
             }
             std::thread::sleep(POLL);
@@ -329,18 +332,15 @@ impl<'a> Race<'a> {
             }
             for (r, child) in (first..).zip(running.iter_mut()) {
                 if let Some(exit) = child.try_exit() {
-                    let why = format!("racer r{r} ended before the barrier ({exit}): {}", child.stderr_tail());
-                    return Err(Outcome::Error(why));
+                    let stderr = child.stderr_tail();
+                    return Err(Outcome::Error(Failure::RacerBeforeBarrier { racer: r, exit, stderr }));
                 }
             }
             if interrupted().is_some() {
-                return Err(Outcome::Interrupted("waiting for the racers at the barrier".into()));
+                return Err(Outcome::Interrupted(Interruption::AtBarrier));
             }
             if Instant::now() >= end {
-                return Err(Outcome::Error(format!(
-                    "racers {pending:?} were not ready within {:?}",
-                    self.ctx.deadline
-                )));
+                return Err(Outcome::Error(Failure::RacersNotReady { pending, deadline: self.ctx.deadline }));
             }
             std::thread::sleep(POLL);
         }
@@ -354,7 +354,7 @@ impl Barriers {
         let lock = |path: PathBuf| {
             File::create(&path)
                 .and_then(|f| f.lock().map(|()| f))
-                .map_err(|e| Outcome::Error(format!("barrier {}: {e}", path.display())))
+                .map_err(|e| Outcome::Error(Failure::Barrier { path: path.display().to_string(), why: e.to_string() }))
         };
         let others = Some(lock(barrier_of(env, 1, order))?);
         let r0 = if order == Order::Together { None } else { Some(lock(barrier_of(env, 0, order))?) };
@@ -385,9 +385,9 @@ fn wrote_ready(env: &TrialEnv, r: u32) -> bool {
 fn racer_end(env: &TrialEnv, r: u32, exit: Exit) -> Result<End, Outcome> {
     match exit {
         Exit::Code(c @ (EXIT_WON | EXIT_LOST)) => Ok(End::Exited(c)),
-        other => {
-            let tail = crate::harness::stderr_tail(&env.path(&format!("racer-r{r}.stderr")));
-            Err(Outcome::Error(format!("racer r{r} ended with {other}, neither WON (0) nor LOST (10): {tail}")))
+        exit => {
+            let stderr = crate::harness::stderr_tail(&env.path(&format!("racer-r{r}.stderr")));
+            Err(Outcome::Error(Failure::RacerEnded { racer: r, exit, stderr }))
         }
     }
 }

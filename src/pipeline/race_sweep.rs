@@ -19,12 +19,17 @@
 //! be torn, was not covered. A losing-claim point r0 did not reach is
 //! counted and said, not an error.
 
+use std::sync::OnceLock;
+
 use crashcells_protocol::{EXIT_LOST, EXIT_WON, Ready};
 
+use super::census::{Census, Filter};
 use super::coverage::{self, Coverage, Path};
+use super::outcome::{Failure, Outcome};
 use super::race::{Finished, Order, R0, Race, acks_of};
-use super::sweep::{Census, Filter, Sweepable, sweep};
-use super::{Outcome, Trial};
+use super::sweep::{Sweepable, sweep};
+use super::trial::Trial;
+use super::workload::ended_with;
 use crate::cells::End;
 use crate::journal;
 use crate::kill::syscall::Goal;
@@ -50,6 +55,14 @@ impl Claim {
         match self {
             Claim::Winning => "winning-claim",
             Claim::Losing => "losing-claim",
+        }
+    }
+
+    /// The path as a reader says it: `winning claim`.
+    pub fn phrase(self) -> &'static str {
+        match self {
+            Claim::Winning => "winning claim",
+            Claim::Losing => "losing claim",
         }
     }
 
@@ -85,7 +98,14 @@ impl Split {
     }
 }
 
-impl Sweepable for Race<'_> {
+/// Cell 2's syscall sweep: a race, and how many of r0's points each of
+/// its paths has, once the census ran.
+pub struct RaceSweep<'a> {
+    race: &'a Race<'a>,
+    split: OnceLock<Split>,
+}
+
+impl Sweepable for RaceSweep<'_> {
     fn census(&self, filter: Filter) -> Result<Census, Box<Trial>> {
         self.count_points(filter)
     }
@@ -95,11 +115,12 @@ impl Sweepable for Race<'_> {
     }
 }
 
-impl Race<'_> {
-    /// The syscall result's trials and what they covered.
-    pub fn sweep(&self) -> (Vec<Trial>, Option<Coverage>) {
-        let swept = sweep(self.ctx, self.job.seed, self);
-        let paths = self.split.get().map(|s| s.paths()).unwrap_or_default();
+impl<'a> RaceSweep<'a> {
+    /// The syscall result's trials of `race` and what they covered.
+    pub fn run(race: &'a Race<'a>) -> (Vec<Trial>, Option<Coverage>) {
+        let me = RaceSweep { race, split: OnceLock::new() };
+        let swept = sweep(race.ctx, race.job.seed, &me);
+        let paths = me.split.get().map(|s| s.paths()).unwrap_or_default();
         let coverage = coverage::of(&swept, &paths);
         (swept.trials, coverage)
     }
@@ -109,27 +130,31 @@ impl Race<'_> {
     fn count_points(&self, filter: Filter) -> Result<Census, Box<Trial>> {
         let (winning, env) = self.census_of(filter, Claim::Winning)?;
         // With r0 alone there is no other racer to win first.
-        let losing = if self.racers > 1 { self.census_of(filter, Claim::Losing)?.0 } else { 0 };
+        let losing = if self.race.racers > 1 { self.census_of(filter, Claim::Losing)?.0 } else { 0 };
         let _ = self.split.set(Split { winning, losing });
         match ready_of(&env, 0) {
-            Ok(ready) => Ok(Census { points: winning + losing, audit: audit_leg(&env.db, &ready, self.leg), ready }),
-            Err(why) => Err(failed(Some(env), Outcome::Error(why))),
+            Ok(ready) => {
+                Ok(Census { points: winning + losing, audit: audit_leg(&env.db, &ready, self.race.leg), ready })
+            }
+            Err(f) => Err(ended_with(Some(env), Outcome::Error(f))),
         }
     }
 
     /// One path's census: the race in that path's order, r0 traced to its end.
     fn census_of(&self, filter: Filter, claim: Claim) -> Result<(u64, TrialEnv), Box<Trial>> {
-        let env = self.env(&format!("census-{}", claim.name())).map_err(|o| failed(None, o))?;
-        let finished = match self.run(&env, self.racers, R0::Traced(filter, Goal::ToEnd), claim.order()) {
+        let race = self.race;
+        let env = race
+            .env(&format!("census-{}", claim.name()))
+            .map_err(|f| ended_with(None, Outcome::Error(Failure::census(f))))?;
+        let finished = match race.run(&env, race.racers, R0::Traced(filter, Goal::ToEnd), claim.order()) {
             Ok(f) => f,
-            Err(o) => return Err(failed(Some(env), o)),
+            Err(o) => return Err(ended_with(Some(env), o.of_census())),
         };
         match (finished.r0_points, finished.ends.first()) {
             (Some(points), Some(&End::Exited(code))) if code == claim.exit() => Ok((points, env)),
             _ => {
-                let why =
-                    format!("r0 did not end its {} as it must ({:?})", claim.name().replace('-', " "), finished.ends);
-                Err(failed(Some(env), Outcome::Error(why)))
+                let f = Failure::R0OffPath { path: claim.phrase(), ends: finished.ends };
+                Err(ended_with(Some(env), Outcome::Error(Failure::census(f))))
             }
         }
     }
@@ -139,23 +164,27 @@ impl Race<'_> {
     fn kill_at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
         let index = u32::try_from(n).unwrap_or(u32::MAX);
         let Some(&split) = self.split.get() else {
-            return Trial::ended(index, Outcome::Error("the race's census did not split r0's paths".into()));
+            return Trial::ended(index, Outcome::Error(Failure::NoSplit));
         };
         let (claim, at) = split.locate(n);
         let of = if claim == Claim::Winning { split.winning } else { split.losing };
         let r0 = R0::Traced(filter, Goal::KillAt(at));
         let note = |f: &Finished, judged: Outcome| unreached(claim, at, f, judged);
-        let mut trial = self.trial_with(index, &format!("p{n}"), r0, claim.order(), Some(census), &note);
+        let mut trial = self.race.trial_with(index, &format!("p{n}"), r0, claim.order(), Some(census), &note);
         if let Some(kp) = trial.kill_point.as_mut() {
             // The sweep's point, as `--point` takes it; the ordinal stays r0's own.
             kp.trial = index;
         }
-        let path = claim.name().replace('-', " ");
+        let path = claim.phrase();
         trial.details.insert(
             0,
-            match trial.kill_point {
-                Some(_) => format!("r0 killed on its {path}, at its point {at} of {of} (sweep point {n})"),
-                None => format!("r0 not killed: its {path} ended before its point {at} of {of} (sweep point {n})"),
+            match (&trial.kill_point, &trial.outcome) {
+                (Some(_), _) => format!("r0 killed on its {path}, at its point {at} of {of} (sweep point {n})"),
+                // An error cut the race short: r0's path did not end early, the race did.
+                (None, Outcome::Error(_) | Outcome::Interrupted(_)) => format!(
+                    "r0 not killed at its point {at} of {of} on its {path} (sweep point {n}): the race ended before r0 got there"
+                ),
+                (None, _) => format!("r0 not killed: its {path} ended before its point {at} of {of} (sweep point {n})"),
             },
         );
         trial
@@ -167,34 +196,18 @@ impl Race<'_> {
 /// race fired anyway; on the losing claim the race's own outcome.
 fn unreached(claim: Claim, at: u64, f: &Finished, judged: Outcome) -> Outcome {
     match (f.r0_points, claim, &judged) {
-        (Some(points), Claim::Winning, Outcome::Pass) => Outcome::Error(format!(
-            "r0 finished its winning claim after {points} points, before its kill point {at}: \
-             the winning path was not the census's, so it was not covered"
-        )),
+        (Some(points), Claim::Winning, Outcome::Pass) => Outcome::Error(Failure::WinningPointUnreached { points, at }),
         _ => judged,
     }
 }
 
-/// A census that failed, as the trial that ends the sweep.
-fn failed(env: Option<TrialEnv>, o: Outcome) -> Box<Trial> {
-    let o = match o {
-        Outcome::Error(why) if !why.starts_with("census") => Outcome::Error(format!("census: {why}")),
-        other => other,
-    };
-    let t = Trial::ended(0, o);
-    Box::new(match env {
-        Some(env) => t.with_env(env),
-        None => t,
-    })
-}
-
 /// Racer `r`'s ready record, or why there is none.
-fn ready_of(env: &TrialEnv, r: u32) -> Result<Ready, String> {
+fn ready_of(env: &TrialEnv, r: u32) -> Result<Ready, Failure> {
     let bytes = std::fs::read(acks_of(env, r)).unwrap_or_default();
     match journal::parse(&bytes).map(|j| j.ready) {
         Ok(Some(ready)) => Ok(ready),
-        Ok(None) => Err(format!("census: racer r{r} wrote no ready record")),
-        Err(e) => Err(format!("census: {e}")),
+        Ok(None) => Err(Failure::census(Failure::RacerNoReady(r))),
+        Err(error) => Err(Failure::census(Failure::Journal { process: Some(format!("r{r}")), error })),
     }
 }
 
@@ -218,10 +231,14 @@ mod tests {
     #[test]
     fn a_winning_point_r0_never_reached_is_an_error_unless_the_race_fired() {
         let f = Finished { ends: vec![End::Exited(EXIT_WON)], kill_point: None, r0_points: Some(30) };
-        assert!(
-            matches!(unreached(Claim::Winning, 31, &f, Outcome::Pass), Outcome::Error(e) if e.contains("not covered"))
-        );
-        let fire = Outcome::Fire("two won".into());
+        assert!(matches!(
+            unreached(Claim::Winning, 31, &f, Outcome::Pass),
+            Outcome::Error(Failure::WinningPointUnreached { points: 30, at: 31 })
+        ));
+        let fire = Outcome::Fire(crate::pipeline::outcome::Finding {
+            violations: vec![crate::cells::Violation::new("winners", "two won")],
+            power: None,
+        });
         assert_eq!(unreached(Claim::Winning, 31, &f, fire.clone()), fire);
         assert_eq!(unreached(Claim::Losing, 31, &f, Outcome::Pass), Outcome::Pass);
     }

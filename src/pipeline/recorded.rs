@@ -1,9 +1,11 @@
 //! Recorded sweeps: the child runs its workload once, traced and logged
-//! ([`crate::crashstate::record`]); every crash state is rebuilt from the log and
-//! checked in batches ([`super::batch`]); a process-crash state that does
-//! not pass is confirmed by a real kill at its point before it is reported.
+//! ([`crate::crashstate::record`]); every crash state is rebuilt from the
+//! log ([`crate::crashstate::state`]) and checked in batches
+//! ([`super::batch`]); a process-crash state that does not pass is
+//! confirmed by a real kill at its point ([`super::point`]) before it is
+//! reported.
 //!
-//! Crash model: as [`super::source`]'s syscall kill: state N is what a
+//! Crash model: as [`super::point`]'s syscall kill: state N is what a
 //! `SIGKILL` at the entry of kill point N leaves, i.e. the logged calls
 //! before N. Clause: the cell's, judged by [`super::verdict`] like any
 //! trial. Trust: the log is only used when, replayed to the end, it agrees
@@ -12,11 +14,14 @@
 //! fires is reported only once a real kill at its point fires too; one that
 //! fires only when recorded is an `error` naming the non-determinism.
 
-use super::batch::{State, check, evidence_env};
-use super::source::{Workload, ended_well};
-use super::sweep::{Census, Filter, Swept, preflight, sweep, trace_outcome};
-use super::{Outcome, Trial};
+use super::batch::Checker;
+use super::census::{Census, Filter, preflight, trace_outcome};
+use super::outcome::{Failure, Outcome};
+use super::sweep::{Swept, sweep};
+use super::trial::Trial;
+use super::workload::{Workload, ended_well, ended_with};
 use crate::crashstate::record::record;
+use crate::crashstate::state::process_states;
 use crate::crashstate::{Files, Log, Names};
 use crate::harness::Traced;
 use crate::kill::syscall::{Driven, Goal, sweep_points};
@@ -43,9 +48,7 @@ impl Workload<'_> {
         let filter = preflight().map_err(|outcome| unplanned(Trial::ended(0, outcome)))?;
         let rec = self.record(filter).map_err(|trial| unplanned(*trial))?;
         if !rec.census.audit.honored {
-            let mut t = Trial::ended(0, Outcome::Skip(rec.census.audit.reason.clone()));
-            t.audit = Some(rec.census.audit);
-            return Err(unplanned(t));
+            return Err(Box::new(Swept::skipped(rec.census)));
         }
         Ok(rec)
     }
@@ -53,22 +56,15 @@ impl Workload<'_> {
     /// Runs the sweep's workload once, traced, to its own end, logging every
     /// call on the trial's files; then audits the leg and self-checks the log.
     pub fn record(&self, filter: Filter) -> Result<Recording, Box<Trial>> {
-        let fail = |env: Option<TrialEnv>, o: Outcome| {
-            let t = Trial::ended(0, census_error(o));
-            Box::new(match env {
-                Some(env) => t.with_env(env),
-                None => t,
-            })
-        };
-        let env = self.env("census").map_err(|o| fail(None, o))?;
+        let env = self.env("census").map_err(|f| ended_with(None, Outcome::Error(Failure::census(f))))?;
         let log = match self.record_in(&env, filter) {
             Ok(log) => log,
-            Err(o) => return Err(fail(Some(env), o)),
+            Err(o) => return Err(ended_with(Some(env), o.of_census())),
         };
         // The points, and one more: the state the child's own end left.
         let census = match self.census_of(&env, log.total() + 1) {
             Ok(c) => c,
-            Err(o) => return Err(fail(Some(env), o)),
+            Err(f) => return Err(ended_with(Some(env), Outcome::Error(f))),
         };
         let names = Names::new(&env.db, &env.acks, &env.transport);
         let dir = env.db.parent().expect("a trial's database is in its folder");
@@ -80,9 +76,29 @@ impl Workload<'_> {
         let mut child = Traced::spawn(self.sweep_command(env), Some(&env.stderr), filter, self.ctx.deadline)
             .map_err(|e| trace_outcome(e, self.ctx))?;
         match record(&mut child, &self.targets(env), Goal::ToEnd) {
-            Ok((Driven::Exited { exit, counted }, log)) => ended_well(exit, counted, &child.stderr_tail()).map(|_| log),
-            Ok((Driven::At(p), _)) => Err(Outcome::Error(format!("the recording stopped at point {}", p.ordinal))),
+            Ok((Driven::Exited { exit, counted }, log)) => {
+                ended_well(exit, counted, &child.stderr_tail()).map(|_| log).map_err(Outcome::Error)
+            }
+            Ok((Driven::At(p), _)) => Err(Outcome::Error(Failure::RecordingStopped(p.ordinal))),
             Err(e) => Err(trace_outcome(e, self.ctx)),
+        }
+    }
+
+    /// What checks the states rebuilt from `rec`.
+    pub fn checker<'a>(
+        &'a self,
+        rec: &'a Recording,
+        label: &'a (dyn Fn(&str) -> String + Sync),
+        make_env: &'a (dyn Fn(&str) -> Result<TrialEnv, Failure> + Sync),
+    ) -> Checker<'a> {
+        Checker {
+            ctx: self.ctx,
+            cell: self.cell,
+            leg: self.leg,
+            census: &rec.census,
+            recorded: &rec.env,
+            label,
+            make_env,
         }
     }
 }
@@ -99,14 +115,6 @@ fn fallback_note(why: &str) -> String {
         "recorded states not used: after the run, {why} (the child writes in a way the tracer does not see, \
          e.g. through mmap); every point re-ran the child"
     )
-}
-
-/// A recording's failure names the census it stands for.
-fn census_error(o: Outcome) -> Outcome {
-    match o {
-        Outcome::Error(why) if !why.starts_with("census") => Outcome::Error(format!("census: {why}")),
-        other => other,
-    }
 }
 
 /// The trials of a recorded process-crash sweep of `w`; where the log
@@ -128,10 +136,11 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
     let points = sweep_points(rec.census.points, None, w.ctx.options.points, seed);
     w.ctx.tally.planned(points.len() as u64);
     let states = process_states(&rec.log, &points);
-    let mut trials = check(w, &rec, states);
+    let label = |l: &str| w.label(l);
+    let make_env = |l: &str| w.env(l);
+    let mut trials = w.checker(&rec, &label, &make_env).check(states);
     trials.iter().for_each(|_| w.ctx.tally.done());
-    let last_bad = trials.last().is_some_and(|t| t.outcome != Outcome::Pass);
-    if last_bad {
+    if trials.last().is_some_and(Trial::is_bad) {
         let recorded = trials.pop().expect("a last trial");
         let real = w.kill_at(rec.filter, u64::from(recorded.index), &rec.census);
         trials.push(decide(recorded, real));
@@ -139,75 +148,45 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
     Swept { planned: Some(points), trials }
 }
 
-/// The process-crash state at each of `points` (ascending), with its acks.
-fn process_states(log: &Log, points: &[u64]) -> Vec<State> {
-    let mut files = Files::default();
-    let mut applied = 0;
-    let mut states = Vec::with_capacity(points.len());
-    for &n in points {
-        let before = log.before(n);
-        for e in &before[applied..] {
-            files.apply(&e.effect);
-        }
-        applied = before.len();
-        let acks = files.get(crate::kill::syscall::FileKind::Acks).unwrap_or_default().to_vec();
-        let point = log.point(n);
-        states.push(State { point, acks, files: files.clone(), version: files.version(), rule: None });
-    }
-    states
-}
-
 /// A recorded state that did not pass, against a real kill at its point:
 /// the real kill's trial when it does not pass either (confirmed), else an
 /// `error` naming the non-determinism, with the recorded state as evidence.
 pub fn decide(recorded: Trial, real: Trial) -> Trial {
     let n = recorded.index;
-    if real.outcome != Outcome::Pass {
+    if real.is_bad() {
         let mut t = real;
         t.details.push(format!("confirmed by a real kill at point {n}"));
-        if let Some(why) = reason(&recorded.outcome).filter(|w| Some(*w) != reason(&t.outcome)) {
-            t.details.push(format!("the recorded state at point {n} found: {why}"));
+        if recorded.outcome != t.outcome {
+            t.details.push(format!("the recorded state at point {n} found: {}", recorded.outcome));
         }
         return t;
     }
-    let found = reason(&recorded.outcome).unwrap_or("a verdict other than pass").to_string();
-    let why = format!(
-        "point {n} fails only when recorded: the recorded state found {found}, but a real kill at point {n} \
-         passes; the child does not write the same bytes on every run (a clock, a random salt, scheduling), \
-         so its recorded states do not stand for it (run with --replay off)"
-    );
     let mut t = recorded;
-    t.outcome = Outcome::Error(why);
+    let found = Box::new(std::mem::replace(&mut t.outcome, Outcome::Pass));
+    t.outcome = Outcome::Error(Failure::OnlyRecorded { point: n, found });
     t
-}
-
-fn reason(o: &Outcome) -> Option<&str> {
-    match o {
-        Outcome::Pass => None,
-        Outcome::Fire(r) | Outcome::Skip(r) | Outcome::Error(r) | Outcome::Interrupted(r) => Some(r),
-    }
-}
-
-/// The evidence of a recorded state: its files as the log rebuilds them, in
-/// a trial folder of their own.
-pub(super) fn recorded_evidence(w: &Workload, state: &State, label: &str) -> Option<TrialEnv> {
-    evidence_env(w, state, label, "recorded-state.txt", "this state was rebuilt from the recorded run's log")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cells::Violation;
+    use crate::pipeline::outcome::Finding;
 
     fn trial(n: u32, outcome: Outcome) -> Trial {
         Trial::ended(n, outcome)
     }
 
+    fn lost(m: &str) -> Outcome {
+        Outcome::Fire(Finding { violations: vec![Violation::new("lost-ack", format!("lost {m}"))], power: None })
+    }
+
     #[test]
     fn a_fire_a_real_kill_repeats_is_confirmed_and_reported_as_the_real_kill() {
-        let t = decide(trial(7, Outcome::Fire("lost m1".into())), trial(7, Outcome::Fire("lost m1".into())));
-        assert_eq!(t.outcome, Outcome::Fire("lost m1".into()));
+        let t = decide(trial(7, lost("m1")), trial(7, lost("m1")));
+        assert_eq!(t.outcome, lost("m1"));
         assert_eq!(t.details, ["confirmed by a real kill at point 7"]);
-        let t = decide(trial(7, Outcome::Fire("lost m1".into())), trial(7, Outcome::Fire("lost m0".into())));
+        let t = decide(trial(7, lost("m1")), trial(7, lost("m0")));
         assert_eq!(t.details[1], "the recorded state at point 7 found: lost m1");
     }
 
@@ -237,8 +216,10 @@ mod tests {
 
     #[test]
     fn a_fire_only_the_recording_sees_is_an_error_naming_the_non_determinism() {
-        let t = decide(trial(7, Outcome::Fire("lost m1".into())), trial(7, Outcome::Pass));
-        let Outcome::Error(why) = &t.outcome else { panic!("{:?}", t.outcome) };
+        let t = decide(trial(7, lost("m1")), trial(7, Outcome::Pass));
+        let Outcome::Error(Failure::OnlyRecorded { point: 7, found }) = &t.outcome else { panic!("{:?}", t.outcome) };
+        assert_eq!(**found, lost("m1"));
+        let why = t.outcome.to_string();
         assert!(why.starts_with("point 7 fails only when recorded: the recorded state found lost m1"), "{why}");
         assert!(why.contains("does not write the same bytes on every run"), "{why}");
         assert_eq!(t.index, 7);

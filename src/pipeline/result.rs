@@ -4,12 +4,15 @@
 
 use std::time::Instant;
 
+use super::context::Context;
 use super::coverage::{self, Coverage};
+use super::outcome::{Failure, Interruption, Outcome, Skip};
 use super::pending::Pending;
 use super::race::Race;
-use super::source::Workload;
+use super::race_sweep::RaceSweep;
 use super::sweep::sweep;
-use super::{Context, Outcome, Trial};
+use super::trial::Trial;
+use super::workload::Workload;
 use crate::catalog::Status;
 use crate::cells::{Cell, Shape};
 use crate::harness::interrupted;
@@ -48,10 +51,7 @@ pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
             let reason = job.cell.reason.clone().unwrap_or_default();
             return base_result(job, ctx, Verdict::Stub, reason, 0);
         }
-        (Status::Live, None, _) => {
-            let why = format!("cell `{}` has no probe in this driver", job.cell.id);
-            (vec![Trial::ended(0, Outcome::Error(why))], None)
-        }
+        (Status::Live, None, _) => (vec![Trial::ended(0, Outcome::Error(Failure::NoProbe(job.cell.id.clone())))], None),
         (Status::Live, Some(cell), Some(leg)) => trials(job, cell, leg, ctx),
     };
     mark_interrupted(&mut trials);
@@ -68,9 +68,12 @@ pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
 /// but a skip when the child lacks an operation the shape runs), and for a
 /// syscall sweep the kill points it planned and landed.
 fn trials(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context) -> (Vec<Trial>, Option<Coverage>) {
-    let shape = cell.shape(&job.cell.params);
+    let shape = match cell.shape(&job.cell.params) {
+        Ok(shape) => shape,
+        Err(missing) => return (vec![Trial::ended(0, Outcome::Error(Failure::Shape(missing)))], None),
+    };
     if let Some(missing) = missing_operation(ctx, &shape) {
-        return (vec![Trial::ended(0, Outcome::Skip(format!("the child does not implement `{missing}`")))], None);
+        return (vec![Trial::ended(0, Outcome::Skip(Skip::MissingOperation(missing)))], None);
     }
     match (shape, job.kill) {
         (Shape::Workload { op, window, sweep_acks, recovery }, kill) => {
@@ -81,10 +84,7 @@ fn trials(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context) -> (Vec<Trial>, 
                 KillMode::Syscall if re_execute(ctx) => covered(sweep(ctx, job.seed, &w)),
                 KillMode::Syscall => covered(super::recorded::process_sweep(&w, job.seed)),
                 KillMode::Power => covered(super::power::power_sweep(&w, job.seed)),
-                KillMode::None => {
-                    let why = "a workload cell has no run without a kill (--kill none selects races)".into();
-                    (vec![Trial::ended(0, Outcome::Error(why))], None)
-                }
+                KillMode::None => (vec![Trial::ended(0, Outcome::Error(Failure::NoKill))], None),
             }
         }
         (Shape::Race { racers }, kill) => {
@@ -93,8 +93,8 @@ fn trials(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context) -> (Vec<Trial>, 
                 // Reports before kill mode `none` planned the race as `timed`.
                 KillMode::None | KillMode::Timed => (in_order(job, ctx, cell, &|i| race.free(i)), None),
                 // A race's states depend on the other racers: always re-executed.
-                KillMode::Syscall => race.sweep(),
-                KillMode::Power => (vec![Trial::ended(0, Outcome::Skip(RACE_POWER.into()))], None),
+                KillMode::Syscall => RaceSweep::run(&race),
+                KillMode::Power => (vec![Trial::ended(0, Outcome::Skip(Skip::RacePower))], None),
             }
         }
     }
@@ -128,10 +128,6 @@ fn covered(swept: super::sweep::Swept) -> (Vec<Trial>, Option<Coverage>) {
     let coverage = coverage::of(&swept, &[]);
     (swept.trials, coverage)
 }
-
-/// Why a race has no power-loss states.
-const RACE_POWER: &str = "power-loss states are not modelled for races: a race's crash states depend on \
-                          the other racers, which one recording cannot stand for";
 
 /// Whether a syscall sweep re-runs the child at each point: `--replay off`,
 /// or one `--point` (a repro: a real kill is the command that reruns it).
@@ -168,8 +164,9 @@ fn in_order(job: &Job, ctx: &Context, cell: &dyn Cell, run: &(dyn Fn(u32) -> Pen
 /// failed in the same moment, and keeps what that step said.
 fn mark_interrupted(trials: &mut [Trial]) {
     let Some(last) = trials.last_mut() else { return };
-    if let (Outcome::Error(why), Some(_)) = (&last.outcome, interrupted()) {
-        last.outcome = Outcome::Interrupted(format!("then: {why}"));
+    if let (Outcome::Error(_), Some(_)) = (&last.outcome, interrupted()) {
+        let Outcome::Error(why) = std::mem::replace(&mut last.outcome, Outcome::Pass) else { unreachable!() };
+        last.outcome = Outcome::Interrupted(Interruption::Then(Box::new(why)));
     }
 }
 
@@ -212,12 +209,13 @@ fn repro(job: &Job, ctx: &Context, decisive: Option<u32>) -> String {
 
 /// Folds trials into a result: the last trial decides (runs stop at the
 /// first fire, error or skip); a pass reports the least acked of its trials.
+/// Here the decisive trial's typed outcome becomes the result's words.
 fn fold(job: &Job, ctx: &Context, trials: &[Trial]) -> CellResult {
     let last = trials.last().expect("at least one trial");
     let (verdict, reason) = match &last.outcome {
         Outcome::Pass => (Verdict::Pass, String::new()),
         Outcome::Fire(r) => (Verdict::Fire, format!("trial {}: {r}", last.index)),
-        Outcome::Skip(r) => (Verdict::Skip, r.clone()),
+        Outcome::Skip(r) => (Verdict::Skip, r.to_string()),
         Outcome::Error(r) => (Verdict::Error, format!("trial {}: {r}", last.index)),
         Outcome::Interrupted(r) => (Verdict::Interrupted, format!("trial {}: {INTERRUPTED} ({r})", last.index)),
     };
@@ -294,7 +292,9 @@ mod tests {
         let work = tempfile::tempdir().unwrap();
         let leg = crate::matrix::Matrix::load("default").unwrap().legs.remove(0);
         let env = crate::trialdir::TrialEnv::new(work.path(), &leg, "t0").unwrap();
-        let trial = Trial::ended(0, Outcome::Fire("lost".into())).with_env(env);
+        let lost = crate::cells::Violation::new("lost-ack", "lost");
+        let fire = Outcome::Fire(crate::pipeline::outcome::Finding { violations: vec![lost], power: None });
+        let trial = Trial::ended(0, fire).with_env(env);
         let job = first_job();
         let mut result = fold(&job, &c, std::slice::from_ref(&trial));
         keep_evidence(&c, &mut result, vec![trial]);
@@ -324,8 +324,9 @@ mod tests {
         c.options.trials = Some(4);
         let heard = Arc::clone(&steps);
         c.tally = crate::pipeline::Tally::new(move |s| heard.lock().unwrap().push(s));
-        let run =
-            |i: u32| Pending::ended(Trial::ended(i, if i == 2 { Outcome::Error("x".into()) } else { Outcome::Pass }));
+        let run = |i: u32| {
+            Pending::ended(Trial::ended(i, if i == 2 { Outcome::Error(Failure::NoKill) } else { Outcome::Pass }))
+        };
         let cell = crate::cells::find("prefix-durability").unwrap();
         assert_eq!(in_order(&first_job(), &c, cell, &run).len(), 3);
         use crate::pipeline::Step::{Done, Planned};

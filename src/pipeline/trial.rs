@@ -2,24 +2,10 @@
 //! recovery said, and the folder it ran in ([`TrialEnv`]), which is removed
 //! when the trial passes and kept as evidence when it does not.
 
+use super::outcome::Outcome;
 use crate::kill::KillPoint;
 use crate::legaudit::Audit;
 use crate::trialdir::TrialEnv;
-
-/// What a trial concluded.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    Pass,
-    /// The clause was violated; the reason says how.
-    Fire(String),
-    /// The leg could not be probed here.
-    Skip(String),
-    /// The harness could not reach a verdict.
-    Error(String),
-    /// The run was interrupted (`SIGINT`/`SIGTERM`) before a verdict; the
-    /// reason says where the trial was.
-    Interrupted(String),
-}
 
 /// A finished trial.
 #[derive(Debug)]
@@ -59,10 +45,15 @@ impl Trial {
 
     /// Ends the trial with `outcome` unless an earlier step already ended it.
     pub fn conclude(mut self, outcome: Outcome) -> Trial {
-        if self.outcome == Outcome::Pass {
+        if self.outcome.is_pass() {
             self.outcome = outcome;
         }
         self
+    }
+
+    /// Whether the trial ended on something other than a pass.
+    pub fn is_bad(&self) -> bool {
+        !self.outcome.is_pass()
     }
 
     /// Gives the trial its folder, kept as evidence if it does not pass.

@@ -35,12 +35,15 @@ use crate::trialdir::TrialEnv;
 pub use batch::{BatchRecovery, Pair, recover_batch};
 
 /// Why a recovery pass gave no state: the harness's error, never a finding.
-#[derive(Debug, thiserror::Error)]
+/// The operating system's and the child's words travel as text (an
+/// `io::Error` is neither cloned nor compared), so that a pipeline outcome
+/// can carry this error as data.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RecoveryError {
-    #[error("copying the database for recovery pass {pass}: {source}")]
-    Copy { pass: u32, source: std::io::Error },
-    #[error("recovery pass {pass} could not start: {source}")]
-    Start { pass: u32, source: std::io::Error },
+    #[error("copying the database for recovery pass {pass}: {why}")]
+    Copy { pass: u32, why: String },
+    #[error("recovery pass {pass} could not start: {why}")]
+    Start { pass: u32, why: String },
     #[error("recovery pass {pass} failed ({exit}): {stderr_tail}")]
     Failed { pass: u32, exit: Exit, stderr_tail: String },
     #[error("recovery pass {pass} did not finish within {deadline:?}")]
@@ -48,12 +51,12 @@ pub enum RecoveryError {
     /// The run was interrupted during the pass: no finding, no error.
     #[error("recovery pass {pass} was cut short by the interrupt")]
     Interrupted { pass: u32 },
-    #[error("recovery pass {pass}: {source}")]
-    Read { pass: u32, source: std::io::Error },
+    #[error("recovery pass {pass}: {why}")]
+    Read { pass: u32, why: String },
     #[error("recovery pass 1 printed no dump: {0}")]
-    NotADump(serde_json::Error),
-    #[error("copying the transport for recovery pass {pass}: {source}")]
-    CopyTransport { pass: u32, source: std::io::Error },
+    NotADump(String),
+    #[error("copying the transport for recovery pass {pass}: {why}")]
+    CopyTransport { pass: u32, why: String },
     #[error("recovery pass {pass}: the recovery step `{op}` failed ({exit}): {stderr_tail}")]
     StepFailed { pass: u32, op: Op, exit: Exit, stderr_tail: String },
     #[error("recovery pass {pass}: the recovery step `{op}` did not finish within {deadline:?}")]
@@ -98,7 +101,7 @@ impl Recovered {
     /// Two passes of one state: the first parsed, the two compared (the
     /// dumps, then the transports their steps left).
     fn of(first: &Pass, second: &Pass, step: Option<Op>) -> Result<Recovered, RecoveryError> {
-        let dump: Dump = serde_json::from_str(first.dump.trim()).map_err(RecoveryError::NotADump)?;
+        let dump: Dump = serde_json::from_str(first.dump.trim()).map_err(|e| RecoveryError::NotADump(e.to_string()))?;
         let deliveries = transport::parse(&first.transport).map_err(RecoveryError::Transport)?;
         let nondeterministic = if first.dump != second.dump {
             Some(first_difference(&first.dump, &second.dump))
@@ -147,10 +150,10 @@ fn run_op(p: &Passes, args: &OpArgs, n: u32, name: &str) -> Result<Result<String
     let stdout = p.out.join(format!("{name}.json"));
     let stderr = p.out.join(format!("{name}.stderr"));
     let (exit, stderr_tail) = run_to_end(p.child.command(&args.to_args(), p.home), &stdout, &stderr, p.deadline)
-        .map_err(|source| RecoveryError::Start { pass: n, source })?;
+        .map_err(|e| RecoveryError::Start { pass: n, why: e.to_string() })?;
     match exit {
         Ok(Exit::Code(0)) => {
-            std::fs::read_to_string(&stdout).map(Ok).map_err(|source| RecoveryError::Read { pass: n, source })
+            std::fs::read_to_string(&stdout).map(Ok).map_err(|e| RecoveryError::Read { pass: n, why: e.to_string() })
         }
         Ok(exit) => Ok(Err((exit, stderr_tail))),
         Err(Cut::Deadline) => Err(RecoveryError::Deadline { pass: n, deadline: p.deadline }),
@@ -231,10 +234,11 @@ pub fn recover(child: &ChildCommand, deadline: Duration, env: &TrialEnv) -> Resu
 /// database and its journals, and the transport when a step will read it.
 fn pass_copies(env: &TrialEnv, n: u32) -> Result<(PathBuf, PathBuf), RecoveryError> {
     let copies = env.path(&format!("recovery-{n}"));
-    let db = copy_db(&env.db, &copies).map_err(|source| RecoveryError::Copy { pass: n, source })?;
+    let db = copy_db(&env.db, &copies).map_err(|e| RecoveryError::Copy { pass: n, why: e.to_string() })?;
     let transport = copies.join("transport.ndjson");
     if env.recovery_step.is_some() && env.transport.exists() {
-        std::fs::copy(&env.transport, &transport).map_err(|source| RecoveryError::CopyTransport { pass: n, source })?;
+        std::fs::copy(&env.transport, &transport)
+            .map_err(|e| RecoveryError::CopyTransport { pass: n, why: e.to_string() })?;
     }
     Ok((db, transport))
 }

@@ -6,10 +6,12 @@ pub mod human;
 pub mod junit;
 pub mod markdown;
 pub mod merge;
+mod render;
 mod repro;
 mod summary;
 
 pub use merge::Partition;
+pub use render::{Format, render};
 pub use summary::Summary;
 
 use crate::kill::KillPoint;
@@ -257,25 +259,6 @@ impl Report {
         report.summary = Summary::of(&report.results);
         report.annotate();
         Ok(report)
-    }
-}
-
-/// The output formats of `run` and `report`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Human,
-    Json,
-    Junit,
-    Markdown,
-}
-
-/// Renders `report` in `format`.
-pub fn render(report: &Report, format: Format, color: bool) -> Result<String> {
-    match format {
-        Format::Human => Ok(human::render(report, color)),
-        Format::Json => Ok(report.to_json()),
-        Format::Junit => junit::render(report),
-        Format::Markdown => Ok(markdown::render(report)),
     }
 }
 

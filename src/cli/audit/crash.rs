@@ -76,7 +76,7 @@ fn workload_cells(catalog: &Catalog) -> Vec<String> {
         .filter(|c| c.status == Status::Live)
         .filter(|c| {
             crate::cells::find(&c.id).is_some_and(|cell| {
-                cell.answers_durability() && matches!(cell.shape(&c.params), Shape::Workload { .. })
+                cell.answers_durability() && matches!(cell.shape(&c.params), Ok(Shape::Workload { .. }))
             })
         })
         .map(|c| c.id.clone())

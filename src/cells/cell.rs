@@ -1,0 +1,167 @@
+//! What a cell is: the trait a cell implements, the shape of what its child
+//! runs, what the judge sees after a crash, and what it finds. Every cell
+//! module imports these from here; the registry ([`super`]) lists the cells.
+
+use crashcells_protocol::{Ack, Delivery, Dump, Op};
+
+use crate::catalog::Params;
+
+/// A live cell: its workload and its judgement.
+pub trait Cell: Sync {
+    /// The cell's id, as its catalog file (`cells/N-ID.toml`) names it: the
+    /// one place in the driver that names the cell.
+    fn id(&self) -> &'static str;
+
+    /// What the child runs, from the cell's catalog parameters (the TOML is
+    /// where they live: no default here); a parameter the shape needs and
+    /// the catalog lacks is an error that names it.
+    fn shape(&self, params: &Params) -> Result<Shape, MissingParam>;
+
+    /// The clause: what in the recovered state violates it, given what each
+    /// process acknowledged and how it ended. Determinism of recovery and
+    /// the integrity check are the pipeline's, for every cell.
+    fn check(&self, seen: &Seen) -> Violations;
+
+    /// What a result reports as acknowledged: by default, every ack.
+    fn acked(&self, processes: &[Process]) -> u64 {
+        processes.iter().map(|p| p.acks.len() as u64).sum()
+    }
+
+    /// Whether `crashcells audit`'s crash columns run this cell: its clause
+    /// is that acknowledged commits survive (a single-row commit and a
+    /// multi-statement one are enough to tell which journal mode and level
+    /// keep them; cells whose clause is about something else stay out of an
+    /// audit of fifteen legs). Every cell says, so that none is left out
+    /// of the audit without a word.
+    fn answers_durability(&self) -> bool;
+}
+
+/// A parameter a cell's shape needs that its catalog file does not give.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("field `params.{0}`: the cell's shape needs it")]
+pub struct MissingParam(pub &'static str);
+
+/// The parameter `name`'s value, or the error that names it.
+pub fn need<T>(value: Option<T>, name: &'static str) -> Result<T, MissingParam> {
+    value.ok_or(MissingParam(name))
+}
+
+/// What a cell's child runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// One child runs `op` until it is killed: a timed kill once `window`
+    /// acks are reached (plus a seeded extra), and a syscall (or power)
+    /// sweep over every kill point of `sweep_acks` operations run to the
+    /// child's own end (the catalog's `sweep_ops`). With a `recovery` step,
+    /// each recovery pass runs it to its end on its own copy of the crash
+    /// state (the database and the transport) before `dump`: what the store
+    /// does on restart (cell 5's `catch-up`).
+    Workload { op: Op, window: u64, sweep_acks: u64, recovery: Option<Op> },
+    /// `park`, then `racers` claimants released together by a barrier; under
+    /// syscall kills, racer r0 is killed at each of its points.
+    Race { racers: u32 },
+}
+
+impl Shape {
+    /// A workload of `op` with the catalog's `window` (the timed kill's) and
+    /// `sweep_ops` (a sweep's operations), and the recovery step if any.
+    pub fn workload(op: Op, params: &Params, recovery: Option<Op>) -> Result<Shape, MissingParam> {
+        let window = need(params.window, "window")?;
+        let sweep_acks = need(params.sweep_ops, "sweep_ops")?;
+        Ok(Shape::Workload { op, window, sweep_acks, recovery })
+    }
+
+    /// The child operations the shape runs: a child that lacks one of them
+    /// cannot be probed by the cell, which is then skipped.
+    pub fn operations(&self) -> Vec<Op> {
+        match *self {
+            Shape::Workload { op, recovery, .. } => {
+                [Some(op), recovery, Some(Op::Dump)].into_iter().flatten().collect()
+            }
+            Shape::Race { .. } => vec![Op::Park, Op::Claim, Op::Dump],
+        }
+    }
+}
+
+/// How a process of a trial ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// Killed by the driver at the trial's kill point.
+    Killed,
+    /// Ended on its own with this exit code.
+    Exited(i32),
+}
+
+/// One process of a trial, as the judge sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Process {
+    /// `child`, or the racer's name (`r0`, `r1`, ...).
+    pub name: String,
+    pub acks: Vec<Ack>,
+    pub end: End,
+}
+
+/// What a crash left: each process's acks and end, and the recovered state.
+#[derive(Clone, Copy, Debug)]
+pub struct Seen<'a> {
+    pub processes: &'a [Process],
+    pub dump: &'a Dump,
+    /// The workload's `--seed` (an operation that takes one), else 0.
+    pub seed: u64,
+    /// What the transport holds after recovery: every delivery the
+    /// provider accepted, in order (empty for a child that sends nothing).
+    pub deliveries: &'a [Delivery],
+}
+
+impl Seen<'_> {
+    /// The acks of every process, in process order.
+    pub fn acks(&self) -> impl Iterator<Item = &Ack> {
+        self.processes.iter().flat_map(|p| &p.acks)
+    }
+}
+
+/// The word for `n` of a thing, for a reader: `one` for 1, else `many`.
+pub fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 { one } else { many }
+}
+
+/// One way a crash state broke a clause: its kind, stable for the same bug
+/// whatever the numbers (`lost-ack`, not "acked append m3 was lost": a
+/// finding's fingerprint is made of it), and the sentence a reader needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    pub kind: &'static str,
+    pub text: String,
+}
+
+impl Violation {
+    pub fn new(kind: &'static str, text: impl Into<String>) -> Violation {
+        Violation { kind, text: text.into() }
+    }
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// What a check found: each violation, and the facts a reader of a fire
+/// needs (what was acked, what was recovered).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Violations {
+    pub found: Vec<Violation>,
+    pub details: Vec<String>,
+}
+
+impl Violations {
+    /// Records a violation of kind `kind`.
+    pub fn fire(&mut self, kind: &'static str, text: impl Into<String>) {
+        self.found.push(Violation::new(kind, text));
+    }
+
+    /// The violations' sentences, in order.
+    pub fn texts(&self) -> Vec<&str> {
+        self.found.iter().map(|v| v.text.as_str()).collect()
+    }
+}

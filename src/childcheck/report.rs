@@ -1,0 +1,93 @@
+//! What `child-check` reports: each check's status and detail, the whole
+//! report, and its human rendering.
+
+use serde::Serialize;
+
+/// The schema of the JSON report.
+pub const SCHEMA: &str = "crashcells.child-check.v1";
+
+/// What became of one check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Ok,
+    Fail,
+    /// Not run: what it needs did not happen (the detail says what).
+    NotRun,
+}
+
+impl Status {
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Fail => "FAIL",
+            Status::NotRun => "not run",
+        }
+    }
+}
+
+/// One clause of the protocol and whether the child keeps it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Finding {
+    pub check: &'static str,
+    /// True only for `ok` (a check that did not run is not ok).
+    pub ok: bool,
+    pub status: Status,
+    pub detail: String,
+}
+
+impl Finding {
+    pub(super) fn of(check: &'static str, result: Result<String, String>) -> Finding {
+        match result {
+            Ok(detail) => Finding { check, ok: true, status: Status::Ok, detail },
+            Err(detail) => Finding { check, ok: false, status: Status::Fail, detail },
+        }
+    }
+
+    pub(super) fn not_run(check: &'static str, why: String) -> Finding {
+        Finding { check, ok: false, status: Status::NotRun, detail: why }
+    }
+}
+
+/// What `child-check` found.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckReport {
+    pub schema: &'static str,
+    pub child: String,
+    /// The version the child's ready record says it speaks (null without one).
+    pub protocol: Option<u32>,
+    pub sqlite_version: Option<String>,
+    pub journal_mode: Option<String>,
+    pub conforming: bool,
+    pub checks: Vec<Finding>,
+}
+
+impl CheckReport {
+    /// `0` conforming, `1` not.
+    pub fn exit_code(&self) -> i32 {
+        if self.conforming { 0 } else { 1 }
+    }
+
+    pub fn to_human(&self) -> String {
+        let mut out = format!(
+            "child-check: {} (protocol {}, SQLite {}, journal_mode {})\n",
+            self.child,
+            self.protocol.map_or("?".into(), |p| p.to_string()),
+            self.sqlite_version.as_deref().unwrap_or("?"),
+            self.journal_mode.as_deref().unwrap_or("?")
+        );
+        for f in &self.checks {
+            out.push_str(&format!("{:<7} {:<20} {}\n", f.status.label(), f.check, f.detail));
+        }
+        let count = |s: Status| self.checks.iter().filter(|f| f.status == s).count();
+        let verdict = if self.conforming { "conforming" } else { "NOT conforming" };
+        out.push_str(&format!(
+            "{verdict}: {} of {} checks pass, {} fail, {} not run\n",
+            count(Status::Ok),
+            self.checks.len(),
+            count(Status::Fail),
+            count(Status::NotRun)
+        ));
+        out
+    }
+}

@@ -1,0 +1,337 @@
+//! What a trial concluded, as data: a pass, a fire with the violations that
+//! made it (and, for a power-loss state, the rule that made the state), a
+//! skip with its reason, the harness's error with its cause, or an
+//! interruption with the step it cut short.
+//!
+//! Every reason is a variant, carried typed from where it arose to the
+//! result; the report is where it becomes a sentence ([`std::fmt::Display`],
+//! called once, when a result is folded). Nothing in the pipeline reads a
+//! reason back from its text: a census failure is wrapped once by
+//! [`Failure::census`], a confirmation compares findings as values.
+
+use std::time::Duration;
+
+use crashcells_protocol::{Op, spoken};
+
+use crate::cells::{End, MissingParam, Violation};
+use crate::harness::{Exit, ReapError};
+use crate::journal::JournalError;
+use crate::recovery::RecoveryError;
+
+/// What a trial concluded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Pass,
+    /// The clause was violated.
+    Fire(Finding),
+    /// The leg could not be probed here.
+    Skip(Skip),
+    /// The harness could not reach a verdict.
+    Error(Failure),
+    /// The run was interrupted (`SIGINT`/`SIGTERM`) before a verdict.
+    Interrupted(Interruption),
+}
+
+impl Outcome {
+    pub fn is_pass(&self) -> bool {
+        matches!(self, Outcome::Pass)
+    }
+
+    /// The outcome of a census, a whole-sweep step that stands for every
+    /// point: its failure says so (once, however deep it is wrapped).
+    pub fn of_census(self) -> Outcome {
+        match self {
+            Outcome::Error(f) => Outcome::Error(Failure::census(f)),
+            other => other,
+        }
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Pass => f.write_str("a pass"),
+            Outcome::Fire(x) => x.fmt(f),
+            Outcome::Skip(x) => x.fmt(f),
+            Outcome::Error(x) => x.fmt(f),
+            Outcome::Interrupted(x) => x.fmt(f),
+        }
+    }
+}
+
+/// A violated clause: every violation found (the first is the reason, the
+/// others are listed in the details), and how a modelled crash state came
+/// about, when a model made it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    pub violations: Vec<Violation>,
+    pub power: Option<PowerLoss>,
+}
+
+impl Finding {
+    /// The violation a result reports.
+    pub fn first(&self) -> Option<&Violation> {
+        self.violations.first()
+    }
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(p) = &self.power {
+            write!(f, "{p}: ")?;
+        }
+        match self.violations.as_slice() {
+            [] => f.write_str("the clause was violated"),
+            [one] => one.fmt(f),
+            [first, rest @ ..] => write!(f, "{first} (and {} more, in the details)", rest.len()),
+        }
+    }
+}
+
+/// The power loss that left a state: the kill point it struck at, the rule
+/// that dropped the data (the model's sentence), and how many later
+/// operations the state also lost.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PowerLoss {
+    pub point: u64,
+    pub rule: String,
+    pub later: usize,
+}
+
+impl std::fmt::Display for PowerLoss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "power loss at #{}: {}", self.point, self.rule)?;
+        if self.later > 0 {
+            write!(f, " (and {} later operations were lost)", self.later)?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a leg or a result could not be probed here.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Skip {
+    /// The leg audit's reason: the child ran another mode or level.
+    #[error("{0}")]
+    NotHonored(String),
+    #[error("syscall kill points unavailable: {0}")]
+    NoTracing(String),
+    /// This architecture has no syscall table of ours.
+    #[error("{0}")]
+    Architecture(String),
+    #[error("the child does not implement `{0}`")]
+    MissingOperation(Op),
+    #[error(
+        "power-loss states are not modelled for races: a race's crash states depend on the other racers, \
+         which one recording cannot stand for"
+    )]
+    RacePower,
+}
+
+/// Why the harness could not reach a verdict. The operating system's and
+/// the child's own words (an errno's text, a stderr tail) travel as text.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Failure {
+    #[error("census: {0}")]
+    Census(Box<Failure>),
+    #[error("trial folder: {0}")]
+    TrialFolder(String),
+    #[error("could not start the child `{child}`: {why}")]
+    ChildStart { child: String, why: String },
+    #[error("{0}")]
+    Reap(ReapError),
+    #[error("child stalled: {acks} of {target} acks within the {deadline:?} deadline; child killed; stderr: {stderr}")]
+    Stalled { acks: u64, target: u64, deadline: Duration, stderr: String },
+    #[error("child ended early ({exit}) after {acks} acks; stderr: {stderr}")]
+    EndedEarly { exit: Exit, acks: u64, stderr: String },
+    #[error("ack journal: {0}")]
+    AckJournal(String),
+    #[error("child was not alive at the kill ({0})")]
+    DeadAtKill(String),
+    #[error("the child wrote no ready record")]
+    NoReady,
+    #[error("{}{error}", process.as_ref().map(|p| format!("{p}: ")).unwrap_or_default())]
+    Journal { process: Option<String>, error: JournalError },
+    #[error("the child speaks protocol {version} but this driver speaks {}", spoken())]
+    Protocol { version: u32 },
+    #[error("{0}")]
+    Recovery(RecoveryError),
+    #[error("batch folder: {0}")]
+    BatchFolder(String),
+    #[error("writing a crash state: {0}")]
+    WritingState(String),
+    #[error("the census stopped at point {0}")]
+    CensusStopped(u64),
+    #[error("the recording stopped at point {0}")]
+    RecordingStopped(u64),
+    #[error("the child ended ({exit}) after {counted} kill points{}: {}", before.map(|n| format!(", before point {n}")).unwrap_or_default(), or_empty(stderr))]
+    ChildEnded { exit: Exit, counted: u64, before: Option<u64>, stderr: String },
+    #[error("the traced child overstayed the {0:?} deadline")]
+    TraceDeadline(Duration),
+    #[error("tracing the child: {0}")]
+    Tracing(String),
+    /// The seccomp filter could not be compiled.
+    #[error("{0}")]
+    Filter(String),
+    #[error("park failed ({exit}): {stderr}")]
+    Park { exit: Exit, stderr: String },
+    #[error("park did not finish within the deadline")]
+    ParkDeadline,
+    #[error("barrier {path}: {why}")]
+    Barrier { path: String, why: String },
+    #[error("could not start racer r{racer}: {why}")]
+    RacerStart { racer: u32, why: String },
+    #[error("racer r{racer} ended before the barrier ({exit}): {stderr}")]
+    RacerBeforeBarrier { racer: u32, exit: Exit, stderr: String },
+    #[error("racers {pending:?} were not ready within {deadline:?}")]
+    RacersNotReady { pending: Vec<u32>, deadline: Duration },
+    #[error("racer r{racer} did not finish within {deadline:?}")]
+    RacerDeadline { racer: u32, deadline: Duration },
+    #[error("racer r0 did not end within {0:?}")]
+    R0Deadline(Duration),
+    #[error("racer r{racer} ended with {exit}, neither WON (0) nor LOST (10): {stderr}")]
+    RacerEnded { racer: u32, exit: Exit, stderr: String },
+    #[error("r{racer}: {error}")]
+    RacerReap { racer: u32, error: ReapError },
+    #[error("racer r{0} wrote no ready record")]
+    RacerNoReady(u32),
+    #[error("the tracer panicked")]
+    TracerPanicked,
+    #[error("the race's census did not split r0's paths")]
+    NoSplit,
+    #[error("r0 did not end its {path} as it must ({})", ends_of(ends))]
+    R0OffPath { path: &'static str, ends: Vec<End> },
+    #[error(
+        "r0 finished its winning claim after {points} points, before its kill point {at}: the winning path was \
+         not the census's, so it was not covered"
+    )]
+    WinningPointUnreached { points: u64, at: u64 },
+    #[error(
+        "point {point} fails only when recorded: the recorded state found {found}, but a real kill at point \
+         {point} passes; the child does not write the same bytes on every run (a clock, a random salt, \
+         scheduling), so its recorded states do not stand for it (run with --replay off)"
+    )]
+    OnlyRecorded { point: u32, found: Box<Outcome> },
+    #[error(
+        "recovered in a batch the state found: {found}; recovered alone it passes: its recovery depends on the \
+         states recovered beside it"
+    )]
+    BatchOnly { found: Box<Outcome> },
+    #[error("cell `{0}` has no probe in this driver")]
+    NoProbe(String),
+    #[error("{0}")]
+    Shape(MissingParam),
+    #[error("a workload cell has no run without a kill (--kill none selects races)")]
+    NoKill,
+    #[error(
+        "power-loss states need a log of every write, but after the recorded run {0} (the child writes in a way \
+         the tracer does not see, e.g. through mmap)"
+    )]
+    UnloggedWrites(String),
+    /// The harness's error while judging a power-loss state.
+    #[error("{power}: {error}")]
+    PowerLoss { power: PowerLoss, error: Box<Failure> },
+}
+
+impl Failure {
+    /// A census's failure, said once: a failure already of a census is
+    /// not wrapped again.
+    pub fn census(f: Failure) -> Failure {
+        match f {
+            Failure::Census(_) => f,
+            other => Failure::Census(Box::new(other)),
+        }
+    }
+}
+
+/// A stderr tail for a reason line; an empty one says so.
+pub fn or_empty(tail: &str) -> &str {
+    if tail.is_empty() { "(empty)" } else { tail }
+}
+
+/// How a race's processes ended, for a reader: `r0 killed, r1 exit 0`.
+fn ends_of(ends: &[End]) -> String {
+    let one = |(r, e): (usize, &End)| match e {
+        End::Killed => format!("r{r} killed"),
+        End::Exited(c) => format!("r{r} exit {c}"),
+    };
+    if ends.is_empty() {
+        "no racer ended".into()
+    } else {
+        ends.iter().enumerate().map(one).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// The step a run's interruption cut short.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Interruption {
+    #[error("waiting for acks")]
+    WaitingForAcks,
+    #[error("between batches of crash states")]
+    BetweenBatches,
+    #[error("before the trial began")]
+    BeforeTrial,
+    #[error("the traced child was killed by the interrupt")]
+    TracedChild,
+    #[error("waiting for racer r{0} to finish")]
+    Racer(u32),
+    #[error("waiting for the racers at the barrier")]
+    AtBarrier,
+    #[error("waiting for racer r0 to end")]
+    WaitingForR0,
+    #[error("park was cut short")]
+    Park,
+    #[error("recovering power-loss states")]
+    PowerStates,
+    #[error("recovery pass {0} was cut short by the interrupt")]
+    Recovery(u32),
+    /// A step that failed in the moment the run was interrupted.
+    #[error("then: {0}")]
+    Then(Box<Failure>),
+}
+
+impl From<RecoveryError> for Outcome {
+    /// A failed recovery is the harness's error, or the interrupt's.
+    fn from(e: RecoveryError) -> Outcome {
+        match e {
+            RecoveryError::Interrupted { pass } => Outcome::Interrupted(Interruption::Recovery(pass)),
+            e => Outcome::Error(Failure::Recovery(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_census_failure_is_said_once_however_often_it_is_wrapped() {
+        let f = Failure::census(Failure::census(Failure::NoReady));
+        assert_eq!(f.to_string(), "census: the child wrote no ready record");
+        assert_eq!(Outcome::Error(f).of_census().to_string(), "census: the child wrote no ready record");
+        assert_eq!(Outcome::Skip(Skip::RacePower).of_census(), Outcome::Skip(Skip::RacePower));
+    }
+
+    #[test]
+    fn a_finding_reads_as_its_first_violation_and_counts_the_others() {
+        let v = |k, t: &str| Violation::new(k, t);
+        let one = Finding { violations: vec![v("lost-ack", "acked append m1 was lost")], power: None };
+        assert_eq!(one.to_string(), "acked append m1 was lost");
+        let power =
+            PowerLoss { point: 94, rule: "unlink of the journal at #92 was never made durable".into(), later: 2 };
+        let two = Finding { violations: vec![v("lost-ack", "a"), v("count-mismatch", "b")], power: Some(power) };
+        assert_eq!(
+            two.to_string(),
+            "power loss at #94: unlink of the journal at #92 was never made durable (and 2 later operations were \
+             lost): a (and 1 more, in the details)"
+        );
+    }
+
+    #[test]
+    fn a_child_that_ended_early_says_where_and_an_empty_stderr_says_so() {
+        let f = Failure::ChildEnded { exit: Exit::Code(3), counted: 7, before: Some(9), stderr: String::new() };
+        assert_eq!(f.to_string(), "the child ended (exit code 3) after 7 kill points, before point 9: (empty)");
+        let r = Failure::R0OffPath { path: "winning claim", ends: vec![End::Killed, End::Exited(10)] };
+        assert_eq!(r.to_string(), "r0 did not end its winning claim as it must (r0 killed, r1 exit 10)");
+    }
+}

@@ -1,0 +1,108 @@
+//! The re-executed syscall crash source of a workload cell: the child runs
+//! traced and is killed at its Nth kill point, for real; and the census
+//! that counts a workload's points by running it traced to its end. A
+//! recorded sweep's fire is confirmed this way, a `--point` repro is run
+//! this way, and `--replay off` sweeps every point this way.
+//!
+//! Crash model: the child is stopped at the entry of its Nth file-mutating
+//! call on the store's files, the ack journal or the transport, and its
+//! group gets `SIGKILL` there: the call never runs. The point after the
+//! last call is the child's own end (exit 0 after `--stop-after`).
+
+use super::census::{Census, Filter, trace_outcome};
+use super::outcome::{Failure, Outcome};
+use super::sweep::Sweepable;
+use super::trial::Trial;
+use super::workload::{Workload, ended_well, ended_with};
+use crate::harness::Traced;
+use crate::kill::KillPoint;
+use crate::kill::syscall::{Driven, Goal, Point, drive};
+use crate::trialdir::TrialEnv;
+
+impl Sweepable for Workload<'_> {
+    fn census(&self, filter: Filter) -> Result<Census, Box<Trial>> {
+        self.count_points(filter)
+    }
+
+    fn at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
+        self.kill_at(filter, n, census)
+    }
+}
+
+impl Workload<'_> {
+    /// Runs the workload traced to its end, counting its points (and one
+    /// more: the state its own end left), and audits the leg.
+    fn count_points(&self, filter: Filter) -> Result<Census, Box<Trial>> {
+        let env = self.env("census").map_err(|f| ended_with(None, Outcome::Error(Failure::census(f))))?;
+        let total = match self.traced_to_end(&env, filter) {
+            Ok(total) => total + 1,
+            Err(o) => return Err(ended_with(Some(env), o.of_census())),
+        };
+        match self.census_of(&env, total) {
+            Ok(census) => Ok(census),
+            Err(f) => Err(ended_with(Some(env), Outcome::Error(f))),
+        }
+    }
+
+    /// Runs the sweep's workload traced to its own end; its points.
+    fn traced_to_end(&self, env: &TrialEnv, filter: Filter) -> Result<u64, Outcome> {
+        let mut child = Traced::spawn(self.sweep_command(env), Some(&env.stderr), filter, self.ctx.deadline)
+            .map_err(|e| trace_outcome(e, self.ctx))?;
+        match drive(&mut child, &self.targets(env), Goal::ToEnd) {
+            Ok(Driven::Exited { exit, counted }) => {
+                ended_well(exit, counted, &child.stderr_tail()).map_err(Outcome::Error)
+            }
+            Ok(Driven::At(p)) => Err(Outcome::Error(Failure::CensusStopped(p.ordinal))),
+            Err(e) => Err(trace_outcome(e, self.ctx)),
+        }
+    }
+
+    /// One trial of a sweep: kill at point `n`, then judge like any killed trial.
+    pub fn kill_at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
+        let index = u32::try_from(n).unwrap_or(u32::MAX);
+        let env = match self.env(&format!("p{n}")) {
+            Ok(env) => env,
+            Err(f) => return Trial::ended(index, Outcome::Error(f)),
+        };
+        let mut trial = Trial::new(index);
+        let outcome = match self.traced_to(&env, filter, Goal::KillAt(n)) {
+            Ok(kp) => {
+                trial.kill_point = Some(kp);
+                self.judge(&env, Some(census), &mut trial)
+            }
+            Err(o) => o,
+        };
+        if let Some(kp) = trial.kill_point.as_mut() {
+            kp.after_acks = trial.acked;
+            if !outcome.is_pass() {
+                let _ =
+                    std::fs::write(env.path("kill-point.json"), serde_json::to_string_pretty(kp).unwrap_or_default());
+            }
+        }
+        trial.conclude(outcome).with_env(env)
+    }
+
+    /// Spawns the workload traced, drives it to `goal` and kills it there.
+    fn traced_to(&self, env: &TrialEnv, filter: Filter, goal: Goal) -> Result<KillPoint, Outcome> {
+        let mut child = Traced::spawn(self.sweep_command(env), Some(&env.stderr), filter, self.ctx.deadline)
+            .map_err(|e| trace_outcome(e, self.ctx))?;
+        let point = match drive(&mut child, &self.targets(env), goal) {
+            Ok(Driven::At(p)) => p,
+            // The point after the last call: the child's own end is the state.
+            Ok(Driven::Exited { exit, counted }) if matches!(goal, Goal::KillAt(n) if n == counted + 1) => {
+                ended_well(exit, counted, &child.stderr_tail()).map_err(Outcome::Error)?;
+                return Ok(Point::end(counted + 1).kill_point(u32::try_from(counted + 1).unwrap_or(u32::MAX), 0));
+            }
+            Ok(Driven::Exited { exit, counted }) => {
+                let before = match goal {
+                    Goal::KillAt(n) => Some(n),
+                    _ => None,
+                };
+                return Err(Outcome::Error(Failure::ChildEnded { exit, counted, before, stderr: child.stderr_tail() }));
+            }
+            Err(e) => return Err(trace_outcome(e, self.ctx)),
+        };
+        child.kill_and_reap().check().map_err(|e| Outcome::Error(Failure::Reap(e)))?;
+        Ok(point.kill_point(u32::try_from(point.ordinal).unwrap_or(u32::MAX), 0))
+    }
+}

@@ -1,0 +1,137 @@
+//! A workload cell's job (one child runs its operation until killed, cells
+//! 1, 3, 4 and 5): its trial folders, the child's command for a run until
+//! killed or for a sweep's run to its own end, the files whose calls are
+//! kill points, and the judgement of a killed child's folder. Its crash
+//! sources are in files of their own: [`super::timed`], [`super::point`],
+//! [`super::recorded`], [`super::power`].
+//!
+//! Crash model: a sweep's workload runs `--stop-after` its operations to
+//! the child's own end, so the census counts every point, the close of the
+//! store included (in WAL, the last connection's checkpoint).
+
+use crashcells_protocol::{Op, OpArgs};
+
+use super::census::Census;
+use super::context::Context;
+use super::outcome::{Failure, Outcome};
+use super::trial::Trial;
+use super::verdict::{Crash, Ended, conclude};
+use crate::cells::Cell;
+use crate::harness::Exit;
+use crate::journal;
+use crate::kill::syscall::{FileKind, Targets};
+use crate::legaudit::audit_leg;
+use crate::matrix::Leg;
+use crate::plan::Job;
+use crate::trialdir::TrialEnv;
+
+/// A workload cell's job, as its crash sources need it.
+pub struct Workload<'a> {
+    pub job: &'a Job,
+    pub leg: &'a Leg,
+    pub cell: &'a dyn Cell,
+    pub ctx: &'a Context,
+    pub op: Op,
+    /// A sweep's workload: this many operations (`--stop-after`), then the
+    /// child ends on its own; every point on the way is a crash state.
+    pub sweep_acks: u64,
+    /// The step each recovery pass runs before `dump`, if any.
+    pub recovery: Option<Op>,
+}
+
+impl Workload<'_> {
+    /// A name for this job's folders: `{cell}-{leg}-{label}`.
+    pub fn label(&self, label: &str) -> String {
+        format!("{}-{}-{label}", self.job.cell.id, self.leg.name)
+    }
+
+    /// A private folder for a sweep's trial `label`: every trial of a sweep
+    /// runs the same seeded workload as its census, so a kill point means the
+    /// same call in each.
+    pub fn env(&self, label: &str) -> Result<TrialEnv, Failure> {
+        self.seeded_env(label, &[])
+    }
+
+    /// A private folder for trial `label`, whose workload is seeded with
+    /// the seed derived from `parts`.
+    pub fn seeded_env(&self, label: &str, parts: &[&str]) -> Result<TrialEnv, Failure> {
+        let mut env = TrialEnv::new(&self.ctx.work_root, self.leg, &self.label(label))
+            .map_err(|e| Failure::TrialFolder(e.to_string()))?;
+        env.seed = crate::seed::derive(self.job.seed, &[parts, &["workload"]].concat());
+        env.recovery_step = self.recovery.map(|op| OpArgs::new(op).mutant(self.ctx.mutant()));
+        Ok(env)
+    }
+
+    /// The workload's arguments in `env`, with the flags its operation takes.
+    fn args(&self, env: &TrialEnv) -> OpArgs {
+        let mut args = OpArgs::new(self.op).db(&env.db).acks(&env.acks).mutant(self.ctx.mutant());
+        if self.op.seeded() {
+            args = args.seed(env.seed);
+        }
+        if self.op.uses_transport() {
+            args = args.transport(&env.transport);
+        }
+        args
+    }
+
+    /// The child's command for the workload in `env`: run until killed.
+    pub fn command(&self, env: &TrialEnv) -> std::process::Command {
+        self.ctx.child.command(&self.args(env).to_args(), &env.home)
+    }
+
+    /// A sweep's command: the workload's operations, then the child's own end.
+    pub fn sweep_command(&self, env: &TrialEnv) -> std::process::Command {
+        self.ctx.child.command(&self.args(env).stop_after(self.sweep_acks).to_args(), &env.home)
+    }
+
+    /// The files whose calls are kill points: the store's, the ack journal,
+    /// and the transport of a workload that sends.
+    pub fn targets(&self, env: &TrialEnv) -> Targets {
+        Targets::new(&env.db, &env.acks).with(&env.transport, FileKind::Transport)
+    }
+
+    /// A killed child's folder to a verdict, recovered on its own.
+    pub fn judge(&self, env: &TrialEnv, census: Option<&Census>, trial: &mut Trial) -> Outcome {
+        let crash = Crash {
+            cell: self.cell,
+            leg: self.leg,
+            db: &env.db,
+            ended: vec![Ended::killed(&env.acks)],
+            seed: env.seed,
+            census,
+        };
+        conclude(&crash, trial, || {
+            crate::recovery::recover(&self.ctx.child, self.ctx.deadline, env).map_err(Outcome::from)
+        })
+    }
+
+    /// What a census learns from a run to the end that passed `total`
+    /// points: the child's ready record and the leg audit of its files.
+    pub fn census_of(&self, env: &TrialEnv, total: u64) -> Result<Census, Failure> {
+        let bytes = std::fs::read(&env.acks).unwrap_or_default();
+        match journal::parse(&bytes).map(|j| j.ready) {
+            Ok(Some(ready)) => Ok(Census { points: total, audit: audit_leg(&env.db, &ready, self.leg), ready }),
+            Ok(None) => Err(Failure::census(Failure::NoReady)),
+            Err(error) => Err(Failure::census(Failure::Journal { process: None, error })),
+        }
+    }
+}
+
+/// A sweep's workload ends with exit code 0 after its `--stop-after`
+/// operations; anything else is the child's failure.
+pub fn ended_well(exit: Exit, counted: u64, tail: &str) -> Result<u64, Failure> {
+    match exit {
+        Exit::Code(0) => Ok(counted),
+        exit => Err(Failure::ChildEnded { exit, counted, before: None, stderr: tail.to_string() }),
+    }
+}
+
+/// A trial that ended before it began, with the failure in its own folder
+/// when it has one.
+pub fn ended_with(env: Option<TrialEnv>, outcome: Outcome) -> Box<Trial> {
+    let t = Trial::ended(0, outcome);
+    Box::new(match env {
+        Some(env) => t.with_env(env),
+        None => t,
+    })
+}

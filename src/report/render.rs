@@ -1,0 +1,24 @@
+//! Which renderer a format is: the one place that dispatches a report to
+//! the four renderers, so that the model (`mod.rs`) imports none of them.
+
+use super::{Report, human, junit, markdown};
+use crate::error::Result;
+
+/// The output formats of `run` and `report`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Human,
+    Json,
+    Junit,
+    Markdown,
+}
+
+/// Renders `report` in `format`.
+pub fn render(report: &Report, format: Format, color: bool) -> Result<String> {
+    match format {
+        Format::Human => Ok(human::render(report, color)),
+        Format::Json => Ok(report.to_json()),
+        Format::Junit => junit::render(report),
+        Format::Markdown => Ok(markdown::render(report)),
+    }
+}

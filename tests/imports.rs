@@ -1,0 +1,331 @@
+//! The driver's module order, checked: no import cycle among the modules of
+//! `src/`, and the top-level modules import only modules below them in the
+//! order docs/DESIGN.md draws ("Layout", the picture of the modules).
+//!
+//! How: every file of the library is parsed with `syn` (real paths, not
+//! text: comments and strings cannot fool it); its non-test items are
+//! walked for every path that names a module of the crate (`use` trees,
+//! and paths in code such as `crate::harness::interrupted()`), each
+//! resolved to the file module that defines the item, through the
+//! re-exports of a module's table of contents (`pub use child::Item` in a
+//! `mod.rs` is where its items live, not a dependency of its own). Test
+//! code (`#[cfg(test)]`) is left out: a unit test may use anything.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use syn::visit::Visit;
+
+/// The top-level modules, lowest first: a module may import only modules
+/// listed before it. Keep docs/DESIGN.md's picture in step with it.
+const LAYERS: &[&[&str]] = &[
+    &["error", "seed", "journal", "dbfiles"],
+    &["catalog", "matrix"],
+    &["legaudit", "trialdir", "harness"],
+    &["kill", "probe"],
+    &["crashstate", "recovery"],
+    &["cells"],
+    &["plan"],
+    &["report"],
+    &["options"],
+    &["pipeline"],
+    &["run", "childcheck"],
+    &["cli"],
+];
+
+type Module = Vec<String>;
+
+/// One parsed file: its module path and what it imports.
+struct File {
+    module: Module,
+    syntax: syn::File,
+}
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// The module path of a file of `src/` (`lib.rs` is the crate itself).
+fn module_of(rel: &Path) -> Module {
+    let mut parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    let last = parts.pop().unwrap_or_default();
+    let stem = last.trim_end_matches(".rs");
+    if stem != "mod" && stem != "lib" {
+        parts.push(stem.to_string());
+    }
+    parts
+}
+
+fn files() -> Vec<File> {
+    let mut out = Vec::new();
+    let mut stack = vec![src()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") && path.file_name().is_some_and(|n| n != "main.rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let syntax = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                out.push(File { module: module_of(path.strip_prefix(src()).unwrap()), syntax });
+            }
+        }
+    }
+    out
+}
+
+fn is_test(attrs: &[syn::Attribute]) -> bool {
+    attrs
+        .iter()
+        .any(|a| a.path().is_ident("cfg") && a.parse_args::<syn::Meta>().is_ok_and(|m| m.path().is_ident("test")))
+}
+
+/// Every `use` path of an item list, flattened (`a::{b, c::d}` is `a::b` and
+/// `a::c::d`), each with whether it is a public re-export.
+fn use_paths(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<(Vec<String>, Option<String>)>) {
+    match tree {
+        syn::UseTree::Path(p) => {
+            prefix.push(p.ident.to_string());
+            use_paths(&p.tree, prefix, out);
+            prefix.pop();
+        }
+        syn::UseTree::Name(n) => {
+            let mut full = prefix.clone();
+            full.push(n.ident.to_string());
+            out.push((full, Some(n.ident.to_string())));
+        }
+        syn::UseTree::Rename(r) => {
+            let mut full = prefix.clone();
+            full.push(r.ident.to_string());
+            out.push((full, Some(r.rename.to_string())));
+        }
+        syn::UseTree::Glob(_) => out.push((prefix.clone(), None)),
+        syn::UseTree::Group(g) => g.items.iter().for_each(|t| use_paths(t, prefix, out)),
+    }
+}
+
+/// What one file says: its private imports and code paths (dependencies),
+/// and its public re-exports (name → path).
+#[derive(Default)]
+struct Said {
+    paths: Vec<Vec<String>>,
+    reexports: BTreeMap<String, Vec<String>>,
+}
+
+struct Walker<'a>(&'a mut Said);
+
+impl<'ast> Visit<'ast> for Walker<'_> {
+    fn visit_item(&mut self, item: &'ast syn::Item) {
+        let attrs = match item {
+            syn::Item::Mod(m) => &m.attrs,
+            syn::Item::Fn(f) => &f.attrs,
+            syn::Item::Impl(i) => &i.attrs,
+            syn::Item::Use(u) => &u.attrs,
+            syn::Item::Const(c) => &c.attrs,
+            syn::Item::Static(s) => &s.attrs,
+            syn::Item::Struct(s) => &s.attrs,
+            syn::Item::Enum(e) => &e.attrs,
+            syn::Item::Trait(t) => &t.attrs,
+            _ => return syn::visit::visit_item(self, item),
+        };
+        if is_test(attrs) {
+            return;
+        }
+        if let syn::Item::Use(u) = item {
+            let mut found = Vec::new();
+            use_paths(&u.tree, &mut Vec::new(), &mut found);
+            let public = matches!(u.vis, syn::Visibility::Public(_));
+            for (path, name) in found {
+                match (public, name) {
+                    (true, Some(name)) => {
+                        self.0.reexports.insert(name, path);
+                    }
+                    _ => self.0.paths.push(path),
+                }
+            }
+            return;
+        }
+        syn::visit::visit_item(self, item);
+    }
+
+    /// `pub(crate)` and `pub(super)` name no dependency.
+    fn visit_visibility(&mut self, _: &'ast syn::Visibility) {}
+
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        self.0.paths.push(path.segments.iter().map(|s| s.ident.to_string()).collect());
+        syn::visit::visit_path(self, path);
+    }
+}
+
+/// The module graph of the library: each file module → the file modules it
+/// depends on.
+fn graph() -> BTreeMap<Module, BTreeSet<Module>> {
+    let files = files();
+    let modules: BTreeSet<Module> = files.iter().map(|f| f.module.clone()).collect();
+    let said: BTreeMap<Module, Said> = files
+        .iter()
+        .map(|f| {
+            let mut s = Said::default();
+            Walker(&mut s).visit_file(&f.syntax);
+            (f.module.clone(), s)
+        })
+        .collect();
+    let mut graph = BTreeMap::new();
+    for (module, s) in &said {
+        let deps: BTreeSet<Module> = s
+            .paths
+            .iter()
+            .filter_map(|p| absolute(module, p, &modules))
+            .filter_map(|p| resolve(&p, &modules, &said, 0))
+            .filter(|d| d != module)
+            .collect();
+        graph.insert(module.clone(), deps);
+    }
+    graph
+}
+
+/// A path as seen from `module`, made absolute (without `crate`), if it
+/// names something of this crate: `crate::`, `super::`, `self::`, or a
+/// child module of `module`.
+fn absolute(module: &Module, path: &[String], modules: &BTreeSet<Module>) -> Option<Vec<String>> {
+    let (first, rest) = path.split_first()?;
+    let mut base: Vec<String> = match first.as_str() {
+        "crate" => Vec::new(),
+        "self" => module.clone(),
+        "super" => {
+            let mut b = module.clone();
+            b.pop();
+            let mut rest = rest;
+            while rest.first().is_some_and(|s| s == "super") {
+                b.pop();
+                rest = &rest[1..];
+            }
+            return Some([b, rest.to_vec()].concat());
+        }
+        child if modules.contains(&[module.clone(), vec![child.to_string()]].concat()) => {
+            return Some([module.clone(), path.to_vec()].concat());
+        }
+        _ => return None,
+    };
+    base.extend(rest.iter().cloned());
+    Some(base)
+}
+
+/// The file module that defines what `path` names: its longest module
+/// prefix, or, when the next segment is that module's re-export, where the
+/// re-export points.
+fn resolve(path: &[String], modules: &BTreeSet<Module>, said: &BTreeMap<Module, Said>, depth: u32) -> Option<Module> {
+    let len = (0..=path.len()).rev().find(|&n| modules.contains(&path[..n].to_vec()))?;
+    let module = path[..len].to_vec();
+    if depth < 8
+        && let Some(next) = path.get(len)
+        && let Some(target) = said.get(&module).and_then(|s| s.reexports.get(next))
+        && let Some(abs) = absolute(&module, target, modules)
+    {
+        let mut abs = abs;
+        abs.extend(path[len + 1..].iter().cloned());
+        return resolve(&abs, modules, said, depth + 1);
+    }
+    Some(module)
+}
+
+/// The strongly connected components with more than one module (Tarjan).
+fn cycles(graph: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<Vec<Module>> {
+    struct State<'g> {
+        graph: &'g BTreeMap<Module, BTreeSet<Module>>,
+        index: BTreeMap<&'g Module, usize>,
+        low: BTreeMap<&'g Module, usize>,
+        stack: Vec<&'g Module>,
+        on: BTreeSet<&'g Module>,
+        out: Vec<Vec<Module>>,
+    }
+    fn visit<'g>(s: &mut State<'g>, v: &'g Module) {
+        let i = s.index.len();
+        s.index.insert(v, i);
+        s.low.insert(v, i);
+        s.stack.push(v);
+        s.on.insert(v);
+        for w in s.graph.get(v).into_iter().flatten() {
+            let Some((w, _)) = s.graph.get_key_value(w) else { continue };
+            if !s.index.contains_key(w) {
+                visit(s, w);
+                let lw = s.low[w];
+                s.low.entry(v).and_modify(|l| *l = (*l).min(lw));
+            } else if s.on.contains(w) {
+                let iw = s.index[w];
+                s.low.entry(v).and_modify(|l| *l = (*l).min(iw));
+            }
+        }
+        if s.low[v] == s.index[v] {
+            let mut scc = Vec::new();
+            while let Some(w) = s.stack.pop() {
+                s.on.remove(w);
+                scc.push(w.clone());
+                if w == v {
+                    break;
+                }
+            }
+            if scc.len() > 1 {
+                scc.sort();
+                s.out.push(scc);
+            }
+        }
+    }
+    let mut s = State {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on: BTreeSet::new(),
+        out: vec![],
+    };
+    for v in graph.keys() {
+        if !s.index.contains_key(v) {
+            visit(&mut s, v);
+        }
+    }
+    s.out
+}
+
+fn name(m: &Module) -> String {
+    if m.is_empty() { "crate".into() } else { m.join("::") }
+}
+
+#[test]
+fn no_module_of_the_driver_imports_one_that_imports_it_back() {
+    let found = cycles(&graph());
+    let shown: Vec<String> = found.iter().map(|c| c.iter().map(name).collect::<Vec<_>>().join(" <-> ")).collect();
+    assert!(shown.is_empty(), "import cycles among src/ modules:\n  {}", shown.join("\n  "));
+}
+
+#[test]
+fn top_level_modules_import_only_lower_layers() {
+    let layer = |m: &Module| m.first().and_then(|top| LAYERS.iter().position(|l| l.contains(&top.as_str())));
+    let graph = graph();
+    let mut wrong = Vec::new();
+    for (from, deps) in &graph {
+        let Some(top) = from.first() else { continue };
+        let Some(lf) = layer(from) else {
+            wrong.push(format!("{top} is in no layer of tests/imports.rs's LAYERS"));
+            continue;
+        };
+        for to in deps.iter().filter(|to| to.first() != Some(top)) {
+            if layer(to).is_none_or(|lt| lt >= lf) {
+                wrong.push(format!("{} imports {} (not a lower layer)", name(from), name(to)));
+            }
+        }
+    }
+    wrong.sort();
+    wrong.dedup();
+    assert!(wrong.is_empty(), "imports against the module order:\n  {}", wrong.join("\n  "));
+}
+
+#[test]
+fn the_checker_sees_paths_through_re_exports_and_skips_test_code() {
+    let graph = graph();
+    let of = |m: &str| graph.get(&m.split("::").map(String::from).collect::<Module>()).cloned().unwrap_or_default();
+    // A path in code (not a `use`) is seen.
+    assert!(of("pipeline::result").iter().any(|d| d.first().is_some_and(|t| t == "harness")));
+    // The lowest modules depend on nothing of the crate outside tests.
+    assert!(of("seed").is_empty(), "{:?}", of("seed"));
+}
