@@ -163,6 +163,7 @@ pub fn report(ctx: &Context, facts: RunFacts, results: Vec<CellResult>) -> Repor
         planned: Some(facts.planned),
         partition: facts.partition,
         os: os_description(),
+        ci: crate::report::CiRun::from_env(),
         summary: Summary::of(&results),
         results,
     };

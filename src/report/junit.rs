@@ -194,6 +194,7 @@ mod tests {
             planned: None,
             partition: None,
             os: String::new(),
+            ci: None,
             summary: Summary::of(&results),
             results,
         }

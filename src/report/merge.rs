@@ -157,6 +157,7 @@ mod tests {
             planned: Some(9),
             partition: Some(Partition { k, n }),
             os: "linux".into(),
+            ci: None,
             results: vec![],
             summary: Summary::default(),
         }

@@ -2,6 +2,7 @@
 //! JSON, JUnit, Markdown). The JSON rendering is the canonical one; `report
 //! --from` reads it back and renders it again.
 
+pub mod ci;
 pub mod human;
 pub mod junit;
 pub mod markdown;
@@ -9,6 +10,7 @@ pub mod merge;
 mod repro;
 mod summary;
 
+pub use ci::CiRun;
 pub use merge::Partition;
 pub use summary::Summary;
 
@@ -284,6 +286,10 @@ pub struct Report {
     /// empty in reports written before it was recorded.
     #[serde(default)]
     pub os: String,
+    /// The CI run the report is of (commit, link to its page), recorded by
+    /// `run` from the CI's variables; absent outside CI and in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci: Option<CiRun>,
     pub results: Vec<CellResult>,
     pub summary: Summary,
 }
