@@ -101,7 +101,8 @@ const REPORT_EXAMPLES: &str = "Examples:\n  \
     Several --from merge the partitions of one run (run --partition k/n): the seed, command and\n  \
     plan must agree, and every partition must be given. Exit codes: as the run would have exited\n  \
     (0 nothing fired, 1 a fire, 2 an error, 3 nothing ran, 128 + signal for an interrupted run),\n  \
-    2 on bad input. With GITHUB_STEP_SUMMARY set, the Markdown summary is appended to it.";
+    2 on bad input. `run` appends its Markdown to GITHUB_STEP_SUMMARY; `report` does only with\n  \
+    --step-summary (the merge job), so that no run shows twice on a job's page.";
 
 #[derive(Debug, Args)]
 struct RunArgs {
@@ -158,6 +159,10 @@ struct ReportArgs {
     from: Vec<PathBuf>,
     #[command(flatten)]
     output: OutputArgs,
+    /// Also append the Markdown to the file GITHUB_STEP_SUMMARY names (as `run` always does):
+    /// for the job that merges the shares, whose page would show no run otherwise.
+    #[arg(long)]
+    step_summary: bool,
 }
 
 #[derive(Debug, Args)]
@@ -268,7 +273,8 @@ fn cmd_report(a: ReportArgs) -> Result<i32> {
         reports.push((file.clone(), report::Report::from_json(&file, &text)?));
     }
     let report = report::merge::merge(reports)?;
-    emit(&report, &a.output)?;
+    let sources: Vec<String> = a.from.iter().map(|f| f.display().to_string()).collect();
+    emit(&report, &a.output, &sources, a.step_summary)?;
     Ok(report.exit_code())
 }
 
@@ -376,7 +382,13 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         let why = r.evidence_error.as_deref().unwrap_or_default();
         note(&format!("evidence of {} {} {} NOT KEPT: {why}", r.cell, r.leg, r.kill.as_str()));
     }
-    emit(&report, &a.output)?;
+    // A JSON `--out` holds the whole report: a Markdown that had to leave
+    // fires out (the step summary's) points to it.
+    let whole: Vec<String> = match (&a.output.out, a.output.format) {
+        (Some(path), Format::Json) => vec![path.display().to_string()],
+        _ => vec![],
+    };
+    emit(&report, &a.output, &whole, true)?;
     Ok(run_exit_code(&report, jobs.len()))
 }
 
@@ -461,11 +473,17 @@ fn default_jobs() -> usize {
 }
 
 /// Writes the report: to `--out` (atomically) in the chosen format with a
-/// human summary on stdout, or to stdout in the chosen format; and its
-/// Markdown to the GitHub step summary when there is one.
-fn emit(report: &report::Report, out: &OutputArgs) -> Result<()> {
+/// human summary on stdout, or to stdout in the chosen format; and, when
+/// `step_summary`, its Markdown to the GitHub step summary if there is one.
+/// `whole` names the files that hold the whole report, for a Markdown that
+/// must leave fires out to fit in a comment.
+fn emit(report: &report::Report, out: &OutputArgs, whole: &[String], step_summary: bool) -> Result<()> {
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let text = report::render(report, out.format, color && out.out.is_none())?;
+    let markdown = || report::markdown::render_within(report, whole, report::markdown::LIMIT);
+    let text = match out.format {
+        Format::Markdown => markdown(),
+        format => report::render(report, format, color && out.out.is_none())?,
+    };
     match &out.out {
         None => stdout(&text)?,
         Some(path) => {
@@ -474,6 +492,8 @@ fn emit(report: &report::Report, out: &OutputArgs) -> Result<()> {
             note(&format!("report written to {}", path.display()));
         }
     }
-    output::step_summary(&report::markdown::render(report));
+    if step_summary {
+        output::step_summary(&markdown());
+    }
     Ok(())
 }
