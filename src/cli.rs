@@ -246,7 +246,10 @@ fn load_catalog(dir: Option<&Path>) -> Result<Catalog> {
 fn cmd_list(a: ListArgs) -> Result<i32> {
     let catalog = load_catalog(a.catalog.as_deref())?;
     let text = match a.format {
-        ListFormat::Json => serde_json::to_string_pretty(&catalog.cells).expect("cells serialize") + "\n",
+        ListFormat::Json => {
+            let cells: Vec<ListedCell> = catalog.cells.iter().map(ListedCell::of).collect();
+            serde_json::to_string_pretty(&cells).expect("cells serialize") + "\n"
+        }
         ListFormat::Human => {
             let mut text = String::new();
             for c in &catalog.cells {
@@ -256,11 +259,42 @@ fn cmd_list(a: ListArgs) -> Result<i32> {
                 };
                 text.push_str(&format!("{} {:<20} {}\n    {}\n", c.number, c.id, status, c.clause));
             }
+            text.push_str("\nmutants (run --mutant NAME: broken variants of the reference store):\n");
+            let width = Mutant::names().iter().map(|n| n.len()).max().unwrap_or(0);
+            for m in Mutant::ALL {
+                text.push_str(&format!("  {:<width$}  cell {}: {}\n", m.as_str(), m.cell(), m.breaks()));
+            }
             text
         }
     };
     stdout(&text)?;
     Ok(0)
+}
+
+/// A cell as `list --format json` shows it: the catalog's fields, then the
+/// mutants that are for it (an array of cells stays one for its readers).
+#[derive(serde::Serialize)]
+struct ListedCell<'a> {
+    #[serde(flatten)]
+    cell: &'a crate::catalog::CellSpec,
+    mutants: Vec<ListedMutant>,
+}
+
+#[derive(serde::Serialize)]
+struct ListedMutant {
+    name: &'static str,
+    breaks: &'static str,
+}
+
+impl ListedCell<'_> {
+    fn of(cell: &crate::catalog::CellSpec) -> ListedCell<'_> {
+        let mutants = Mutant::ALL
+            .into_iter()
+            .filter(|m| m.cell() == cell.number)
+            .map(|m| ListedMutant { name: m.as_str(), breaks: m.breaks() })
+            .collect();
+        ListedCell { cell, mutants }
+    }
 }
 
 /// `report`: one saved report rendered again, or the partitions of one run
@@ -312,17 +346,37 @@ pub fn child_command(arg: Option<&str>) -> Result<ChildCommand> {
     }
 }
 
-/// Checks everything the user gave before any child runs. Mutants are the
-/// reference store's; an external child gets the name as it is.
-fn validate_mutant(m: &Option<String>, external_child: bool) -> Result<()> {
-    let Some(name) = m.as_ref().filter(|_| !external_child) else { return Ok(()) };
+/// Checks the mutant's name before any child runs: the names are
+/// crashcells' (docs/PROTOCOL.md), whichever store implements them.
+fn validate_mutant(m: &Option<String>) -> Result<()> {
+    let Some(name) = m else { return Ok(()) };
     name.parse::<Mutant>().map(drop).map_err(Error::Usage)
+}
+
+/// Why the preflight failed, as the user must hear it. With `--mutant`, a
+/// child that speaks the protocol without it refused the mutant: that is
+/// bad input (the mutants are the reference store's, and a `--child`
+/// implements only those it says it does), not a child that is broken.
+fn preflight_failed(ctx: &Context, e: crate::probe::PreflightError) -> Error {
+    let child = ctx.child.display();
+    if let Some(m) = &ctx.options.mutant
+        && crate::probe::preflight(&ctx.child, &ctx.work_root, ctx.deadline).is_ok()
+    {
+        // The last line of its stderr says why (a usage error's last line).
+        let why = e.to_string();
+        let why = why.rsplit(" | ").next().unwrap_or_default().trim().to_string();
+        return Error::Usage(format!(
+            "--mutant {m}: the child `{child}` refused it before any cell ran (the mutants are the \
+             reference store's; a --child implements only those it accepts, docs/PROTOCOL.md): {why}"
+        ));
+    }
+    Error::Child { child, message: e.to_string() }
 }
 
 fn cmd_run(a: RunArgs) -> Result<i32> {
     let mut o = a.options;
     checks::options(&o)?;
-    validate_mutant(&o.mutant, o.child.is_some())?;
+    validate_mutant(&o.mutant)?;
     checks::out_path(&a.output.out)?;
     let catalog = load_catalog(o.catalog.as_deref())?;
     let matrix = Matrix::load(&o.matrix)?;
@@ -350,10 +404,11 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     // preflight still ends with an (empty) partial report and 128 + signal:
     // an interrupted run starts no result.
     crate::harness::catch_interrupts().map_err(Error::io("signal handlers", "."))?;
-    let ready = match crate::probe::preflight(&ctx.child, &ctx.work_root, ctx.deadline) {
+    let mutant = ctx.options.mutant.as_deref();
+    let ready = match crate::probe::preflight_with(&ctx.child, &ctx.work_root, ctx.deadline, mutant) {
         Ok(ready) => Some(ready),
         Err(_) if crate::harness::interrupted().is_some() => None,
-        Err(e) => return Err(Error::Child { child: ctx.child.display(), message: e.to_string() }),
+        Err(e) => return Err(preflight_failed(&ctx, e)),
     };
     ctx.child_ready = ready.clone();
     let share = partition.map_or(String::new(), |p| format!(" (partition {p}: {} of {})", jobs.len(), planned.len()));

@@ -110,8 +110,12 @@ pub struct RunOptions {
     /// child to each point (off). Cell 2's races always re-run.
     #[arg(long, value_enum, value_name = "on|off")]
     pub replay: Option<Replay>,
-    /// Run a deliberately broken variant of the reference store.
-    #[arg(long, value_name = "NAME")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        help = "Run a deliberately broken variant of the reference store (see --help for the names)",
+        long_help = mutant_help()
+    )]
     pub mutant: Option<String>,
     /// Seconds any single wait of a trial may take before it is an error [default: 30].
     #[arg(long, allow_negative_numbers = true, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
@@ -141,6 +145,22 @@ pub struct RunOptions {
     #[arg(long, value_name = "k/n")]
     #[serde(skip)]
     pub partition: Option<Partition>,
+}
+
+/// `--mutant`'s long help: every mutant, the cell it is for and what it
+/// breaks, from the protocol crate's list, so that a new one is named here.
+fn mutant_help() -> String {
+    use crashcells_protocol::Mutant;
+    let width = Mutant::names().iter().map(|n| n.len()).max().unwrap_or(0);
+    let mut s = String::from(
+        "Run a deliberately broken variant of the reference store, to see a cell fire. A --child \
+         gets the name too, and must implement it or refuse it (docs/PROTOCOL.md); the run stops with \
+         exit 2 if it refuses. The mutants:",
+    );
+    for m in Mutant::ALL {
+        s.push_str(&format!("\n  {:<width$}  cell {}: {}", m.as_str(), m.cell(), m.breaks()));
+    }
+    s
 }
 
 impl RunOptions {

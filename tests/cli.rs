@@ -22,6 +22,46 @@ fn bad_input_is_one_line_and_exit_2() {
     fails_with(&["run", "--out", "/nonexistent-folder/x.json"], "does not exist");
 }
 
+/// The mutants are the reference store's: a `--child` that does not
+/// implement one refuses it in the preflight, and the run stops there with
+/// one line and exit 2, before any cell ran; a name crashcells does not know
+/// is refused before any child runs at all.
+#[test]
+fn a_mutant_a_child_does_not_implement_is_refused_before_any_cell_runs() {
+    let tiny = format!("python3 {}/tests/adapters/tiny.py", env!("CARGO_MANIFEST_DIR"));
+    let dir = scratch();
+    let out = run(&["run", "--child", &tiny, "--mutant", "drop-append", "--cell", "1", "--seed", "1"], dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!((out.status.code(), stderr.trim().lines().count()), (Some(2), 1), "{stderr}");
+    assert!(stderr.contains("--mutant drop-append: the child `python3 ") && stderr.contains("refused it"), "{stderr}");
+    assert!(stderr.contains("the mutants are the reference store's") && stderr.ends_with("tiny: no mutants here\n"));
+    assert!(out.stdout.is_empty() && !dir.path().join("evidence").exists(), "no cell ran");
+    fails_with(&["run", "--child", "/nonexistent/store", "--mutant", "nope"], "unknown mutant `nope`");
+}
+
+/// `list` and `run --help` name every mutant, with the cell it is for and
+/// what it breaks.
+#[test]
+fn list_and_run_help_name_the_mutants() {
+    let help = bin().args(["run", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    let list = bin().arg("list").output().unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    for m in crashcells_protocol::Mutant::ALL {
+        let line = format!("{:<18}  cell {}: {}", m.as_str(), m.cell(), m.breaks());
+        assert!(help.contains(&line), "run --help lacks {line}:\n{help}");
+        assert!(list.contains(&line), "list lacks {line}:\n{list}");
+    }
+    let json = bin().args(["list", "--format", "json"]).output().unwrap();
+    let cells: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let names = |n: usize| -> Vec<String> {
+        cells[n]["mutants"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(names(0), ["ack-before-commit", "stall", "drop-append"]);
+    assert_eq!(names(1), ["racy-claim", "split-claim"]);
+    assert!(cells[2]["mutants"][0]["breaks"].as_str().unwrap().contains("two transactions"));
+}
+
 #[test]
 fn list_shows_five_cells_as_json() {
     let out = bin().args(["list", "--format", "json"]).output().unwrap();
