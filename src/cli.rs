@@ -377,6 +377,8 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     let mut o = a.options;
     checks::options(&o)?;
     validate_mutant(&o.mutant)?;
+    let start = std::env::current_dir().map_err(Error::io("the folder the run starts in", "."))?;
+    checks::child_folder(&mut o, &start)?;
     checks::out_path(&a.output.out)?;
     let catalog = load_catalog(o.catalog.as_deref())?;
     let matrix = Matrix::load(&o.matrix)?;
@@ -427,6 +429,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     let facts = RunFacts {
         run_id: &run_id,
         workdir: &workdir,
+        start_folder: &start,
         started,
         sqlite_version: sqlite,
         planned: planned.len(),
@@ -449,8 +452,10 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
 
 /// What every cell of a run needs to know, from the run's options.
 fn run_context(options: RunOptions, seed: u64, work_root: &Path, evidence_root: PathBuf) -> Result<Context> {
+    let mut child = child_command(options.child.as_deref())?;
+    child.cwd = options.cwd.clone();
     Ok(Context {
-        child: child_command(options.child.as_deref())?,
+        child,
         work_root: work_root.to_path_buf(),
         evidence_root,
         deadline: options.deadline(),

@@ -127,6 +127,11 @@ pub struct RunOptions {
     /// driver runs `CMD ARGS <op> ...` (see docs/PROTOCOL.md).
     #[arg(long, value_name = "'CMD ARGS'")]
     pub child: Option<String>,
+    /// The folder the child runs in, where a relative path in --child starts [default: the folder
+    /// the run starts in]. The repros of a --child run name it as an absolute path, so that they
+    /// run from any folder.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
     /// Results run in parallel [default: the number of cores].
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     #[serde(skip)]
@@ -290,6 +295,7 @@ mod tests {
             deadline: Some(5),
             catalog: Some("my cells".into()),
             child: Some("store --flag 'x'".into()),
+            cwd: Some("/the start/folder".into()),
             jobs: None,
             workdir: None,
             evidence: None,
@@ -305,7 +311,7 @@ mod tests {
             line,
             "crashcells run --cell cell-a --matrix audit --leg wal-sync-off --kill timed --seed 42 \
              --trials 6 --trial 3 --points 5 --replay off --mutant drop-append --deadline 5 --catalog 'my cells' \
-             --child 'store --flag '\\''x'\\'''"
+             --child 'store --flag '\\''x'\\''' --cwd '/the start/folder'"
         );
         assert_eq!(parse(&line), o);
     }

@@ -139,7 +139,8 @@ fn rendered(from: &Path, format: &str) -> String {
 
 /// What changes from run to run, replaced by fixed-width placeholders: the
 /// scratch folder, run ids (time and pid), times, how many acks a timed
-/// kill let through, the kernel and the crate's version.
+/// kill let through, the kernel, the crate's version and the folder the
+/// tests started in.
 fn settings(dir: &Path, report: &Report) -> insta::Settings {
     let mut s = insta::Settings::clone_current();
     s.set_snapshot_path("snapshots");
@@ -149,6 +150,8 @@ fn settings(dir: &Path, report: &Report) -> insta::Settings {
     if !report.os.is_empty() {
         s.add_filter(&regex::escape(&report.os), "[OS]");
     }
+    // The folder the tests run in: the checkout, wherever it is.
+    s.add_filter(r#""start_folder": "[^"]*""#, r#""start_folder": "[START]""#);
     s.add_filter(&format!(r"\b{}\b", regex::escape(&report.crashcells_version)), "[VERSION]");
     // Times: human and Markdown `0.85s`, JUnit `time="0.853"`, JSON duration_ms.
     s.add_filter(r" +\d+\.\d\ds\b", " [TIME]s");

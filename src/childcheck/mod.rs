@@ -331,7 +331,7 @@ mod tests {
 
     #[test]
     fn every_known_check_is_listed_and_those_that_did_not_run_say_why() {
-        let child = ChildCommand { program: "child".into(), prefix: vec![] };
+        let child = ChildCommand { program: "child".into(), prefix: vec![], cwd: None };
         let mut c = checker(&child, Path::new("."));
         c.note("ready", Ok("yes".into()));
         c.note("rotate", Ok("ran".into()));

@@ -195,6 +195,7 @@ mod tests {
             partition: None,
             os: String::new(),
             ci: None,
+            start_folder: String::new(),
             summary: Summary::of(&results),
             results,
         }

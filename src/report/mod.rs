@@ -290,6 +290,10 @@ pub struct Report {
     /// `run` from the CI's variables; absent outside CI and in older reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ci: Option<CiRun>,
+    /// The folder the run started in, where the relative paths of its
+    /// options start; empty in reports written before it was recorded.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub start_folder: String,
     pub results: Vec<CellResult>,
     pub summary: Summary,
 }
