@@ -145,7 +145,7 @@ struct ChildCheckArgs {
     #[arg(long, value_enum, default_value = "human")]
     format: ListFormat,
     /// Seconds any single operation may take.
-    #[arg(long, allow_negative_numbers = true, value_name = "SECS", default_value_t = DEFAULT_DEADLINE_SECS, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "SECS", default_value_t = DEFAULT_DEADLINE_SECS, value_parser = crate::options::at_least_one::<u64>)]
     deadline: u64,
     /// Where the check's stores are made [default: /dev/shm where writable, else the temp folder].
     #[arg(long, value_name = "DIR")]
@@ -176,7 +176,7 @@ struct AuditArgs {
     #[arg(long, value_name = "DIR")]
     workdir: Option<PathBuf>,
     /// Seconds a leg's child may take to reach its acks before it is an error.
-    #[arg(long, allow_negative_numbers = true, value_name = "SECS", default_value_t = DEFAULT_DEADLINE_SECS, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "SECS", default_value_t = DEFAULT_DEADLINE_SECS, value_parser = crate::options::at_least_one::<u64>)]
     deadline: u64,
     /// Audit this command as the child instead of the reference store.
     #[arg(long, value_name = "'CMD ARGS'")]
@@ -189,7 +189,7 @@ struct AuditArgs {
 
 #[derive(Debug, Args)]
 struct PruneArgs {
-    /// The evidence folder runs kept their evidence in [default: target/crashcells/evidence].
+    /// The evidence folder runs kept their evidence in.
     #[arg(long, value_name = "DIR", default_value = DEFAULT_EVIDENCE)]
     evidence: PathBuf,
     /// How many of the newest runs' evidence to keep.

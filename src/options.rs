@@ -94,16 +94,16 @@ pub struct RunOptions {
     #[arg(long, allow_negative_numbers = true, value_name = "N")]
     pub seed: Option<u64>,
     /// Trials (or races) per result, instead of the catalog's.
-    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = at_least_one::<u32>)]
     pub trials: Option<u32>,
     /// Run only trial N of each result (what a repro command uses).
     #[arg(long, allow_negative_numbers = true, value_name = "N")]
     pub trial: Option<u32>,
     /// Syscall mode: run only kill point N (what a repro command uses).
-    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = at_least_one::<u64>)]
     pub point: Option<u64>,
     /// Syscall mode: visit K kill points drawn with the seed instead of all.
-    #[arg(long, allow_negative_numbers = true, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "K", value_parser = at_least_one::<u32>)]
     pub points: Option<u32>,
     /// Syscall mode: rebuild every crash state from one recorded run (on,
     /// the default: each fire is confirmed by a real kill) or re-run the
@@ -118,7 +118,7 @@ pub struct RunOptions {
     )]
     pub mutant: Option<String>,
     /// Seconds any single wait of a trial may take before it is an error [default: 30].
-    #[arg(long, allow_negative_numbers = true, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "SECS", value_parser = at_least_one::<u64>)]
     pub deadline: Option<u64>,
     /// Read the cell catalog from this folder instead of the built-in one.
     #[arg(long, value_name = "DIR")]
@@ -133,7 +133,7 @@ pub struct RunOptions {
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// Results run in parallel [default: the number of cores].
-    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = at_least_one::<u64>)]
     #[serde(skip)]
     pub jobs: Option<u64>,
     /// Where trials run [default: /dev/shm where writable, else the temp folder].
@@ -150,6 +150,16 @@ pub struct RunOptions {
     #[arg(long, value_name = "k/n")]
     #[serde(skip)]
     pub partition: Option<Partition>,
+}
+
+/// A count or a time of at least 1, said as a person would: clap's range
+/// parser says `0 is not in 1..18446744073709551615`.
+pub fn at_least_one<T: std::str::FromStr + PartialOrd + From<u8>>(s: &str) -> Result<T, String> {
+    match s.trim().parse::<T>() {
+        Ok(n) if n >= T::from(1) => Ok(n),
+        Ok(_) => Err("must be 1 or more".into()),
+        Err(_) => Err("not a whole number (1 or more)".into()),
+    }
 }
 
 /// `--mutant`'s long help: every mutant, the cell it is for and what it

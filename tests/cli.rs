@@ -79,6 +79,43 @@ fn list_shows_five_cells_as_json() {
     }
 }
 
+/// A count of zero says what is wrong in words, not as clap's range of
+/// machine integers.
+#[test]
+fn a_count_of_zero_is_refused_in_words() {
+    for (flag, value) in [("--jobs", "0"), ("--trials", "0"), ("--deadline", "0"), ("--jobs", "-1")] {
+        let dir = scratch();
+        let out = run(&["run", flag, value], dir.path());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!((out.status.code(), stderr.trim().lines().count()), (Some(2), 1), "{stderr}");
+        assert!(stderr.contains(&format!("'{value}' for '{flag} ")) && stderr.contains("1 or more"), "{stderr}");
+        assert!(!stderr.contains("18446744073709551615") && !stderr.contains("4294967295"), "{stderr}");
+    }
+}
+
+/// Each option of each help page states its default once (clap adds the
+/// `[default: ...]` of a default value; a doc comment must not repeat it).
+#[test]
+fn no_help_page_says_a_default_twice() {
+    for command in ["run", "list", "report", "audit", "child-check", "prune"] {
+        for flag in ["-h", "--help"] {
+            let out = bin().args([command, flag]).output().unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            // An option's text runs from its `-x`/`--name` line to the next one.
+            let mut options: Vec<String> = Vec::new();
+            for line in text.lines() {
+                match options.last_mut() {
+                    Some(o) if !line.trim_start().starts_with('-') => o.push_str(line),
+                    _ => options.push(line.to_string()),
+                }
+            }
+            for option in options {
+                assert!(option.matches("[default:").count() <= 1, "{command} {flag}: {option}");
+            }
+        }
+    }
+}
+
 #[test]
 fn every_command_has_a_help_page_with_examples() {
     for command in ["run", "list", "report", "audit", "child-check", "prune"] {
