@@ -37,7 +37,9 @@ const RIGHT: [bool; 8] = [false, false, false, false, false, true, true, true];
 pub fn ran(r: &CellResult) -> String {
     match (r.verdict, r.kill, r.points_planned, r.points_landed) {
         (Verdict::Stub, ..) => "-".into(),
-        (_, KillMode::Syscall | KillMode::Power, Some(planned), Some(landed)) => format!("{landed}/{planned} points"),
+        (_, KillMode::Syscall | KillMode::Power, Some(planned), Some(landed)) => {
+            format!("{landed}/{}", plural(planned as usize, "point"))
+        }
         (_, KillMode::Syscall | KillMode::Power, ..) => plural(r.trials as usize, "point"),
         (_, KillMode::None, ..) => plural(r.trials as usize, "race"),
         (_, KillMode::Timed, ..) => plural(r.trials as usize, "trial"),
@@ -164,6 +166,23 @@ fn summary(out: &mut String, report: &Report) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_of_anything_is_singular_in_the_table_and_its_lines() {
+        use crate::report::KillPoint;
+        use crate::report::tests::{fire, report_of};
+        let mut r = fire(KillMode::Syscall, "wal");
+        (r.points_planned, r.points_landed) = (Some(1), Some(1));
+        let (file, offset, len) = (Some("store.db".into()), Some(0), Some(1));
+        r.kill_points =
+            vec![KillPoint { trial: 1, after_acks: 1, ordinal: Some(1), file, offset, len, ..KillPoint::default() }];
+        let text = render(&report_of(vec![r]), false);
+        assert!(text.contains(" 1/1 point ") && !text.contains("points"), "{text}");
+        assert!(
+            text.contains("kill point: trial 1, after 1 ack, at syscall #1 (store.db, offset 0, 1 byte)"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn counts_are_singular_or_plural() {

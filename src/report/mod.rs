@@ -111,7 +111,7 @@ impl KillPoint {
     /// One line for a reader: the trial, the acks seen, and where the
     /// syscall kill mode stopped the child when it did.
     pub fn describe(&self) -> String {
-        let mut s = format!("trial {}, after {} acks", self.trial, self.after_acks);
+        let mut s = format!("trial {}, after {}", self.trial, human::plural(self.after_acks as usize, "ack"));
         if self.ordinal.is_some() || self.syscall.is_some() {
             s.push_str(", at");
             if let Some(n) = self.ordinal {
@@ -129,7 +129,7 @@ impl KillPoint {
             place.push(format!("offset {o}"));
         }
         if let Some(n) = self.len {
-            place.push(format!("{n} bytes"));
+            place.push(human::plural(n as usize, "byte"));
         }
         if !place.is_empty() {
             s.push_str(&format!(" ({})", place.join(", ")));
