@@ -374,6 +374,9 @@ fn preflight_failed(ctx: &Context, e: crate::probe::PreflightError) -> Error {
 }
 
 fn cmd_run(a: RunArgs) -> Result<i32> {
+    // The run's duration is the run's: the preflight counts (a slow child
+    // can take seconds to start, and a run interrupted then took them).
+    let started = Instant::now();
     let mut o = a.options;
     checks::options(&o)?;
     validate_mutant(&o.mutant)?;
@@ -420,7 +423,6 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         report::human::plural(planned.len(), "result"),
         workdir.display()
     ));
-    let started = Instant::now();
     let bars = Bars::new(jobs.len());
     let results = run::execute(&jobs, &ctx, ctx.jobs, &bars);
     bars.clear();
