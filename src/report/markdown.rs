@@ -200,8 +200,8 @@ fn table(results: &[&CellResult]) -> String {
             Verdict::Fire | Verdict::Error => format!("**{}**", r.verdict.as_str()),
             _ => r.verdict.as_str().to_string(),
         };
-        // A stub ran no trial: its counts would only be noise.
-        let ran = |v: String| if r.trials == 0 { "-".to_string() } else { v };
+        // A stub, or a skip before any trial, ran nothing: its counts would only be noise.
+        let ran = |v: String| if super::human::ran_nothing(r) { "-".to_string() } else { v };
         // `ran` says landed of planned kill points for a sweep.
         let _ = writeln!(
             out,
