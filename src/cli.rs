@@ -317,7 +317,7 @@ fn cmd_child_check(a: ChildCheckArgs) -> Result<i32> {
     let child = child_command(a.child.as_deref())?;
     let workdir = workdir_or(&a.workdir, run::default_workdir)?;
     let work = tempfile::Builder::new()
-        .prefix("crashcells-child-check-")
+        .prefix(&crate::childcheck::work_prefix())
         .tempdir_in(&workdir)
         .map_err(Error::io("work folder in", &workdir))?;
     let report = crate::childcheck::check(&child, work.path(), Duration::from_secs(a.deadline));

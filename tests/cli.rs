@@ -125,3 +125,20 @@ fn every_command_has_a_help_page_with_examples() {
         assert!(text.contains("Examples:\n  crashcells "), "{command} --help has no examples:\n{text}");
     }
 }
+
+/// A `child-check` works in a folder that names its process, as a run's
+/// does: the child sees it in every path it is given.
+#[test]
+fn a_child_check_folder_carries_the_pid() {
+    let dir = scratch();
+    let log = dir.path().join("args.log");
+    let script = dir.path().join("child.sh");
+    std::fs::write(&script, format!("echo \"$PPID $*\" >> {}\nexit 3\n", log.display())).unwrap();
+    let child = format!("sh {}", script.display());
+    let out = bin().args(["child-check", "--child", &child, "--workdir"]).arg(dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let first = logged.lines().next().unwrap();
+    let (pid, args) = first.split_once(' ').unwrap();
+    assert!(args.contains(&format!("/crashcells-child-check-{pid}-")), "{first}");
+}

@@ -52,6 +52,13 @@ const MAX_INCONCLUSIVE: u32 = 3;
 /// seconds to start, and a longer wait only keeps the child stopped longer.
 const SAMPLE_DUMP: Duration = Duration::from_secs(10);
 
+/// The prefix of a check's work folder in `--workdir`: with the driver's
+/// pid, as a run id has it, so that checks at once are told apart and a
+/// folder left by a killed check names the process that made it.
+pub fn work_prefix() -> String {
+    format!("crashcells-child-check-{}-", std::process::id())
+}
+
 /// What became of one check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
