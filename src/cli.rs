@@ -102,7 +102,8 @@ const REPORT_EXAMPLES: &str = "Examples:\n  \
     Several --from merge the partitions of one run (run --partition k/n): the seed, command and\n  \
     plan must agree, and every partition must be given. Exit codes: as the run would have exited\n  \
     (0 nothing fired, 1 a fire, 2 an error, 3 nothing ran, 128 + signal for an interrupted run),\n  \
-    2 on bad input. With GITHUB_STEP_SUMMARY set, the Markdown summary is appended to it.";
+    2 on bad input. `run` appends its Markdown to GITHUB_STEP_SUMMARY; `report` does only with\n  \
+    --step-summary (the merge job), so that no run shows twice on a job's page.";
 
 #[derive(Debug, Args)]
 struct RunArgs {
@@ -145,7 +146,7 @@ struct ChildCheckArgs {
     #[arg(long, value_enum, default_value = "human")]
     format: ListFormat,
     /// Seconds any single operation may take.
-    #[arg(long, allow_negative_numbers = true, value_name = "SECS", default_value_t = DEFAULT_DEADLINE_SECS, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "SECS", default_value_t = DEFAULT_DEADLINE_SECS, value_parser = crate::options::at_least_one::<u64>)]
     deadline: u64,
     /// Where the check's stores are made [default: /dev/shm where writable, else the temp folder].
     #[arg(long, value_name = "DIR")]
@@ -159,6 +160,10 @@ struct ReportArgs {
     from: Vec<PathBuf>,
     #[command(flatten)]
     output: OutputArgs,
+    /// Also append the Markdown to the file GITHUB_STEP_SUMMARY names (as `run` always does):
+    /// for the job that merges the shares, whose page would show no run otherwise.
+    #[arg(long)]
+    step_summary: bool,
 }
 
 #[derive(Debug, Args)]
@@ -172,7 +177,7 @@ struct AuditArgs {
     #[arg(long, value_name = "DIR")]
     workdir: Option<PathBuf>,
     /// Seconds a leg's child may take to reach its acks before it is an error.
-    #[arg(long, allow_negative_numbers = true, value_name = "SECS", default_value_t = DEFAULT_DEADLINE_SECS, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "SECS", default_value_t = DEFAULT_DEADLINE_SECS, value_parser = crate::options::at_least_one::<u64>)]
     deadline: u64,
     /// Audit this command as the child instead of the reference store.
     #[arg(long, value_name = "'CMD ARGS'")]
@@ -185,7 +190,7 @@ struct AuditArgs {
 
 #[derive(Debug, Args)]
 struct PruneArgs {
-    /// The evidence folder runs kept their evidence in [default: target/crashcells/evidence].
+    /// The evidence folder runs kept their evidence in.
     #[arg(long, value_name = "DIR", default_value = DEFAULT_EVIDENCE)]
     evidence: PathBuf,
     /// How many of the newest runs' evidence to keep.
@@ -242,7 +247,10 @@ fn load_catalog(dir: Option<&Path>) -> Result<Catalog> {
 fn cmd_list(a: ListArgs) -> Result<i32> {
     let catalog = load_catalog(a.catalog.as_deref())?;
     let text = match a.format {
-        ListFormat::Json => serde_json::to_string_pretty(&catalog.cells).expect("cells serialize") + "\n",
+        ListFormat::Json => {
+            let cells: Vec<ListedCell> = catalog.cells.iter().map(ListedCell::of).collect();
+            serde_json::to_string_pretty(&cells).expect("cells serialize") + "\n"
+        }
         ListFormat::Human => {
             let mut text = String::new();
             for c in &catalog.cells {
@@ -252,11 +260,42 @@ fn cmd_list(a: ListArgs) -> Result<i32> {
                 };
                 text.push_str(&format!("{} {:<20} {}\n    {}\n", c.number, c.id, status, c.clause));
             }
+            text.push_str("\nmutants (run --mutant NAME: broken variants of the reference store):\n");
+            let width = Mutant::names().iter().map(|n| n.len()).max().unwrap_or(0);
+            for m in Mutant::ALL {
+                text.push_str(&format!("  {:<width$}  cell {}: {}\n", m.as_str(), m.cell(), m.breaks()));
+            }
             text
         }
     };
     stdout(&text)?;
     Ok(0)
+}
+
+/// A cell as `list --format json` shows it: the catalog's fields, then the
+/// mutants that are for it (an array of cells stays one for its readers).
+#[derive(serde::Serialize)]
+struct ListedCell<'a> {
+    #[serde(flatten)]
+    cell: &'a crate::catalog::CellSpec,
+    mutants: Vec<ListedMutant>,
+}
+
+#[derive(serde::Serialize)]
+struct ListedMutant {
+    name: &'static str,
+    breaks: &'static str,
+}
+
+impl ListedCell<'_> {
+    fn of(cell: &crate::catalog::CellSpec) -> ListedCell<'_> {
+        let mutants = Mutant::ALL
+            .into_iter()
+            .filter(|m| m.cell() == cell.number)
+            .map(|m| ListedMutant { name: m.as_str(), breaks: m.breaks() })
+            .collect();
+        ListedCell { cell, mutants }
+    }
 }
 
 /// `report`: one saved report rendered again, or the partitions of one run
@@ -269,7 +308,8 @@ fn cmd_report(a: ReportArgs) -> Result<i32> {
         reports.push((file.clone(), report::Report::from_json(&file, &text)?));
     }
     let report = report::merge::merge(reports)?;
-    emit(&report, &a.output)?;
+    let sources: Vec<String> = a.from.iter().map(|f| f.display().to_string()).collect();
+    emit(&report, &a.output, &sources, a.step_summary)?;
     Ok(report.exit_code())
 }
 
@@ -278,7 +318,7 @@ fn cmd_child_check(a: ChildCheckArgs) -> Result<i32> {
     let child = child_command(a.child.as_deref())?;
     let workdir = workdir_or(&a.workdir, run::default_workdir)?;
     let work = tempfile::Builder::new()
-        .prefix("crashcells-child-check-")
+        .prefix(&crate::childcheck::work_prefix())
         .tempdir_in(&workdir)
         .map_err(Error::io("work folder in", &workdir))?;
     let report = crate::childcheck::check(&child, work.path(), Duration::from_secs(a.deadline));
@@ -307,17 +347,42 @@ pub fn child_command(arg: Option<&str>) -> Result<ChildCommand> {
     }
 }
 
-/// Checks everything the user gave before any child runs. Mutants are the
-/// reference store's; an external child gets the name as it is.
-fn validate_mutant(m: &Option<String>, external_child: bool) -> Result<()> {
-    let Some(name) = m.as_ref().filter(|_| !external_child) else { return Ok(()) };
+/// Checks the mutant's name before any child runs: the names are
+/// crashcells' (docs/PROTOCOL.md), whichever store implements them.
+fn validate_mutant(m: &Option<String>) -> Result<()> {
+    let Some(name) = m else { return Ok(()) };
     name.parse::<Mutant>().map(drop).map_err(Error::Usage)
 }
 
+/// Why the preflight failed, as the user must hear it. With `--mutant`, a
+/// child that speaks the protocol without it refused the mutant: that is
+/// bad input (the mutants are the reference store's, and a `--child`
+/// implements only those it says it does), not a child that is broken.
+fn preflight_failed(ctx: &Context, e: crate::probe::PreflightError) -> Error {
+    let child = ctx.child.display();
+    if let Some(m) = &ctx.options.mutant
+        && crate::probe::preflight(&ctx.child, &ctx.work_root, ctx.deadline).is_ok()
+    {
+        // The last line of its stderr says why (a usage error's last line).
+        let why = e.to_string();
+        let why = why.rsplit(" | ").next().unwrap_or_default().trim().to_string();
+        return Error::Usage(format!(
+            "--mutant {m}: the child `{child}` refused it before any cell ran (the mutants are the \
+             reference store's; a --child implements only those it accepts, docs/PROTOCOL.md): {why}"
+        ));
+    }
+    Error::Child { child, message: e.to_string() }
+}
+
 fn cmd_run(a: RunArgs) -> Result<i32> {
+    // The run's duration is the run's: the preflight counts (a slow child
+    // can take seconds to start, and a run interrupted then took them).
+    let started = Instant::now();
     let mut o = a.options;
     checks::options(&o)?;
-    validate_mutant(&o.mutant, o.child.is_some())?;
+    validate_mutant(&o.mutant)?;
+    let start = std::env::current_dir().map_err(Error::io("the folder the run starts in", "."))?;
+    checks::child_folder(&mut o, &start)?;
     checks::out_path(&a.output.out)?;
     let catalog = load_catalog(o.catalog.as_deref())?;
     let matrix = Matrix::load(&o.matrix)?;
@@ -345,10 +410,11 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     // preflight still ends with an (empty) partial report and 128 + signal:
     // an interrupted run starts no result.
     crate::harness::catch_interrupts().map_err(Error::io("signal handlers", "."))?;
-    let ready = match crate::probe::preflight(&ctx.child, &ctx.work_root, ctx.deadline) {
+    let mutant = ctx.options.mutant.as_deref();
+    let ready = match crate::probe::preflight_with(&ctx.child, &ctx.work_root, ctx.deadline, mutant) {
         Ok(ready) => Some(ready),
         Err(_) if crate::harness::interrupted().is_some() => None,
-        Err(e) => return Err(Error::Child { child: ctx.child.display(), message: e.to_string() }),
+        Err(e) => return Err(preflight_failed(&ctx, e)),
     };
     ctx.child_ready = ready.clone();
     let share = partition.map_or(String::new(), |p| format!(" (partition {p}: {} of {})", jobs.len(), planned.len()));
@@ -358,7 +424,6 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         report::human::plural(planned.len(), "result"),
         workdir.display()
     ));
-    let started = Instant::now();
     let bars = Bars::new(jobs.len());
     let results = run::execute(&jobs, &ctx, ctx.jobs, &bars);
     bars.clear();
@@ -367,6 +432,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     let facts = RunFacts {
         run_id: &run_id,
         workdir: &workdir,
+        start_folder: &start,
         started,
         sqlite_version: sqlite,
         planned: planned.len(),
@@ -377,14 +443,22 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         let why = r.evidence_error.as_deref().unwrap_or_default();
         note(&format!("evidence of {} {} {} NOT KEPT: {why}", r.cell, r.leg, r.kill.as_str()));
     }
-    emit(&report, &a.output)?;
+    // A JSON `--out` holds the whole report: a Markdown that had to leave
+    // fires out (the step summary's) points to it.
+    let whole: Vec<String> = match (&a.output.out, a.output.format) {
+        (Some(path), Format::Json) => vec![path.display().to_string()],
+        _ => vec![],
+    };
+    emit(&report, &a.output, &whole, true)?;
     Ok(run_exit_code(&report, jobs.len()))
 }
 
 /// What every cell of a run needs to know, from the run's options.
 fn run_context(options: RunOptions, seed: u64, work_root: &Path, evidence_root: PathBuf) -> Result<Context> {
+    let mut child = child_command(options.child.as_deref())?;
+    child.cwd = options.cwd.clone();
     Ok(Context {
-        child: child_command(options.child.as_deref())?,
+        child,
         work_root: work_root.to_path_buf(),
         evidence_root,
         deadline: options.deadline(),
@@ -462,11 +536,17 @@ fn default_jobs() -> usize {
 }
 
 /// Writes the report: to `--out` (atomically) in the chosen format with a
-/// human summary on stdout, or to stdout in the chosen format; and its
-/// Markdown to the GitHub step summary when there is one.
-fn emit(report: &report::Report, out: &OutputArgs) -> Result<()> {
+/// human summary on stdout, or to stdout in the chosen format; and, when
+/// `step_summary`, its Markdown to the GitHub step summary if there is one.
+/// `whole` names the files that hold the whole report, for a Markdown that
+/// must leave fires out to fit in a comment.
+fn emit(report: &report::Report, out: &OutputArgs, whole: &[String], step_summary: bool) -> Result<()> {
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let text = report::render(report, out.format, color && out.out.is_none())?;
+    let markdown = || report::markdown::render_within(report, whole, report::markdown::LIMIT);
+    let text = match out.format {
+        Format::Markdown => markdown(),
+        format => report::render(report, format, color && out.out.is_none())?,
+    };
     match &out.out {
         None => stdout(&text)?,
         Some(path) => {
@@ -475,6 +555,8 @@ fn emit(report: &report::Report, out: &OutputArgs) -> Result<()> {
             note(&format!("report written to {}", path.display()));
         }
     }
-    output::step_summary(&report::markdown::render(report));
+    if step_summary {
+        output::step_summary(&markdown());
+    }
     Ok(())
 }

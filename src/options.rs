@@ -96,27 +96,31 @@ pub struct RunOptions {
     #[arg(long, allow_negative_numbers = true, value_name = "N")]
     pub seed: Option<u64>,
     /// Trials (or races) per result, instead of the catalog's.
-    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = at_least_one::<u32>)]
     pub trials: Option<u32>,
     /// Run only trial N of each result (what a repro command uses).
     #[arg(long, allow_negative_numbers = true, value_name = "N")]
     pub trial: Option<u32>,
     /// Syscall mode: run only kill point N (what a repro command uses).
-    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = at_least_one::<u64>)]
     pub point: Option<u64>,
     /// Syscall mode: visit K kill points drawn with the seed instead of all.
-    #[arg(long, allow_negative_numbers = true, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "K", value_parser = at_least_one::<u32>)]
     pub points: Option<u32>,
     /// Syscall mode: rebuild every crash state from one recorded run (on,
     /// the default: each fire is confirmed by a real kill) or re-run the
     /// child to each point (off). Cell 2's races always re-run.
     #[arg(long, value_enum, value_name = "on|off")]
     pub replay: Option<Replay>,
-    /// Run a deliberately broken variant of the reference store.
-    #[arg(long, value_name = "NAME")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        help = "Run a deliberately broken variant of the reference store (see --help for the names)",
+        long_help = mutant_help()
+    )]
     pub mutant: Option<String>,
     /// Seconds any single wait of a trial may take before it is an error [default: 30].
-    #[arg(long, allow_negative_numbers = true, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "SECS", value_parser = at_least_one::<u64>)]
     pub deadline: Option<u64>,
     /// Read the cell catalog from this folder instead of the built-in one.
     #[arg(long, value_name = "DIR")]
@@ -125,8 +129,13 @@ pub struct RunOptions {
     /// driver runs `CMD ARGS <op> ...` (see docs/PROTOCOL.md).
     #[arg(long, value_name = "'CMD ARGS'")]
     pub child: Option<String>,
+    /// The folder the child runs in, where a relative path in --child starts [default: the folder
+    /// the run starts in]. The repros of a --child run name it as an absolute path, so that they
+    /// run from any folder.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
     /// Results run in parallel [default: the number of cores].
-    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = at_least_one::<u64>)]
     #[serde(skip)]
     pub jobs: Option<u64>,
     /// Where trials run [default: /dev/shm where writable, else the temp folder].
@@ -143,6 +152,32 @@ pub struct RunOptions {
     #[arg(long, value_name = "k/n")]
     #[serde(skip)]
     pub partition: Option<Partition>,
+}
+
+/// A count or a time of at least 1, said as a person would: clap's range
+/// parser says `0 is not in 1..18446744073709551615`.
+pub fn at_least_one<T: std::str::FromStr + PartialOrd + From<u8>>(s: &str) -> Result<T, String> {
+    match s.trim().parse::<T>() {
+        Ok(n) if n >= T::from(1) => Ok(n),
+        Ok(_) => Err("must be 1 or more".into()),
+        Err(_) => Err("not a whole number (1 or more)".into()),
+    }
+}
+
+/// `--mutant`'s long help: every mutant, the cell it is for and what it
+/// breaks, from the protocol crate's list, so that a new one is named here.
+fn mutant_help() -> String {
+    use crashcells_protocol::Mutant;
+    let width = Mutant::names().iter().map(|n| n.len()).max().unwrap_or(0);
+    let mut s = String::from(
+        "Run a deliberately broken variant of the reference store, to see a cell fire. A --child \
+         gets the name too, and must implement it or refuse it (docs/PROTOCOL.md); the run stops with \
+         exit 2 if it refuses. The mutants:",
+    );
+    for m in Mutant::ALL {
+        s.push_str(&format!("\n  {:<width$}  cell {}: {}", m.as_str(), m.cell(), m.breaks()));
+    }
+    s
 }
 
 impl RunOptions {
@@ -272,6 +307,7 @@ mod tests {
             deadline: Some(5),
             catalog: Some("my cells".into()),
             child: Some("store --flag 'x'".into()),
+            cwd: Some("/the start/folder".into()),
             jobs: None,
             workdir: None,
             evidence: None,
@@ -287,7 +323,7 @@ mod tests {
             line,
             "crashcells run --cell cell-a --matrix audit --leg wal-sync-off --kill timed --seed 42 \
              --trials 6 --trial 3 --points 5 --replay off --mutant drop-append --deadline 5 --catalog 'my cells' \
-             --child 'store --flag '\\''x'\\'''"
+             --child 'store --flag '\\''x'\\''' --cwd '/the start/folder'"
         );
         assert_eq!(parse(&line), o);
     }

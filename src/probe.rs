@@ -85,9 +85,21 @@ pub enum PreflightError {
 /// Runs `append --stop-after 1` once with the resolver's default config and
 /// returns the child's `ready` record, or why there is none.
 pub fn preflight(child: &ChildCommand, work: &Path, deadline: Duration) -> Result<Ready, PreflightError> {
+    preflight_with(child, work, deadline, None)
+}
+
+/// The preflight with the run's `--mutant`, if any: a child that does not
+/// implement the mutant refuses it here (docs/PROTOCOL.md), before any
+/// cell runs, rather than in every result's trials.
+pub fn preflight_with(
+    child: &ChildCommand,
+    work: &Path,
+    deadline: Duration,
+    mutant: Option<&str>,
+) -> Result<Ready, PreflightError> {
     let scratch = Scratch::new(work, "preflight", None).map_err(PreflightError::Folder)?;
     let acks = scratch.path("acks.ndjson");
-    let args = scratch.op(Op::Append).acks(&acks).stop_after(1);
+    let args = scratch.op(Op::Append).acks(&acks).stop_after(1).mutant(mutant);
     let mut running = scratch.spawn(child, &args, "append").map_err(PreflightError::Start)?;
     let exited = wait_first_line(&mut running, &acks, deadline);
     let reaped = running.kill_and_reap();

@@ -137,6 +137,8 @@ impl Progress for Bars {
 pub struct RunFacts<'a> {
     pub run_id: &'a str,
     pub workdir: &'a std::path::Path,
+    /// The folder the run started in (relative paths of the run start there).
+    pub start_folder: &'a std::path::Path,
     pub started: Instant,
     pub sqlite_version: String,
     /// Results the whole run planned, every partition together.
@@ -159,10 +161,12 @@ pub fn report(ctx: &Context, facts: RunFacts, results: Vec<CellResult>) -> Repor
         child: ctx.options.child.clone().unwrap_or_else(|| "reference".into()),
         interrupted: signal.is_some(),
         signal,
-        command: run_command(ctx),
+        command: run_command(ctx, facts.start_folder),
         planned: Some(facts.planned),
         partition: facts.partition,
         os: os_description(),
+        ci: crate::report::CiRun::from_env(),
+        start_folder: facts.start_folder.display().to_string(),
         summary: Summary::of(&results),
         results,
     };
@@ -170,10 +174,16 @@ pub fn report(ctx: &Context, facts: RunFacts, results: Vec<CellResult>) -> Repor
     report
 }
 
-/// The command of the whole run: its options with the seed it used.
-fn run_command(ctx: &Context) -> String {
+/// The command of the whole run: its options with the seed it used. The
+/// child's folder is left out when it is the start folder, so that the
+/// shares of one run on machines with their checkouts in other places are
+/// still of one command (each result's repro names the folder).
+fn run_command(ctx: &Context, start_folder: &std::path::Path) -> String {
     let mut o = ctx.options.clone();
     o.seed = Some(ctx.seed);
+    if o.cwd.as_deref() == Some(start_folder) {
+        o.cwd = None;
+    }
     o.repro()
 }
 

@@ -1,6 +1,7 @@
 //! What a CI maintainer relies on: a run split over runners with
 //! `--partition k/n` and merged back with `report --from` into the report
-//! of the whole run, the Markdown appended to `GITHUB_STEP_SUMMARY`,
+//! of the whole run, the Markdown appended to `GITHUB_STEP_SUMMARY` once
+//! per run, the commit and CI run recorded into the report,
 //! `--out` files a CI uploader can read, output into a closed pipe, and
 //! `prune` of old evidence.
 
@@ -116,8 +117,11 @@ fn a_partition_needs_a_seed_and_a_well_formed_share() {
     }
 }
 
+/// The step summary shows a run once: `run` appends its Markdown; a step
+/// that renders the run again (its JUnit) does not, and the merge job's
+/// `report --step-summary` does, for its own page.
 #[test]
-fn the_step_summary_gets_the_markdown_of_each_run_and_report() {
+fn the_step_summary_gets_each_run_once_and_a_report_only_when_asked() {
     let dir = scratch();
     let summary = dir.path().join("summary.md");
     let json = dir.path().join("run.json");
@@ -129,10 +133,42 @@ fn the_step_summary_gets_the_markdown_of_each_run_and_report() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3), "a stub alone");
-    let report = bin().args(["report", "--from"]).arg(&json).env("GITHUB_STEP_SUMMARY", &summary).output().unwrap();
-    assert_eq!(report.status.code(), Some(3));
-    let text = std::fs::read_to_string(&summary).unwrap();
-    assert_eq!(text.matches("## crashcells: 0 fire, 0 error, 0 pass, 0 skip, 1 stub").count(), 2, "{text}");
+    let heading = "## crashcells: 0 fire, 0 error, 0 pass, 0 skip, 1 stub";
+    let sections = || std::fs::read_to_string(&summary).unwrap().matches(heading).count();
+    assert_eq!(sections(), 1, "the run's own");
+    let report = |extra: &[&str]| {
+        let mut cmd = bin();
+        cmd.args(["report", "--format", "junit", "--out"]).arg(dir.path().join("run.xml")).arg("--from").arg(&json);
+        cmd.args(extra).env("GITHUB_STEP_SUMMARY", &summary).output().unwrap().status.code()
+    };
+    assert_eq!(report(&[]), Some(3));
+    assert_eq!(sections(), 1, "rendering the JUnit of a run does not show the run again");
+    assert_eq!(report(&["--step-summary"]), Some(3));
+    assert_eq!(sections(), 2, "the merge job asks for it");
+}
+
+/// The commit and the CI run are recorded when the run is made, so that
+/// `report --from` renders them anywhere, outside CI too.
+#[test]
+fn the_commit_and_the_ci_run_travel_with_the_report() {
+    let dir = scratch();
+    let json = dir.path().join("run.json");
+    let out = bin()
+        .args(stub_run(dir.path(), &json))
+        .arg("--evidence")
+        .arg(dir.path().join("ev"))
+        .env("GITHUB_SHA", "0123456789abcdef0123456789abcdef01234567")
+        .env("GITHUB_SERVER_URL", "https://github.example")
+        .env("GITHUB_REPOSITORY", "team/store")
+        .env("GITHUB_RUN_ID", "42")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(read(&json)["ci"]["run_url"], "https://github.example/team/store/actions/runs/42");
+    let md = bin().args(["report", "--format", "markdown", "--from"]).arg(&json).output().unwrap();
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(md.contains("| CI run | https://github.example/team/store/actions/runs/42 |"), "{md}");
+    assert!(md.contains("(https://github.example/team/store/commit/0123456789abcdef0123456789abcdef01234567)"), "{md}");
 }
 
 /// Runs `crashcells args` under `umask`, as a CI step would.

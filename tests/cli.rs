@@ -22,6 +22,46 @@ fn bad_input_is_one_line_and_exit_2() {
     fails_with(&["run", "--out", "/nonexistent-folder/x.json"], "does not exist");
 }
 
+/// The mutants are the reference store's: a `--child` that does not
+/// implement one refuses it in the preflight, and the run stops there with
+/// one line and exit 2, before any cell ran; a name crashcells does not know
+/// is refused before any child runs at all.
+#[test]
+fn a_mutant_a_child_does_not_implement_is_refused_before_any_cell_runs() {
+    let tiny = format!("python3 {}/tests/adapters/tiny.py", env!("CARGO_MANIFEST_DIR"));
+    let dir = scratch();
+    let out = run(&["run", "--child", &tiny, "--mutant", "drop-append", "--cell", "1", "--seed", "1"], dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!((out.status.code(), stderr.trim().lines().count()), (Some(2), 1), "{stderr}");
+    assert!(stderr.contains("--mutant drop-append: the child `python3 ") && stderr.contains("refused it"), "{stderr}");
+    assert!(stderr.contains("the mutants are the reference store's") && stderr.ends_with("tiny: no mutants here\n"));
+    assert!(out.stdout.is_empty() && !dir.path().join("evidence").exists(), "no cell ran");
+    fails_with(&["run", "--child", "/nonexistent/store", "--mutant", "nope"], "unknown mutant `nope`");
+}
+
+/// `list` and `run --help` name every mutant, with the cell it is for and
+/// what it breaks.
+#[test]
+fn list_and_run_help_name_the_mutants() {
+    let help = bin().args(["run", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    let list = bin().arg("list").output().unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    for m in crashcells_protocol::Mutant::ALL {
+        let line = format!("{:<18}  cell {}: {}", m.as_str(), m.cell(), m.breaks());
+        assert!(help.contains(&line), "run --help lacks {line}:\n{help}");
+        assert!(list.contains(&line), "list lacks {line}:\n{list}");
+    }
+    let json = bin().args(["list", "--format", "json"]).output().unwrap();
+    let cells: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let names = |n: usize| -> Vec<String> {
+        cells[n]["mutants"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(names(0), ["ack-before-commit", "stall", "drop-append"]);
+    assert_eq!(names(1), ["racy-claim", "split-claim"]);
+    assert!(cells[2]["mutants"][0]["breaks"].as_str().unwrap().contains("two transactions"));
+}
+
 #[test]
 fn list_shows_every_catalog_cell_as_json() {
     let out = bin().args(["list", "--format", "json"]).output().unwrap();
@@ -37,6 +77,43 @@ fn list_shows_every_catalog_cell_as_json() {
     }
 }
 
+/// A count of zero says what is wrong in words, not as clap's range of
+/// machine integers.
+#[test]
+fn a_count_of_zero_is_refused_in_words() {
+    for (flag, value) in [("--jobs", "0"), ("--trials", "0"), ("--deadline", "0"), ("--jobs", "-1")] {
+        let dir = scratch();
+        let out = run(&["run", flag, value], dir.path());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!((out.status.code(), stderr.trim().lines().count()), (Some(2), 1), "{stderr}");
+        assert!(stderr.contains(&format!("'{value}' for '{flag} ")) && stderr.contains("1 or more"), "{stderr}");
+        assert!(!stderr.contains("18446744073709551615") && !stderr.contains("4294967295"), "{stderr}");
+    }
+}
+
+/// Each option of each help page states its default once (clap adds the
+/// `[default: ...]` of a default value; a doc comment must not repeat it).
+#[test]
+fn no_help_page_says_a_default_twice() {
+    for command in ["run", "list", "report", "audit", "child-check", "prune"] {
+        for flag in ["-h", "--help"] {
+            let out = bin().args([command, flag]).output().unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            // An option's text runs from its `-x`/`--name` line to the next one.
+            let mut options: Vec<String> = Vec::new();
+            for line in text.lines() {
+                match options.last_mut() {
+                    Some(o) if !line.trim_start().starts_with('-') => o.push_str(line),
+                    _ => options.push(line.to_string()),
+                }
+            }
+            for option in options {
+                assert!(option.matches("[default:").count() <= 1, "{command} {flag}: {option}");
+            }
+        }
+    }
+}
+
 #[test]
 fn every_command_has_a_help_page_with_examples() {
     for command in ["run", "list", "report", "audit", "child-check", "prune"] {
@@ -45,4 +122,21 @@ fn every_command_has_a_help_page_with_examples() {
         assert_eq!(out.status.code(), Some(0), "{command}");
         assert!(text.contains("Examples:\n  crashcells "), "{command} --help has no examples:\n{text}");
     }
+}
+
+/// A `child-check` works in a folder that names its process, as a run's
+/// does: the child sees it in every path it is given.
+#[test]
+fn a_child_check_folder_carries_the_pid() {
+    let dir = scratch();
+    let log = dir.path().join("args.log");
+    let script = dir.path().join("child.sh");
+    std::fs::write(&script, format!("echo \"$PPID $*\" >> {}\nexit 3\n", log.display())).unwrap();
+    let child = format!("sh {}", script.display());
+    let out = bin().args(["child-check", "--child", &child, "--workdir"]).arg(dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let first = logged.lines().next().unwrap();
+    let (pid, args) = first.split_once(' ').unwrap();
+    assert!(args.contains(&format!("/crashcells-child-check-{pid}-")), "{first}");
 }

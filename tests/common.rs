@@ -5,8 +5,16 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+/// The binary, with none of the CI's variables: a test run inside GitHub
+/// Actions must neither append to the job's step summary nor record the
+/// CI's commit into the reports its snapshots compare. Tests that need them
+/// set them.
 pub fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_crashcells"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_crashcells"));
+    for var in ["GITHUB_STEP_SUMMARY", "GITHUB_SHA", "GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"] {
+        cmd.env_remove(var);
+    }
+    cmd
 }
 
 /// Runs `crashcells args...` with trials in a private work folder, evidence

@@ -148,3 +148,78 @@ fn no_evidence_folder_is_made_before_a_fire() {
     assert_eq!(out.status.code(), Some(3));
     assert!(files_in(dir.path()).is_empty());
 }
+
+/// A `--child` given with a path relative to the folder the run started in
+/// (`python3 tests/adapters/tiny.py` from the checkout) gives repros that
+/// name that folder (`--cwd`, absolute), so that they run from any other;
+/// the report records the folder.
+#[test]
+fn a_child_repro_runs_from_any_folder() {
+    let dir = scratch();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let catalog = crate::common::short_catalog(dir.path());
+    let args = ["run", "--child", "python3 tests/adapters/tiny.py", "--cell", "1", "--leg", "default"];
+    let extra = ["--kill", "timed", "--trials", "1", "--seed", "3", "--catalog", catalog.to_str().unwrap()];
+    let mut cmd = bin();
+    cmd.args(args).args(extra).arg("--workdir").arg(dir.path()).arg("--evidence").arg(dir.path().join("ev"));
+    let out = cmd.args(["--format", "json"]).current_dir(root).output().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no report ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(report["start_folder"], root);
+    let repro = report["results"][0]["repro"].as_str().unwrap();
+    assert!(repro.ends_with(&format!("--child 'python3 tests/adapters/tiny.py' --cwd {root}")), "{repro}");
+    assert!(!report["command"].as_str().unwrap().contains("--cwd"), "the start folder is the run's, not its command's");
+
+    // Pasted in another folder, as a shell reads it.
+    let line = repro.replacen("crashcells", env!("CARGO_BIN_EXE_crashcells"), 1);
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{line} --workdir \"$1\" --evidence \"$1/ev-again\" --format json"))
+        .args(["sh", dir.path().to_str().unwrap()])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{repro}: {}", String::from_utf8_lossy(&out.stderr));
+    let again: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(again["results"][0]["verdict"], "pass", "{again:#}");
+}
+
+/// The names README's evidence layout gives, as patterns (`N` a number or
+/// a racer), each the first part of its path (`recovery-N/` a folder).
+fn readme_evidence_names() -> Vec<regex::Regex> {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let block = readme.split("<!-- evidence-layout -->\n```text\n").nth(1).expect("the layout block");
+    let block = &block[..block.find("```").unwrap()];
+    // A file (`store.db-wal`, `dump-N.json`) or a folder (`recovery-N/`).
+    let name = regex::Regex::new(r"[a-zA-Z][a-zA-Z0-9-]*(?:\.[a-z][a-z-]*)+|[a-z][a-zA-Z0-9-]*/").unwrap();
+    name.find_iter(block)
+        .map(|m| {
+            let first = m.as_str().trim_end_matches('/');
+            let pattern = regex::escape(first).replace("rN", r"r\d+").replace('N', r"\d+");
+            regex::Regex::new(&format!("^{pattern}$")).unwrap()
+        })
+        .collect()
+}
+
+/// Every file a fire's evidence folder holds is named in README's layout
+/// (cell 1 under a syscall kill, cell 5 with its transport, cell 2's race).
+#[test]
+fn readme_names_every_file_of_an_evidence_folder() {
+    let names = readme_evidence_names();
+    assert!(names.len() > 15, "{names:?}");
+    let dir = scratch();
+    for args in [
+        &["--cell", "1", "--kill", "syscall", "--mutant", "ack-before-commit", "--leg", "delete", "--seed", "3"][..],
+        &["--cell", "5", "--kill", "syscall", "--mutant", "resend-on-catch-up", "--leg", "wal", "--seed", "3"],
+        &["--cell", "2", "--kill", "none", "--mutant", "racy-claim", "--seed", "3"],
+    ] {
+        let (code, report) = run_json(&[&["run"][..], args].concat(), dir.path());
+        assert_eq!(code, 1, "{args:?}: {report:#}");
+        for r in decisive(&report) {
+            let folder = PathBuf::from(r["evidence"].as_str().unwrap());
+            for entry in files_in(&folder) {
+                assert!(names.iter().any(|n| n.is_match(&entry)), "README's evidence layout lacks {entry} ({args:?})");
+            }
+        }
+    }
+}

@@ -3,6 +3,7 @@
 
 mod cells;
 mod ci;
+mod ci_docs;
 mod cli;
 mod common;
 mod evidence;

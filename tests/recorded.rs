@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::common::{bin, run_json, scratch};
 
 fn reference() -> ChildCommand {
-    ChildCommand { program: env!("CARGO_BIN_EXE_crashcells").into(), prefix: vec!["child".into()] }
+    ChildCommand { program: env!("CARGO_BIN_EXE_crashcells").into(), prefix: vec!["child".into()], cwd: None }
 }
 
 /// A trial-like folder with a config home asking for `mode`.

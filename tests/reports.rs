@@ -141,7 +141,8 @@ fn rendered(from: &Path, format: &str) -> String {
 
 /// What changes from run to run, replaced by fixed-width placeholders: the
 /// scratch folder, run ids (time and pid), times, how many acks a timed
-/// kill let through, the kernel and the crate's version.
+/// kill let through, the kernel, the crate's version and the folder the
+/// tests started in.
 fn settings(dir: &Path, report: &Report) -> insta::Settings {
     let mut s = insta::Settings::clone_current();
     s.set_snapshot_path("snapshots");
@@ -151,6 +152,8 @@ fn settings(dir: &Path, report: &Report) -> insta::Settings {
     if !report.os.is_empty() {
         s.add_filter(&regex::escape(&report.os), "[OS]");
     }
+    // The folder the tests run in: the checkout, wherever it is.
+    s.add_filter(r#""start_folder": "[^"]*""#, r#""start_folder": "[START]""#);
     s.add_filter(&format!(r"\b{}\b", regex::escape(&report.crashcells_version)), "[VERSION]");
     // Times: human and Markdown `0.85s`, JUnit `time="0.853"`, JSON duration_ms.
     s.add_filter(r" +\d+\.\d\ds\b", " [TIME]s");
@@ -300,4 +303,21 @@ fn out_writes_the_format_and_the_terminal_gets_the_human_summary() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("1 result: 0 fire, 0 error, 0 pass, 0 skip, 1 stub"), "{stdout}");
     assert!(!stdout.contains("<?xml"), "{stdout}");
+}
+
+/// A run's duration is the whole run's, the preflight of a slow child
+/// included: an interrupted run of 2.2 s once reported `in 0.17s`.
+#[test]
+fn a_run_lasts_from_its_start_with_the_preflight() {
+    let dir = scratch();
+    let slow = dir.path().join("slow-child");
+    let text = format!("#!/bin/sh\nsleep 1\nexec {} child \"$@\"\n", env!("CARGO_BIN_EXE_crashcells"));
+    std::fs::write(&slow, text).unwrap();
+    std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let catalog = crate::common::stub_catalog(dir.path());
+    let args = ["run", "--cell", "4", "--seed", "1", "--catalog", &catalog, "--child", slow.to_str().unwrap()];
+    let (code, report) = run_json(&args, dir.path());
+    assert_eq!(code, 3, "a stub alone: {report:#}");
+    let ms = report["duration_ms"].as_u64().unwrap();
+    assert!(ms >= 1000, "the preflight took a second, the run {ms} ms");
 }

@@ -244,6 +244,35 @@ impl Mutant {
     pub fn names() -> Vec<&'static str> {
         Mutant::ALL.iter().map(|m| m.as_str()).collect()
     }
+
+    /// What the mutant breaks, in one line (for `list` and `run --help`;
+    /// docs/PROTOCOL.md has the same table).
+    pub fn breaks(self) -> &'static str {
+        match self {
+            Mutant::AckBeforeCommit => "`append` writes each ack inside its transaction, before the commit",
+            Mutant::RacyClaim => "`claim` reads the state, then updates without the `pending` predicate",
+            Mutant::SplitRotation => "`rotate` ends the parent and creates the continuation in two transactions",
+            Mutant::SplitClaim => {
+                "`claim`'s winner records its claim in a second transaction (fires under --kill syscall only)"
+            }
+            Mutant::Stall => "`append` acks a few, then blocks forever (the driver's deadline: an error, not a fire)",
+            Mutant::DropAppend => "`append` acks every append but never writes every 64th",
+            Mutant::TornFork => "`fork` rewinds in several transactions, one message of the tail at a time",
+            Mutant::ResendOnCatchUp => "`catch-up` resends every obligation not marked delivered, without asking",
+        }
+    }
+
+    /// The number of the cell the mutant is for: the one it makes fire (for
+    /// `stall`, the one whose run it stalls).
+    pub fn cell(self) -> u32 {
+        match self {
+            Mutant::AckBeforeCommit | Mutant::Stall | Mutant::DropAppend => 1,
+            Mutant::RacyClaim | Mutant::SplitClaim => 2,
+            Mutant::SplitRotation => 3,
+            Mutant::TornFork => 4,
+            Mutant::ResendOnCatchUp => 5,
+        }
+    }
 }
 
 impl std::str::FromStr for Mutant {

@@ -10,7 +10,7 @@
 
 use crashcells_protocol::{APPEND_SESSION, Ack, Dump, Op};
 
-use super::{Cell, MissingParam, Seen, Shape, Violations};
+use super::{Cell, MissingParam, Seen, Shape, Violations, plural};
 use crate::catalog::Params;
 
 pub struct PrefixDurability;
@@ -54,7 +54,8 @@ pub fn check(dump: &Dump, acks: &[Ack]) -> Violations {
     };
     let n = recovered.len() as u64;
     let acked = acks.iter().map(|a| a.i + 1).max().unwrap_or(0);
-    v.details.push(format!("acked m0..m{} ({acked} appends); recovered {n} appends", acked.saturating_sub(1)));
+    let appends = |n: u64| format!("{n} {}", plural(n as usize, "append", "appends"));
+    v.details.push(format!("acked m0..m{} ({}); recovered {}", acked.saturating_sub(1), appends(acked), appends(n)));
     if let Some((pos, &i)) = recovered.iter().enumerate().find(|&(pos, &i)| i != pos as u64) {
         let (kind, what) = if recovered[..pos].contains(&i) { ("duplicate", "a duplicate") } else { ("hole", "a hole") };
         v.fire(kind, format!("the transcript is not a contiguous prefix: {what} at position {pos} (found m{i})"));

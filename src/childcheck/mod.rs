@@ -39,6 +39,13 @@ use crate::harness::ChildCommand;
 use checker::Checker;
 pub use report::{CheckReport, Finding, SCHEMA, Status};
 
+/// The prefix of a check's work folder in `--workdir`: with the driver's
+/// pid, as a run id has it, so that checks at once are told apart and a
+/// folder left by a killed check names the process that made it.
+pub fn work_prefix() -> String {
+    format!("crashcells-child-check-{}-", std::process::id())
+}
+
 /// Runs the whole check of `child`, with trials in `work`.
 pub fn check(child: &ChildCommand, work: &Path, deadline: Duration) -> CheckReport {
     let mut c = Checker { child, work, deadline, findings: Vec::new(), skipped: Vec::new(), states: Vec::new() };
@@ -103,7 +110,7 @@ mod tests {
 
     #[test]
     fn every_known_check_is_listed_and_those_that_did_not_run_say_why() {
-        let child = ChildCommand { program: "child".into(), prefix: vec![] };
+        let child = ChildCommand { program: "child".into(), prefix: vec![], cwd: None };
         let mut c = checker(&child, Path::new("."));
         c.note("ready", Ok("yes".into()));
         c.note("rotate", Ok("ran".into()));

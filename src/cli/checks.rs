@@ -67,6 +67,25 @@ pub fn evidence_path(root: &Path, given: bool) -> Result<()> {
     })
 }
 
+/// `--cwd`, the folder the child runs in: made absolute against `start`,
+/// the folder the run starts in, and for a `--child` run set to `start` when
+/// not given, so that every repro of the run names the folder where the
+/// child's relative paths start and runs from any other. A reference run
+/// needs none (its child is this binary, by its absolute path).
+pub fn child_folder(o: &mut RunOptions, start: &Path) -> Result<()> {
+    let dir = match (&o.cwd, &o.child) {
+        // `join` keeps an absolute path as it is.
+        (Some(given), _) => start.join(given),
+        (None, Some(_)) => start.to_path_buf(),
+        (None, None) => return Ok(()),
+    };
+    if !dir.is_dir() {
+        return Err(Error::Usage(format!("--cwd {}: not a folder", dir.display())));
+    }
+    o.cwd = Some(dir);
+    Ok(())
+}
+
 /// Options that make no sense together: a kill point or a sample of points
 /// for timed kills only, a trial number for syscall kills only, a share of
 /// the plan without a seed to plan it with.
@@ -106,6 +125,24 @@ mod tests {
         assert!(e.starts_with("--evidence /proc/crashcells-evidence/run-1: cannot make folders in /proc"), "{e}");
         let e = out_path(&Some("/proc/r.json".into())).unwrap_err().to_string();
         assert!(e.starts_with("--out /proc/r.json: cannot write in /proc"), "{e}");
+    }
+
+    #[test]
+    fn a_child_runs_in_the_start_folder_unless_told_and_the_folder_is_absolute() {
+        let start = tempfile::tempdir().unwrap();
+        std::fs::create_dir(start.path().join("sub")).unwrap();
+        let mut child = RunOptions { child: Some("python3 store.py".into()), ..RunOptions::default() };
+        child_folder(&mut child, start.path()).unwrap();
+        assert_eq!(child.cwd.as_deref(), Some(start.path()));
+        let mut given = RunOptions { cwd: Some("sub".into()), ..child.clone() };
+        child_folder(&mut given, start.path()).unwrap();
+        assert_eq!(given.cwd, Some(start.path().join("sub")));
+        let mut reference = RunOptions::default();
+        child_folder(&mut reference, start.path()).unwrap();
+        assert_eq!(reference.cwd, None, "the reference child is this binary, found from anywhere");
+        let mut missing = RunOptions { cwd: Some("nope".into()), ..child };
+        let e = child_folder(&mut missing, start.path()).unwrap_err().to_string();
+        assert_eq!(e, format!("--cwd {}: not a folder", start.path().join("nope").display()));
     }
 
     #[test]

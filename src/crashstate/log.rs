@@ -68,10 +68,10 @@ impl Effect {
     pub fn describe(&self) -> String {
         match self {
             Effect::Write { file, at: At::Offset(o), data } => {
-                format!("write of {} bytes to the {} at offset {o}", data.len(), file.as_str())
+                format!("write of {} to the {} at offset {o}", bytes(data.len()), file.as_str())
             }
             Effect::Write { file, at: At::End, data } => {
-                format!("append of {} bytes to the {}", data.len(), file.as_str())
+                format!("append of {} to the {}", bytes(data.len()), file.as_str())
             }
             Effect::Truncate { file, len } => format!("truncation of the {} to {len} bytes", file.as_str()),
             Effect::Open { file, truncate: true, .. } => format!("open of the {} with O_TRUNC", file.as_str()),
@@ -87,6 +87,11 @@ impl Effect {
             Effect::Unread { syscall } => format!("{syscall} (not read)"),
         }
     }
+}
+
+/// A length for a reader: "1 byte", "4096 bytes".
+fn bytes(n: usize) -> String {
+    if n == 1 { "1 byte".into() } else { format!("{n} bytes") }
 }
 
 /// One logged call.
@@ -180,7 +185,7 @@ mod tests {
 
     #[test]
     fn every_effect_says_what_it_does() {
-        assert_eq!(write(1).describe(), "write of 1 bytes to the database at offset 0");
+        assert_eq!(write(1).describe(), "write of 1 byte to the database at offset 0");
         assert_eq!(Effect::Unlink { file: FileKind::Journal }.describe(), "unlink of the journal");
         assert_eq!(Effect::SyncDir.describe(), "fsync of the trial's folder");
     }

@@ -3,7 +3,7 @@
 //! stdout (docs/PROTOCOL.md §1).
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crashcells_protocol::HOME_ENV;
@@ -14,25 +14,32 @@ use crashcells_protocol::HOME_ENV;
 pub struct ChildCommand {
     pub program: OsString,
     pub prefix: Vec<OsString>,
+    /// The folder the child runs in (`run --cwd`); `None`: the driver's.
+    pub cwd: Option<PathBuf>,
 }
 
 impl ChildCommand {
     /// The reference child: this very binary, re-executed as `crashcells child`.
     pub fn reference() -> std::io::Result<ChildCommand> {
-        Ok(ChildCommand { program: std::env::current_exe()?.into(), prefix: vec!["child".into()] })
+        Ok(ChildCommand { program: std::env::current_exe()?.into(), prefix: vec!["child".into()], cwd: None })
     }
 
     /// A child given as one shell-like string, split on whitespace.
     pub fn parse(line: &str) -> Option<ChildCommand> {
         let mut words = line.split_whitespace().map(OsString::from);
         let program = words.next()?;
-        Some(ChildCommand { program, prefix: words.collect() })
+        Some(ChildCommand { program, prefix: words.collect(), cwd: None })
     }
 
     /// A `Command` for operation `args`, with `home` as its config home.
     pub fn command(&self, args: &[OsString], home: &Path) -> Command {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.prefix).args(args).env(HOME_ENV, home);
+        // A relative program or script in `--child` is relative to this
+        // folder: the one the run started in, or the one its repro names.
+        if let Some(dir) = &self.cwd {
+            cmd.current_dir(dir);
+        }
         // The protocol says a child's stdout is captured and ignored: left
         // inherited, a chatty child would corrupt `--format json` on ours.
         cmd.stdin(Stdio::null()).stdout(Stdio::null());

@@ -36,7 +36,7 @@ impl KillPoint {
     /// One line for a reader: the trial, the acks seen, and where the
     /// syscall kill mode stopped the child when it did.
     pub fn describe(&self) -> String {
-        let mut s = format!("trial {}, after {} acks", self.trial, self.after_acks);
+        let mut s = format!("trial {}, after {}", self.trial, count(self.after_acks, "ack"));
         if self.ordinal.is_some() || self.syscall.is_some() {
             s.push_str(", at");
             if let Some(n) = self.ordinal {
@@ -54,11 +54,16 @@ impl KillPoint {
             place.push(format!("offset {o}"));
         }
         if let Some(n) = self.len {
-            place.push(format!("{n} bytes"));
+            place.push(count(n, "byte"));
         }
         if !place.is_empty() {
             s.push_str(&format!(" ({})", place.join(", ")));
         }
         s
     }
+}
+
+/// `n` of a thing, for a reader: "1 ack", "2 acks".
+fn count(n: u64, one: &str) -> String {
+    if n == 1 { format!("1 {one}") } else { format!("{n} {one}s") }
 }

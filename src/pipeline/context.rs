@@ -82,7 +82,7 @@ impl Context {
         Context {
             options: RunOptions::default(),
             seed: 1,
-            child: ChildCommand { program: "child".into(), prefix: vec![] },
+            child: ChildCommand { program: "child".into(), prefix: vec![], cwd: None },
             work_root: std::env::temp_dir(),
             evidence_root: std::env::temp_dir(),
             deadline: Duration::from_secs(1),

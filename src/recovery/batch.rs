@@ -145,7 +145,7 @@ mod tests {
         let empty = r#"{"protocol":2,"integrity":"ok","sessions":[],"messages":[]}"#;
         let text = format!("[ $(echo \"$@\" | grep -o -- --db | wc -l) -gt 1 ] && exit 1\necho '{empty}'\n");
         std::fs::write(&script, text).unwrap();
-        ChildCommand { program: "sh".into(), prefix: vec![script.into()] }
+        ChildCommand { program: "sh".into(), prefix: vec![script.into()], cwd: None }
     }
 
     /// A child whose `catch-up` appends a delivery to its `--transport`, and
@@ -160,7 +160,7 @@ mod tests {
              for i in $(seq $n); do echo '{empty}'; done\n"
         );
         std::fs::write(&script, text).unwrap();
-        ChildCommand { program: "sh".into(), prefix: vec![script.into()] }
+        ChildCommand { program: "sh".into(), prefix: vec![script.into()], cwd: None }
     }
 
     #[test]
@@ -228,7 +228,7 @@ mod tests {
         let path = |s: &str| dir.path().join(s);
         std::fs::write(path("1.t"), "{\"key\":\"o0\",\"payload\":\"effect of o0\"}\n").unwrap();
         let state = Pair { first: path("1.db"), second: path("2.db"), transports: Some([path("1.t"), path("2.t")]) };
-        let child = ChildCommand { program: "false".into(), prefix: vec![] };
+        let child = ChildCommand { program: "false".into(), prefix: vec![], cwd: None };
         let step = crashcells_protocol::OpArgs::new(crashcells_protocol::Op::CatchUp);
         let p = Passes {
             child: &child,

@@ -37,12 +37,34 @@ const RIGHT: [bool; 8] = [false, false, false, false, false, true, true, true];
 /// planned (a sweep says how many of the points it planned it killed at);
 /// a stub ran nothing.
 pub fn ran(r: &CellResult) -> String {
+    if ran_nothing(r) {
+        return "-".into();
+    }
     match (r.verdict, r.kill, r.points_planned, r.points_landed) {
-        (Verdict::Stub, ..) => "-".into(),
-        (_, KillMode::Syscall | KillMode::Power, Some(planned), Some(landed)) => format!("{landed}/{planned} points"),
+        (_, KillMode::Syscall | KillMode::Power, Some(planned), Some(landed)) => {
+            format!("{landed}/{}", plural(planned as usize, "point"))
+        }
         (_, KillMode::Syscall | KillMode::Power, ..) => plural(r.trials as usize, "point"),
         (_, KillMode::None, ..) => plural(r.trials as usize, "race"),
         (_, KillMode::Timed, ..) => plural(r.trials as usize, "trial"),
+    }
+}
+
+/// Whether a result ran no trial at all: a stub, or a skip decided before
+/// any child of it ran (a race under `--kill power`, an operation the child
+/// does not implement): no mode was seen and nothing was acked, and a count
+/// of its one placeholder trial would say what did not happen.
+pub fn ran_nothing(r: &CellResult) -> bool {
+    let untouched = r.effective_mode.is_none() && r.kill_points.is_empty() && r.acked == 0;
+    r.verdict == Verdict::Stub || (r.verdict == Verdict::Skip && untouched && r.points_planned.is_none())
+}
+
+/// The mode and level a result's trials ran at (`wal/full`, `delete/-`
+/// where the level was not reported), or `-` when no trial reported a mode.
+pub fn mode(r: &CellResult) -> String {
+    match &r.effective_mode {
+        Some(m) => format!("{m}/{}", r.synchronous.as_deref().unwrap_or("-")),
+        None => "-".into(),
     }
 }
 
@@ -52,18 +74,16 @@ pub fn plural(n: usize, word: &str) -> String {
 }
 
 fn cells(r: &CellResult) -> [String; 8] {
-    // The mode and level the trials ran at: `wal/full`, `delete/off`.
-    let mode = format!("{}/{}", r.effective_mode.as_deref().unwrap_or("-"), r.synchronous.as_deref().unwrap_or("-"));
-    let stub = r.verdict == Verdict::Stub;
+    let nothing = ran_nothing(r);
     [
         r.verdict.as_str().to_string(),
         r.cell.clone(),
         r.leg.clone(),
-        mode,
+        mode(r),
         r.kill.as_str().to_string(),
         ran(r),
-        if stub { "-".into() } else { r.acked.to_string() },
-        if stub { "-".into() } else { format!("{:.2}s", r.duration_ms as f64 / 1000.0) },
+        if nothing { "-".into() } else { r.acked.to_string() },
+        if nothing { "-".into() } else { format!("{:.2}s", r.duration_ms as f64 / 1000.0) },
     ]
 }
 
@@ -166,6 +186,36 @@ fn summary(out: &mut String, report: &Report) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_of_anything_is_singular_in_the_table_and_its_lines() {
+        use crate::kill::KillPoint;
+        use crate::report::tests::{fire, report_of};
+        let mut r = fire(KillMode::Syscall, "wal");
+        (r.points_planned, r.points_landed) = (Some(1), Some(1));
+        let (file, offset, len) = (Some("store.db".into()), Some(0), Some(1));
+        r.kill_points =
+            vec![KillPoint { trial: 1, after_acks: 1, ordinal: Some(1), file, offset, len, ..KillPoint::default() }];
+        let text = render(&report_of(vec![r]), false);
+        assert!(text.contains(" 1/1 point ") && !text.contains("points"), "{text}");
+        assert!(
+            text.contains("kill point: trial 1, after 1 ack, at syscall #1 (store.db, offset 0, 1 byte)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_result_that_ran_nothing_shows_no_point_and_no_mode() {
+        use crate::report::tests::{fire, report_of};
+        let mut race = fire(KillMode::Power, "default");
+        race.verdict = Verdict::Skip;
+        (race.effective_mode, race.synchronous, race.acked, race.trials) = (None, None, 0, 1);
+        race.reason = "power-loss states are not modelled for races".into();
+        let text = render(&report_of(vec![race]), false);
+        let row = text.lines().nth(1).unwrap();
+        let words: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(words[..8], ["skip", "c", "default", "-", "power", "-", "-", "-"], "{text}");
+    }
 
     #[test]
     fn counts_are_singular_or_plural() {

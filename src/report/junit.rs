@@ -198,6 +198,8 @@ mod tests {
             planned: None,
             partition: None,
             os: String::new(),
+            ci: None,
+            start_folder: String::new(),
             summary: Summary::of(&results),
             results,
         }

@@ -6,20 +6,142 @@
 //! evidence folder and the command that reruns it. GitHub-flavoured: table
 //! cells are escaped so that a reason cannot break the table.
 
+//! The Markdown rendering, for posting a run on a tracking issue: a heading
+//! with the verdict counts (errors first when there are any), the
+//! environment (with the commit and a link to the CI run when the run
+//! recorded them), a table of every result (with the kill points that
+//! landed), then a section per fire and per error: a heading that names it
+//! ([`section_heading`]) and a collapsed `<details>` whose `<summary>` has
+//! the essentials (cell, leg, kill, reason) and whose body has its clause,
+//! leg, kill point, what was acked against what was recovered, the
+//! integrity check, the evidence folder and the command that reruns it.
+//!
+//! GitHub refuses a comment longer than 65,536 characters, and a run of the
+//! audit matrix can fire dozens of times: the rendering stays under
+//! [`LIMIT`] by leaving out whole sections from the end (their rows stay in
+//! the table) and saying how many it left out and where the whole report is.
+//! GitHub-flavoured: table cells are escaped so that a reason cannot break
+//! the table, and the text inside HTML elements is escaped as HTML.
+
 use std::fmt::Write;
 
+use super::human::plural;
+use super::{CellResult, Report, Verdict};
 use crate::plan::KillMode;
 
-use super::{CellResult, Report, Verdict};
+/// The most characters a rendering has: below GitHub's 65,536 for an issue
+/// comment, with room for a line that a poster puts before it.
+pub const LIMIT: usize = 64_000;
 
+/// The rendering of `report` within [`LIMIT`], for a report that is in no
+/// file (`run --format markdown`): a note that leaves sections out points to
+/// the evidence folders.
 pub fn render(report: &Report) -> String {
-    let mut out = String::new();
-    heading(&mut out, report);
-    table(&mut out, report);
-    for r in report.results.iter().filter(|r| r.verdict.is_decisive()) {
-        section(&mut out, r);
+    render_within(report, &[], LIMIT)
+}
+
+/// The rendering of `report` within `limit` characters. `sources` are the
+/// files that hold the whole report (the JSON that `report --from` read),
+/// which a note that leaves sections out names.
+pub fn render_within(report: &Report, sources: &[String], limit: usize) -> String {
+    let mut head = String::new();
+    heading(&mut head, report);
+    let decisive: Vec<&CellResult> = report.results.iter().filter(|r| r.verdict.is_decisive()).collect();
+    let sections: Vec<String> = decisive.iter().map(|r| section(r)).collect();
+    let every_row = table(&report.results.iter().collect::<Vec<_>>());
+    let whole = format!("{head}{every_row}{}", sections.concat());
+    if chars(&whole) <= limit {
+        return whole;
     }
-    out
+    // Whole sections from the end, until the rest and the note fit; a
+    // table too long for even that keeps only the fires' and errors' rows.
+    let short_table = table(&decisive) + &rows_note(report.results.len() - decisive.len());
+    for rows in [every_row, short_table] {
+        let base = chars(&head) + chars(&rows);
+        let mut kept_chars = 0;
+        let sizes: Vec<usize> = sections.iter().map(|s| chars(s)).collect();
+        let mut best = None;
+        for kept in 0..=sections.len() {
+            let note = left_out_note(&decisive[kept..], sources);
+            if base + kept_chars + chars(&note) <= limit {
+                best = Some((kept, note));
+            }
+            if let Some(size) = sizes.get(kept) {
+                kept_chars += size;
+            }
+        }
+        if let Some((kept, note)) = best {
+            return format!("{head}{rows}{}{note}", sections[..kept].concat());
+        }
+    }
+    cut(&format!("{head}{}", table(&decisive)), limit, sources)
+}
+
+/// Characters as GitHub counts them for its limit.
+fn chars(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// The last resort for a table of fires longer than the limit by itself:
+/// the text cut at a line, and a note.
+fn cut(text: &str, limit: usize, sources: &[String]) -> String {
+    let note =
+        format!("\n**Cut here** to stay under GitHub's 65,536-character limit; {}\n", whole_report(sources, &[]));
+    let room = limit.saturating_sub(chars(&note));
+    let end = text.char_indices().nth(room).map_or(text.len(), |(i, _)| i);
+    let end = text[..end].rfind('\n').map_or(end, |i| i + 1);
+    format!("{}{note}", &text[..end])
+}
+
+/// The line under a table that shows only the fires and errors.
+fn rows_note(left_out: usize) -> String {
+    if left_out == 0 {
+        return String::new();
+    }
+    let n = plural(left_out, "other result");
+    format!("{n} (passed, skipped, stubs or interrupted) left out of this table to keep it short.\n\n")
+}
+
+/// Says how many sections were left out, and where the whole report is.
+fn left_out_note(left_out: &[&CellResult], sources: &[String]) -> String {
+    if left_out.is_empty() {
+        return String::new();
+    }
+    let fires = left_out.iter().filter(|r| r.verdict == Verdict::Fire).count();
+    let errors = left_out.len() - fires;
+    let counted = match (fires, errors) {
+        (_, 0) => plural(fires, "fire"),
+        (0, _) => plural(errors, "error"),
+        _ => format!("{} and {}", plural(fires, "fire"), plural(errors, "error")),
+    };
+    format!(
+        "### {counted} left out\n\nTheir rows are in the table above; their sections are left out to keep this \
+         under GitHub's 65,536-character limit for a comment. {}\n",
+        whole_report(sources, left_out)
+    )
+}
+
+/// Where the whole report is: the files it was read from, and the evidence
+/// folders of the results left out (each holds the result as `result.json`).
+fn whole_report(sources: &[String], left_out: &[&CellResult]) -> String {
+    let mut folders: Vec<&str> = Vec::new();
+    for e in left_out.iter().filter_map(|r| r.evidence.as_deref()) {
+        let run = std::path::Path::new(e).parent().and_then(|p| p.to_str()).unwrap_or(e);
+        if !folders.contains(&run) {
+            folders.push(run);
+        }
+    }
+    let quoted = |v: &[&str]| v.iter().map(|s| format!("`{}`", line(s))).collect::<Vec<_>>().join(", ");
+    let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
+    let mut s = match sources.is_empty() {
+        true => "The whole report: rerun with `--format json --out FILE` to keep it in one file".to_string(),
+        false => format!("The whole report is in {} (`crashcells report --from` renders it)", quoted(&sources)),
+    };
+    if !folders.is_empty() {
+        let _ = write!(s, "; the evidence of each result, with its `result.json`, is under {}", quoted(&folders));
+    }
+    s.push('.');
+    s
 }
 
 fn heading(out: &mut String, report: &Report) {
@@ -46,6 +168,18 @@ fn heading(out: &mut String, report: &Report) {
         rows.push(("mutant", names.join(", ")));
     }
     rows.push(("run", format!("`{}` in {}", report.run_id, seconds(report.duration_ms))));
+    if let Some(ci) = &report.ci {
+        if !ci.commit.is_empty() {
+            let commit = match ci.commit_url() {
+                Some(url) => format!("[`{}`]({url})", ci.commit),
+                None => format!("`{}`", ci.commit),
+            };
+            rows.push(("commit", commit));
+        }
+        if !ci.run_url.is_empty() {
+            rows.push(("CI run", ci.run_url.clone()));
+        }
+    }
     let _ = writeln!(out, "| environment | |\n|---|---|");
     for (k, v) in rows {
         let _ = writeln!(out, "| {k} | {} |", cell_text(&v));
@@ -53,17 +187,22 @@ fn heading(out: &mut String, report: &Report) {
     out.push('\n');
 }
 
-fn table(out: &mut String, report: &Report) {
+/// The table of `results`, one row each.
+fn table(results: &[&CellResult]) -> String {
+    let mut out = String::new();
     let _ = writeln!(out, "### Results\n");
+    if results.is_empty() {
+        return out;
+    }
     let _ = writeln!(out, "| verdict | cell | leg | mode | kill | ran | acked | time | reason |");
     let _ = writeln!(out, "|---|---|---|---|---|--:|--:|--:|---|");
-    for r in &report.results {
+    for r in results {
         let verdict = match r.verdict {
             Verdict::Fire | Verdict::Error => format!("**{}**", r.verdict.as_str()),
             _ => r.verdict.as_str().to_string(),
         };
-        // A stub ran no trial: its counts would only be noise.
-        let ran = |v: String| if r.trials == 0 { "-".to_string() } else { v };
+        // A stub, or a skip before any trial, ran nothing: its counts would only be noise.
+        let ran = |v: String| if super::human::ran_nothing(r) { "-".to_string() } else { v };
         // `ran` says landed of planned kill points for a sweep.
         let _ = writeln!(
             out,
@@ -80,11 +219,44 @@ fn table(out: &mut String, report: &Report) {
         );
     }
     out.push('\n');
+    out
 }
 
-/// The section of one fire or error.
-fn section(out: &mut String, r: &CellResult) {
-    let _ = writeln!(out, "### {}: `{}` on leg `{}` ({})\n", r.verdict.as_str(), r.cell, r.leg, r.kill.phrase());
+/// The heading of a fire's or an error's section: what it is, in one line.
+/// Kept apart so that a fire's fingerprint (what makes two fires "the same
+/// finding" across runs) can become its heading.
+pub fn section_heading(r: &CellResult) -> String {
+    format!("{}: `{}` on leg `{}` ({})", r.verdict.as_str(), r.cell, r.leg, r.kill.phrase())
+}
+
+/// The most characters of a reason in a `<summary>`: one line on a wide
+/// screen; the whole reason is in the body.
+const SUMMARY_REASON: usize = 160;
+
+/// The `<summary>` of a section: verdict, cell, leg, kill and reason, as
+/// HTML (Markdown is not rendered inside it).
+fn summary_line(r: &CellResult) -> String {
+    let reason = match r.reason.char_indices().nth(SUMMARY_REASON) {
+        Some((i, _)) => format!("{}…", &r.reason[..i]),
+        None => r.reason.clone(),
+    };
+    format!(
+        "<b>{}</b> · <code>{}</code> · leg <code>{}</code> · {} · {}",
+        r.verdict.as_str(),
+        html(&r.cell),
+        html(&r.leg),
+        html(r.kill.phrase()),
+        html(&reason)
+    )
+}
+
+/// The section of one fire or error: its heading, and its evidence in a
+/// collapsed `<details>` (the blank lines around the body let GitHub render
+/// the Markdown inside).
+fn section(r: &CellResult) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "### {}\n", section_heading(r));
+    let _ = writeln!(out, "<details>\n<summary>{}</summary>\n", summary_line(r));
     let _ = writeln!(out, "> **Clause {}:** {}\n", r.number, line(&r.clause));
     let _ = writeln!(out, "- **Reason:** {}", line(&r.reason));
     let _ = writeln!(out, "- **Leg:** `{}`: {}", r.leg, r.mode_line());
@@ -125,6 +297,8 @@ fn section(out: &mut String, r: &CellResult) {
     if let Some(s) = &r.syscall_repro {
         let _ = writeln!(out, "The syscall result of this cell and leg:\n\n```sh\n{s}\n```\n");
     }
+    out.push_str("</details>\n\n");
+    out
 }
 
 fn kill_point(r: &CellResult) -> String {
@@ -153,6 +327,11 @@ fn line(s: &str) -> String {
     s.replace(['\r', '\n'], " ").replace('<', "&lt;")
 }
 
+/// Text inside an HTML element, where Markdown is not read: escaped as HTML.
+fn html(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace(['\r', '\n'], " ")
+}
+
 /// Text safe in a table cell: one line, and a `|` cannot end the cell.
 fn cell_text(s: &str) -> String {
     line(s).replace('|', "\\|")
@@ -161,6 +340,76 @@ fn cell_text(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::report::tests::{fire, report_of};
+    use crate::report::{CiRun, KillPoint};
+
+    /// A fire as an audit run of a mutant has it: a long reason, the
+    /// details of what was acked and recovered, a kill point, evidence and
+    /// repros of their real length.
+    fn audit_fire(i: usize) -> CellResult {
+        let mut r = fire(KillMode::Timed, &format!("wal-sync-off-{i}"));
+        r.cell = "prefix-durability".into();
+        r.clause = "acknowledged appends survive a hard crash; the transcript is a contiguous prefix".into();
+        r.reason = format!("trial {i}: the transcript is not a contiguous prefix: a hole at position 1 (found m2) <&>");
+        r.details = vec![
+            "acked m0..m295 (296 appends); recovered 291 appends".into(),
+            "first missing acked index: m1".into(),
+            "also: acked append m1 was lost (acked 296, recovered 291)".into(),
+        ];
+        r.kill_points = vec![KillPoint { trial: 0, after_acks: 296, ..KillPoint::default() }];
+        r.evidence = Some(format!("target/crashcells/evidence/1796019514-2912/prefix-durability-leg-{i}-timed"));
+        r.evidence_error = None;
+        r.repro = format!(
+            "crashcells run --cell prefix-durability --matrix audit --leg wal-sync-off-{i} --kill timed --seed 7 \
+             --trial 0 --mutant drop-append"
+        );
+        r.syscall_repro = Some(r.repro.replace("--kill timed", "--kill syscall").replace("--trial 0", "--point 95"));
+        r
+    }
+
+    fn in_ci(mut r: Report) -> Report {
+        r.ci = Some(CiRun {
+            commit: "0123456789abcdef0123456789abcdef01234567".into(),
+            repository: "team/store".into(),
+            run_url: "https://github.example/team/store/actions/runs/42".into(),
+        });
+        r
+    }
+
+    #[test]
+    fn sixty_fires_fit_in_a_comment_with_the_commit_the_run_and_what_was_left_out() {
+        let r = in_ci(report_of((0..60).map(audit_fire).collect()));
+        let text = render_within(&r, &["part-1.json".into(), "part-2.json".into()], LIMIT);
+        assert!(chars(&text) < 65_536, "{} characters", chars(&text));
+        assert!(text.contains("[`0123456789abcdef0123456789abcdef01234567`](https://github.example/team/store/commit/0123456789abcdef0123456789abcdef01234567)"), "{text}");
+        assert!(text.contains("| CI run | https://github.example/team/store/actions/runs/42 |"));
+        let shown = text.matches("<details>").count();
+        assert!(shown > 10 && shown < 60, "{shown} sections");
+        assert_eq!(text.matches("</details>").count(), shown, "whole sections only");
+        assert!(text.contains(&format!("### {} fires left out", 60 - shown)), "{text}");
+        assert!(text.contains("The whole report is in `part-1.json`, `part-2.json`"));
+        assert!(text.contains("under `target/crashcells/evidence/1796019514-2912`"));
+        assert_eq!(text.matches("| **fire** |").count(), 60, "every result keeps its row");
+        // The summary is HTML, escaped; the body is Markdown.
+        assert!(text.contains("<summary><b>fire</b> · <code>prefix-durability</code> · leg <code>wal-sync-off-0</code> · timed kill · trial 0: the transcript is not a contiguous prefix: a hole at position 1 (found m2) &lt;&amp;&gt;</summary>\n\n> **Clause 1:**"), "{text}");
+    }
+
+    #[test]
+    fn a_short_report_leaves_nothing_out_and_a_huge_one_still_fits() {
+        let text = render(&report_of((0..3).map(audit_fire).collect()));
+        assert_eq!(text.matches("<details>").count(), 3);
+        assert!(!text.contains("left out") && !text.contains("CI run"), "{text}");
+        let huge = report_of((0..2000).map(audit_fire).collect());
+        let text = render(&huge);
+        assert!(chars(&text) <= LIMIT, "{}", chars(&text));
+        assert!(text.contains("Cut here"), "{}", &text[text.len() - 500..]);
+        let mut many_passes: Vec<CellResult> = (0..700).map(audit_fire).collect();
+        many_passes.iter_mut().skip(1).for_each(|r| r.verdict = Verdict::Pass);
+        let text = render(&report_of(many_passes));
+        assert!(chars(&text) <= LIMIT && text.contains("699 other results (passed"), "{}", chars(&text));
+        assert_eq!(text.matches("<details>").count(), 1, "the one fire stays whole");
+    }
 
     #[test]
     fn table_cells_cannot_break_the_table() {

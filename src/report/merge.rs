@@ -120,6 +120,7 @@ fn combine(parts: Vec<Report>) -> Report {
     whole.run_id = joined(parts.iter().map(|p| p.run_id.as_str()));
     whole.workdir = joined(parts.iter().map(|p| p.workdir.as_str()));
     whole.os = joined(parts.iter().map(|p| p.os.as_str()));
+    whole.start_folder = joined(parts.iter().map(|p| p.start_folder.as_str()));
     whole.annotate();
     whole
 }
@@ -157,6 +158,8 @@ mod tests {
             planned: Some(9),
             partition: Some(Partition { k, n }),
             os: "linux".into(),
+            ci: None,
+            start_folder: String::new(),
             results: vec![],
             summary: Summary::default(),
         }

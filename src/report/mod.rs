@@ -2,6 +2,7 @@
 //! JSON, JUnit, Markdown). The JSON rendering is the canonical one; `report
 //! --from` reads it back and renders it again.
 
+pub mod ci;
 pub mod human;
 pub mod junit;
 pub mod markdown;
@@ -10,6 +11,7 @@ mod render;
 mod repro;
 mod summary;
 
+pub use ci::CiRun;
 pub use merge::Partition;
 pub use render::{Format, render};
 pub use summary::Summary;
@@ -203,6 +205,14 @@ pub struct Report {
     /// empty in reports written before it was recorded.
     #[serde(default)]
     pub os: String,
+    /// The CI run the report is of (commit, link to its page), recorded by
+    /// `run` from the CI's variables; absent outside CI and in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci: Option<CiRun>,
+    /// The folder the run started in, where the relative paths of its
+    /// options start; empty in reports written before it was recorded.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub start_folder: String,
     pub results: Vec<CellResult>,
     pub summary: Summary,
 }
