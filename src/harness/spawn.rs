@@ -14,8 +14,13 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
+use super::forked::Forked;
 use super::reap::{group_alive, reap_group};
 use super::{Exit, KILL_GRACE, POLL, Reaped, interrupted};
+
+/// How long a wait on a forked process's end lasts before it looks at the
+/// interrupt again.
+const INTERRUPT_SLICE: Duration = Duration::from_millis(20);
 
 /// The exit code of a child whose driver died before its exec: not an
 /// errno, so that a traced child's failed exec (which exits with its errno)
@@ -66,10 +71,21 @@ pub enum Cut {
     Interrupted,
 }
 
-/// A running child in a process group of its own.
+/// The process behind a [`Running`]: a child the driver exec'd (and
+/// waits for itself), or one a fork server forked (whose end the server
+/// reports).
+#[derive(Debug)]
+enum Proc {
+    Exec(Child),
+    Forked(Forked),
+}
+
+/// A running child in a process group of its own, exec'd by the driver or
+/// forked by a fork server; either way it is confirmed, killed, waited and
+/// reaped the same way.
 #[derive(Debug)]
 pub struct Running {
-    child: Child,
+    proc: Proc,
     pgid: Pid,
     stderr: Option<PathBuf>,
     exit: Option<Exit>,
@@ -84,19 +100,43 @@ impl Running {
         prepare(&mut cmd, stderr, || Ok(()))?;
         let child = cmd.spawn()?;
         let pgid = Pid::from_raw(child.id() as i32);
-        Ok(Running { child, pgid, stderr: stderr.map(Path::to_path_buf), exit: None, reaped: false })
+        Ok(Running { proc: Proc::Exec(child), pgid, stderr: stderr.map(Path::to_path_buf), exit: None, reaped: false })
+    }
+
+    /// A forked process that the driver confirmed stopped and fresh, and has
+    /// just continued; it leads its own group.
+    pub(super) fn forked(forked: Forked, stderr: Option<&Path>) -> Running {
+        let pgid = forked.pid();
+        Running { proc: Proc::Forked(forked), pgid, stderr: stderr.map(Path::to_path_buf), exit: None, reaped: false }
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.pgid.as_raw() as u32
     }
 
-    /// The exit, if the child has ended (reaping it).
+    /// The exit, if the child has ended (reaping it, or reading the end its
+    /// fork server reported).
     pub fn try_exit(&mut self) -> Option<Exit> {
         if self.exit.is_none() {
-            self.exit = self.child.try_wait().ok().flatten().map(Exit::from_status);
+            self.exit = match &mut self.proc {
+                Proc::Exec(child) => child.try_wait().ok().flatten().map(Exit::from_status),
+                Proc::Forked(f) => f.try_exit(),
+            };
         }
         self.exit
+    }
+
+    /// Waits for the end until `until` (a forked process's on the server's
+    /// word, without polling), then looks once more.
+    fn await_exit(&mut self, until: Instant) -> Option<Exit> {
+        if let Proc::Forked(f) = &self.proc
+            && self.exit.is_none()
+        {
+            self.exit = f.wait_exit(until);
+        } else {
+            std::thread::sleep(POLL.min(until.saturating_duration_since(Instant::now())));
+        }
+        self.try_exit()
     }
 
     /// True while the child has not ended.
@@ -124,8 +164,9 @@ impl Running {
     /// Waits until the child ends or `deadline` passes, or the run is
     /// interrupted; the error says which of the two cut the wait short.
     pub fn wait_until(&mut self, deadline: Instant) -> Result<Exit, Cut> {
+        let mut exit = self.try_exit();
         loop {
-            if let Some(exit) = self.try_exit() {
+            if let Some(exit) = exit {
                 return Ok(exit);
             }
             if interrupted().is_some() {
@@ -134,7 +175,7 @@ impl Running {
             if Instant::now() >= deadline {
                 return Err(Cut::Deadline);
             }
-            std::thread::sleep(POLL);
+            exit = self.await_exit(deadline.min(Instant::now() + INTERRUPT_SLICE));
         }
     }
 
@@ -153,20 +194,29 @@ impl Running {
     fn kill_and_wait(&mut self) -> Exit {
         self.kill_group();
         let end = Instant::now() + KILL_GRACE;
+        let mut exit = self.try_exit();
         loop {
-            if let Some(exit) = self.try_exit() {
+            if let Some(exit) = exit {
                 return exit;
             }
             if Instant::now() >= end {
                 return Exit::Unreaped;
             }
-            std::thread::sleep(POLL);
+            exit = self.await_exit(end);
         }
     }
 
-    /// The last lines of the child's stderr, for a reason line.
+    /// The last lines of the child's stderr, for a reason line; for a
+    /// process whose fork server was lost, why the server ended too.
     pub fn stderr_tail(&self) -> String {
-        self.stderr.as_deref().map(stderr_tail).unwrap_or_default()
+        let tail = self.stderr.as_deref().map(stderr_tail).unwrap_or_default();
+        match (&self.proc, self.exit) {
+            (Proc::Forked(f), Some(Exit::ServerLost)) => {
+                let why = f.server().ended().unwrap_or_default();
+                [tail, format!("fork server: {why}: {}", f.server().stderr_tail())].join(" | ")
+            }
+            _ => tail,
+        }
     }
 }
 
