@@ -6,6 +6,7 @@ mod ci;
 mod cli;
 mod common;
 mod evidence;
+mod forkserver;
 mod matrices;
 mod protocol;
 mod recorded;
