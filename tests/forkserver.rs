@@ -206,6 +206,40 @@ fn a_traced_forked_process_killed_at_a_point_ends_by_sigkill_and_leaves_nothing(
     assert_eq!(next.wait_until(Instant::now() + DEADLINE), Ok(Exit::Code(0)));
 }
 
+/// A store behind a launcher script forks and execs: every process the
+/// forked process starts is traced too, and its trapped calls are seen.
+#[test]
+fn the_processes_a_traced_forked_process_starts_are_traced_too() {
+    if !traced_allowed() {
+        return;
+    }
+    let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/forkserver");
+    let script = format!(
+        "import subprocess, sys\nsys.path.insert(0, {helper:?})\nimport crashcells_forkserver\n\
+         def main():\n    return subprocess.run(['sh', '-c', 'echo child > ' + sys.argv[2]]).returncode\n\
+         if sys.argv[-1:] == ['fork-server']:\n    crashcells_forkserver.serve(main)\nsys.exit(main())\n"
+    );
+    let child = ChildCommand { program: "python3".into(), prefix: vec!["-c".into(), script.into()] };
+    let root = scratch();
+    let forks = served(child, root.path());
+    let trial = Trial::new(root.path(), "launcher", None);
+    let out = trial.dir.join("out.db");
+    let args: Vec<OsString> = vec!["write".into(), out.clone().into()];
+    let launch = Launch { args: &args, ..trial.launch() };
+    let mut child = forks.spawn_traced(&launch, filter().unwrap(), DEADLINE).unwrap();
+    let targets = Targets::new(&out, &trial.dir.join("acks.ndjson"));
+    let mut writers = Vec::new();
+    let mut observe = |pid: u32, _nr: i64, _args: [u64; 6], point: Option<&Point>| {
+        if point.is_some() {
+            writers.push(pid);
+        }
+    };
+    let driven = drive_observed(&mut child, &targets, Goal::ToEnd, &mut observe).unwrap();
+    assert!(matches!(driven, Driven::Exited { exit: Exit::Code(0), counted: 1 }), "{driven:?}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "child\n");
+    assert_ne!(writers, [child.pid()], "the shell's write is its own process's");
+}
+
 #[test]
 fn a_server_that_dies_gives_errors_not_hangs() {
     let root = scratch();

@@ -51,6 +51,9 @@ pub(super) fn confirm(
         if Instant::now() >= until {
             return Err(ForkError::NeverStopped { pid: pid.as_raw(), deadline });
         }
+        if super::interrupted().is_some() {
+            return Err(ForkError::Interrupted);
+        }
         std::thread::sleep(POLL);
     }
 }
