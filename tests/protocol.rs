@@ -268,7 +268,7 @@ fn checks(report: &Value) -> Vec<(String, String, String)> {
 }
 
 /// Every check docs/PROTOCOL.md §7 names, in its order.
-const EVERY_CHECK: [&str; 24] = [
+const EVERY_CHECK: [&str; 25] = [
     "ready",
     "protocol-version",
     "ready-fields",
@@ -293,6 +293,7 @@ const EVERY_CHECK: [&str; 24] = [
     "deliver-state",
     "catch-up-arrived",
     "catch-up-missing",
+    "fork-server",
 ];
 
 #[test]

@@ -31,7 +31,8 @@ Crash model: the process may be killed with SIGKILL at any instant. An ack is
 written with one write(2) on an O_APPEND descriptor, only after the SessionDB
 call(s) it acknowledges returned.
 
-Run as: python3 adapter.py <append|rotate|park|claim|fork|deliver|catch-up|dump> [flags]
+Run as: python3 adapter.py <append|rotate|park|claim|fork|deliver|catch-up|dump> [flags],
+or python3 adapter.py fork-server (docs/PROTOCOL.md, "Fork server").
 """
 
 import argparse
@@ -42,10 +43,23 @@ import sqlite3
 import sys
 import types
 
+# The fork server's helper (docs/PROTOCOL.md, "Fork server"), beside the
+# examples: the adapter is started once, imports Hermes once (0.1-0.3 s), and
+# forks a process per operation. Without the helper, every operation is exec'd.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "forkserver"))
+try:
+    import crashcells_forkserver
+except ImportError:
+    crashcells_forkserver = None
+del sys.path[0]
+
 PROTOCOL = 2
 # What the adapter implements, listed in the ready record (protocol 2), with
-# "dump-batch": its dump takes several --db and prints a line for each.
-OPERATIONS = ("append", "rotate", "park", "claim", "dump", "dump-batch", "fork", "deliver", "catch-up")
+# "dump-batch": its dump takes several --db and prints a line for each, and
+# "fork-server" when the helper is there to serve forks.
+OPERATIONS = ("append", "rotate", "park", "claim", "dump", "dump-batch", "fork", "deliver", "catch-up") + (
+    ("fork-server",) if crashcells_forkserver is not None else ()
+)
 EXIT_WON = 0
 EXIT_LOST = 10
 EXIT_USAGE = 2
@@ -795,5 +809,18 @@ def main():
         return EXIT_ERROR
 
 
+def preload():
+    """The fork server's imports, done once before it forks: hermes_state
+    (with the agent modules it imports) and the gateway's delivery ledger.
+    Neither opens a database or a file at import: SessionDB connects in its
+    __init__, the ledger in each call, so a forked process starts as fresh
+    as an exec'd one. The config home is still read by each operation,
+    before it touches the store."""
+    import_hermes()
+    import_ledger()
+
+
 if __name__ == "__main__":
+    if crashcells_forkserver is not None and sys.argv[-1:] == ["fork-server"]:
+        crashcells_forkserver.serve(main, preload=preload)
     sys.exit(main())

@@ -15,7 +15,8 @@ rewind creates a conversation that copies the kept prefix and names the one it
 branches from, in one transaction. `dump` shows it as `branch_of`, and the
 driver follows those links to the live transcript.
 
-Run as: python3 store.py <append|rotate|park|claim|fork|deliver|catch-up|dump> [flags]
+Run as: python3 store.py <append|rotate|park|claim|fork|deliver|catch-up|dump> [flags],
+or python3 store.py fork-server (docs/PROTOCOL.md, "Fork server").
 """
 
 import argparse
@@ -26,10 +27,22 @@ import sqlite3
 import sys
 import time
 
+# The fork server's helper (docs/PROTOCOL.md, "Fork server"), beside the
+# examples; a copy of this file without it runs every operation exec'd.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "forkserver"))
+try:
+    import crashcells_forkserver
+except ImportError:
+    crashcells_forkserver = None
+del sys.path[0]
+
 PROTOCOL = 2
 # What this store implements; protocol 2 lists it in the ready record, with
-# "dump-batch": its dump takes several --db and prints a line for each.
-OPERATIONS = ("append", "rotate", "park", "claim", "dump", "dump-batch", "fork", "deliver", "catch-up")
+# "dump-batch": its dump takes several --db and prints a line for each, and
+# "fork-server" when the helper is there to serve forks.
+OPERATIONS = ("append", "rotate", "park", "claim", "dump", "dump-batch", "fork", "deliver", "catch-up") + (
+    ("fork-server",) if crashcells_forkserver is not None else ()
+)
 EXIT_WON = 0
 EXIT_LOST = 10
 EXIT_CONFIG = 2
@@ -737,4 +750,7 @@ def main():
 
 
 if __name__ == "__main__":
+    if crashcells_forkserver is not None and sys.argv[-1:] == ["fork-server"]:
+        # Nothing heavier than the standard library to preload here.
+        crashcells_forkserver.serve(main)
     sys.exit(main())

@@ -44,6 +44,7 @@ pub const KNOWN: &[Known] = &[
     known("deliver-state", "a successful `deliver`"),
     known("catch-up-arrived", "a child that lists `deliver` and `catch-up`"),
     known("catch-up-missing", "a child that lists `deliver` and `catch-up`"),
+    known("fork-server", "a child that lists `fork-server`"),
 ];
 
 /// The check called `name`, if it is known.

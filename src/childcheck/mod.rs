@@ -15,8 +15,8 @@
 //! checks are split by what they look at: [`clauses`] (exits, records, acks,
 //! states, canonical bytes), [`states`] (`rotate`, and `dump` on every state
 //! an operation that succeeded left), [`claim`] (the barrier and the race),
-//! [`config`] (the config home) and [`sampling`] (acks against a stopped
-//! child's store).
+//! [`config`] (the config home), [`sampling`] (acks against a stopped
+//! child's store) and [`forkserver`] (a fork server's forks against exec).
 
 mod append;
 mod batch;
@@ -25,6 +25,7 @@ mod claim;
 mod clauses;
 mod config;
 mod effects;
+mod forkserver;
 pub mod known;
 mod report;
 mod sampling;
@@ -59,6 +60,7 @@ pub fn check(child: &ChildCommand, work: &Path, deadline: Duration) -> CheckRepo
         c.config_home(ready);
         c.dump_batch(ready);
         effects::check(&mut c, ready);
+        c.fork_server(ready);
     }
     let checks = c.every_check();
     let conforming = ready.is_some() && checks.iter().all(|f| f.status != Status::Fail);

@@ -5,13 +5,18 @@
 //!   group, the parent-death signal, stderr to a file), plain children and
 //!   short runs to their end;
 //! - [`traced`]: children under ptrace with a seccomp filter, stopped at the
-//!   entry of the system calls the filter traps;
+//!   entry of the system calls the filter traps; [`seized`]: a forked
+//!   process traced the same way without the filter;
 //! - [`tracee`]: the traced child's side of the fork (its filter, its own
 //!   exec) and the CPU it shares with its tracer;
 //! - [`watchdog`]: the deadline of a traced child, kept from a thread of its own;
 //! - [`reap`]: killing a group, reaping it, classifying the exit, and
 //!   checking that nothing of the group is left;
-//! - [`interrupt`]: `SIGINT`/`SIGTERM`, which every wait looks at.
+//! - [`interrupt`]: `SIGINT`/`SIGTERM`, which every wait looks at;
+//! - [`forkserver`]: a child's optional fork server, started once, forking
+//!   a process per operation, over the lines of [`forkwire`]; [`fresh`]: the check that a forked process
+//!   starts as fresh as an exec'd one; [`launcher`]: one operation started
+//!   exec'd or forked, the seam the pipeline calls.
 //!
 //! Crash model: the driver delivers a real `SIGKILL` to the child's whole
 //! process group. A killed trial is valid only if the child is reaped and its
@@ -20,8 +25,14 @@
 //! itself killed leaves nothing running.
 
 pub mod command;
+pub mod forkserver;
+mod forkwire;
+mod fresh;
 pub mod interrupt;
+pub mod launcher;
 pub mod reap;
+mod seized;
+mod setup;
 pub mod spawn;
 pub mod traced;
 mod tracee;
@@ -30,10 +41,14 @@ mod watchdog;
 use std::time::Duration;
 
 pub use command::ChildCommand;
+pub use forkserver::{FORK_SERVER, ForkServer};
+pub use forkwire::ForkError;
 pub use interrupt::{catch_interrupts, interrupted};
+pub use launcher::{Launch, LaunchError, Launcher, serves_forks};
 pub use reap::{Exit, KILL_GRACE, ReapError, Reaped, group_alive};
-pub use spawn::{Cut, Running, run_to_end, stderr_tail};
-pub use traced::{TraceError, TraceEvent, Traced};
+pub use setup::{become_subreaper, stderr_tail};
+pub use spawn::{Cut, Running, run_to_end};
+pub use traced::{TraceError, TraceEvent, Traced, Traps};
 
 /// How often a bounded wait looks again. Pacing only: every wait ends on its
 /// condition or its deadline, never on the passing of this interval.

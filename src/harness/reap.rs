@@ -22,6 +22,10 @@ pub enum Exit {
     /// The child did not end within [`KILL_GRACE`] of its `SIGKILL` (stuck in
     /// the kernel, say); it may still exist.
     Unreaped,
+    /// A forked process whose fork server ended before it reported the
+    /// process's end (the process died by its parent-death signal, or is
+    /// about to): never a valid kill, whatever signal it got.
+    ServerLost,
 }
 
 impl Exit {
@@ -48,6 +52,7 @@ impl std::fmt::Display for Exit {
                 Err(_) => write!(f, "signal {s}"),
             },
             Exit::Unreaped => write!(f, "no end within {KILL_GRACE:?} of SIGKILL"),
+            Exit::ServerLost => write!(f, "the loss of its fork server"),
         }
     }
 }

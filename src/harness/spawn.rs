@@ -6,7 +6,6 @@
 //! signal, so that a driver killed itself leaves nothing running; and the
 //! driver is the subreaper of what a killed child leaves orphaned.
 
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -14,46 +13,14 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
+use super::forkserver::Forked;
 use super::reap::{group_alive, reap_group};
+use super::setup::{prepare, stderr_tail};
 use super::{Exit, KILL_GRACE, POLL, Reaped, interrupted};
 
-/// The exit code of a child whose driver died before its exec: not an
-/// errno, so that a traced child's failed exec (which exits with its errno)
-/// is never mistaken for it.
-pub(super) const ORPHANED: i32 = 255;
-
-/// The set-up every child gets, plain or traced: stderr to `stderr`, the
-/// leader of a new process group, and before exec the parent-death signal,
-/// a check that the driver is still its parent, then `then` (a traced
-/// child's request to be traced and its filter).
-pub(super) fn prepare(
-    cmd: &mut Command,
-    stderr: Option<&Path>,
-    mut then: impl FnMut() -> std::io::Result<()> + Send + Sync + 'static,
-) -> std::io::Result<()> {
-    ensure_subreaper();
-    if let Some(path) = stderr {
-        cmd.stderr(std::fs::File::create(path)?);
-    }
-    cmd.process_group(0);
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: prctl, getppid and _exit are async-signal-safe and touch no
-    // memory of the parent; `then` must be too (it is checked where given).
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // A driver that died between the fork and the prctl sent no
-            // death signal: the child has been reparented, so it goes.
-            if libc::getppid() != parent {
-                libc::_exit(ORPHANED);
-            }
-            then()
-        });
-    }
-    Ok(())
-}
+/// How long a wait on a forked process's end lasts before it looks at the
+/// interrupt again.
+const INTERRUPT_SLICE: Duration = Duration::from_millis(20);
 
 /// Why a bounded wait ended before the child did: its deadline, or an
 /// interrupt of the run. A caller's message must say which, so that a run
@@ -66,10 +33,21 @@ pub enum Cut {
     Interrupted,
 }
 
-/// A running child in a process group of its own.
+/// The process behind a [`Running`]: a child the driver exec'd (and
+/// waits for itself), or one a fork server forked (whose end the server
+/// reports).
+#[derive(Debug)]
+enum Proc {
+    Exec(Child),
+    Forked(Forked),
+}
+
+/// A running child in a process group of its own, exec'd by the driver or
+/// forked by a fork server; either way it is confirmed, killed, waited and
+/// reaped the same way.
 #[derive(Debug)]
 pub struct Running {
-    child: Child,
+    proc: Proc,
     pgid: Pid,
     stderr: Option<PathBuf>,
     exit: Option<Exit>,
@@ -84,19 +62,43 @@ impl Running {
         prepare(&mut cmd, stderr, || Ok(()))?;
         let child = cmd.spawn()?;
         let pgid = Pid::from_raw(child.id() as i32);
-        Ok(Running { child, pgid, stderr: stderr.map(Path::to_path_buf), exit: None, reaped: false })
+        Ok(Running { proc: Proc::Exec(child), pgid, stderr: stderr.map(Path::to_path_buf), exit: None, reaped: false })
+    }
+
+    /// A forked process that the driver confirmed stopped and fresh, and has
+    /// just continued; it leads its own group.
+    pub(super) fn forked(forked: Forked, stderr: Option<&Path>) -> Running {
+        let pgid = forked.pid();
+        Running { proc: Proc::Forked(forked), pgid, stderr: stderr.map(Path::to_path_buf), exit: None, reaped: false }
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.pgid.as_raw() as u32
     }
 
-    /// The exit, if the child has ended (reaping it).
+    /// The exit, if the child has ended (reaping it, or reading the end its
+    /// fork server reported).
     pub fn try_exit(&mut self) -> Option<Exit> {
         if self.exit.is_none() {
-            self.exit = self.child.try_wait().ok().flatten().map(Exit::from_status);
+            self.exit = match &mut self.proc {
+                Proc::Exec(child) => child.try_wait().ok().flatten().map(Exit::from_status),
+                Proc::Forked(f) => f.try_exit(),
+            };
         }
         self.exit
+    }
+
+    /// Waits for the end until `until` (a forked process's on the server's
+    /// word, without polling), then looks once more.
+    fn await_exit(&mut self, until: Instant) -> Option<Exit> {
+        if let Proc::Forked(f) = &self.proc
+            && self.exit.is_none()
+        {
+            self.exit = f.wait_exit(until);
+        } else {
+            std::thread::sleep(POLL.min(until.saturating_duration_since(Instant::now())));
+        }
+        self.try_exit()
     }
 
     /// True while the child has not ended.
@@ -124,8 +126,9 @@ impl Running {
     /// Waits until the child ends or `deadline` passes, or the run is
     /// interrupted; the error says which of the two cut the wait short.
     pub fn wait_until(&mut self, deadline: Instant) -> Result<Exit, Cut> {
+        let mut exit = self.try_exit();
         loop {
-            if let Some(exit) = self.try_exit() {
+            if let Some(exit) = exit {
                 return Ok(exit);
             }
             if interrupted().is_some() {
@@ -134,7 +137,7 @@ impl Running {
             if Instant::now() >= deadline {
                 return Err(Cut::Deadline);
             }
-            std::thread::sleep(POLL);
+            exit = self.await_exit(deadline.min(Instant::now() + INTERRUPT_SLICE));
         }
     }
 
@@ -153,20 +156,29 @@ impl Running {
     fn kill_and_wait(&mut self) -> Exit {
         self.kill_group();
         let end = Instant::now() + KILL_GRACE;
+        let mut exit = self.try_exit();
         loop {
-            if let Some(exit) = self.try_exit() {
+            if let Some(exit) = exit {
                 return exit;
             }
             if Instant::now() >= end {
                 return Exit::Unreaped;
             }
-            std::thread::sleep(POLL);
+            exit = self.await_exit(end);
         }
     }
 
-    /// The last lines of the child's stderr, for a reason line.
+    /// The last lines of the child's stderr, for a reason line; for a
+    /// process whose fork server was lost, why the server ended too.
     pub fn stderr_tail(&self) -> String {
-        self.stderr.as_deref().map(stderr_tail).unwrap_or_default()
+        let tail = self.stderr.as_deref().map(stderr_tail).unwrap_or_default();
+        match (&self.proc, self.exit) {
+            (Proc::Forked(f), Some(Exit::ServerLost)) => {
+                let why = f.server().ended().unwrap_or_default();
+                [tail, format!("fork server: {why}: {}", f.server().stderr_tail())].join(" | ")
+            }
+            _ => tail,
+        }
     }
 }
 
@@ -185,29 +197,6 @@ impl Drop for Running {
         }
         reap_group(self.pgid);
     }
-}
-
-/// Becomes the subreaper once per process, before the first child.
-pub(super) fn ensure_subreaper() {
-    static SUBREAPER: std::sync::Once = std::sync::Once::new();
-    SUBREAPER.call_once(become_subreaper);
-}
-
-/// Makes this process the reaper of its orphaned descendants, so that a
-/// killed child's own children are reparented to us and can be reaped here,
-/// rather than lingering as zombies under an init that may never reap them.
-pub fn become_subreaper() {
-    // SAFETY: a plain prctl on the calling process.
-    unsafe {
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
-    }
-}
-
-/// The last non-empty lines of a stderr file, joined into one line.
-pub fn stderr_tail(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(3)..].join(" | ")
 }
 
 /// Runs a short child to completion within `timeout`, capturing stdout.

@@ -1,6 +1,6 @@
 //! Traced children: a child under ptrace with a seccomp filter that stops it
 //! at the entry of the system calls the filter traps, in a process group of
-//! its own, with the same set-up as every child ([`super::spawn::prepare`]).
+//! its own, with the same set-up as every child ([`super::setup::prepare`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,8 +10,9 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
+use super::forkserver::Forked;
 use super::reap::reap_group;
-use super::spawn::{ORPHANED, prepare};
+use super::setup::{ORPHANED, prepare};
 use super::tracee::{Exec, install_filter, pin_round_robin, restore_affinity};
 use super::watchdog::Watchdog;
 use super::{Cut, Exit, KILL_GRACE, POLL, Reaped, stderr_tail};
@@ -30,7 +31,7 @@ pub enum TraceError {
 }
 
 impl TraceError {
-    fn from_errno(step: &str, e: Errno) -> TraceError {
+    pub(super) fn from_errno(step: &str, e: Errno) -> TraceError {
         match e {
             Errno::EPERM | Errno::EACCES | Errno::ENOSYS => {
                 TraceError::NotPermitted(format!("{step} is not permitted here ({e})"))
@@ -54,7 +55,9 @@ pub enum TraceEvent {
 }
 
 /// A child run under ptrace with a seccomp filter that stops it at the entry
-/// of the system calls the filter traps, in a process group of its own.
+/// of the system calls the filter traps, in a process group of its own (or
+/// a process a fork server forked, stopped at the same entries without the
+/// filter: [`super::seized`]).
 ///
 /// Crash model: the driver kills the group while the child is stopped at a
 /// system call's entry, so the call never runs: the files hold exactly what
@@ -68,21 +71,50 @@ pub enum TraceEvent {
 #[derive(Debug)]
 pub struct Traced {
     /// The child: the leader of the traced group, whose end is the trial's.
-    pid: Pid,
+    pub(super) pid: Pid,
     /// The tracee of the latest stop: the child, or a process or thread it
     /// started (all of them are traced, so that none meets the filter's
     /// trap without a tracer, which would fail its call with `ENOSYS`).
-    current: Pid,
+    pub(super) current: Pid,
     /// Tracees seen so far: a new one's first stop is the `SIGSTOP` that
     /// auto-attaching gives it, which must not be passed on.
-    seen: std::collections::HashSet<Pid>,
-    stderr: Option<PathBuf>,
-    exit: Option<Exit>,
-    watchdog: Watchdog,
+    pub(super) seen: std::collections::HashSet<Pid>,
+    pub(super) stderr: Option<PathBuf>,
+    pub(super) exit: Option<Exit>,
+    pub(super) watchdog: Watchdog,
     /// True once `kill_and_reap` reaped the whole group.
-    group_reaped: bool,
+    pub(super) group_reaped: bool,
     /// The tracer thread's CPU mask before it was pinned with its child.
-    affinity: Option<libc::cpu_set_t>,
+    pub(super) affinity: Option<libc::cpu_set_t>,
+    /// How the tracee stops at its trapped calls.
+    pub(super) stops: Stops,
+    /// A process a fork server forked, held (never read) so that its drop,
+    /// after this handle's reap, stops the server's bookkeeping of it.
+    pub(super) _forked: Option<Forked>,
+}
+
+/// Which calls a traced child stops at: the seccomp program an exec'd
+/// child installs before its exec, and the same test in the tracer's hands
+/// for a process seized without a filter of its own (a fork server's).
+/// The kill code makes it ([`crate::kill::syscall`]); the harness only
+/// applies it.
+#[derive(Clone, Copy, Debug)]
+pub struct Traps {
+    pub filter: &'static [seccompiler::sock_filter],
+    /// Whether the filter traps call `nr` with these arguments.
+    pub test: fn(i64, &[u64; 6]) -> bool,
+}
+
+/// How a tracee is stopped at the calls its [`Traps`] name.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Stops {
+    /// The exec'd child installed the seccomp filter itself: it stops at the
+    /// trapped calls only.
+    Seccomp,
+    /// A forked process runs under no filter of the driver's: it stops at
+    /// every system call's entry and exit (`PTRACE_SYSCALL`), and the tracer
+    /// passes over all but the entries the filter would trap (the test).
+    Syscalls(fn(i64, &[u64; 6]) -> bool),
 }
 
 impl Traced {
@@ -124,6 +156,8 @@ impl Traced {
             watchdog: Watchdog::start(pid, deadline),
             group_reaped: false,
             affinity,
+            stops: Stops::Seccomp,
+            _forked: None,
         };
         traced.start()?;
         Ok(traced)
@@ -134,7 +168,7 @@ impl Traced {
     fn start(&mut self) -> Result<(), TraceError> {
         use nix::sys::ptrace::{Options, cont, setoptions};
         match (self.wait()?, self.exit) {
-            (Some(()), _) => {}
+            (Some(_), _) => {}
             (None, Some(Exit::Code(errno))) if errno > 0 && errno != ORPHANED => {
                 let why = Errno::from_raw(errno).desc();
                 return Err(TraceError::Io(format!("the child could not be executed: {why}")));
@@ -157,10 +191,10 @@ impl Traced {
         self.exit.map_or_else(|| "unknown".into(), |e| e.to_string())
     }
 
-    /// One blocking wait on any tracee of the group: `Some(())` on a stop
-    /// (of `self.current`), `None` once the child itself ended (recorded in
+    /// One blocking wait on any tracee of the group: the stop's status (of
+    /// `self.current`), or `None` once the child itself ended (recorded in
     /// `self.exit`). The end of another tracee is not the trial's end.
-    fn wait(&mut self) -> Result<Option<()>, TraceError> {
+    pub(super) fn wait(&mut self) -> Result<Option<nix::sys::wait::WaitStatus>, TraceError> {
         use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
         let group = Pid::from_raw(-self.pid.as_raw());
         loop {
@@ -174,7 +208,7 @@ impl Traced {
                     WaitStatus::Signaled(p, sig, _) if p == self.pid => Exit::Signal(sig as i32),
                     WaitStatus::Stopped(p, _) | WaitStatus::PtraceEvent(p, ..) | WaitStatus::PtraceSyscall(p) => {
                         self.current = p;
-                        return Ok(Some(()));
+                        return Ok(Some(s));
                     }
                     WaitStatus::Exited(p, _) | WaitStatus::Signaled(p, ..) => {
                         self.seen.remove(&p);
@@ -208,6 +242,9 @@ impl Traced {
     /// ptrace itself causes.
     pub fn next_syscall(&mut self) -> Result<TraceEvent, TraceError> {
         use nix::sys::ptrace::{cont, syscall_info};
+        if let Stops::Syscalls(test) = self.stops {
+            return self.next_entry(test);
+        }
         loop {
             if self.wait()?.is_none() {
                 return Ok(TraceEvent::Exited(self.exit.unwrap_or(Exit::Code(-1))));
@@ -243,7 +280,12 @@ impl Traced {
 
     /// Lets a child stopped at a trapped call run the call and go on.
     pub fn resume(&mut self) -> Result<(), TraceError> {
-        nix::sys::ptrace::cont(self.current, None).map_err(|e| TraceError::Io(format!("PTRACE_CONT: {e}")))
+        match self.stops {
+            Stops::Seccomp => {
+                nix::sys::ptrace::cont(self.current, None).map_err(|e| TraceError::Io(format!("PTRACE_CONT: {e}")))
+            }
+            Stops::Syscalls(_) => self.resume_syscalls(self.current, None),
+        }
     }
 
     /// Kills the group (the child may be stopped at a call's entry: the call

@@ -28,6 +28,19 @@ pub(super) fn pin_round_robin() -> Option<libc::cpu_set_t> {
     }
 }
 
+/// Gives process `pid` the calling thread's CPU mask: a tracee that exists
+/// before its tracer pinned itself (a forked process) does not inherit it.
+pub(super) fn share_cpu(pid: nix::unistd::Pid) {
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: affinity calls with a mask of the stated size.
+    unsafe {
+        let mut mask: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, size, &mut mask) == 0 {
+            libc::sched_setaffinity(pid.as_raw(), size, &mask);
+        }
+    }
+}
+
 pub(super) fn restore_affinity(mask: &Option<libc::cpu_set_t>) {
     if let Some(m) = mask {
         // SAFETY: as above.

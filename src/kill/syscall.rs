@@ -28,7 +28,7 @@ use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
 };
 
-use crate::harness::{TraceError, TraceEvent, Traced};
+use crate::harness::{TraceError, TraceEvent, Traced, Traps};
 use crate::kill::KillPoint;
 
 /// The trapped system calls, by name and number on this architecture.
@@ -95,6 +95,12 @@ pub fn filter() -> Result<&'static [seccompiler::sock_filter], String> {
     FILTER.get_or_init(compile).as_deref().map_err(Clone::clone)
 }
 
+/// The filter and its test together, as the harness applies them to an
+/// exec'd child (the filter) or a seized one (the test).
+pub fn trap_set() -> Result<Traps, String> {
+    Ok(Traps { filter: filter()?, test: traps })
+}
+
 fn compile() -> Result<BpfProgram, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
     let mut rules: std::collections::BTreeMap<i64, Vec<SeccompRule>> =
@@ -119,6 +125,19 @@ fn open_rules(flags: u8) -> Result<Vec<SeccompRule>, seccompiler::BackendError> 
             .and_then(|c| SeccompRule::new(vec![c]))
     };
     Ok(vec![with(libc::O_CREAT)?, with(libc::O_TRUNC)?])
+}
+
+/// Whether the filter traps call `nr` with `args`: the compiled filter's
+/// test, for a tracee that stops at every system call instead (a process
+/// forked by a fork server runs under no filter of ours). The same calls,
+/// and an open's flags compared on their low 32 bits as the filter's
+/// `Dword` does, so that a forked process's kill points are an exec'd one's.
+pub(crate) fn traps(nr: i64, args: &[u64; 6]) -> bool {
+    if TRAPPED.iter().any(|&(_, n)| n == nr) {
+        return true;
+    }
+    let creates = |flags: u64| (flags as u32) & ((libc::O_CREAT | libc::O_TRUNC) as u32) != 0;
+    OPENS.iter().find(|&&(_, n, _)| n == nr).is_some_and(|&(_, _, at)| at == u8::MAX || creates(args[at as usize]))
 }
 
 pub(crate) fn syscall_name(nr: i64) -> Option<&'static str> {
@@ -406,6 +425,20 @@ mod tests {
         assert!(a.windows(2).all(|w| w[0] < w[1]) && a.iter().all(|&p| (1..=100).contains(&p)));
         assert_eq!(sweep_points(3, None, Some(10), 7), [1, 2, 3]);
         assert_eq!(sweep_points(3, Some(9), None, 7), [9]);
+    }
+
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    fn traps_is_the_filters_test() {
+        let with = |flags: libc::c_int| [0, 0, flags as u64, 0, 0, 0];
+        assert!(traps(libc::SYS_write, &[0; 6]));
+        assert!(traps(libc::SYS_renameat2, &[0; 6]));
+        assert!(!traps(libc::SYS_read, &[0; 6]));
+        assert!(traps(libc::SYS_openat, &with(libc::O_WRONLY | libc::O_CREAT)));
+        assert!(traps(libc::SYS_openat, &with(libc::O_RDWR | libc::O_TRUNC)));
+        assert!(!traps(libc::SYS_openat, &with(libc::O_RDWR | libc::O_CLOEXEC)));
+        // Only the low 32 bits are the flags, as the filter reads them.
+        assert!(!traps(libc::SYS_openat, &[0, 0, (libc::O_CREAT as u64) << 32, 0, 0, 0]));
     }
 
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]

@@ -2,6 +2,7 @@
 keep or break one rule of docs/PROTOCOL.md, for the integration tests:
 
   python3 variant.py VARIANT[,VARIANT...] <op> [flags]
+  python3 variant.py VARIANT[,VARIANT...] fork-server
 
 refuse-delete   the resolver applies WAL whatever it is asked, and says so in
                 its `resolver` (as a store that sets WAL on open does)
@@ -70,4 +71,7 @@ for variant in sys.argv.pop(1).split(","):
 
 # main() looks the operations up in its own table, built from the module's
 # globals at call time.
+if sys.argv[-1:] == ["fork-server"] and store.crashcells_forkserver is not None:
+    # Patched before the server forks: every forked process runs the variant.
+    store.crashcells_forkserver.serve(store.main)
 sys.exit(store.main())

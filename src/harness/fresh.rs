@@ -1,0 +1,189 @@
+//! What makes a forked process as trustworthy as an exec'd one: before its
+//! operation runs, the driver waits until it has stopped itself (`SIGSTOP`,
+//! docs/PROTOCOL.md, "Fork server"), then reads `/proc` to check that it
+//! leads its own process group and holds no descriptor it could not hold
+//! after an exec: its three standard streams are the ones asked for, and no
+//! other descriptor names a file of the trial's folder or a SQLite file.
+//!
+//! Crash model: a process that inherited an open database, a journal or a
+//! trial's file from its server could write it behind the store's back, or
+//! keep a lock an exec'd process would not hold; the crash states it leaves
+//! would then be no evidence about the store. Such a server is refused, with
+//! one line that names the descriptor.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nix::unistd::Pid;
+
+use super::POLL;
+use super::forkserver::Forked;
+use super::forkwire::ForkError;
+
+/// File names that are SQLite's, wherever they lie.
+const SQLITE_SUFFIXES: &[&str] = &[".db", "-wal", "-journal", "-shm"];
+
+/// What the driver asked the forked process's standard streams to be.
+#[derive(Debug)]
+pub(super) struct Expected {
+    /// The trial's folder (a file under it is the trial's).
+    pub trial: PathBuf,
+    /// Where stdout and stderr go; `None` is `/dev/null`.
+    pub stdout: Option<PathBuf>,
+    pub stderr: Option<PathBuf>,
+}
+
+/// Waits (until `until`) for `forked` to stop before its operation, then
+/// checks it is fresh. A process that ended instead is named with its exit.
+pub(super) fn confirm(
+    forked: &Forked,
+    expected: &Expected,
+    until: Instant,
+    deadline: Duration,
+) -> Result<(), ForkError> {
+    let pid = forked.pid();
+    loop {
+        match stat(pid) {
+            Some(s) if s.state == 'T' => return check(pid, &s, expected),
+            Some(s) if s.state != 'Z' && s.state != 'X' => {}
+            _ => return Err(ended_early(forked)),
+        }
+        if Instant::now() >= until {
+            return Err(ForkError::NeverStopped { pid: pid.as_raw(), deadline });
+        }
+        if super::interrupted().is_some() {
+            return Err(ForkError::Interrupted);
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+fn ended_early(forked: &Forked) -> ForkError {
+    let pid = forked.pid().as_raw();
+    let exit = forked.wait_exit(Instant::now() + Duration::from_secs(1));
+    let why = exit.map_or("its end was not reported".into(), |e| format!("it ended by {e}"));
+    ForkError::EndedEarly { pid, why: format!("{why}; the server's stderr: {}", forked.server().stderr_tail()) }
+}
+
+/// The fields of `/proc/PID/stat` the check reads.
+#[derive(Debug)]
+struct Stat {
+    state: char,
+    pgrp: i32,
+}
+
+fn stat(pid: Pid) -> Option<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&text)
+}
+
+/// `pid (comm) state ppid pgrp ...`: the command may hold spaces and
+/// parentheses, so the fields are read after its last `)`.
+fn parse_stat(text: &str) -> Option<Stat> {
+    let mut fields = text.get(text.rfind(')')? + 1..)?.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    Some(Stat { state, pgrp: fields.next()?.parse().ok()? })
+}
+
+/// The checks on a stopped process: its group, then each descriptor.
+fn check(pid: Pid, stat: &Stat, expected: &Expected) -> Result<(), ForkError> {
+    if stat.pgrp != pid.as_raw() {
+        return Err(ForkError::NotLeader { pid: pid.as_raw(), pgid: stat.pgrp });
+    }
+    let trial = std::fs::canonicalize(&expected.trial).unwrap_or_else(|_| expected.trial.clone());
+    let streams = [
+        ("stdin", Some(PathBuf::from("/dev/null"))),
+        ("stdout", expected.stdout.clone()),
+        ("stderr", expected.stderr.clone()),
+    ]
+    .map(|(name, path)| (name, canonical(path)));
+    for (fd, target) in descriptors(pid) {
+        let refused = match usize::try_from(fd).ok().and_then(|i| streams.get(i)) {
+            Some((stream, want)) if target != *want => {
+                let (target, expected) = (shown(&target), shown(want));
+                return Err(ForkError::Stdio { pid: pid.as_raw(), fd, stream, target, expected });
+            }
+            Some(_) => false,
+            None => is_refused(&target, &trial),
+        };
+        if refused {
+            return Err(ForkError::Stale { pid: pid.as_raw(), fd, target: shown(&target) });
+        }
+    }
+    Ok(())
+}
+
+/// A stream's file as `/proc` shows it: `/dev/null` for none.
+fn canonical(path: Option<PathBuf>) -> PathBuf {
+    let path = path.unwrap_or_else(|| PathBuf::from("/dev/null"));
+    std::fs::canonicalize(&path).unwrap_or(path)
+}
+
+fn shown(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// The process's descriptors and what each names, in order.
+fn descriptors(pid: Pid) -> Vec<(i32, PathBuf)> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return vec![] };
+    let mut fds: Vec<(i32, PathBuf)> = dir
+        .flatten()
+        .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, std::fs::read_link(e.path()).ok()?)))
+        .collect();
+    fds.sort();
+    fds
+}
+
+/// Whether a descriptor other than the standard streams may not be held:
+/// a file of the trial's folder, or a SQLite file anywhere (a database the
+/// server opened while it imported, say). A deleted file keeps its name.
+fn is_refused(target: &Path, trial: &Path) -> bool {
+    let text = target.to_string_lossy();
+    let name = text.strip_suffix(" (deleted)").unwrap_or(&text);
+    Path::new(name).starts_with(trial) || SQLITE_SUFFIXES.iter().any(|s| name.ends_with(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_read_after_the_command() {
+        let s = parse_stat("1234 (py (store) x) T 1200 1234 1200 0 -1").unwrap();
+        assert_eq!((s.state, s.pgrp), ('T', 1234));
+        assert!(parse_stat("garbage").is_none());
+    }
+
+    #[test]
+    fn trial_files_and_sqlite_files_are_refused_and_others_are_not() {
+        let trial = Path::new("/w/t1");
+        for bad in ["/w/t1/acks.ndjson", "/w/t1/home/config.toml", "/tmp/cache.db", "/x/s.db-wal", "/x/s-journal"] {
+            assert!(is_refused(Path::new(bad), trial), "{bad}");
+        }
+        assert!(is_refused(Path::new("/tmp/old.db (deleted)"), trial));
+        for fine in ["pipe:[123]", "socket:[9]", "/usr/lib/python3.11/x.py", "/w/t10/store", "anon_inode:[eventfd]"] {
+            assert!(!is_refused(Path::new(fine), trial), "{fine}");
+        }
+    }
+
+    /// The refusal is one line, for a preflight to print as it is.
+    #[test]
+    fn a_violation_is_one_line_naming_the_descriptor() {
+        let e = ForkError::Stale { pid: 1234, fd: 5, target: "/dev/shm/t/store.db".into() };
+        let text = e.to_string();
+        assert!(!text.contains('\n'));
+        assert!(text.starts_with("fork server: process 1234 holds descriptor 5 (/dev/shm/t/store.db)"), "{text}");
+    }
+
+    #[test]
+    fn descriptors_are_read_from_proc() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = std::fs::File::create(dir.path().join("open.db")).unwrap();
+        use std::os::fd::AsRawFd;
+        let fds = descriptors(nix::unistd::getpid());
+        let held = fds.iter().find(|(fd, _)| *fd == file.as_raw_fd()).expect("the open file is listed");
+        assert!(held.1.ends_with("open.db"));
+        assert!(is_refused(&held.1, Path::new("/elsewhere")));
+    }
+}

@@ -1,0 +1,209 @@
+//! Starting one operation of the child, exec'd or forked: the seam the
+//! pipeline calls. A [`Launcher`] holds the child's command and, for a child
+//! that lists `fork-server` (docs/PROTOCOL.md, "Fork server"), the running
+//! server; each method forks through the server when there is one and execs
+//! otherwise, and hands back the same handles ([`Running`], [`Traced`]).
+//!
+//! Crash model: a forked process is trusted as an exec'd one only once the
+//! driver has seen it stopped before its operation, leading its own group
+//! and holding no descriptor it could not hold after an exec
+//! ([`super::fresh`]); a process that fails this is killed and named.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crashcells_protocol::{HOME_ENV, Ready};
+use nix::sys::signal::Signal;
+
+use super::forkserver::Forked;
+use super::forkserver::{FORK_SERVER, ForkServer};
+use super::forkwire::ForkError;
+use super::forkwire::Request;
+use super::fresh::{Expected, confirm};
+use super::traced::Traps;
+use super::{ChildCommand, Cut, Exit, Running, TraceError, Traced};
+
+/// One operation to start: what [`ChildCommand::command`] takes, the
+/// trial's folder (what a forked process may not hold open), and where its
+/// stdout and stderr go (`None`: nowhere).
+#[derive(Clone, Copy, Debug)]
+pub struct Launch<'a> {
+    pub args: &'a [OsString],
+    pub home: &'a Path,
+    pub trial: &'a Path,
+    pub stdout: Option<&'a Path>,
+    pub stderr: Option<&'a Path>,
+}
+
+/// Why an operation could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error(transparent)]
+    Exec(#[from] std::io::Error),
+    #[error(transparent)]
+    Fork(#[from] ForkError),
+}
+
+impl From<LaunchError> for std::io::Error {
+    /// For a caller that reports a start failure as an I/O error; the
+    /// message stays the one line.
+    fn from(e: LaunchError) -> std::io::Error {
+        match e {
+            LaunchError::Exec(e) => e,
+            LaunchError::Fork(e) => std::io::Error::other(e),
+        }
+    }
+}
+
+/// Whether `ready` offers a fork server.
+pub fn serves_forks(ready: &Ready) -> bool {
+    ready.operations.as_ref().is_some_and(|ops| ops.iter().any(|o| o == FORK_SERVER))
+}
+
+/// The child's command, and its fork server if it runs one. Cheap to clone
+/// and shared across threads: the server is shared (`Arc`), and goes when
+/// the last clone and the last handle it forked go.
+///
+/// It dereferences to its [`ChildCommand`], so that a holder of a
+/// `ChildCommand` becomes a holder of a `Launcher` without its other uses
+/// changing.
+#[derive(Clone, Debug)]
+pub struct Launcher {
+    child: ChildCommand,
+    server: Option<Arc<ForkServer>>,
+}
+
+impl std::ops::Deref for Launcher {
+    type Target = ChildCommand;
+
+    fn deref(&self) -> &ChildCommand {
+        &self.child
+    }
+}
+
+impl Launcher {
+    /// Every operation exec'd, as without a fork server.
+    pub fn exec(child: ChildCommand) -> Launcher {
+        Launcher { child, server: None }
+    }
+
+    /// Starts `child`'s fork server (stderr to `stderr`, its line within
+    /// `deadline`); every operation is then forked by it. The server runs
+    /// for as long as this launcher, a clone of it or a handle it forked.
+    pub fn with_fork_server(child: ChildCommand, stderr: &Path, deadline: Duration) -> Result<Launcher, ForkError> {
+        let server = ForkServer::start(&child, stderr, deadline)?;
+        Ok(Launcher { child, server: Some(server) })
+    }
+
+    /// The fork server's pid, if operations are forked.
+    pub fn server_pid(&self) -> Option<u32> {
+        self.server.as_ref().map(|s| s.pid())
+    }
+
+    /// Starts the operation, in a process group of its own; a forked one is
+    /// confirmed fresh first, within `deadline`.
+    pub fn spawn(&self, op: &Launch, deadline: Duration) -> Result<Running, LaunchError> {
+        let Some(server) = &self.server else {
+            let mut cmd = self.child.command(op.args, op.home);
+            if let Some(path) = op.stdout {
+                cmd.stdout(std::fs::File::create(path)?);
+            }
+            return Ok(Running::spawn(cmd, op.stderr)?);
+        };
+        let forked = fork(server, op, deadline)?;
+        let _ = nix::sys::signal::kill(forked.pid(), Signal::SIGCONT);
+        Ok(Running::forked(forked, op.stderr))
+    }
+
+    /// Runs a short operation to its end within `timeout`, as
+    /// [`super::run_to_end`] does: a child that overstays (or is cut short
+    /// by an interrupt) is killed, and the result says which.
+    pub fn run_to_end(&self, op: &Launch, timeout: Duration) -> Result<(Result<Exit, Cut>, String), LaunchError> {
+        let start = Instant::now();
+        let mut running = self.spawn(op, timeout)?;
+        let exit = running.wait_until(start + timeout);
+        let tail = running.stderr_tail();
+        drop(running);
+        Ok((exit, tail))
+    }
+
+    /// Starts the operation traced, stopped at the entry of each call the
+    /// seccomp filter of `traps` traps (a forked process at the same calls, by
+    /// `PTRACE_SYSCALL`). As for [`Traced::spawn`], every later call on the
+    /// handle must come from this thread.
+    pub fn spawn_traced(&self, op: &Launch, traps: Traps, deadline: Duration) -> Result<Traced, TraceError> {
+        let Some(server) = &self.server else {
+            let mut cmd = self.child.command(op.args, op.home);
+            if let Some(path) = op.stdout {
+                cmd.stdout(std::fs::File::create(path).map_err(|e| TraceError::Io(format!("child stdout: {e}")))?);
+            }
+            return Traced::spawn(cmd, op.stderr, traps.filter, deadline);
+        };
+        let forked = fork(server, op, deadline).map_err(|e| TraceError::Io(e.to_string()))?;
+        Traced::seize(forked, op.stderr, traps.test, deadline)
+    }
+}
+
+/// Forks the operation and confirms the process stopped and fresh; a
+/// process that is not is killed.
+fn fork(server: &Arc<ForkServer>, op: &Launch, deadline: Duration) -> Result<Forked, ForkError> {
+    let until = Instant::now() + deadline;
+    let request = Request::new(op.args, &[(HOME_ENV, op.home)], server.cwd(), op.stdout, op.stderr)?;
+    let forked = server.fork(&request, until)?;
+    let expected = Expected {
+        trial: op.trial.to_path_buf(),
+        stdout: op.stdout.map(Path::to_path_buf),
+        stderr: op.stderr.map(Path::to_path_buf),
+    };
+    match confirm(&forked, &expected, until, deadline) {
+        Ok(()) => Ok(forked),
+        Err(e) => {
+            forked.discard();
+            Err(e)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ready(operations: Option<&[&str]>) -> Ready {
+        let ops =
+            operations.map_or(String::new(), |o| format!(r#","operations":{}"#, serde_json::to_string(o).unwrap()));
+        let line = format!(
+            r#"{{"protocol":2,"pid":1,"op":"append","sqlite_version":"3.45.0","journal_mode":"wal","resolver":null{ops}}}"#
+        );
+        serde_json::from_str(&line).unwrap()
+    }
+
+    #[test]
+    fn only_a_child_that_lists_it_serves_forks() {
+        assert!(serves_forks(&ready(Some(&["append", "dump", "fork-server"]))));
+        assert!(!serves_forks(&ready(Some(&["append", "dump", "dump-batch"]))));
+        assert!(!serves_forks(&ready(None)));
+    }
+
+    /// Without a server, the launcher is the exec'd child as before: its
+    /// stdout to the file asked, its exit read back.
+    #[test]
+    fn without_a_server_an_operation_is_execd() {
+        let dir = tempfile::tempdir().unwrap();
+        let child = ChildCommand {
+            program: "sh".into(),
+            prefix: vec!["-c".into(), "echo \"$0 $1\"; exit 4".into()],
+            cwd: None,
+        };
+        let (out, err) = (dir.path().join("out"), dir.path().join("err"));
+        let args = ["op".into(), "--flag".into()];
+        let launch =
+            Launch { args: &args, home: dir.path(), trial: dir.path(), stdout: Some(&out), stderr: Some(&err) };
+        let launcher = Launcher::exec(child);
+        assert_eq!(launcher.server_pid(), None);
+        let (exit, _) = launcher.run_to_end(&launch, Duration::from_secs(10)).unwrap();
+        assert_eq!(exit, Ok(Exit::Code(4)));
+        assert_eq!(std::fs::read_to_string(out).unwrap(), "op --flag\n");
+    }
+}

@@ -1,0 +1,74 @@
+//! The one set-up every child gets before exec, plain, traced or a fork
+//! server: stderr to a file, a process group of its own, the parent-death
+//! signal and the check that the driver is still its parent; the driver as
+//! the subreaper of what a killed child leaves orphaned; and the tail of a
+//! child's stderr, for a reason line.
+//!
+//! Crash model: each child leads a process group of its own, so that one
+//! `SIGKILL` reaches everything it started; it carries the parent-death
+//! signal, so that a driver killed itself leaves nothing running.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Command;
+
+/// The exit code of a child whose driver died before its exec: not an
+/// errno, so that a traced child's failed exec (which exits with its errno)
+/// is never mistaken for it.
+pub(super) const ORPHANED: i32 = 255;
+
+/// The set-up every child gets, plain or traced: stderr to `stderr`, the
+/// leader of a new process group, and before exec the parent-death signal,
+/// a check that the driver is still its parent, then `then` (a traced
+/// child's request to be traced and its filter).
+pub(super) fn prepare(
+    cmd: &mut Command,
+    stderr: Option<&Path>,
+    mut then: impl FnMut() -> std::io::Result<()> + Send + Sync + 'static,
+) -> std::io::Result<()> {
+    ensure_subreaper();
+    if let Some(path) = stderr {
+        cmd.stderr(std::fs::File::create(path)?);
+    }
+    cmd.process_group(0);
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: prctl, getppid and _exit are async-signal-safe and touch no
+    // memory of the parent; `then` must be too (it is checked where given).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // A driver that died between the fork and the prctl sent no
+            // death signal: the child has been reparented, so it goes.
+            if libc::getppid() != parent {
+                libc::_exit(ORPHANED);
+            }
+            then()
+        });
+    }
+    Ok(())
+}
+
+/// Becomes the subreaper once per process, before the first child.
+pub(super) fn ensure_subreaper() {
+    static SUBREAPER: std::sync::Once = std::sync::Once::new();
+    SUBREAPER.call_once(become_subreaper);
+}
+
+/// Makes this process the reaper of its orphaned descendants, so that a
+/// killed child's own children are reparented to us and can be reaped here,
+/// rather than lingering as zombies under an init that may never reap them.
+pub fn become_subreaper() {
+    // SAFETY: a plain prctl on the calling process.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
+    }
+}
+
+/// The last non-empty lines of a stderr file, joined into one line.
+pub fn stderr_tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(3)..].join(" | ")
+}

@@ -1,0 +1,298 @@
+//! The fork server (docs/PROTOCOL.md, "Fork server"), through the library's
+//! launcher, with the Python example store's server: a forked operation
+//! leaves what an exec'd one leaves, a forked process is killed and reaped
+//! as an exec'd child is, a traced one meets the same kill points, a server
+//! that dies gives errors rather than hangs, and a server that leaks a
+//! descriptor into its forks is refused, by the launcher and by
+//! `child-check`, with one line naming the descriptor.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crashcells::harness::{ChildCommand, Exit, ForkError, Launch, LaunchError, Launcher, TraceError, group_alive};
+use crashcells::kill::syscall::{Driven, Goal, Point, Targets, drive_observed, trap_set};
+use crashcells_protocol::{Op, OpArgs};
+
+use crate::common::{bin, scratch};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+fn python(script: &str) -> ChildCommand {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(script);
+    ChildCommand { program: "python3".into(), prefix: vec![path.into()], cwd: None }
+}
+
+fn store() -> ChildCommand {
+    python("examples/python-store/store.py")
+}
+
+fn served(child: ChildCommand, root: &Path) -> Launcher {
+    Launcher::with_fork_server(child, &root.join("server.stderr"), DEADLINE).expect("the fork server starts")
+}
+
+/// A trial folder with a config home asking for `delete` (the same mode
+/// on every SQLite, so that two runs write the same calls), and `append`'s
+/// arguments in it.
+struct Trial {
+    dir: PathBuf,
+    home: PathBuf,
+    stderr: PathBuf,
+    args: Vec<OsString>,
+}
+
+impl Trial {
+    fn new(root: &Path, name: &str, stop_after: Option<u64>) -> Trial {
+        let dir = root.join(name);
+        let home = dir.join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(home.join("config.toml"), "[database]\njournal_mode = \"delete\"\n").unwrap();
+        let mut args = OpArgs::new(Op::Append).db(&dir.join("store.db")).acks(&dir.join("acks.ndjson"));
+        if let Some(n) = stop_after {
+            args = args.stop_after(n);
+        }
+        Trial { stderr: dir.join("child.stderr"), dir, home, args: args.to_args() }
+    }
+
+    fn launch(&self) -> Launch<'_> {
+        Launch { args: &self.args, home: &self.home, trial: &self.dir, stdout: None, stderr: Some(&self.stderr) }
+    }
+
+    /// The store as an exec'd `dump` prints it.
+    fn dump(&self) -> String {
+        let args = OpArgs::new(Op::Dump).db(&self.dir.join("store.db")).to_args();
+        let out = self.dir.join("dump.stdout");
+        let launch = Launch { args: &args, stdout: Some(&out), ..self.launch() };
+        let (exit, tail) = Launcher::exec(store()).run_to_end(&launch, DEADLINE).unwrap();
+        assert_eq!(exit, Ok(Exit::Code(0)), "{tail}");
+        std::fs::read_to_string(out).unwrap()
+    }
+
+    /// The ack journal, the ready record's pid masked (it is the process's).
+    fn acks(&self) -> String {
+        let text = std::fs::read_to_string(self.dir.join("acks.ndjson")).unwrap();
+        regex::Regex::new(r#""pid":\d+"#).unwrap().replace(&text, r#""pid":0"#).into_owned()
+    }
+}
+
+#[test]
+fn a_forked_operation_leaves_what_an_exec_one_leaves() {
+    let root = scratch();
+    let forks = served(store(), root.path());
+    let (exec, forked) = (Trial::new(root.path(), "exec", Some(3)), Trial::new(root.path(), "forked", Some(3)));
+    let (exit, tail) = Launcher::exec(store()).run_to_end(&exec.launch(), DEADLINE).unwrap();
+    assert_eq!(exit, Ok(Exit::Code(0)), "{tail}");
+    let mut running = forks.spawn(&forked.launch(), DEADLINE).unwrap();
+    let pid = running.pid();
+    assert_eq!(running.wait_until(Instant::now() + DEADLINE), Ok(Exit::Code(0)), "{}", running.stderr_tail());
+    assert_eq!(forked.dump(), exec.dump());
+    assert_eq!(forked.acks(), exec.acks());
+    // The operation ran in the forked process, not in the server.
+    let ready = std::fs::read_to_string(forked.dir.join("acks.ndjson")).unwrap();
+    assert!(ready.starts_with(&format!(r#"{{"kind":"ready","protocol":2,"pid":{pid},"#)), "{ready}");
+    assert_ne!(Some(pid), forks.server_pid());
+}
+
+#[test]
+fn a_killed_forked_process_is_reaped_as_sigkill_and_leaves_nothing() {
+    let root = scratch();
+    let forks = served(store(), root.path());
+    let trial = Trial::new(root.path(), "killed", None);
+    let mut running = forks.spawn(&trial.launch(), DEADLINE).unwrap();
+    let acks = trial.dir.join("acks.ndjson");
+    let until = Instant::now() + DEADLINE;
+    while std::fs::read(&acks).map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count()) < 3 {
+        assert!(running.is_alive() && Instant::now() < until, "{}", running.stderr_tail());
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let pgid = nix::unistd::Pid::from_raw(running.pid() as i32);
+    let reaped = running.kill_and_reap();
+    reaped.check().unwrap();
+    assert!(!group_alive(pgid));
+}
+
+/// Every trapped call of a run to its end: its point, if it is one (with
+/// the ready record's length masked: it holds the pid), and its name.
+fn calls(launcher: &Launcher, trial: &Trial) -> Vec<(Option<Point>, i64)> {
+    let traps = trap_set().unwrap();
+    let mut child = match launcher.spawn_traced(&trial.launch(), traps, DEADLINE) {
+        Err(TraceError::NotPermitted(why)) => panic!("ptrace refused: {why}"),
+        other => other.unwrap(),
+    };
+    let targets = Targets::new(&trial.dir.join("store.db"), &trial.dir.join("acks.ndjson"));
+    let mut seen = Vec::new();
+    let mut observe = |_pid: u32, nr: i64, _args: [u64; 6], point: Option<&Point>| seen.push((point.cloned(), nr));
+    match drive_observed(&mut child, &targets, Goal::ToEnd, &mut observe).unwrap() {
+        Driven::Exited { exit, .. } => assert_eq!(exit, Exit::Code(0), "{}", child.stderr_tail()),
+        Driven::At(p) => panic!("stopped at {p:?}"),
+    }
+    let first_ack =
+        seen.iter().position(|(p, _)| p.as_ref().is_some_and(|p| p.file.is_some_and(|f| f.as_str() == "acks")));
+    if let Some((Some(p), _)) = first_ack.map(|i| &mut seen[i]) {
+        p.len = None;
+    }
+    seen
+}
+
+fn traced_allowed() -> bool {
+    crashcells::kill::syscall::unsupported_arch().is_none()
+}
+
+/// The same kill points, call for call (name, file, offset, length), and
+/// the same trapped calls that are no kill point, for the Python store's
+/// `append --stop-after 2` exec'd and forked.
+#[test]
+fn a_traced_forked_process_meets_the_kill_points_of_an_exec_one() {
+    if !traced_allowed() {
+        return;
+    }
+    let root = scratch();
+    let forks = served(store(), root.path());
+    let exec = calls(&Launcher::exec(store()), &Trial::new(root.path(), "exec", Some(2)));
+    let forked = calls(&forks, &Trial::new(root.path(), "forked", Some(2)));
+    let points = |c: &[(Option<Point>, i64)]| c.iter().filter_map(|(p, _)| p.clone()).collect::<Vec<_>>();
+    assert!(points(&exec).len() > 10, "{exec:?}");
+    assert_eq!(points(&forked), points(&exec));
+    // The exec'd child's start (the interpreter's imports) traps calls the
+    // forked process's does not: compare from the store's first point on.
+    let from_first = |c: &[(Option<Point>, i64)]| {
+        let first = c.iter().position(|(p, _)| p.is_some()).unwrap();
+        c[first..].iter().map(|(_, nr)| *nr).collect::<Vec<_>>()
+    };
+    assert_eq!(from_first(&forked), from_first(&exec));
+}
+
+/// A recording of a forked run rebuilds the files on disk, as the recorded
+/// sweep's self-check requires: the bytes of each write were read from the
+/// process at its stop, the offsets from its descriptors.
+#[test]
+fn a_recorded_forked_run_rebuilds_its_files() {
+    if !traced_allowed() {
+        return;
+    }
+    let root = scratch();
+    let forks = served(store(), root.path());
+    let trial = Trial::new(root.path(), "recorded", Some(3));
+    let mut child = forks.spawn_traced(&trial.launch(), trap_set().unwrap(), DEADLINE).unwrap();
+    let (db, acks) = (trial.dir.join("store.db"), trial.dir.join("acks.ndjson"));
+    let (driven, log) =
+        crashcells::crashstate::record::record(&mut child, &Targets::new(&db, &acks), Goal::ToEnd).unwrap();
+    assert!(matches!(driven, Driven::Exited { exit: Exit::Code(0), .. }), "{driven:?}");
+    let files = crashcells::crashstate::Files::after(log.ran());
+    use crashcells::kill::syscall::FileKind;
+    assert_eq!(files.get(FileKind::Database), Some(std::fs::read(&db).unwrap().as_slice()));
+    assert_eq!(files.get(FileKind::Acks), Some(std::fs::read(&acks).unwrap().as_slice()));
+}
+
+#[test]
+fn a_traced_forked_process_killed_at_a_point_ends_by_sigkill_and_leaves_nothing() {
+    if !traced_allowed() {
+        return;
+    }
+    let root = scratch();
+    let forks = served(store(), root.path());
+    let trial = Trial::new(root.path(), "killed", Some(2));
+    let mut child = forks.spawn_traced(&trial.launch(), trap_set().unwrap(), DEADLINE).unwrap();
+    let targets = Targets::new(&trial.dir.join("store.db"), &trial.dir.join("acks.ndjson"));
+    let at = match crashcells::kill::syscall::drive(&mut child, &targets, Goal::KillAt(5)).unwrap() {
+        Driven::At(p) => p,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(at.ordinal, 5);
+    let pgid = nix::unistd::Pid::from_raw(child.pid() as i32);
+    child.kill_and_reap().check().unwrap();
+    assert!(!group_alive(pgid));
+    // The server, which reaped it after the tracer, forks the next one.
+    let mut next = forks.spawn(&Trial::new(root.path(), "next", Some(1)).launch(), DEADLINE).unwrap();
+    assert_eq!(next.wait_until(Instant::now() + DEADLINE), Ok(Exit::Code(0)));
+}
+
+/// A store behind a launcher script forks and execs: every process the
+/// forked process starts is traced too, and its trapped calls are seen.
+#[test]
+fn the_processes_a_traced_forked_process_starts_are_traced_too() {
+    if !traced_allowed() {
+        return;
+    }
+    let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/forkserver");
+    let script = format!(
+        "import subprocess, sys\nsys.path.insert(0, {helper:?})\nimport crashcells_forkserver\n\
+         def main():\n    return subprocess.run(['sh', '-c', 'echo child > ' + sys.argv[2]]).returncode\n\
+         if sys.argv[-1:] == ['fork-server']:\n    crashcells_forkserver.serve(main)\nsys.exit(main())\n"
+    );
+    let child = ChildCommand { program: "python3".into(), prefix: vec!["-c".into(), script.into()], cwd: None };
+    let root = scratch();
+    let forks = served(child, root.path());
+    let trial = Trial::new(root.path(), "launcher", None);
+    let out = trial.dir.join("out.db");
+    let args: Vec<OsString> = vec!["write".into(), out.clone().into()];
+    let launch = Launch { args: &args, ..trial.launch() };
+    let mut child = forks.spawn_traced(&launch, trap_set().unwrap(), DEADLINE).unwrap();
+    let targets = Targets::new(&out, &trial.dir.join("acks.ndjson"));
+    let mut writers = Vec::new();
+    let mut observe = |pid: u32, _nr: i64, _args: [u64; 6], point: Option<&Point>| {
+        if point.is_some() {
+            writers.push(pid);
+        }
+    };
+    let driven = drive_observed(&mut child, &targets, Goal::ToEnd, &mut observe).unwrap();
+    assert!(matches!(driven, Driven::Exited { exit: Exit::Code(0), counted: 1 }), "{driven:?}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "child\n");
+    assert_ne!(writers, [child.pid()], "the shell's write is its own process's");
+}
+
+#[test]
+fn a_server_that_dies_gives_errors_not_hangs() {
+    let root = scratch();
+    let forks = served(store(), root.path());
+    let trial = Trial::new(root.path(), "orphaned", None);
+    let mut running = forks.spawn(&trial.launch(), DEADLINE).unwrap();
+    let server = nix::unistd::Pid::from_raw(forks.server_pid().unwrap() as i32);
+    nix::sys::signal::kill(server, nix::sys::signal::Signal::SIGKILL).unwrap();
+    let start = Instant::now();
+    assert_eq!(running.wait_until(start + DEADLINE), Ok(Exit::ServerLost));
+    let reaped = running.kill_and_reap();
+    let why = reaped.check().unwrap_err().to_string();
+    assert!(why.contains("the loss of its fork server"), "{why}");
+    let next = forks.spawn(&Trial::new(root.path(), "after", Some(1)).launch(), DEADLINE);
+    assert!(matches!(next, Err(LaunchError::Fork(ForkError::Ended(_)))), "{next:?}");
+    assert!(start.elapsed() < DEADLINE / 2, "{:?}", start.elapsed());
+}
+
+fn leaky() -> ChildCommand {
+    python("tests/adapters/leaky_forkserver.py")
+}
+
+#[test]
+fn a_server_that_leaks_a_descriptor_is_refused_naming_it() {
+    let root = scratch();
+    let forks = served(leaky(), root.path());
+    let trial = Trial::new(root.path(), "leaked", Some(1));
+    let e = forks.spawn(&trial.launch(), DEADLINE).unwrap_err().to_string();
+    assert!(!e.contains('\n'), "{e}");
+    let pattern = r"^fork server: process \d+ holds descriptor \d+ \(.*/cache\.db \(deleted\)\) when it starts its operation; a forked process must start as fresh as an exec'd one$";
+    assert!(regex::Regex::new(pattern).unwrap().is_match(&e), "{e}");
+    // Nothing ran: the process was killed at its stop.
+    assert!(!trial.dir.join("acks.ndjson").exists());
+}
+
+#[test]
+fn child_check_checks_the_server_and_refuses_a_leaky_one() {
+    for (child, ok) in [(store(), true), (leaky(), false)] {
+        let dir = scratch();
+        let out = bin()
+            .args(["child-check", "--format", "json", "--workdir"])
+            .arg(dir.path())
+            .arg("--child")
+            .arg(child.display())
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let checks = report["checks"].as_array().unwrap();
+        let check = checks.iter().find(|c| c["check"] == "fork-server").expect("a fork-server check");
+        assert_eq!(check["ok"], ok, "{check}");
+        if !ok {
+            assert!(check["detail"].as_str().unwrap().contains("holds descriptor"), "{check}");
+        }
+    }
+}
