@@ -14,9 +14,9 @@
 //!   sync that would have made them durable) on top of that.
 //!
 //! The ack journal is outside the power loss: it stands for what the world
-//! was told, so it is the process crash's at that instant. Not modelled:
-//! reordering across files (or within a file) beyond the in-order prefixes,
-//! torn writes and sectors, and failing syncs.
+//! was told, so it is the process crash's at that instant. Reordering beyond
+//! the in-order prefixes and torn writes are the torn model's
+//! ([`super::torn`]); failing syncs are not modelled.
 
 use std::collections::BTreeMap;
 
