@@ -40,14 +40,14 @@ pub struct Bound {
     /// The unit a write tears at, in bytes: [`SECTOR`] by default.
     pub sector: u64,
     /// At most this many unsynced writes lost (or torn) at once while a
-    /// later operation reached the disk: CrashMonkey's and ALICE's "k".
+    /// later operation reached the disk (the "k" of bounded reordering).
     pub out_of_order: usize,
     /// Only the last `window` unsynced writes before the crash that could be
     /// lost (not every sector of them rewritten since) may be lost out of
     /// order.
     pub window: usize,
-    /// At most this many tear points per write, spread over its sectors
-    /// (the first and the last always among them).
+    /// At most this many tear points per write: its first sector alone
+    /// first, then all but its last, sectors between, its new length alone.
     pub tears: usize,
 }
 
