@@ -74,10 +74,16 @@ fn files() -> Vec<File> {
     out
 }
 
+/// Whether an item is compiled for tests only: `#[cfg(test)]`, or a `cfg`
+/// that requires `test` among others (`all(test, target_arch = ...)`).
 fn is_test(attrs: &[syn::Attribute]) -> bool {
-    attrs
-        .iter()
-        .any(|a| a.path().is_ident("cfg") && a.parse_args::<syn::Meta>().is_ok_and(|m| m.path().is_ident("test")))
+    attrs.iter().any(|a| {
+        let syn::Meta::List(list) = &a.meta else { return false };
+        let text = list.tokens.to_string();
+        let words: Vec<&str> = text.split(|c: char| !c.is_alphanumeric() && c != '_').collect();
+        let required = text.trim() == "test" || (text.starts_with("all") && !words.contains(&"not"));
+        a.path().is_ident("cfg") && required && words.contains(&"test")
+    })
 }
 
 /// Every `use` path of an item list, flattened (`a::{b, c::d}` is `a::b` and

@@ -233,3 +233,49 @@ fn the_audit_says_a_leg_keeps_acked_commits_under_a_process_crash_but_loses_them
     let reason = row["power_loss"]["reason"].as_str().unwrap();
     assert!(reason.contains("was never made durable by an fsync of the wal"), "{reason}");
 }
+
+/// The torn power model's size on real logs: the reference store's cell 1
+/// sweep workload (4 appends) recorded on four legs of the audit matrix,
+/// every point wanted. Prints per leg the points, the distinct stores of the
+/// in-order and the torn model (each costs a recovery), the most states at
+/// one point and the time to build; the default bound keeps the torn model
+/// within three times the in-order one (docs/DESIGN.md, "Torn and reordered
+/// writes", has the figures for every leg and both cells).
+#[test]
+fn torn_power_states_stay_bounded_on_the_reference_store() {
+    use crashcells::crashstate::{Files, power, torn};
+    let root = scratch();
+    for (mode, sync) in [("wal", "full"), ("wal", "off"), ("delete", "full"), ("delete", "off")] {
+        let dir = folder(root.path(), &format!("{mode}-{sync}"), mode);
+        let config = format!("[database]\njournal_mode = \"{mode}\"\nsynchronous = \"{sync}\"\n");
+        std::fs::write(dir.join("home/config.toml"), config).unwrap();
+        let args = ["append", "--db", "store.db", "--acks", "acks.ndjson", "--stop-after", "4"];
+        let args: Vec<std::ffi::OsString> = args.iter().map(|a| (*a).into()).collect();
+        let mut cmd = reference().command(&args, &dir.join("home"));
+        cmd.current_dir(&dir);
+        let mut child = match Traced::spawn(cmd, None, filter().unwrap(), Duration::from_secs(20)) {
+            Err(TraceError::NotPermitted(why)) => return eprintln!("ptrace is refused here; skipping: {why}"),
+            other => other.unwrap(),
+        };
+        let (_, log) = record(&mut child, &targets(&dir), Goal::ToEnd).unwrap();
+        let wanted: Vec<u64> = (1..=log.total() + 1).collect();
+        let started = std::time::Instant::now();
+        let t = torn::model(log.ran(), &wanted, torn::Bound::default());
+        let took = started.elapsed();
+        let p = power::model(log.ran(), &wanted);
+        let mut in_order: Vec<&Files> = Vec::new();
+        for s in &p.states {
+            if !in_order.iter().any(|f| f.store().eq(s.files.store())) {
+                in_order.push(&s.files);
+            }
+        }
+        let (ps, ts) = (in_order.len(), t.states.len());
+        let most = t.points.iter().map(|a| a.states.len()).max().unwrap_or(0);
+        let points = wanted.len();
+        eprintln!(
+            "{mode}/{sync}: {points} points; stores: in-order {ps}, torn {ts}; most at a point {most}; {took:.1?}"
+        );
+        assert!(ts <= 3 * ps, "{mode}/{sync}: {ts} torn stores for {ps} in-order ones");
+        assert_eq!(t.explored.len(), t.points.len(), "every point says how many states it built");
+    }
+}

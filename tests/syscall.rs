@@ -251,3 +251,65 @@ fn outbox_exactly_once_fires_on_a_resend_after_a_kill_between_send_and_record() 
     let copy = std::fs::read_to_string(evidence.join("recovery-1/transport.ndjson")).unwrap();
     assert_eq!(copy.lines().filter(|l| l.contains("\"o0\"")).count(), 2, "{copy}");
 }
+
+/// The reference child appending once in a fresh DELETE store in `dir`,
+/// traced, its stderr in `dir/err`; `None` where ptrace is refused.
+fn traced_append(dir: &std::path::Path) -> Option<crashcells::harness::Traced> {
+    use crashcells::harness::{ChildCommand, TraceError, Traced};
+    std::fs::create_dir_all(dir.join("home")).unwrap();
+    std::fs::write(dir.join("home/config.toml"), "[database]\njournal_mode = \"delete\"\n").unwrap();
+    let reference =
+        ChildCommand { program: env!("CARGO_BIN_EXE_crashcells").into(), prefix: vec!["child".into()], cwd: None };
+    let args = ["append", "--db", "store.db", "--acks", "acks.ndjson", "--stop-after", "1"];
+    let args: Vec<std::ffi::OsString> = args.iter().map(|a| (*a).into()).collect();
+    let mut cmd = reference.command(&args, &dir.join("home"));
+    cmd.current_dir(dir);
+    let filter = crashcells::kill::syscall::filter().unwrap();
+    match Traced::spawn(cmd, Some(&dir.join("err")), filter, std::time::Duration::from_secs(20)) {
+        Err(TraceError::NotPermitted(why)) => {
+            eprintln!("ptrace is refused here; skipping: {why}");
+            None
+        }
+        other => Some(other.unwrap()),
+    }
+}
+
+/// Fault injection (issue 24): the reference store's first journal write
+/// fails with ENOSPC and, in another run, its first fsync with EIO; SQLite
+/// reports each (SQLITE_FULL, SQLITE_IOERR), the child runs on to its end
+/// and acknowledges nothing.
+#[test]
+fn a_call_made_to_fail_is_reported_by_sqlite_and_nothing_is_acknowledged() {
+    use crashcells::kill::syscall::{Driven, FileKind, Goal, Point, Targets, drive_observed, fault_for};
+    let root = scratch();
+    let root = root.path().canonicalize().unwrap();
+    // The census: every kill point, to find the first journal write and sync.
+    let dir = root.join("census");
+    let Some(mut child) = traced_append(&dir) else { return };
+    let targets = |dir: &std::path::Path| Targets::new(&dir.join("store.db"), &dir.join("acks.ndjson"));
+    let mut points: Vec<Point> = Vec::new();
+    let mut seen = |_: u32, _: i64, _: [u64; 6], p: Option<&Point>| points.extend(p.cloned());
+    let driven = drive_observed(&mut child, &targets(&dir), Goal::ToEnd, &mut seen).unwrap();
+    assert!(matches!(driven, Driven::Exited { .. }), "{driven:?}");
+    drop(child);
+    use nix::errno::Errno;
+    // The first call on the journal that fault injection fails with `errno`.
+    let first = |errno: Errno| {
+        let p = points.iter().find(|p| p.file == Some(FileKind::Journal) && fault_for(p.syscall) == Some(errno));
+        p.map(|p| (p.ordinal, p.syscall)).unwrap()
+    };
+    for (errno, message) in [(Errno::ENOSPC, "database or disk is full"), (Errno::EIO, "disk I/O error")] {
+        let (n, syscall) = first(errno);
+        let dir = root.join(syscall);
+        let mut child = traced_append(&dir).unwrap();
+        let driven = drive_observed(&mut child, &targets(&dir), Goal::FailAt(n, errno), &mut |_, _, _, _| {}).unwrap();
+        let Driven::Exited { exit, counted } = driven else { panic!("{syscall}: {driven:?}") };
+        drop(child);
+        let err = std::fs::read_to_string(dir.join("err")).unwrap();
+        assert!(counted >= n, "{syscall}: the fault was made at #{n}");
+        assert!(err.contains(message), "{syscall} failed with {errno}: {err}");
+        assert_ne!(exit, crashcells::harness::Exit::Code(0), "{syscall}: {err}");
+        let acks = std::fs::read_to_string(dir.join("acks.ndjson")).unwrap_or_default();
+        assert!(!acks.contains("\"kind\":\"ack\""), "{syscall}: nothing acknowledged after the failure: {acks}");
+    }
+}

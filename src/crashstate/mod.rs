@@ -3,7 +3,9 @@
 //! data ([`log`]); any crash state is then rebuilt from the log: a process
 //! crash at kill point N is the calls before N applied to the empty folder
 //! ([`files`]), and a power loss at N keeps only what was durable, plus the
-//! in-order prefixes of what was not ([`power`]).
+//! in-order prefixes of what was not ([`power`]), or also writes torn in
+//! sector units and reordered within a sync interval ([`torn`], with
+//! [`sectors`]).
 //!
 //! Why a log rather than copies of the folder at each point: the power model
 //! needs the log anyway (what was synced, when), a log costs one pass of the
@@ -14,7 +16,9 @@ pub mod files;
 pub mod log;
 pub mod power;
 pub mod record;
+pub mod sectors;
 pub mod state;
+pub mod torn;
 
 pub use files::{Files, Names};
 pub use log::{At, Effect, Event, Log};

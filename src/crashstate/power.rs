@@ -14,9 +14,9 @@
 //!   sync that would have made them durable) on top of that.
 //!
 //! The ack journal is outside the power loss: it stands for what the world
-//! was told, so it is the process crash's at that instant. Not modelled:
-//! reordering across files (or within a file) beyond the in-order prefixes,
-//! torn writes and sectors, and failing syncs.
+//! was told, so it is the process crash's at that instant. Reordering beyond
+//! the in-order prefixes and torn writes are the torn model's
+//! ([`super::torn`]); failing syncs are not modelled.
 
 use std::collections::BTreeMap;
 
@@ -58,12 +58,15 @@ pub struct PowerState {
     pub reached: usize,
 }
 
-/// The operations a power state dropped: `pending[from..to]` of its epoch.
+/// The operations a power state dropped: `pending[from..to]` of its epoch,
+/// after `Model::causes[causes.0..causes.1]` (the writes the torn model
+/// tore or reordered, [`super::torn`]; none in the in-order model).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dropped {
     pub epoch: usize,
     pub from: usize,
     pub to: usize,
+    pub causes: (usize, usize),
 }
 
 /// The power states a crash at kill point N may leave.
@@ -74,9 +77,10 @@ pub struct AtPoint {
     pub acks: Vec<u8>,
     /// The transport at N (a process crash's), if anything was ever sent.
     pub transport: Option<Vec<u8>>,
-    /// Indices into [`Model::states`], ascending, each with what the power
-    /// loss dropped to leave it (the pending operations that did not reach
-    /// the disk, at the latest instant of the point that could leave it).
+    /// Indices into [`Model::states`], ascending (the torn model: in its
+    /// check order, backwards), each with what the power loss dropped to
+    /// leave it (the pending operations that did not reach the disk, at the
+    /// latest instant of the point that could leave it).
     pub states: Vec<(usize, Dropped)>,
 }
 
@@ -87,39 +91,48 @@ pub struct Model {
     pub points: Vec<AtPoint>,
     /// Per epoch, its pending operations (the list only grows in an epoch).
     pub epochs: Vec<Vec<Pending>>,
+    /// The torn model's torn or reordered writes, each with its rule (see
+    /// [`Dropped::causes`]); empty in the in-order model.
+    pub causes: Vec<Pending>,
+    /// The torn model: per point of `points`, how many states it built
+    /// there before identical ones were merged; empty in the in-order model.
+    pub explored: Vec<usize>,
 }
 
 impl Model {
-    /// The operations a state of a point dropped, first to last.
-    pub fn dropped(&self, d: &Dropped) -> &[Pending] {
-        &self.epochs[d.epoch][d.from..d.to]
+    /// The operations a state of a point dropped, first to last: the torn
+    /// or reordered writes first (the cause), then the ones after them.
+    pub fn dropped(&self, d: &Dropped) -> Vec<Pending> {
+        let causes = self.causes[d.causes.0..d.causes.1].iter();
+        causes.chain(&self.epochs[d.epoch][d.from..d.to]).cloned().collect()
     }
 }
 
 #[derive(Clone, Debug, Default)]
-struct Inode {
+pub(super) struct Inode {
     data: Vec<u8>,
-    synced: Vec<u8>,
+    pub(super) synced: Vec<u8>,
 }
 
 #[derive(Clone, Debug)]
-enum Op {
+pub(super) enum Op {
     /// A change of an inode's data.
     Data(usize, Effect),
     /// A change of the folder's names: `name` now means inode `to` (`None`: gone).
     Name(FileKind, Option<usize>),
 }
 
-/// The power model while the log is read, one event at a time.
+/// The power model while the log is read, one event at a time (the torn
+/// model reads the log with it too, and varies what it leaves pending).
 #[derive(Default)]
-struct Disk {
-    inodes: Vec<Inode>,
+pub(super) struct Disk {
+    pub(super) inodes: Vec<Inode>,
     names: BTreeMap<FileKind, usize>,
-    durable: BTreeMap<FileKind, usize>,
-    pending: Vec<(Op, Pending)>,
-    acks: Vec<u8>,
-    transport: Option<Vec<u8>>,
-    epoch: usize,
+    pub(super) durable: BTreeMap<FileKind, usize>,
+    pub(super) pending: Vec<(Op, Pending)>,
+    pub(super) acks: Vec<u8>,
+    pub(super) transport: Option<Vec<u8>>,
+    pub(super) epoch: usize,
 }
 
 /// Builds the power states of `events` for each kill point in `wanted`
@@ -166,7 +179,7 @@ pub fn model(events: &[Event], wanted: &[u64]) -> Model {
 
 /// For each event, the kill point whose crash instants include the moment
 /// just before it: the first counted call at or after it.
-fn next_points(events: &[Event]) -> Vec<Option<u64>> {
+pub(super) fn next_points(events: &[Event]) -> Vec<Option<u64>> {
     let mut next = vec![None; events.len()];
     let mut upcoming = None;
     for (i, e) in events.iter().enumerate().rev() {
@@ -177,7 +190,7 @@ fn next_points(events: &[Event]) -> Vec<Option<u64>> {
 }
 
 /// Where an event is, for a reader: its point, or the point it precedes.
-fn place(point: Option<u64>, last: u64, events: &[Event], i: usize) -> String {
+pub(super) fn place(point: Option<u64>, last: u64, events: &[Event], i: usize) -> String {
     match point {
         Some(n) => format!("#{n}"),
         None => match events[i..].iter().find_map(|e| e.point) {
@@ -188,7 +201,7 @@ fn place(point: Option<u64>, last: u64, events: &[Event], i: usize) -> String {
 }
 
 impl Disk {
-    fn apply(&mut self, effect: &Effect, place: String) {
+    pub(super) fn apply(&mut self, effect: &Effect, place: String) {
         let at = if place.starts_with('#') { "at " } else { "" };
         let pending = |needs: String| Pending { what: format!("{} {at}{place}", effect.describe()), needs };
         match effect {
@@ -278,7 +291,7 @@ impl Disk {
                 m.states.push(PowerState { files: self.state(reached), epoch: self.epoch, reached });
                 m.states.len() - 1
             });
-            this_point.insert(id, Dropped { epoch: self.epoch, from: reached, to });
+            this_point.insert(id, Dropped { epoch: self.epoch, from: reached, to, causes: (0, 0) });
         }
     }
 
@@ -300,8 +313,14 @@ impl Disk {
                 }
             }
         }
+        self.files(&names, data)
+    }
+
+    /// The files `names` name, each with its bytes in `data` or, if it has
+    /// none there, as of its last sync.
+    pub(super) fn files(&self, names: &BTreeMap<FileKind, usize>, mut data: BTreeMap<usize, Vec<u8>>) -> Files {
         let mut events = Vec::new();
-        for (file, ino) in names {
+        for (&file, &ino) in names {
             let bytes = data.remove(&ino).unwrap_or_else(|| self.inodes[ino].synced.clone());
             events.push(Event { point: None, effect: Effect::Open { file, create: true, truncate: false } });
             events.push(Event { point: None, effect: Effect::Write { file, at: At::Offset(0), data: bytes } });
@@ -321,7 +340,7 @@ fn write(bytes: &mut Vec<u8>, at: At, data: &[u8]) {
     bytes[offset..offset + data.len()].copy_from_slice(data);
 }
 
-fn apply_data(bytes: &mut Vec<u8>, e: &Effect) {
+pub(super) fn apply_data(bytes: &mut Vec<u8>, e: &Effect) {
     match e {
         Effect::Write { at, data, .. } => write(bytes, *at, data),
         Effect::Truncate { len, .. } => bytes.resize(*len as usize, 0),

@@ -9,6 +9,7 @@
 //!   process traced the same way without the filter;
 //! - [`tracee`]: the traced child's side of the fork (its filter, its own
 //!   exec) and the CPU it shares with its tracer;
+//! - [`fault`]: a trapped call made to fail with an errno instead of running;
 //! - [`watchdog`]: the deadline of a traced child, kept from a thread of its own;
 //! - [`reap`]: killing a group, reaping it, classifying the exit, and
 //!   checking that nothing of the group is left;
@@ -25,6 +26,7 @@
 //! itself killed leaves nothing running.
 
 pub mod command;
+mod fault;
 pub mod forkserver;
 mod forkwire;
 mod fresh;

@@ -20,6 +20,11 @@
 //! `O_TRUNC` (the filter looks at the flags, so the many plain opens of an
 //! interpreter's start never stop the child), and `fsync` of the trial's
 //! folder. They are never counted, so every kill point keeps its number.
+//!
+//! Fault injection (issue 24) drives the same points with `Goal::FailAt`:
+//! the Nth call is not killed but fails without running, with the errno
+//! [`fault_for`] gives it (`EIO` for a sync, `ENOSPC` for a write), and the
+//! child runs on to its own end.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -316,6 +321,22 @@ pub enum Goal {
     Census { acks: u64 },
     /// Count every point until the child ends on its own.
     ToEnd,
+    /// Make the Nth counted call fail with the errno, without running it
+    /// ([`Traced::fail`]), and count on until the child ends on its own:
+    /// `Driven::Exited` with `counted` of at least N if the fault was made.
+    FailAt(u64, nix::errno::Errno),
+}
+
+/// The fault a kill point's call gets under fault injection (issue 24): a
+/// sync fails as a failing disk makes it (`EIO`), a write as a full disk
+/// does (`ENOSPC`); other calls (truncations, unlinks, renames) get none.
+pub fn fault_for(syscall: &str) -> Option<nix::errno::Errno> {
+    use nix::errno::Errno;
+    match syscall {
+        "fsync" | "fdatasync" => Some(Errno::EIO),
+        "write" | "pwrite64" | "writev" | "pwritev" | "pwritev2" => Some(Errno::ENOSPC),
+        _ => None,
+    }
 }
 
 /// How a traced run ended.
@@ -361,6 +382,12 @@ pub fn drive_observed(
             p
         });
         observe(pid, nr, args, point.as_ref());
+        if let (Some(_), Goal::FailAt(n, errno)) = (&point, goal)
+            && counted == n
+        {
+            child.fail(errno)?;
+            continue;
+        }
         if let Some(p) = point {
             let at = match goal {
                 Goal::KillAt(n) => counted == n,
@@ -374,7 +401,7 @@ pub fn drive_observed(
                     }
                     census_end.is_some_and(|m| counted == m + 1)
                 }
-                Goal::ToEnd => false,
+                Goal::ToEnd | Goal::FailAt(..) => false,
             };
             if at {
                 return Ok(Driven::At(p));
@@ -415,6 +442,16 @@ mod tests {
         let t = t.with(Path::new("/t/transport.ndjson"), FileKind::Transport);
         assert_eq!(t.kind(Path::new("/t/transport.ndjson")), Some(FileKind::Transport));
         assert_eq!(t.kind(Path::new("/t/acks.ndjson")), Some(FileKind::Acks));
+    }
+
+    #[test]
+    fn syncs_fail_with_eio_writes_with_enospc_and_nothing_else_fails() {
+        use nix::errno::Errno;
+        assert_eq!(fault_for("fdatasync"), Some(Errno::EIO));
+        assert_eq!(fault_for("pwrite64"), Some(Errno::ENOSPC));
+        assert_eq!(fault_for("writev"), Some(Errno::ENOSPC));
+        assert_eq!(fault_for("unlink"), None);
+        assert_eq!(fault_for("ftruncate"), None);
     }
 
     #[test]
