@@ -37,7 +37,7 @@ fn context(work: &Path, jobs: usize, replay: Replay) -> Context {
     Context {
         options: RunOptions { matrix: "default".into(), seed: Some(1), replay: Some(replay), ..RunOptions::default() },
         seed: 1,
-        child: child(),
+        child: crashcells::harness::Launcher::exec(child()),
         work_root: work.to_path_buf(),
         evidence_root: work.join("evidence"),
         deadline: Duration::from_secs(30),

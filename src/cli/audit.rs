@@ -155,7 +155,7 @@ fn crash_context(
     Ok(crate::pipeline::Context {
         options,
         seed: 1,
-        child: setup.child.clone(),
+        child: crate::harness::Launcher::exec(setup.child.clone()),
         evidence_root: work_root.join("evidence"),
         work_root,
         deadline: setup.deadline,

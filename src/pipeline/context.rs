@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crashcells_protocol::Ready;
 
-use crate::harness::ChildCommand;
+use crate::harness::Launcher;
 use crate::options::RunOptions;
 
 /// What every trial of a run needs from it.
@@ -18,7 +18,8 @@ pub struct Context {
     /// from them.
     pub options: RunOptions,
     pub seed: u64,
-    pub child: ChildCommand,
+    /// The child, exec'd for each operation or forked by its fork server.
+    pub child: Launcher,
     /// The run's own work folder; trials make theirs inside it.
     pub work_root: PathBuf,
     /// Where fires and errors keep their evidence (created on first use).
@@ -82,7 +83,7 @@ impl Context {
         Context {
             options: RunOptions::default(),
             seed: 1,
-            child: ChildCommand { program: "child".into(), prefix: vec![], cwd: None },
+            child: Launcher::exec(crate::harness::ChildCommand { program: "child".into(), prefix: vec![], cwd: None }),
             work_root: std::env::temp_dir(),
             evidence_root: std::env::temp_dir(),
             deadline: Duration::from_secs(1),

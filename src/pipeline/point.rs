@@ -14,7 +14,6 @@ use super::outcome::{Failure, Outcome};
 use super::sweep::Sweepable;
 use super::trial::Trial;
 use super::workload::{Workload, ended_well, ended_with};
-use crate::harness::Traced;
 use crate::kill::KillPoint;
 use crate::kill::syscall::{Driven, Goal, Point, drive};
 use crate::trialdir::TrialEnv;
@@ -46,8 +45,10 @@ impl Workload<'_> {
 
     /// Runs the sweep's workload traced to its own end; its points.
     fn traced_to_end(&self, env: &TrialEnv, filter: Filter) -> Result<u64, Outcome> {
-        let mut child = Traced::spawn(self.sweep_command(env), Some(&env.stderr), filter, self.ctx.deadline)
-            .map_err(|e| trace_outcome(e, self.ctx))?;
+        let args = self.op_args(env, true);
+        let launch = self.launch(env, &args);
+        let mut child =
+            self.ctx.child.spawn_traced(&launch, filter, self.ctx.deadline).map_err(|e| trace_outcome(e, self.ctx))?;
         match drive(&mut child, &self.targets(env), Goal::ToEnd) {
             Ok(Driven::Exited { exit, counted }) => {
                 ended_well(exit, counted, &child.stderr_tail()).map_err(Outcome::Error)
@@ -84,8 +85,10 @@ impl Workload<'_> {
 
     /// Spawns the workload traced, drives it to `goal` and kills it there.
     fn traced_to(&self, env: &TrialEnv, filter: Filter, goal: Goal) -> Result<KillPoint, Outcome> {
-        let mut child = Traced::spawn(self.sweep_command(env), Some(&env.stderr), filter, self.ctx.deadline)
-            .map_err(|e| trace_outcome(e, self.ctx))?;
+        let args = self.op_args(env, true);
+        let launch = self.launch(env, &args);
+        let mut child =
+            self.ctx.child.spawn_traced(&launch, filter, self.ctx.deadline).map_err(|e| trace_outcome(e, self.ctx))?;
         let point = match drive(&mut child, &self.targets(env), goal) {
             Ok(Driven::At(p)) => p,
             // The point after the last call: the child's own end is the state.

@@ -11,9 +11,9 @@
 //! claim). Every racer must end WON (0), LOST (10) or, for r0 at its point,
 //! killed; any other end is an `error`, never a loss.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -26,7 +26,7 @@ use super::pending::Pending;
 use super::trial::Trial;
 use super::verdict::{Acks, Crash, Ended, conclude, prepare};
 use crate::cells::{Cell, End};
-use crate::harness::{Cut, Exit, POLL, Running, Traced, interrupted, run_to_end};
+use crate::harness::{Cut, Exit, Launch, POLL, Running, interrupted};
 use crate::kill::KillPoint;
 use crate::kill::syscall::{Driven, Goal, Targets, drive};
 use crate::matrix::Leg;
@@ -192,9 +192,13 @@ impl<'a> Race<'a> {
 
     fn park(&self, env: &TrialEnv) -> Result<(), Outcome> {
         let args = OpArgs::new(Op::Park).db(&env.db).session(HANDOFF).to_args();
-        let cmd = self.ctx.child.command(&args, &env.home);
-        let (exit, tail) = run_to_end(cmd, &env.path("park.stdout"), &env.stderr, self.ctx.deadline)
-            .map_err(|e| Outcome::Error(Failure::ChildStart { child: self.ctx.child.display(), why: e.to_string() }))?;
+        let stdout = env.path("park.stdout");
+        let launch =
+            Launch { args: &args, home: &env.home, trial: env.dir(), stdout: Some(&stdout), stderr: Some(&env.stderr) };
+        let (exit, tail) =
+            self.ctx.child.run_to_end(&launch, self.ctx.deadline).map_err(|e| {
+                Outcome::Error(Failure::ChildStart { child: self.ctx.child.display(), why: e.to_string() })
+            })?;
         match exit {
             Ok(Exit::Code(0)) => Ok(()),
             Ok(exit) => Err(Outcome::Error(Failure::Park { exit, stderr: tail })),
@@ -203,22 +207,25 @@ impl<'a> Race<'a> {
         }
     }
 
-    fn racer_command(&self, env: &TrialEnv, r: u32, order: Order) -> Command {
-        let args = OpArgs::new(Op::Claim)
+    /// Racer `r`'s arguments: its claim, on its barrier.
+    fn racer_args(&self, env: &TrialEnv, r: u32, order: Order) -> Vec<OsString> {
+        OpArgs::new(Op::Claim)
             .db(&env.db)
             .acks(&acks_of(env, r))
             .session(HANDOFF)
             .barrier(&barrier_of(env, r, order))
             .claimant(&format!("r{r}"))
-            .mutant(self.ctx.mutant());
-        self.ctx.child.command(&args.to_args(), &env.home)
+            .mutant(self.ctx.mutant())
+            .to_args()
     }
 
     /// Spawns r0 traced and drives it to `goal`.
     fn trace_r0(&self, env: &TrialEnv, filter: Filter, goal: Goal, order: Order) -> Result<Traced0, Outcome> {
         let stderr = env.path("racer-r0.stderr");
-        let mut child = Traced::spawn(self.racer_command(env, 0, order), Some(&stderr), filter, self.ctx.deadline)
-            .map_err(|e| trace_outcome(e, self.ctx))?;
+        let args = self.racer_args(env, 0, order);
+        let launch = Launch { args: &args, home: &env.home, trial: env.dir(), stdout: None, stderr: Some(&stderr) };
+        let mut child =
+            self.ctx.child.spawn_traced(&launch, filter, self.ctx.deadline).map_err(|e| trace_outcome(e, self.ctx))?;
         match drive(&mut child, &Targets::new(&env.db, &acks_of(env, 0)), goal) {
             Ok(Driven::At(p)) => {
                 child
@@ -279,7 +286,12 @@ impl<'a> Race<'a> {
         let mut running = Vec::new();
         for r in racers {
             let stderr = env.path(&format!("racer-r{r}.stderr"));
-            let child = Running::spawn(self.racer_command(env, r, order), Some(&stderr))
+            let args = self.racer_args(env, r, order);
+            let launch = Launch { args: &args, home: &env.home, trial: env.dir(), stdout: None, stderr: Some(&stderr) };
+            let child = self
+                .ctx
+                .child
+                .spawn(&launch, self.ctx.deadline)
                 .map_err(|e| Outcome::Error(Failure::RacerStart { racer: r, why: e.to_string() }))?;
             running.push(child);
         }

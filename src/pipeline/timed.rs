@@ -49,8 +49,11 @@ impl Workload<'_> {
 
     fn kill_timed(&self, env: &TrialEnv, window: u64, seed: u64, trial: &mut Trial) -> Result<(), Outcome> {
         let started = Instant::now();
-        let mut child = Running::spawn(self.command(env), Some(&env.stderr))
-            .map_err(|e| Outcome::Error(Failure::ChildStart { child: self.ctx.child.display(), why: e.to_string() }))?;
+        let args = self.op_args(env, false);
+        let mut child =
+            self.ctx.child.spawn(&self.launch(env, &args), self.ctx.deadline).map_err(|e| {
+                Outcome::Error(Failure::ChildStart { child: self.ctx.child.display(), why: e.to_string() })
+            })?;
         if let Some((audit, synchronous)) = self.refused_at_ready(&mut child, env) {
             let reason = audit.reason.clone();
             (trial.audit, trial.synchronous) = (Some(audit), synchronous);

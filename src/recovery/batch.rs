@@ -137,20 +137,20 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::harness::ChildCommand;
+    use crate::harness::{ChildCommand, Launcher};
 
     /// A child whose `dump` takes one `--db` only, and fails on more.
-    fn single_only(dir: &Path) -> ChildCommand {
+    fn single_only(dir: &Path) -> Launcher {
         let script = dir.join("child.sh");
         let empty = r#"{"protocol":2,"integrity":"ok","sessions":[],"messages":[]}"#;
         let text = format!("[ $(echo \"$@\" | grep -o -- --db | wc -l) -gt 1 ] && exit 1\necho '{empty}'\n");
         std::fs::write(&script, text).unwrap();
-        ChildCommand { program: "sh".into(), prefix: vec![script.into()], cwd: None }
+        Launcher::exec(ChildCommand { program: "sh".into(), prefix: vec![script.into()], cwd: None })
     }
 
     /// A child whose `catch-up` appends a delivery to its `--transport`, and
     /// whose `dump` prints a line per `--db`, or fails on more than `most`.
-    fn stepping(dir: &Path, most: usize) -> ChildCommand {
+    fn stepping(dir: &Path, most: usize) -> Launcher {
         let script = dir.join("stepping.sh");
         let empty = r#"{"protocol":2,"integrity":"ok","sessions":[],"messages":[]}"#;
         let text = format!(
@@ -160,7 +160,7 @@ mod tests {
              for i in $(seq $n); do echo '{empty}'; done\n"
         );
         std::fs::write(&script, text).unwrap();
-        ChildCommand { program: "sh".into(), prefix: vec![script.into()], cwd: None }
+        Launcher::exec(ChildCommand { program: "sh".into(), prefix: vec![script.into()], cwd: None })
     }
 
     #[test]
@@ -228,7 +228,7 @@ mod tests {
         let path = |s: &str| dir.path().join(s);
         std::fs::write(path("1.t"), "{\"key\":\"o0\",\"payload\":\"effect of o0\"}\n").unwrap();
         let state = Pair { first: path("1.db"), second: path("2.db"), transports: Some([path("1.t"), path("2.t")]) };
-        let child = ChildCommand { program: "false".into(), prefix: vec![], cwd: None };
+        let child = Launcher::exec(ChildCommand { program: "false".into(), prefix: vec![], cwd: None });
         let step = crashcells_protocol::OpArgs::new(crashcells_protocol::Op::CatchUp);
         let p = Passes {
             child: &child,

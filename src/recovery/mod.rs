@@ -29,7 +29,7 @@ use crashcells_protocol::transport::{self, TransportError};
 use crashcells_protocol::{Delivery, Dump, Op, OpArgs, PROTOCOL};
 
 use crate::dbfiles::{DB_FILES, sibling};
-use crate::harness::{ChildCommand, Cut, Exit, run_to_end};
+use crate::harness::{Cut, Exit, Launch, Launcher};
 use crate::trialdir::TrialEnv;
 
 pub use batch::{BatchRecovery, Pair, recover_batch};
@@ -137,7 +137,7 @@ fn copy_db(db: &Path, dir: &Path) -> std::io::Result<PathBuf> {
 /// Where a pass runs: the child, its deadline and config home, the folder
 /// its output goes to, and the recovery step it runs before `dump`, if any.
 pub struct Passes<'a> {
-    pub child: &'a ChildCommand,
+    pub child: &'a Launcher,
     pub deadline: Duration,
     pub home: &'a Path,
     pub out: &'a Path,
@@ -149,8 +149,11 @@ pub struct Passes<'a> {
 fn run_op(p: &Passes, args: &OpArgs, n: u32, name: &str) -> Result<Result<String, (Exit, String)>, RecoveryError> {
     let stdout = p.out.join(format!("{name}.json"));
     let stderr = p.out.join(format!("{name}.stderr"));
-    let (exit, stderr_tail) = run_to_end(p.child.command(&args.to_args(), p.home), &stdout, &stderr, p.deadline)
-        .map_err(|e| RecoveryError::Start { pass: n, why: e.to_string() })?;
+    let args = args.to_args();
+    // The pass's folder holds the copies it recovers: a forked process may hold nothing of it at its start.
+    let launch = Launch { args: &args, home: p.home, trial: p.out, stdout: Some(&stdout), stderr: Some(&stderr) };
+    let (exit, stderr_tail) =
+        p.child.run_to_end(&launch, p.deadline).map_err(|e| RecoveryError::Start { pass: n, why: e.to_string() })?;
     match exit {
         Ok(Exit::Code(0)) => {
             std::fs::read_to_string(&stdout).map(Ok).map_err(|e| RecoveryError::Read { pass: n, why: e.to_string() })
@@ -216,7 +219,7 @@ fn after_step(p: &Passes, transport: &Path) -> Vec<u8> {
 /// Runs two recovery passes of a trial's crash state, each on its own
 /// copies, and parses the first. An `Err` is a harness error (a pass that
 /// could not run or printed something that is not a dump).
-pub fn recover(child: &ChildCommand, deadline: Duration, env: &TrialEnv) -> Result<Recovered, RecoveryError> {
+pub fn recover(child: &Launcher, deadline: Duration, env: &TrialEnv) -> Result<Recovered, RecoveryError> {
     if !env.db.exists() {
         return Recovered::missing(env.recovery_step.is_some().then_some(env.transport.as_path()));
     }
