@@ -44,6 +44,9 @@ fn context(work: &Path, jobs: usize, replay: Replay) -> Context {
         jobs,
         child_ready: None,
         tally: Default::default(),
+        pool: crashcells::pipeline::pool::Pool::new(jobs),
+        start: Duration::ZERO,
+        crowd: 1,
     }
 }
 

@@ -411,16 +411,21 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     // an interrupted run starts no result.
     crate::harness::catch_interrupts().map_err(Error::io("signal handlers", "."))?;
     let mutant = ctx.options.mutant.as_deref();
+    let began = Instant::now();
     let ready = match crate::probe::preflight_with(&ctx.child, &ctx.work_root, ctx.deadline, mutant) {
         Ok(ready) => Some(ready),
         Err(_) if crate::harness::interrupted().is_some() => None,
         Err(e) => return Err(preflight_failed(&ctx, e)),
     };
+    ctx.start = began.elapsed();
     if let Some(ready) = &ready
         && ctx.options.fork_server != Some(Replay::Off)
+        && let Some((forks, start)) = fork_server(&ctx.child, ready, &ctx.work_root, ctx.deadline)?
     {
-        ctx.child = fork_server(&ctx.child, ready, &ctx.work_root, ctx.deadline)?;
+        (ctx.child, ctx.start) = (forks, start);
     }
+    ctx.crowd = crowd(&jobs);
+    ctx.deadline = ctx.scaled_deadline(ctx.options.deadline());
     ctx.child_ready = ready.clone();
     let share = partition.map_or(String::new(), |p| format!(" (partition {p}: {} of {})", jobs.len(), planned.len()));
     note(&format!(
@@ -462,32 +467,53 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
 /// the server started, and a first operation forked by it as the preflight
 /// ran it exec'd, so that a server whose processes do not start fresh (a
 /// descriptor of the trial's folder held open, say) stops the run here with
-/// one line, before any cell. Any other child's launcher is returned as is.
-fn fork_server(child: &Launcher, ready: &Ready, work: &Path, deadline: Duration) -> Result<Launcher> {
+/// one line, before any cell. With it, how long a forked operation took to
+/// write its ready record. `None` for a child without a server.
+fn fork_server(
+    child: &Launcher,
+    ready: &Ready,
+    work: &Path,
+    deadline: Duration,
+) -> Result<Option<(Launcher, Duration)>> {
     if !crate::harness::serves_forks(ready) || child.server_pid().is_some() {
-        return Ok(child.clone());
+        return Ok(None);
     }
     let refused = |message: String| Error::Child { child: child.display(), message };
     let stderr = work.join("fork-server.stderr");
     let forks = Launcher::with_fork_server((**child).clone(), &stderr, deadline).map_err(|e| refused(e.to_string()))?;
+    let began = Instant::now();
     crate::probe::preflight(&forks, work, deadline).map_err(|e| refused(format!("its fork server: {e}")))?;
-    Ok(forks)
+    Ok(Some((forks, began.elapsed())))
+}
+
+/// The most children one unit of the run's pool starts together: a race's
+/// claimants, or one.
+fn crowd(jobs: &[crate::plan::Job]) -> u32 {
+    let racers = |j: &crate::plan::Job| match crate::plan::shape_of(&j.cell) {
+        Ok(crate::cells::Shape::Race { racers }) => racers,
+        _ => 1,
+    };
+    jobs.iter().filter(|j| j.leg.is_some()).map(racers).max().unwrap_or(1)
 }
 
 /// What every cell of a run needs to know, from the run's options.
 fn run_context(options: RunOptions, seed: u64, work_root: &Path, evidence_root: PathBuf) -> Result<Context> {
     let mut child = child_command(options.child.as_deref())?;
     child.cwd = options.cwd.clone();
+    let jobs = options.jobs.map_or_else(default_jobs, |j| j as usize);
     Ok(Context {
         child: Launcher::exec(child),
         work_root: work_root.to_path_buf(),
         evidence_root,
         deadline: options.deadline(),
-        jobs: options.jobs.map_or_else(default_jobs, |j| j as usize),
+        jobs,
         seed,
         options,
         child_ready: None,
         tally: Default::default(),
+        pool: crate::pipeline::pool::Pool::new(jobs),
+        start: Duration::ZERO,
+        crowd: 1,
     })
 }
 

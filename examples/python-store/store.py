@@ -749,8 +749,21 @@ def main():
         return EXIT_ERROR
 
 
+def heavy_start():
+    """A stand-in for a store whose imports are heavy (an SDK that takes a
+    second of CPU to import): with CRASHCELLS_EXAMPLE_SLOW_START=S in the
+    environment, S seconds of CPU are burned before anything else, every
+    time the store starts. The harness's tests use it to check that a slow
+    but healthy store gets verdicts, not deadline errors."""
+    seconds = float(os.environ.get("CRASHCELLS_EXAMPLE_SLOW_START") or 0)
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
 if __name__ == "__main__":
     if crashcells_forkserver is not None and sys.argv[-1:] == ["fork-server"]:
-        # Nothing heavier than the standard library to preload here.
-        crashcells_forkserver.serve(main)
+        # The heavy start is paid once, by the server, before its first fork.
+        crashcells_forkserver.serve(main, preload=heavy_start)
+    heavy_start()
     sys.exit(main())

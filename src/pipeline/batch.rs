@@ -111,6 +111,10 @@ impl Checker<'_> {
     /// under the run's work folder; the results in order, and a note when
     /// the batched dump failed and each store was recovered alone.
     pub fn recover(&self, stores: &[&Files], label: &str) -> (Vec<Recovery>, Option<String>) {
+        self.ctx.pool.unit(|| self.recovered(stores, label))
+    }
+
+    fn recovered(&self, stores: &[&Files], label: &str) -> (Vec<Recovery>, Option<String>) {
         let fail = |f: Failure| (stores.iter().map(|_| Err(Outcome::Error(f.clone()))).collect(), None);
         let prefix = format!("{}-", (self.label)(label));
         let dir = match tempfile::Builder::new().prefix(&prefix).tempdir_in(&self.ctx.work_root) {

@@ -183,8 +183,11 @@ pub enum Failure {
     RacerStart { racer: u32, why: String },
     #[error("racer r{racer} ended before the barrier ({exit}): {stderr}")]
     RacerBeforeBarrier { racer: u32, exit: Exit, stderr: String },
-    #[error("racers {pending:?} were not ready within {deadline:?}")]
-    RacersNotReady { pending: Vec<u32>, deadline: Duration },
+    #[error(
+        "racers {pending:?} were not ready within {deadline:?} (up to {at_once} claimants start at once; the \
+         child's start took {start:?} in the preflight)"
+    )]
+    RacersNotReady { pending: Vec<u32>, deadline: Duration, at_once: u32, start: Duration },
     #[error("racer r{racer} did not finish within {deadline:?}")]
     RacerDeadline { racer: u32, deadline: Duration },
     #[error("racer r0 did not end within {0:?}")]

@@ -117,7 +117,7 @@ fn run_wave(
 fn judge_all(ctx: &Context, cell: &dyn Cell, pending: Vec<Pending>) -> Vec<Trial> {
     let pairs: Vec<Option<Result<Pair, RecoveryError>>> =
         pending.iter().map(|p| p.processes.as_ref().and(p.trial.env.as_ref()).map(pair_of)).collect();
-    let mut batched = recover_pairs(ctx, &pending, &pairs).into_iter();
+    let mut batched = ctx.pool.unit(|| recover_pairs(ctx, &pending, &pairs)).into_iter();
     pending
         .into_iter()
         .zip(pairs)
@@ -188,7 +188,8 @@ fn judge(
     for n in [1, 2] {
         let _ = std::fs::remove_dir_all(env.path(&format!("recovery-{n}")));
     }
-    let alone = judge_on(cell, processes, recover(&ctx.child, ctx.deadline, &env), &env, &mut trial);
+    let got = ctx.pool.unit(|| recover(&ctx.child, ctx.deadline, &env));
+    let alone = judge_on(cell, processes, got, &env, &mut trial);
     let outcome = match (alone, outcome) {
         (Outcome::Pass, found @ (Outcome::Fire(_) | Outcome::Error(_))) => {
             Outcome::Error(Failure::BatchOnly { found: Box::new(found) })

@@ -32,6 +32,10 @@ impl Workload<'_> {
     /// Runs the workload traced to its end, counting its points (and one
     /// more: the state its own end left), and audits the leg.
     fn count_points(&self, filter: Filter) -> Result<Census, Box<Trial>> {
+        self.ctx.pool.unit(|| self.counted(filter))
+    }
+
+    fn counted(&self, filter: Filter) -> Result<Census, Box<Trial>> {
         let env = self.env("census").map_err(|f| ended_with(None, Outcome::Error(Failure::census(f))))?;
         let total = match self.traced_to_end(&env, filter) {
             Ok(total) => total + 1,
@@ -60,6 +64,10 @@ impl Workload<'_> {
 
     /// One trial of a sweep: kill at point `n`, then judge like any killed trial.
     pub fn kill_at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
+        self.ctx.pool.unit(|| self.killed_at(filter, n, census))
+    }
+
+    fn killed_at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
         let index = u32::try_from(n).unwrap_or(u32::MAX);
         let env = match self.env(&format!("p{n}")) {
             Ok(env) => env,

@@ -138,7 +138,7 @@ impl<'a> Race<'a> {
     fn judge(&self, env: &TrialEnv, f: &Finished, census: Option<&Census>, trial: &mut Trial) -> Outcome {
         trial.kill_point = f.kill_point.clone();
         let recover = || crate::recovery::recover(&self.ctx.child, self.ctx.deadline, env).map_err(Outcome::from);
-        conclude(&self.crash(env, f, census), trial, recover)
+        conclude(&self.crash(env, f, census), trial, || self.ctx.pool.unit(recover))
     }
 
     /// A finished race, every racer r0 first, as the verdict reads it.
@@ -151,7 +151,13 @@ impl<'a> Race<'a> {
 
     /// Parks, runs `racers` claimants with r0 as asked, released in `order`,
     /// and returns how each ended.
+    /// One unit of the run's pool: the park and every claimant, which must
+    /// be alive together to race.
     pub(super) fn run(&self, env: &TrialEnv, racers: u32, r0: R0, order: Order) -> Result<Finished, Outcome> {
+        self.ctx.pool.unit(|| self.race(env, racers, r0, order))
+    }
+
+    fn race(&self, env: &TrialEnv, racers: u32, r0: R0, order: Order) -> Result<Finished, Outcome> {
         self.park(env)?;
         let barriers = Barriers::hold(env, order)?;
         let done = AtomicBool::new(false);
@@ -162,7 +168,8 @@ impl<'a> Race<'a> {
             let tracer = match r0 {
                 R0::Free => None,
                 R0::Traced(filter, goal) => Some(s.spawn(move || {
-                    let end = self.trace_r0(env, filter, goal, order);
+                    // r0 is this race's claimant: it works within the race's unit.
+                    let end = self.ctx.pool.within(|| self.trace_r0(env, filter, goal, order));
                     r0_done.store(true, Ordering::SeqCst);
                     end
                 })),
@@ -224,8 +231,10 @@ impl<'a> Race<'a> {
         let stderr = env.path("racer-r0.stderr");
         let args = self.racer_args(env, 0, order);
         let launch = Launch { args: &args, home: &env.home, trial: env.dir(), stdout: None, stderr: Some(&stderr) };
+        // r0 waits at its barrier while the others start: its deadline covers their start too.
+        let deadline = self.ctx.deadline * 2;
         let mut child =
-            self.ctx.child.spawn_traced(&launch, filter, self.ctx.deadline).map_err(|e| trace_outcome(e, self.ctx))?;
+            self.ctx.child.spawn_traced(&launch, filter, deadline).map_err(|e| trace_outcome(e, self.ctx))?;
         match drive(&mut child, &Targets::new(&env.db, &acks_of(env, 0)), goal) {
             Ok(Driven::At(p)) => {
                 child
@@ -336,7 +345,11 @@ impl<'a> Race<'a> {
         running: &mut [Running],
         first: u32,
     ) -> Result<(), Outcome> {
-        let end = Instant::now() + self.ctx.deadline;
+        // Every claimant of a race starts at once, and so may every race
+        // the pool runs beside it: they share one deadline, scaled with the
+        // child's measured start (Context::scaled_deadline).
+        let deadline = self.ctx.deadline;
+        let end = Instant::now() + deadline;
         loop {
             let pending: Vec<u32> = all.clone().filter(|&r| !ready(r)).collect();
             if pending.is_empty() {
@@ -352,7 +365,8 @@ impl<'a> Race<'a> {
                 return Err(Outcome::Interrupted(Interruption::AtBarrier));
             }
             if Instant::now() >= end {
-                return Err(Outcome::Error(Failure::RacersNotReady { pending, deadline: self.ctx.deadline }));
+                let (at_once, start) = (self.ctx.at_once(), self.ctx.start);
+                return Err(Outcome::Error(Failure::RacersNotReady { pending, deadline, at_once, start }));
             }
             std::thread::sleep(POLL);
         }

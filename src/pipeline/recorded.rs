@@ -55,6 +55,10 @@ impl Workload<'_> {
     /// Runs the sweep's workload once, traced, to its own end, logging every
     /// call on the trial's files; then audits the leg and self-checks the log.
     pub fn record(&self, filter: Filter) -> Result<Recording, Box<Trial>> {
+        self.ctx.pool.unit(|| self.recorded(filter))
+    }
+
+    fn recorded(&self, filter: Filter) -> Result<Recording, Box<Trial>> {
         let env = self.env("census").map_err(|f| ended_with(None, Outcome::Error(Failure::census(f))))?;
         let log = match self.record_in(&env, filter) {
             Ok(log) => log,

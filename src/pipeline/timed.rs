@@ -27,6 +27,10 @@ impl Workload<'_> {
     /// Trial `index` of a timed result: kill once the seeded target of acks
     /// is reached, then read what it left.
     pub fn timed(&self, window: u64, index: u32) -> Pending {
+        self.ctx.pool.unit(|| self.timed_trial(window, index))
+    }
+
+    fn timed_trial(&self, window: u64, index: u32) -> Pending {
         let env = match self.seeded_env(&format!("t{index}"), &[&index.to_string()]) {
             Ok(env) => env,
             Err(f) => return Pending::ended(Trial::ended(index, Outcome::Error(f))),

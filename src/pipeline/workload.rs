@@ -106,9 +106,8 @@ impl Workload<'_> {
             seed: env.seed,
             census,
         };
-        conclude(&crash, trial, || {
-            crate::recovery::recover(&self.ctx.child, self.ctx.deadline, env).map_err(Outcome::from)
-        })
+        let recover = || crate::recovery::recover(&self.ctx.child, self.ctx.deadline, env).map_err(Outcome::from);
+        conclude(&crash, trial, || self.ctx.pool.unit(recover))
     }
 
     /// What a census learns from a run to the end that passed `total`
