@@ -33,6 +33,9 @@ pub enum ChildError {
     Io(String, #[source] std::io::Error),
     #[error("no database at {}", .0.display())]
     Missing(PathBuf),
+    /// Flags that do not fit together (exit 2, as clap's own errors).
+    #[error("{0}")]
+    Usage(String),
 }
 
 impl ChildError {
@@ -43,7 +46,7 @@ impl ChildError {
     /// The exit code for this error: 2 for bad configuration, 3 otherwise.
     pub fn exit_code(&self) -> i32 {
         match self {
-            ChildError::Config(_) => 2,
+            ChildError::Config(_) | ChildError::Usage(_) => 2,
             _ => 3,
         }
     }

@@ -11,6 +11,7 @@ use crashcells_protocol::Ready;
 use super::pool::Pool;
 use crate::harness::Launcher;
 use crate::options::RunOptions;
+use crate::recovery::Batching;
 
 /// How much longer than the measured start a readiness wait allows: a
 /// preflight ran alone, a loaded machine runs everything slower.
@@ -112,10 +113,14 @@ impl Context {
 }
 
 impl Context {
-    /// Whether the child recovers many states in one `dump` (`dump-batch`
-    /// in its ready record); unknown means no.
-    pub fn dumps_in_batches(&self) -> bool {
-        self.child_ready.as_ref().is_some_and(Ready::dumps_in_batches)
+    /// Which recovery steps the child takes for many states in one process
+    /// (`dump-batch`, `catch-up-batch` in its ready record); unknown means none.
+    pub fn batching(&self) -> Batching {
+        let ready = self.child_ready.as_ref();
+        Batching {
+            dumps: ready.is_some_and(Ready::dumps_in_batches),
+            steps: ready.is_some_and(Ready::catches_up_in_batches),
+        }
     }
 
     /// How many children may start at once across the run: the most a unit

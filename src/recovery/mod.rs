@@ -32,7 +32,7 @@ use crate::dbfiles::{DB_FILES, sibling};
 use crate::harness::{Cut, Exit, Launch, Launcher};
 use crate::trialdir::TrialEnv;
 
-pub use batch::{BatchRecovery, Pair, recover_batch};
+pub use batch::{BatchRecovery, Batching, Pair, recover_batch};
 
 /// Why a recovery pass gave no state: the harness's error, never a finding.
 /// The operating system's and the child's words travel as text (an
@@ -63,6 +63,10 @@ pub enum RecoveryError {
     StepDeadline { pass: u32, op: Op, deadline: Duration },
     #[error("recovery pass 1: {0}")]
     Transport(TransportError),
+    /// A state of a batch after one that could not be recovered: never
+    /// run, since the verdict stops at the earlier state.
+    #[error("recovery pass {pass}: not run, an earlier state of its batch could not be recovered")]
+    NotRun { pass: u32 },
 }
 
 /// The recovered state of a trial's store, read twice.
@@ -250,15 +254,17 @@ fn pass_copies(env: &TrialEnv, n: u32) -> Result<(PathBuf, PathBuf), RecoveryErr
 /// copies for each pass, in its own folder as [`recover`] makes them. A
 /// crash that left no database file gives paths that do not exist, which
 /// the batch recovers as the empty store.
-pub fn pair_of(env: &TrialEnv) -> Result<Pair, RecoveryError> {
+pub fn pair_of(env: &TrialEnv) -> Result<Pair<'_>, RecoveryError> {
     if !env.db.exists() {
         let gone = env.path("recovery-none");
         let transports = env.recovery_step.is_some().then(|| [env.transport.clone(), env.transport.clone()]);
-        return Ok(Pair { first: gone.join("1.db"), second: gone.join("2.db"), transports });
+        return Ok(Pair { first: gone.join("1.db"), second: gone.join("2.db"), transports, restore: None });
     }
     let (first, t1) = pass_copies(env, 1)?;
     let (second, t2) = pass_copies(env, 2)?;
-    Ok(Pair { first, second, transports: env.recovery_step.is_some().then_some([t1, t2]) })
+    let restore: batch::Restore =
+        std::sync::Arc::new(move |n| pass_copies(env, n).map(drop).map_err(std::io::Error::other));
+    Ok(Pair { first, second, transports: env.recovery_step.is_some().then_some([t1, t2]), restore: Some(restore) })
 }
 
 fn first_difference(a: &str, b: &str) -> String {
