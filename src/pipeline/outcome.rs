@@ -177,6 +177,8 @@ pub enum Failure {
     Park { exit: Exit, stderr: String },
     #[error("park did not finish within the deadline")]
     ParkDeadline,
+    #[error("copying the parked store into the race's folder: {0}")]
+    ParkCopy(String),
     #[error("barrier {path}: {why}")]
     Barrier { path: String, why: String },
     #[error("could not start racer r{racer}: {why}")]

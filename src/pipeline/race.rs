@@ -14,6 +14,7 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -26,6 +27,7 @@ use super::pending::Pending;
 use super::trial::Trial;
 use super::verdict::{Acks, Crash, Ended, conclude, prepare};
 use crate::cells::{Cell, End};
+use crate::dbfiles::{DB_FILES, sibling};
 use crate::harness::{Cut, Exit, Launch, POLL, Running, interrupted};
 use crate::kill::KillPoint;
 use crate::kill::syscall::{Driven, Goal, Targets, drive};
@@ -40,6 +42,9 @@ pub struct Race<'a> {
     pub cell: &'a dyn Cell,
     pub ctx: &'a Context,
     pub racers: u32,
+    /// The handoff parked once for every race of the result: its folder,
+    /// or why `park` failed (each race then ends on that).
+    parked: OnceLock<Result<TrialEnv, Outcome>>,
 }
 
 /// How racer r0 takes part: racing freely, or traced toward a goal.
@@ -85,7 +90,7 @@ struct Barriers {
 
 impl<'a> Race<'a> {
     pub fn new(job: &'a Job, leg: &'a Leg, cell: &'a dyn Cell, ctx: &'a Context, racers: u32) -> Race<'a> {
-        Race { job, leg, cell, ctx, racers }
+        Race { job, leg, cell, ctx, racers, parked: OnceLock::new() }
     }
 
     /// Trial `index` of a free race: nothing is killed. Its recovery and
@@ -197,7 +202,24 @@ impl<'a> Race<'a> {
         Ok(finished)
     }
 
+    /// The race's store with the handoff parked: `park` runs once per
+    /// result, and each race starts from a copy of what it left, checked
+    /// byte for byte (a store's park is the same whichever race it is for;
+    /// running it again for every race and every kill point only paid for
+    /// process starts).
     fn park(&self, env: &TrialEnv) -> Result<(), Outcome> {
+        let parked = self.parked.get_or_init(|| self.park_once());
+        let parked = parked.as_ref().map_err(Clone::clone)?;
+        copy_parked(&parked.db, &env.db).map_err(|why| Outcome::Error(Failure::ParkCopy(why)))
+    }
+
+    /// Parks the handoff in a folder of its own, for every race of the result.
+    fn park_once(&self) -> Result<TrialEnv, Outcome> {
+        let env = self.env("park").map_err(Outcome::Error)?;
+        self.ctx.pool.unit(|| self.park_in(&env)).map(|()| env)
+    }
+
+    fn park_in(&self, env: &TrialEnv) -> Result<(), Outcome> {
         let args = OpArgs::new(Op::Park).db(&env.db).session(HANDOFF).to_args();
         let stdout = env.path("park.stdout");
         let launch =
@@ -391,6 +413,21 @@ impl Barriers {
         self.r0.take();
         self.others.take();
     }
+}
+
+/// Copies the parked store's files (the database and any journal beside it)
+/// to `to`, and checks the copy byte for byte: every race must start from
+/// exactly what `park` left.
+fn copy_parked(from: &std::path::Path, to: &std::path::Path) -> Result<(), String> {
+    for suffix in DB_FILES {
+        let (src, dst) = (sibling(from, suffix), sibling(to, suffix));
+        let Ok(bytes) = std::fs::read(&src) else { continue };
+        std::fs::write(&dst, &bytes).map_err(|e| format!("{}: {e}", dst.display()))?;
+        if std::fs::read(&dst).map_err(|e| format!("{}: {e}", dst.display()))? != bytes {
+            return Err(format!("{} differs from the parked {}", dst.display(), src.display()));
+        }
+    }
+    Ok(())
 }
 
 /// The barrier racer `r` waits on: r0 has its own unless all go together.
