@@ -6,6 +6,7 @@
 //! (`crashcells child <op> ...`), the ack journal and `dump`'s JSON, so that
 //! another store can stand behind the same commands.
 
+pub mod forkserver;
 pub mod ops;
 pub mod resolver;
 pub mod store;

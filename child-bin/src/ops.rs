@@ -15,8 +15,8 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use crashcells_protocol::transport::{self, Delivery};
 use crashcells_protocol::{
-    APPEND_SESSION, Ack, AckWriter, CATCH_UP_BATCH, DUMP_BATCH, DatabaseConfig, EXIT_LOST, EXIT_WON, ForkStep, Mutant,
-    Op, PROTOCOL, Ready, Record,
+    APPEND_SESSION, Ack, AckWriter, CATCH_UP_BATCH, DUMP_BATCH, DatabaseConfig, EXIT_LOST, EXIT_WON, FORK_SERVER,
+    ForkStep, Mutant, Op, PROTOCOL, Ready, Record,
 };
 
 use crate::ChildError;
@@ -52,6 +52,9 @@ pub enum ChildOp {
     Deliver(DeliverArgs),
     /// The restart step: finish every obligation not delivered, sending none twice.
     CatchUp(CatchUpArgs),
+    /// Serve forks: one process per operation the driver asks for on stdin
+    /// (docs/PROTOCOL.md §9).
+    ForkServer,
 }
 
 #[derive(Debug, Args)]
@@ -140,6 +143,7 @@ pub fn run(op: ChildOp) -> Result<i32, ChildError> {
         ChildOp::Fork(a) => fork(a).map(|()| 0),
         ChildOp::Deliver(a) => deliver(a).map(|()| 0),
         ChildOp::CatchUp(a) => catch_up(a).map(|()| 0),
+        ChildOp::ForkServer => Ok(crate::forkserver::serve()),
     }
 }
 
@@ -154,7 +158,12 @@ fn ready(store: &Store, op: &str) -> Record {
         synchronous: store.synchronous.map(|s| s.to_string()),
         resolver: Some(store.decision.clone()),
         operations: Some(
-            Op::ALL.iter().map(|o| o.as_str()).chain([DUMP_BATCH, CATCH_UP_BATCH]).map(String::from).collect(),
+            Op::ALL
+                .iter()
+                .map(|o| o.as_str())
+                .chain([DUMP_BATCH, CATCH_UP_BATCH, FORK_SERVER])
+                .map(String::from)
+                .collect(),
         ),
     })
 }

@@ -37,6 +37,11 @@ pub const DUMP_BATCH: &str = "dump-batch";
 /// per state.
 pub const CATCH_UP_BATCH: &str = "catch-up-batch";
 
+/// What a version-2 child lists in its `operations` when `CMD ARGS
+/// fork-server` starts a server that forks one process per operation
+/// (docs/PROTOCOL.md §9); also the word that starts it.
+pub const FORK_SERVER: &str = "fork-server";
+
 /// Written once, after the store is open and before the first operation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Ready {
