@@ -482,7 +482,11 @@ fn fork_server(
     let stderr = work.join("fork-server.stderr");
     let forks = Launcher::with_fork_server((**child).clone(), &stderr, deadline).map_err(|e| refused(e.to_string()))?;
     let began = Instant::now();
-    crate::probe::preflight(&forks, work, deadline).map_err(|e| refused(format!("its fork server: {e}")))?;
+    crate::probe::preflight(&forks, work, deadline).map_err(|e| match e {
+        // The launcher's refusal already names the server and the descriptor.
+        crate::probe::PreflightError::Start(e) => refused(e.to_string()),
+        e => refused(format!("its fork server: {e}")),
+    })?;
     Ok(Some((forks, began.elapsed())))
 }
 
