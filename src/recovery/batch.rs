@@ -23,8 +23,11 @@ use std::sync::Arc;
 
 use crashcells_protocol::OpArgs;
 
-use super::{Pass, Passes, Recovered, RecoveryError, after_step, excused, pass, run_op, step, stepped_pass};
+use super::{
+    Pass, Passes, Recovered, RecoveryError, after_step, excused, pass, pass_copies, run_op, step, stepped_pass,
+};
 use crate::dbfiles::{DB_FILES, sibling};
+use crate::trialdir::TrialEnv;
 
 /// Which recovery steps the child takes for many states in one process:
 /// `dump` (`dump-batch`) and its recovery step (`catch-up-batch`).
@@ -81,6 +84,22 @@ impl Pair<'_> {
             .and_then(|()| restore(n))
             .map_err(|e| RecoveryError::Copy { pass: n, why: e.to_string() })
     }
+}
+
+/// A trial's crash state as one state of a batch ([`recover_batch`]): its
+/// copies for each pass, in its own folder as [`recover`] makes them. A
+/// crash that left no database file gives paths that do not exist, which
+/// the batch recovers as the empty store.
+pub fn pair_of(env: &TrialEnv) -> Result<Pair<'_>, RecoveryError> {
+    if !env.db.exists() {
+        let gone = env.path("recovery-none");
+        let transports = env.recovery_step.is_some().then(|| [env.transport.clone(), env.transport.clone()]);
+        return Ok(Pair { first: gone.join("1.db"), second: gone.join("2.db"), transports, restore: None });
+    }
+    let (first, t1) = pass_copies(env, 1)?;
+    let (second, t2) = pass_copies(env, 2)?;
+    let restore: Restore = std::sync::Arc::new(move |n| pass_copies(env, n).map(drop).map_err(std::io::Error::other));
+    Ok(Pair { first, second, transports: env.recovery_step.is_some().then_some([t1, t2]), restore: Some(restore) })
 }
 
 /// A batch's recoveries, in the order of its states, and a note when a

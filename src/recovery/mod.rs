@@ -32,7 +32,7 @@ use crate::dbfiles::{DB_FILES, sibling};
 use crate::harness::{Cut, Exit, Launch, Launcher};
 use crate::trialdir::TrialEnv;
 
-pub use batch::{BatchRecovery, Batching, Pair, recover_batch};
+pub use batch::{BatchRecovery, Batching, Pair, pair_of, recover_batch};
 
 /// Why a recovery pass gave no state: the harness's error, never a finding.
 /// The operating system's and the child's words travel as text (an
@@ -239,7 +239,7 @@ pub fn recover(child: &Launcher, deadline: Duration, env: &TrialEnv) -> Result<R
 
 /// Pass `n`'s own copies of a trial's crash state, in `recovery-{n}/`: the
 /// database and its journals, and the transport when a step will read it.
-fn pass_copies(env: &TrialEnv, n: u32) -> Result<(PathBuf, PathBuf), RecoveryError> {
+pub(super) fn pass_copies(env: &TrialEnv, n: u32) -> Result<(PathBuf, PathBuf), RecoveryError> {
     let copies = env.path(&format!("recovery-{n}"));
     let db = copy_db(&env.db, &copies).map_err(|e| RecoveryError::Copy { pass: n, why: e.to_string() })?;
     let transport = copies.join("transport.ndjson");
@@ -248,23 +248,6 @@ fn pass_copies(env: &TrialEnv, n: u32) -> Result<(PathBuf, PathBuf), RecoveryErr
             .map_err(|e| RecoveryError::CopyTransport { pass: n, why: e.to_string() })?;
     }
     Ok((db, transport))
-}
-
-/// A trial's crash state as one state of a batch ([`recover_batch`]): its
-/// copies for each pass, in its own folder as [`recover`] makes them. A
-/// crash that left no database file gives paths that do not exist, which
-/// the batch recovers as the empty store.
-pub fn pair_of(env: &TrialEnv) -> Result<Pair<'_>, RecoveryError> {
-    if !env.db.exists() {
-        let gone = env.path("recovery-none");
-        let transports = env.recovery_step.is_some().then(|| [env.transport.clone(), env.transport.clone()]);
-        return Ok(Pair { first: gone.join("1.db"), second: gone.join("2.db"), transports, restore: None });
-    }
-    let (first, t1) = pass_copies(env, 1)?;
-    let (second, t2) = pass_copies(env, 2)?;
-    let restore: batch::Restore =
-        std::sync::Arc::new(move |n| pass_copies(env, n).map(drop).map_err(std::io::Error::other));
-    Ok(Pair { first, second, transports: env.recovery_step.is_some().then_some([t1, t2]), restore: Some(restore) })
 }
 
 fn first_difference(a: &str, b: &str) -> String {
