@@ -151,17 +151,21 @@ fn crash_context(
     work: &Path,
 ) -> Result<crate::pipeline::Context> {
     let work_root = std::fs::canonicalize(work).map_err(Error::io("audit folder", work))?;
+    let jobs = std::thread::available_parallelism().map_or(1, usize::from);
     let options = crate::options::RunOptions { matrix: setup.matrix.name.clone(), seed: Some(1), ..Default::default() };
     Ok(crate::pipeline::Context {
         options,
         seed: 1,
-        child: setup.child.clone(),
+        child: crate::harness::Launcher::exec(setup.child.clone()),
         evidence_root: work_root.join("evidence"),
         work_root,
         deadline: setup.deadline,
-        jobs: std::thread::available_parallelism().map_or(1, usize::from),
+        jobs,
         child_ready: Some(ready.clone()),
         tally: Default::default(),
+        pool: crate::pipeline::pool::Pool::new(jobs),
+        start: Duration::ZERO,
+        crowd: 1,
     })
 }
 

@@ -43,6 +43,7 @@ pub mod outcome;
 pub mod parallel;
 pub mod pending;
 pub mod point;
+pub mod pool;
 pub mod power;
 pub mod race;
 pub mod race_sweep;
