@@ -9,6 +9,7 @@ mod common;
 mod evidence;
 mod forkserver;
 mod imports;
+mod known;
 mod matrices;
 mod protocol;
 mod recorded;

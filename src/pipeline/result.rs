@@ -19,7 +19,7 @@ use crate::harness::interrupted;
 use crate::matrix::Leg;
 use crate::plan::Job;
 use crate::plan::KillMode;
-use crate::report::{CellResult, Verdict};
+use crate::report::{CellResult, Fingerprint, Verdict};
 
 /// The reason of a result whose trial was cut short by `SIGINT`/`SIGTERM`.
 pub const INTERRUPTED: &str = "interrupted before a verdict";
@@ -198,6 +198,11 @@ fn base_result(job: &Job, ctx: &Context, verdict: Verdict, reason: String, trial
         points_planned: None,
         points_landed: None,
         points_by_path: Vec::new(),
+        violation: None,
+        fingerprint: None,
+        known: None,
+        states: None,
+        sampled: false,
     }
 }
 
@@ -234,6 +239,16 @@ fn fold(job: &Job, ctx: &Context, trials: &[Trial]) -> CellResult {
         result.reason = last.audit.as_ref().map(|a| a.note.clone()).unwrap_or_default();
     }
     result.synchronous = trials.iter().rev().find_map(|t| t.synchronous.clone()).or(result.synchronous);
+    // What a fire violated, kept typed as far as the report: its kind, and
+    // the fingerprint made of it and of the leg as audited.
+    if let Outcome::Fire(f) = &last.outcome {
+        result.violation = f.first().map(|v| v.kind.to_string());
+        result.fingerprint = Fingerprint::of(&result).map(|f| f.to_string());
+    }
+    // A `--point`/`--points` sweep visited a selection: no whole sweep.
+    let o = &ctx.options;
+    result.sampled =
+        matches!(job.kill, KillMode::Syscall | KillMode::Power) && (o.point.is_some() || o.points.is_some());
     result.integrity = last.integrity.clone();
     result.details = last.details.clone();
     // An interrupted result reruns whole: its last trial decided nothing.
@@ -299,6 +314,9 @@ mod tests {
         let mut result = fold(&job, &c, std::slice::from_ref(&trial));
         keep_evidence(&c, &mut result, vec![trial]);
         assert_eq!((result.verdict, result.evidence.as_deref()), (Verdict::Fire, None));
+        // The kind survives the fold (no trial audited a mode here).
+        assert_eq!(result.violation.as_deref(), Some("lost-ack"));
+        assert_eq!(result.fingerprint.as_deref(), Some("prefix-durability/unaudited/default/timed/lost-ack"));
         let why = result.evidence_error.unwrap();
         assert!(why.starts_with("could not keep /proc/crashcells-evidence/"), "{why}");
     }

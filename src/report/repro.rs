@@ -21,7 +21,7 @@ impl Report {
             .filter(|r| r.kill == KillMode::Syscall)
             .map(|r| (r.cell.clone(), r.leg.clone(), r.repro.clone(), r.verdict))
             .collect();
-        for r in self.results.iter_mut().filter(|r| r.kill == KillMode::Timed && r.verdict == Verdict::Fire) {
+        for r in self.results.iter_mut().filter(|r| r.kill == KillMode::Timed && r.verdict.is_fire()) {
             let twin = syscall.iter().find(|(c, l, ..)| *c == r.cell && *l == r.leg);
             r.syscall_repro = twin.map(|t| t.2.clone());
             r.repro_note = Some(timed_note(twin.map(|t| t.3)));
