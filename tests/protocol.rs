@@ -322,6 +322,21 @@ fn child_check_lists_every_check_when_operations_fail_and_checks_dump_on_what_su
     }
 }
 
+/// A store whose restart resends what already arrived (at least once by
+/// design, as Hermes's gateway) keeps the protocol: `catch-up-arrived` is
+/// the store's finding, named with the cell that fires on it, and the
+/// adapter conforms.
+#[test]
+fn a_stores_own_finding_is_reported_as_one_and_the_adapter_conforms() {
+    let (code, report) = child_check(&variant("resend"));
+    assert_eq!((code, &report["conforming"]), (0, &Value::Bool(true)), "{report:#}");
+    let all = report["checks"].as_array().unwrap();
+    let arrived = all.iter().find(|c| c["check"] == "catch-up-arrived").unwrap();
+    assert_eq!((&arrived["status"], &arrived["cell"]), (&Value::from("finding"), &Value::from("outbox-exactly-once")));
+    assert!(arrived["detail"].as_str().unwrap().contains("delivered 2 times"), "{arrived:#}");
+    assert!(all.iter().all(|c| c["status"] != "fail"), "{report:#}");
+}
+
 #[test]
 fn a_store_without_rotation_that_refuses_delete_with_a_reason_conforms() {
     let (code, report) = child_check(&variant("no-rotate,refuse-delete"));

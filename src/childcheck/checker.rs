@@ -25,6 +25,26 @@ pub(super) const MAX_INCONCLUSIVE: u32 = 3;
 /// seconds to start, and a longer wait only keeps the child stopped longer.
 pub(super) const SAMPLE_DUMP: Duration = Duration::from_secs(10);
 
+/// Why a check did not pass: the adapter broke the protocol, or the store
+/// did what a cell's clause forbids (the cell's own judge said so).
+pub(super) enum Failed {
+    Fault(String),
+    /// The violations the cell's judge found.
+    Finding(String),
+}
+
+impl From<String> for Failed {
+    fn from(s: String) -> Failed {
+        Failed::Fault(s)
+    }
+}
+
+impl From<&str> for Failed {
+    fn from(s: &str) -> Failed {
+        Failed::Fault(s.to_string())
+    }
+}
+
 /// A store an operation that succeeded left, and its first `dump` pass.
 pub(super) struct State {
     /// The operation that left it.
@@ -56,6 +76,17 @@ impl Checker<'_> {
             None => self.findings.push(finding),
         }
         ok
+    }
+
+    /// Records the store's finding under `check` (`cell` fires on it); a
+    /// protocol fault noted under the same check stands.
+    pub(super) fn store_finding(&mut self, check: &'static str, cell: &'static str, detail: String) {
+        let finding = Finding::store_finding(check, cell, detail);
+        match self.findings.iter_mut().find(|f| f.check == check) {
+            Some(earlier) if earlier.ok => *earlier = finding,
+            Some(_) => {}
+            None => self.findings.push(finding),
+        }
     }
 
     /// Runs `run` if the child implements every operation of `ops`; else
