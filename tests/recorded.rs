@@ -166,6 +166,11 @@ fn a_recorded_fire_is_confirmed_by_a_real_kill_and_its_repro_is_that_kill() {
     assert!(details.contains(&format!("confirmed by a real kill at point {n}").as_str()), "{r:#}");
     assert!(r["repro"].as_str().unwrap().contains(&format!("--point {n}")), "{r:#}");
     assert!(!r["repro"].as_str().unwrap().contains("--replay"), "a repro point is a real kill already: {r:#}");
+    assert_eq!(r["states"], "recorded", "the sweep's states came from its recording: {r:#}");
+    // Its repro, one point, is a real kill: re-executed, and no whole sweep.
+    let repro = r["repro"].as_str().unwrap().split(' ').skip(1).collect::<Vec<_>>();
+    let (_, rs, _dir) = sweep(&repro).unwrap();
+    assert_eq!((&rs[0]["states"], &rs[0]["sampled"]), (&Value::from("re-executed"), &Value::from(true)), "{:#}", rs[0]);
 }
 
 #[test]
@@ -175,6 +180,7 @@ fn replay_off_re_executes_and_says_so_in_the_repro() {
     assert_eq!(code, 0, "{rs:#?}");
     assert_eq!(rs[0]["trials"], 3, "{:#}", rs[0]);
     assert!(rs[0]["repro"].as_str().unwrap().contains("--replay off"), "{:#}", rs[0]);
+    assert_eq!(rs[0]["states"], "re-executed", "{:#}", rs[0]);
 }
 
 #[test]

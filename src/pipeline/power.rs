@@ -58,7 +58,7 @@ pub fn power_sweep(w: &Workload, seed: u64) -> Swept {
         return Swept::unplanned(Trial::ended(0, Outcome::Interrupted(Interruption::PowerStates)));
     }
     let trials = judge_points(&checker, &rec.log, &m, (&canon, &units), &recovered);
-    Swept { planned: Some(points), trials }
+    Swept { planned: Some(points), trials, recorded: true }
 }
 
 /// What each recovery starts from: a distinct store, with the transport of

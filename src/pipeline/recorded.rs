@@ -145,7 +145,7 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
         let real = w.kill_at(rec.filter, u64::from(recorded.index), &rec.census);
         trials.push(decide(recorded, real));
     }
-    Swept { planned: Some(points), trials }
+    Swept { planned: Some(points), trials, recorded: true }
 }
 
 /// A recorded state that did not pass, against a real kill at its point:

@@ -19,7 +19,7 @@ use crate::harness::interrupted;
 use crate::matrix::Leg;
 use crate::plan::Job;
 use crate::plan::KillMode;
-use crate::report::{CellResult, Fingerprint, Verdict};
+use crate::report::{CellResult, Fingerprint, States, Verdict};
 
 /// The reason of a result whose trial was cut short by `SIGINT`/`SIGTERM`.
 pub const INTERRUPTED: &str = "interrupted before a verdict";
@@ -107,6 +107,7 @@ fn trials(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context) -> (Vec<Trial>, 
 /// the sweep stopped there is what a sweep does, and its repro, a single
 /// point, must read the same).
 fn with_coverage(result: &mut CellResult, c: Coverage) {
+    result.states = Some(if c.recorded { States::Recorded } else { States::ReExecuted });
     result.points_planned = Some(c.planned);
     result.points_landed = Some(c.landed);
     result.points_by_path = c.by_path;
