@@ -285,3 +285,46 @@ fn torn_power_states_stay_bounded_on_the_reference_store() {
         assert_eq!(t.explored.len(), t.points.len(), "every point says how many states it built");
     }
 }
+
+/// A recorded sweep tells its progress hook what it is doing: `recording`
+/// before it knows its points (a bar then has no count to show), then its
+/// points and `checking`, and each point as its batch is judged, not all at
+/// once after the last (a bar sat at `0/94 points` through the checking).
+#[test]
+fn a_recorded_sweep_reports_its_phases_and_its_points_as_they_are_judged() {
+    use std::sync::{Arc, Mutex};
+
+    use crashcells::pipeline::{Context, Step, Tally};
+    use crashcells::plan::{KillMode, Selection, plan};
+
+    let dir = scratch();
+    let work = dir.path().canonicalize().unwrap();
+    let catalog = crashcells::catalog::Catalog::embedded().unwrap();
+    let matrix = crashcells::matrix::Matrix::load("default").unwrap();
+    let selection = Selection { cells: vec!["1".into()], legs: vec!["delete".into()], kills: vec![KillMode::Syscall] };
+    let job = plan(&catalog, &matrix, &selection, 7).unwrap().remove(0);
+    let steps = Arc::new(Mutex::new(Vec::new()));
+    let heard = Arc::clone(&steps);
+    let ready = crashcells::probe::preflight(&reference(), &work, Duration::from_secs(30)).unwrap();
+    let ctx = Context {
+        options: crashcells::options::RunOptions { matrix: "default".into(), ..Default::default() },
+        seed: 7,
+        child: reference(),
+        work_root: work.clone(),
+        evidence_root: work.join("evidence"),
+        deadline: Duration::from_secs(30),
+        jobs: 2,
+        child_ready: Some(ready),
+        tally: Tally::new(move |s| heard.lock().unwrap().push(s)),
+    };
+    let result = crashcells::pipeline::run_job(&job, &ctx);
+    if result.reason.contains("unavailable") {
+        eprintln!("ptrace is refused here; skipping");
+        return;
+    }
+    assert_eq!(result.verdict, crashcells::report::Verdict::Pass, "{result:#?}");
+    let steps = steps.lock().unwrap().clone();
+    let planned = result.points_planned.unwrap();
+    assert_eq!(steps[..3], [Step::Phase("recording"), Step::Planned(planned), Step::Phase("checking")], "{steps:?}");
+    assert_eq!(steps[3..].iter().filter(|s| **s == Step::Done).count() as u64, planned, "{steps:?}");
+}
