@@ -176,7 +176,10 @@ fn status(fingerprint: &str, results: &[CellResult]) -> (KnownStatus, String) {
     if results.iter().any(|r| r.fingerprint.as_deref() == Some(fingerprint)) {
         return (KnownStatus::Fired, String::new());
     }
-    let site: Vec<&CellResult> = results.iter().filter(|r| fp.is_site_of(r)).collect();
+    // What ran there: a skipped leg (a mode the child did not honour, which
+    // may well be this one) or a result cut short is no evidence either way.
+    let ran = |r: &&CellResult| matches!(r.verdict, Verdict::Pass | Verdict::Fire | Verdict::Known | Verdict::Error);
+    let site: Vec<&CellResult> = results.iter().filter(|r| fp.is_site_of(r)).filter(ran).collect();
     if site.is_empty() {
         return (KnownStatus::NotRun, format!("nothing ran {}", fp.site_phrase()));
     }
@@ -280,7 +283,9 @@ mod tests {
             (Verdict::Pass, None, Some(71), Some(71));
         let mut timed = pass.clone();
         (timed.kill, timed.points_planned, timed.points_landed) = (KillMode::Timed, None, None);
-        let mut r = report_of(vec![pass.clone(), timed]);
+        let mut skipped = timed.clone();
+        (skipped.verdict, skipped.leg) = (Verdict::Skip, "delete".into());
+        let mut r = report_of(vec![pass.clone(), timed, skipped]);
         r.judge_known(Some("known.toml".into()), parse(FILE).unwrap());
         let gone = &r.known_findings[0];
         assert_eq!(gone.status, KnownStatus::Gone);
@@ -291,6 +296,7 @@ mod tests {
         );
         assert_eq!(r.known_findings[1].status, KnownStatus::NotFired);
         assert!(r.known_findings[1].why.contains("no evidence that it is gone"), "{}", r.known_findings[1].why);
+        assert!(!r.known_findings[1].why.contains("delete"), "a skipped leg ran nothing: {}", r.known_findings[1].why);
         assert_eq!((r.summary.gone, r.exit_code()), (1, 1), "gone fails the gate");
         // A sample of the sweep is not conclusive.
         pass.sampled = true;
