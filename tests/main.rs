@@ -8,6 +8,7 @@ mod cli;
 mod common;
 mod evidence;
 mod forkserver;
+mod hermes;
 mod imports;
 mod known;
 mod matrices;
