@@ -538,6 +538,7 @@ fn cmd_audit(a: AuditArgs) -> Result<i32> {
     ));
     let setup = crate::cli::audit::AuditSetup {
         matrix: &matrix,
+        matrix_arg: &a.matrix,
         child: &child,
         workdir: &workdir,
         deadline: Duration::from_secs(a.deadline),

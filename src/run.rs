@@ -84,12 +84,29 @@ pub struct Bars {
 
 impl Bars {
     pub fn new(total: usize) -> Bars {
+        Bars::counting(total, "results")
+    }
+
+    /// Bars whose line for the whole counts `total` of `unit` (`audit`
+    /// counts its legs' steps, not results).
+    pub fn counting(total: usize, unit: &str) -> Bars {
         let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
-        let style = ProgressStyle::with_template("{elapsed:>4} [{pos}/{len} results] {msg}")
+        let style = ProgressStyle::with_template(&format!("{{elapsed:>4}} [{{pos}}/{{len}} {unit}] {{msg}}"))
             .unwrap_or_else(|_| ProgressStyle::default_bar());
         let overall = multi.add(ProgressBar::new(total as u64).with_style(style));
         overall.enable_steady_tick(Duration::from_millis(250));
         Bars { multi, overall, running: Mutex::new(HashMap::new()) }
+    }
+
+    /// One more step of the whole done, and what comes next.
+    pub fn step(&self, next: &str) {
+        self.overall.inc(1);
+        self.overall.set_message(next.to_string());
+    }
+
+    /// What the whole is doing now.
+    pub fn say(&self, what: &str) {
+        self.overall.set_message(what.to_string());
     }
 
     /// Clears every bar, so that what follows on the terminal starts clean.

@@ -238,6 +238,21 @@ fn the_audit_says_a_leg_keeps_acked_commits_under_a_process_crash_but_loses_them
     assert_eq!(row["power_loss"]["keeps"], false, "{row:#}");
     let reason = row["power_loss"]["reason"].as_str().unwrap();
     assert!(reason.contains("was never made durable by an fsync of the wal"), "{reason}");
+    // A `LOSES` has the repro of the result that lost the commit, and it
+    // loses it again (a power state is a model of the recording: no luck).
+    let repro = row["power_loss"]["repro"].as_str().expect("a LOSES has a repro");
+    let expected = format!("--matrix {} --leg wal-normal --kill power --seed 1 --point", matrix.display());
+    assert!(repro.starts_with("crashcells run --cell prefix-durability") && repro.contains(&expected), "{repro}");
+    assert_eq!(row["process_crash"].get("repro"), None, "a keeps has none: {row:#}");
+    let args: Vec<&str> = repro.split(' ').skip(1).collect();
+    let (code, rerun) = run_json(&args, dir.path());
+    assert_eq!((code, &rerun["results"][0]["verdict"]), (1, &Value::from("fire")), "{rerun:#}");
+    // The human table says what its crash columns are and where each row is explained.
+    let human = bin().args(["audit", "--matrix"]).arg(&matrix).arg("--workdir").arg(dir.path()).output().unwrap();
+    let human = String::from_utf8_lossy(&human.stdout);
+    assert!(human.contains("process, power: whether cells 1 and 3 keep every acknowledged commit"), "{human}");
+    assert!(human.contains("\"The audit's crash columns, row by row\""), "{human}");
+    assert!(human.contains(&format!("    power loss repro: {repro}")), "{human}");
 }
 
 /// The torn power model's size on real logs: the reference store's cell 1
