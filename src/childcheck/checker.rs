@@ -62,6 +62,23 @@ pub(super) struct Checker<'a> {
     pub(super) skipped: Vec<(&'static str, String)>,
     /// Stores left by operations that succeeded, for the `dump` checks.
     pub(super) states: Vec<State>,
+    /// Checks done of those known, on a terminal (hidden elsewhere).
+    pub(super) bar: indicatif::ProgressBar,
+}
+
+/// The bar `child-check` shows on stderr while it runs: checks done of
+/// those it knows, and the last one done. indicatif draws nothing when
+/// stderr is not a terminal.
+pub(super) fn progress_bar() -> indicatif::ProgressBar {
+    let style = indicatif::ProgressStyle::with_template("{spinner} {elapsed:>4} [{pos}/{len} checks] {msg}")
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(known::KNOWN.len() as u64),
+        indicatif::ProgressDrawTarget::stderr(),
+    )
+    .with_style(style);
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar
 }
 
 impl Checker<'_> {
@@ -73,9 +90,22 @@ impl Checker<'_> {
         match self.findings.iter_mut().find(|f| f.check == check) {
             Some(earlier) if earlier.ok && !ok => *earlier = finding,
             Some(_) => {}
-            None => self.findings.push(finding),
+            None => self.pushed(finding),
         }
         ok
+    }
+
+    /// A check's first finding, counted on the bar.
+    fn pushed(&mut self, finding: Finding) {
+        self.bar.set_message(format!("{} {}", finding.check, finding.status.label()));
+        self.findings.push(finding);
+        self.tick();
+    }
+
+    /// The bar at the checks done: those found and those not run for a
+    /// reason of their own.
+    fn tick(&self) {
+        self.bar.set_position((self.findings.len() + self.skipped.len()) as u64);
     }
 
     /// Records the store's finding under `check` (`cell` fires on it); a
@@ -85,7 +115,7 @@ impl Checker<'_> {
         match self.findings.iter_mut().find(|f| f.check == check) {
             Some(earlier) if earlier.ok => *earlier = finding,
             Some(_) => {}
-            None => self.findings.push(finding),
+            None => self.pushed(finding),
         }
     }
 
@@ -97,6 +127,7 @@ impl Checker<'_> {
             Some(op) => {
                 let why = format!("the child does not implement `{op}` (its ready record does not list it)");
                 self.skipped.extend(checks.iter().map(|&c| (c, why.clone())));
+                self.tick();
             }
         }
     }

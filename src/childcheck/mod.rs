@@ -49,7 +49,8 @@ pub fn work_prefix() -> String {
 
 /// Runs the whole check of `child`, with trials in `work`.
 pub fn check(child: &ChildCommand, work: &Path, deadline: Duration) -> CheckReport {
-    let mut c = Checker { child, work, deadline, findings: Vec::new(), skipped: Vec::new(), states: Vec::new() };
+    let bar = checker::progress_bar();
+    let mut c = Checker { child, work, deadline, findings: Vec::new(), skipped: Vec::new(), states: Vec::new(), bar };
     let ready = c.append();
     if let Some(ready) = &ready {
         c.ack_after_effect();
@@ -62,6 +63,7 @@ pub fn check(child: &ChildCommand, work: &Path, deadline: Duration) -> CheckRepo
         effects::check(&mut c, ready);
         c.fork_server(ready);
     }
+    c.bar.finish_and_clear();
     let checks = c.every_check();
     // A store's finding is the cell's to judge: the adapter still conforms.
     let conforming = ready.is_some() && checks.iter().all(|f| f.status != Status::Fail);
@@ -144,7 +146,16 @@ mod tests {
     }
 
     fn checker<'a>(child: &'a ChildCommand, work: &'a Path) -> Checker<'a> {
-        Checker { child, work, deadline: Duration::from_secs(1), findings: vec![], skipped: vec![], states: vec![] }
+        let bar = indicatif::ProgressBar::hidden();
+        Checker {
+            child,
+            work,
+            deadline: Duration::from_secs(1),
+            findings: vec![],
+            skipped: vec![],
+            states: vec![],
+            bar,
+        }
     }
 
     #[test]
@@ -156,6 +167,8 @@ mod tests {
         c.note("rotate", Err("but its journal is torn".into()));
         c.note("rotate", Ok("ignored: a failure stands".into()));
         c.skipped.push(("park", "the child does not implement `park`".into()));
+        // The bar counts each check once, however often it is noted.
+        assert_eq!(c.bar.position(), 2, "ready and rotate, each once");
         let all = c.every_check();
         let names: Vec<&str> = all.iter().map(|f| f.check).collect();
         assert_eq!(names, known::KNOWN.iter().map(|k| k.name).collect::<Vec<_>>());
