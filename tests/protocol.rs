@@ -157,6 +157,36 @@ fn a_version_1_child_skips_the_cells_whose_operations_it_lacks() {
     }
 }
 
+/// A version-1 child has no `operations` list: one without `rotate` says
+/// so with the protocol's "unsupported operation" exit code (69). Cell 3
+/// then skips on every leg and kill mode, naming the operation, never six
+/// errors; `child-check` does not run the rotate checks, and the child
+/// conforms.
+#[test]
+fn a_version_1_child_without_rotate_says_so_and_the_cell_skips() {
+    let dir = scratch();
+    let child = python("tests/adapters/tiny_without_rotate.py");
+    let args = ["run", "--child", &child, "--cell", "3", "--trials", "1", "--seed", "27"];
+    let (code, report) = run_json(&args, dir.path());
+    assert_eq!(code, 3, "nothing ran: {report:#}");
+    let rs = results(&report, "rotation-atomicity");
+    assert_eq!(rs.len(), 6, "three legs, timed and syscall: {report:#}");
+    for r in rs {
+        assert_eq!(
+            (&r["verdict"], &r["reason"]),
+            (&Value::from("skip"), &Value::from("the child does not implement `rotate`")),
+            "{r:#}"
+        );
+    }
+    let (code, report) = child_check(&child);
+    assert_eq!((code, failing(&report)), (0, Vec::<String>::new()), "{report:#}");
+    for check in ["rotate", "rotate-state"] {
+        let c = report["checks"].as_array().unwrap().iter().find(|c| c["check"] == check).unwrap();
+        assert_eq!(c["status"], "not-run", "{c:#}");
+        assert_eq!(c["detail"], "the child does not implement `rotate` (it exited 69: unsupported operation)");
+    }
+}
+
 #[test]
 fn child_check_runs_the_optional_checks_only_for_a_child_that_lists_them() {
     let optional = ["fork", "fork-state", "deliver", "deliver-state", "catch-up-arrived", "catch-up-missing"];

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crashcells_protocol::{Op, OpArgs, Ready};
+use crashcells_protocol::{EXIT_UNSUPPORTED, Op, OpArgs, Ready};
 
 use super::known;
 use super::report::Finding;
@@ -117,6 +117,19 @@ impl Checker<'_> {
             Some(_) => {}
             None => self.pushed(finding),
         }
+    }
+
+    /// Whether `exit` is the protocol's "unsupported operation" (exit 69,
+    /// docs/PROTOCOL.md §2: how a version-1 child says it lacks `op`): then
+    /// each of `checks` is not run, saying so, and no check fails for it.
+    pub(super) fn unsupported(&mut self, op: Op, exit: Exit, checks: &[&'static str]) -> bool {
+        if exit != Exit::Code(EXIT_UNSUPPORTED) {
+            return false;
+        }
+        let why = format!("the child does not implement `{op}` (it exited {EXIT_UNSUPPORTED}: unsupported operation)");
+        self.skipped.extend(checks.iter().map(|&c| (c, why.clone())));
+        self.tick();
+        true
     }
 
     /// Runs `run` if the child implements every operation of `ops`; else

@@ -75,6 +75,30 @@ fn trials(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context) -> (Vec<Trial>, 
     if let Some(missing) = missing_operation(ctx, &shape) {
         return (vec![Trial::ended(0, Outcome::Skip(Skip::MissingOperation(missing)))], None);
     }
+    let ran = shaped(job, cell, leg, ctx, shape);
+    match unsupported(&ran.0, shape) {
+        Some(op) => (vec![Trial::ended(0, Outcome::Skip(Skip::MissingOperation(op)))], None),
+        None => ran,
+    }
+}
+
+/// The operation a trial's process said it does not implement (exit 69,
+/// docs/PROTOCOL.md §2; a version-1 child has no `operations` to list):
+/// the cell is skipped for it, as for one a ready record does not list.
+fn unsupported(trials: &[Trial], shape: Shape) -> Option<crashcells_protocol::Op> {
+    use super::outcome::Unsupported;
+    use crashcells_protocol::Op;
+    let Some(Outcome::Error(f)) = trials.last().map(|t| &t.outcome) else { return None };
+    match (f.unsupported()?, shape) {
+        (Unsupported::Park, _) => Some(Op::Park),
+        (Unsupported::Claim, _) => Some(Op::Claim),
+        (Unsupported::Workload, Shape::Workload { op, .. }) => Some(op),
+        (Unsupported::Workload, Shape::Race { .. }) => None,
+    }
+}
+
+/// The trials of a live cell's job in `shape`, on a child that implements it.
+fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) -> (Vec<Trial>, Option<Coverage>) {
     match (shape, job.kill) {
         (Shape::Workload { op, window, sweep_acks, recovery }, kill) => {
             let w = Workload { job, leg, cell, ctx, op, sweep_acks, recovery };
