@@ -102,7 +102,7 @@ fn case(r: &CellResult) -> TestCase {
         out.push_str(&format!("fingerprint: {fp}\n"));
     }
     if let Some(states) = r.states {
-        out.push_str(&format!("{}\n", states.phrase()));
+        out.push_str(&format!("states: {}\n", states.phrase()));
     }
     if r.verdict.is_decisive() || r.verdict == Verdict::Known {
         if let Some(e) = evidence_line(r) {
@@ -161,7 +161,7 @@ fn description(r: &CellResult) -> String {
     if let Some(points) = r.points_line() {
         lines.push(format!("kill points landed: {points}"));
     }
-    lines.extend(r.states.map(|s| s.phrase().to_string()));
+    lines.extend(r.states.map(|s| format!("states: {}", s.phrase())));
     if let Some(m) = &r.mutant {
         lines.push(format!("mutant: {m}"));
     }

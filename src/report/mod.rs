@@ -165,8 +165,8 @@ impl States {
     /// As a reader says it.
     pub fn phrase(self) -> &'static str {
         match self {
-            States::Recorded => "states replayed from a recording",
-            States::ReExecuted => "states re-executed (the child re-run to each point)",
+            States::Recorded => "replayed from a recording",
+            States::ReExecuted => "re-executed (the child re-run to each point)",
         }
     }
 }
