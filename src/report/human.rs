@@ -236,8 +236,9 @@ fn known_findings(out: &mut String, report: &Report) {
     if !not_run.is_empty() {
         let _ = writeln!(
             out,
-            "note: {} did not run here (their cell, mode or kill was not in this run): {}",
+            "note: {} did not run here ({} cell, mode or kill was not in this run): {}",
             plural(not_run.len(), "known finding"),
+            if not_run.len() == 1 { "its" } else { "their" },
             not_run.join(", ")
         );
     }
