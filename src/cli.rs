@@ -41,8 +41,8 @@ pub const DEFAULT_EVIDENCE: &str = "target/crashcells/evidence";
         Each cell runs a child process that writes to a real SQLite store, kills it with a real \
         SIGKILL mid-write, recovers the database and checks one clause of the persistence contract, \
         on every journal-mode leg of a matrix.\n\n\
-        Exit codes of `run`: 0 nothing fired, 1 a cell fired, 2 bad input or a harness error, \
-        3 nothing ran (every leg skipped), 130 or 143 interrupted by SIGINT or SIGTERM (the \
+        Exit codes of `run`: 0 nothing fired (or every fire is a known finding, --known), 1 a cell \
+        fired or a known finding is gone, 2 bad input or a harness error, 3 nothing ran (every leg skipped), 130 or 143 interrupted by SIGINT or SIGTERM (the \
         children are killed and a partial report with `interrupted: true` is written).",
     after_help = "Examples:\n  crashcells run                                  # the CI gate: every cell, default matrix\n  \
         crashcells run --cell prefix-durability --mutant ack-before-commit\n  \
@@ -91,7 +91,9 @@ const RUN_EXAMPLES: &str = "Examples:\n  \
     crashcells run --matrix audit --format junit --out run.xml\n  \
     crashcells run --seed 42 --partition 2/4 --format json --out part-2.json   # one CI runner's share\n  \
     crashcells run --child 'python3 examples/python-store/store.py'\n\n\
-    Exit codes: 0 nothing fired, 1 a cell fired, 2 bad input or a harness error, 3 nothing ran,\n  \
+    crashcells run --known .crashcells/known.toml            # known findings do not fail the run\n\n\
+    Exit codes: 0 nothing fired (or every fire is known), 1 a cell fired (not known) or a known\n  \
+    finding is gone, 2 bad input or a harness error, 3 nothing ran,\n  \
     128 + signal when interrupted (a partial report is still written).\n\
     Evidence of fires and errors: target/crashcells/evidence/RUN-ID/ under the current folder,\n  \
     or --evidence DIR; `crashcells prune` removes old runs'.";
@@ -99,16 +101,22 @@ const RUN_EXAMPLES: &str = "Examples:\n  \
 const REPORT_EXAMPLES: &str = "Examples:\n  \
     crashcells report --from run.json --format markdown\n  \
     crashcells report --from part-1.json --from part-2.json --format junit --out run.xml\n\n\
+    crashcells report --from run.json --known .crashcells/known.toml --new-only --format markdown\n\n\
     Several --from merge the partitions of one run (run --partition k/n): the seed, command and\n  \
     plan must agree, and every partition must be given. Exit codes: as the run would have exited\n  \
-    (0 nothing fired, 1 a fire, 2 an error, 3 nothing ran, 128 + signal for an interrupted run),\n  \
-    2 on bad input. `run` appends its Markdown to GITHUB_STEP_SUMMARY; `report` does only with\n  \
+    (0 nothing fired or every fire known, 1 a fire not known or a known finding gone, 2 an error,\n  \
+    3 nothing ran, 128 + signal for an interrupted run), 2 on bad input. `run` appends its Markdown to GITHUB_STEP_SUMMARY; `report` does only with\n  \
     --step-summary (the merge job), so that no run shows twice on a job's page.";
 
 #[derive(Debug, Args)]
 struct RunArgs {
     #[command(flatten)]
     options: RunOptions,
+    /// Known findings (docs/CI.md): a fire whose fingerprint this TOML file lists is `known`, with
+    /// its issue, and does not fail the run; a listed finding that a whole sweep no longer fires is
+    /// gone (exit 1). Not part of a repro: a repro reproduces the fire.
+    #[arg(long, value_name = "FILE")]
+    known: Option<PathBuf>,
     #[command(flatten)]
     output: OutputArgs,
 }
@@ -164,6 +172,14 @@ struct ReportArgs {
     /// for the job that merges the shares, whose page would show no run otherwise.
     #[arg(long)]
     step_summary: bool,
+    /// Judge the fires against this known-findings file (as `run --known` does), instead of the
+    /// file the run was judged against, if any.
+    #[arg(long, value_name = "FILE")]
+    known: Option<PathBuf>,
+    /// Show only what is new: the fires that are not known, and the known findings that are gone
+    /// (the text to post to a tracking issue). Human or Markdown: a JSON or JUnit report is whole.
+    #[arg(long)]
+    new_only: bool,
 }
 
 #[derive(Debug, Args)]
@@ -301,16 +317,35 @@ impl ListedCell<'_> {
 /// `report`: one saved report rendered again, or the partitions of one run
 /// merged first. Exits as the run would have.
 fn cmd_report(a: ReportArgs) -> Result<i32> {
+    check_new_only(&a)?;
     let mut reports = Vec::new();
     for from in &a.from {
         let text = std::fs::read_to_string(from).map_err(Error::io("report", from))?;
         let file = from.display().to_string();
         reports.push((file.clone(), report::Report::from_json(&file, &text)?));
     }
-    let report = report::merge::merge(reports)?;
+    let mut report = report::merge::merge(reports)?;
+    if let Some(file) = &a.known {
+        report.judge_known(Some(file.display().to_string()), report::known::load(file)?);
+    }
     let sources: Vec<String> = a.from.iter().map(|f| f.display().to_string()).collect();
-    emit(&report, &a.output, &sources, a.step_summary)?;
+    match a.new_only {
+        true => emit(&report.new_only(), &a.output, &sources, a.step_summary)?,
+        false => emit(&report, &a.output, &sources, a.step_summary)?,
+    }
+    // The whole run's exit code, whatever part of it was shown.
     Ok(report.exit_code())
+}
+
+/// `--new-only` shows part of a run: only the renderings a person reads.
+fn check_new_only(a: &ReportArgs) -> Result<()> {
+    match (a.new_only, a.output.format) {
+        (true, Format::Json | Format::Junit) => Err(Error::Usage(format!(
+            "--new-only renders human or markdown: a {} report is the whole run",
+            if a.output.format == Format::Json { "JSON" } else { "JUnit" }
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// `child-check`: exit 0 when the child conforms, 1 when it does not.
@@ -384,6 +419,8 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     let start = std::env::current_dir().map_err(Error::io("the folder the run starts in", "."))?;
     checks::child_folder(&mut o, &start)?;
     checks::out_path(&a.output.out)?;
+    // A malformed file is bad input, said before any child runs.
+    let known = a.known.as_deref().map(|f| report::known::load(f).map(|k| (f.display().to_string(), k))).transpose()?;
     let catalog = load_catalog(o.catalog.as_deref())?;
     let matrix = Matrix::load(&o.matrix)?;
     let seed = *o.seed.get_or_insert_with(crate::seed::fresh);
@@ -448,7 +485,10 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         planned: planned.len(),
         partition,
     };
-    let report = run::report(&ctx, facts, results);
+    let mut report = run::report(&ctx, facts, results);
+    if let Some((file, findings)) = known {
+        report.judge_known(Some(file), findings);
+    }
     for r in report.results.iter().filter(|r| r.evidence_error.is_some()) {
         let why = r.evidence_error.as_deref().unwrap_or_default();
         note(&format!("evidence of {} {} {} NOT KEPT: {why}", r.cell, r.leg, r.kill.as_str()));
@@ -549,6 +589,7 @@ fn cmd_audit(a: AuditArgs) -> Result<i32> {
     ));
     let setup = crate::cli::audit::AuditSetup {
         matrix: &matrix,
+        matrix_arg: &a.matrix,
         child: &child,
         workdir: &workdir,
         deadline: Duration::from_secs(a.deadline),

@@ -24,6 +24,9 @@ pub enum Error {
     Child { child: String, message: String },
     #[error("report {file}: {message}")]
     Report { file: String, message: String },
+    /// A known-findings file (`--known`) that cannot be read as one.
+    #[error("known findings {file}: {message}")]
+    Known { file: String, message: String },
     /// `crashcells audit` could not audit a leg at all (honored or not is data).
     #[error("audit leg `{leg}`: {message}")]
     Audit { leg: String, message: String },

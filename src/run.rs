@@ -84,12 +84,29 @@ pub struct Bars {
 
 impl Bars {
     pub fn new(total: usize) -> Bars {
+        Bars::counting(total, "results")
+    }
+
+    /// Bars whose line for the whole counts `total` of `unit` (`audit`
+    /// counts its legs' steps, not results).
+    pub fn counting(total: usize, unit: &str) -> Bars {
         let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
-        let style = ProgressStyle::with_template("{elapsed:>4} [{pos}/{len} results] {msg}")
+        let style = ProgressStyle::with_template(&format!("{{elapsed:>4}} [{{pos}}/{{len}} {unit}] {{msg}}"))
             .unwrap_or_else(|_| ProgressStyle::default_bar());
         let overall = multi.add(ProgressBar::new(total as u64).with_style(style));
         overall.enable_steady_tick(Duration::from_millis(250));
         Bars { multi, overall, running: Mutex::new(HashMap::new()) }
+    }
+
+    /// One more step of the whole done, and what comes next.
+    pub fn step(&self, next: &str) {
+        self.overall.inc(1);
+        self.overall.set_message(next.to_string());
+    }
+
+    /// What the whole is doing now.
+    pub fn say(&self, what: &str) {
+        self.overall.set_message(what.to_string());
     }
 
     /// Clears every bar, so that what follows on the terminal starts clean.
@@ -99,26 +116,51 @@ impl Bars {
     }
 }
 
+/// A result's bar before it knows how many trials or points it plans (a
+/// sweep, while it records): a spinner and the phase, no `0/0` count.
+const STARTING: &str = "  {prefix:<40} {spinner} {elapsed:>4} {msg}";
+/// A result's bar once it knows: done of planned.
+const PLANNED: &str = "  {prefix:<40} {bar:20} {pos:>4}/{len:<4} {msg}";
+
+/// The style of a result's bar, before and after its plan is known.
+pub fn bar_style(planned: bool) -> ProgressStyle {
+    ProgressStyle::with_template(if planned { PLANNED } else { STARTING })
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+}
+
+/// What a result's bar counts: trials, races, kill points, or (power)
+/// the distinct stores recovered.
+fn unit(kill: crate::plan::KillMode) -> &'static str {
+    match kill {
+        crate::plan::KillMode::Timed => "trials",
+        crate::plan::KillMode::None => "races",
+        crate::plan::KillMode::Syscall => "points",
+        crate::plan::KillMode::Power => "stores",
+    }
+}
+
 impl Progress for Bars {
     fn begun(&self, index: usize, job: &Job) -> Tally {
-        let style = ProgressStyle::with_template("  {prefix:<40} {bar:20} {pos:>4}/{len:<4} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar());
         let label =
             format!("{}/{}/{}", job.cell.id, job.leg.as_ref().map_or("-", |l| l.name.as_str()), job.kill.as_str());
-        let bar = self.multi.insert_before(&self.overall, ProgressBar::new(0).with_style(style).with_prefix(label));
-        let unit = match job.kill {
-            crate::plan::KillMode::Timed => "trials",
-            crate::plan::KillMode::None => "races",
-            crate::plan::KillMode::Syscall | crate::plan::KillMode::Power => "points (recording first)",
-        };
-        bar.set_message(unit);
+        let bar = self
+            .multi
+            .insert_before(&self.overall, ProgressBar::new(0).with_style(bar_style(false)).with_prefix(label));
+        bar.set_message("starting");
+        // The spinner and the time move while a sweep records, before any count does.
+        bar.enable_steady_tick(Duration::from_millis(200));
         self.running.lock().expect("no thread panics holding the bars").insert(index, bar.clone());
+        let unit = unit(job.kill);
         Tally::new(move |step| match step {
             Step::Planned(n) => {
+                bar.set_style(bar_style(true));
                 bar.set_length(n);
-                bar.set_message(if unit.starts_with("points") { "points" } else { unit });
+                bar.set_message(unit);
             }
             Step::Done => bar.inc(1),
+            // Before the plan: the phase alone (`recording`); after it, with the unit.
+            Step::Phase(phase) if bar.length() == Some(0) => bar.set_message(phase),
+            Step::Phase(phase) => bar.set_message(format!("{unit}, {phase}")),
         })
     }
 
@@ -167,6 +209,9 @@ pub fn report(ctx: &Context, facts: RunFacts, results: Vec<CellResult>) -> Repor
         os: os_description(),
         ci: crate::report::CiRun::from_env(),
         start_folder: facts.start_folder.display().to_string(),
+        known_file: None,
+        known_findings: vec![],
+        new_only_of: None,
         summary: Summary::of(&results),
         results,
     };
@@ -194,5 +239,20 @@ pub fn os_description() -> String {
     match release {
         Ok(r) if !r.is_empty() => format!("{} {r} {}", std::env::consts::OS, std::env::consts::ARCH),
         _ => format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sweep's bar shows no count before it knows its points (a `0/0`
+    /// flashed while it recorded), then done of planned.
+    #[test]
+    fn a_bar_counts_only_once_its_plan_is_known() {
+        assert!(!STARTING.contains("{len}") && !STARTING.contains("{pos}"));
+        assert!(STARTING.contains("{spinner}") && STARTING.contains("{msg}"));
+        assert!(PLANNED.contains("{pos:>4}/{len:<4}"));
+        assert_eq!(unit(crate::plan::KillMode::Power), "stores");
     }
 }

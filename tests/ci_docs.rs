@@ -6,30 +6,20 @@
 //! call those scripts; the known-findings file must parse as the
 //! interface says.
 //!
-//! The scripts use `run --known` and `report --new-only` (issue 22's known
-//! findings), which land from another branch. Nothing is faked until then:
-//! every line that needs them is marked `needs #22`, the test that runs
-//! the scripts is ignored with a TODO naming them, and a tripwire fails as
-//! soon as the flags exist, so that it is not left ignored.
+//! The known-findings file's fingerprints are real: a run of the audit
+//! matrix's `memory` and `off` legs with it has every fire known.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::common::{bin, scratch, short_catalog};
+use crate::common::{scratch, short_catalog};
 
 /// One marked snippet of docs/CI.md.
 struct Snippet {
     lang: String,
     name: String,
     text: String,
-}
-
-impl Snippet {
-    /// Waits for issue 22's `run --known` and `report --new-only`.
-    fn needs_known_findings(&self) -> bool {
-        self.text.contains("needs #22")
-    }
 }
 
 fn snippets() -> Vec<Snippet> {
@@ -56,11 +46,12 @@ fn snippets() -> Vec<Snippet> {
     out
 }
 
-/// Every snippet is one the test knows how to run or check, the lines that
-/// need issue 22 are marked, the scripts parse as bash, the workflows only
-/// call the scripts, and the known-findings file has the documented shape.
+/// Every snippet is one the test knows how to run or check, the scripts
+/// parse as bash, the gate and the audit judge their fires against the
+/// known findings and post only what is new, the workflows only call the
+/// scripts, and the known-findings file has the documented shape.
 #[test]
-fn every_ci_snippet_is_marked_checked_and_parses() {
+fn every_ci_snippet_is_checked_and_parses() {
     let all = snippets();
     let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(
@@ -76,9 +67,17 @@ fn every_ci_snippet_is_marked_checked_and_parses() {
             "plain-merge"
         ]
     );
+    for name in [".crashcells/gate.sh", ".crashcells/share.sh"] {
+        let s = all.iter().find(|s| s.name == name).unwrap();
+        assert!(s.text.contains("--known .crashcells/known.toml"), "{name} judges its fires against the file");
+    }
+    for name in [".crashcells/gate.sh", ".crashcells/merge.sh"] {
+        let s = all.iter().find(|s| s.name == name).unwrap();
+        assert!(s.text.contains("--new-only --format markdown"), "{name} posts only what is new");
+    }
     for s in &all {
         match s.lang.as_str() {
-            "sh" => shell_snippet(s, &all),
+            "sh" => shell_snippet(s),
             "yaml" => workflow(s, &all),
             "toml" => known_findings(s),
             other => panic!("{}: a snippet in {other} is run by no test", s.name),
@@ -86,23 +85,10 @@ fn every_ci_snippet_is_marked_checked_and_parses() {
     }
 }
 
-/// A shell snippet: bash parses it, and each flag of issue 22 sits under
-/// a `needs #22` comment of its own command.
-fn shell_snippet(s: &Snippet, all: &[Snippet]) {
+/// A shell snippet: bash parses it.
+fn shell_snippet(s: &Snippet) {
     let out = Command::new("bash").arg("-n").arg("-c").arg(&s.text).output().unwrap();
     assert!(out.status.success(), "{}: {}", s.name, String::from_utf8_lossy(&out.stderr));
-    let lines: Vec<&str> = s.text.lines().collect();
-    for (i, line) in lines.iter().enumerate() {
-        let flag = line.contains("--known ") || line.contains("--new-only");
-        if flag && !line.trim_start().starts_with('#') {
-            let command = lines[..i].iter().rev().take(3).any(|l| l.contains("# needs #22"));
-            assert!(command, "{}: `{line}` needs issue 22 and is not marked so", s.name);
-        }
-    }
-    // A script that calls one that needs issue 22 needs it too.
-    for other in all.iter().filter(|o| o.needs_known_findings() && s.text.contains(&o.name)) {
-        assert!(s.needs_known_findings(), "{} calls {}, which needs issue 22", s.name, other.name);
-    }
 }
 
 /// A workflow: its steps run the scripts (or install crashcells), with no
@@ -120,8 +106,15 @@ fn workflow(s: &Snippet, all: &[Snippet]) {
 }
 
 /// The known-findings file: `[[finding]]` entries with a `fingerprint` and
-/// an `issue`, and an optional `note`, nothing else.
+/// an `issue`, and an optional `note`, nothing else; each fingerprint one of
+/// a cell of the catalog, as `run --known` reads it.
 fn known_findings(s: &Snippet) {
+    let read = crashcells::report::known::parse(&s.text).unwrap_or_else(|e| panic!("{}: {e}", s.name));
+    let catalog = crashcells::catalog::Catalog::embedded().unwrap();
+    for f in &read {
+        let fp: crashcells::report::Fingerprint = f.fingerprint.parse().unwrap();
+        assert!(catalog.find(&fp.cell).is_ok(), "{}: no cell `{}`", s.name, fp.cell);
+    }
     let file: toml::Table = s.text.parse().unwrap_or_else(|e| panic!("{}: {e}", s.name));
     assert_eq!(file.keys().collect::<Vec<_>>(), ["finding"], "{}", s.name);
     let findings = file["finding"].as_array().expect("[[finding]]");
@@ -135,17 +128,32 @@ fn known_findings(s: &Snippet) {
     }
 }
 
-/// Fails as soon as issue 22's flags exist: then the scripts can run, and
-/// the ignored test below must run with them.
+/// The page's known findings are what the audit matrix's `memory` and
+/// `off` legs fire on the reference store: with the file, every fire of a
+/// sweep there is known, and the run passes.
 #[test]
-fn todo_issue_22_flags_have_not_landed_yet() {
-    let help = |cmd: &str| String::from_utf8(bin().args([cmd, "--help"]).output().unwrap().stdout).unwrap();
-    let landed = help("run").contains("--known") || help("report").contains("--new-only");
-    assert!(
-        !landed,
-        "run --known / report --new-only exist now: un-ignore \
-         todo_ci_snippets_that_need_known_findings_run_as_a_team_runs_them and delete this tripwire"
-    );
+fn the_known_findings_of_the_page_are_what_the_audit_matrix_fires() {
+    let all = snippets();
+    let dir = scratch();
+    let known = dir.path().join("known.toml");
+    std::fs::write(&known, &all.iter().find(|s| s.lang == "toml").unwrap().text).unwrap();
+    let mut args = vec!["run", "--matrix", "audit", "--leg", "memory", "--leg", "off", "--kill", "syscall"];
+    args.extend(["--seed", "4", "--known", known.to_str().unwrap()]);
+    let (code, report) = crate::common::run_json(&args, dir.path());
+    let verdicts: Vec<(&str, &str)> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["cell"].as_str().unwrap(), r["verdict"].as_str().unwrap()))
+        .collect();
+    let writers = ["prefix-durability", "rotation-atomicity", "fork-determinism", "outbox-exactly-once"];
+    assert_eq!(verdicts.len(), 2 * writers.len(), "{report:#}");
+    if verdicts.iter().all(|(_, v)| *v == "skip") {
+        eprintln!("skipped: syscall kill points are unavailable here: {}", report["results"][0]["reason"]);
+        return;
+    }
+    assert!(verdicts.iter().all(|(_, v)| *v == "known"), "{verdicts:?}");
+    assert_eq!(code, 0, "{report:#}");
 }
 
 /// A job's folder: the repository's `.crashcells/` from the page, and PATH
@@ -239,10 +247,8 @@ fn the_stand_in_for_gh_refuses_a_body_github_would() {
 /// page), a share whose budget runs out (130, not 124), the plain runner
 /// and merge.
 #[test]
-#[ignore = "TODO(issue 22, items 1-2): the scripts need run --known and report --new-only; un-ignore when they land"]
-fn todo_ci_snippets_that_need_known_findings_run_as_a_team_runs_them() {
+fn ci_snippets_run_as_a_team_runs_them() {
     let all = snippets();
-    assert!(all.iter().filter(|s| s.lang == "sh").all(Snippet::needs_known_findings), "run the others now");
 
     // The push gate: the reference store passes; nothing is posted.
     let job = Job::new(&all);

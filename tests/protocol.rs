@@ -157,6 +157,36 @@ fn a_version_1_child_skips_the_cells_whose_operations_it_lacks() {
     }
 }
 
+/// A version-1 child has no `operations` list: one without `rotate` says
+/// so with the protocol's "unsupported operation" exit code (69). Cell 3
+/// then skips on every leg and kill mode, naming the operation, never six
+/// errors; `child-check` does not run the rotate checks, and the child
+/// conforms.
+#[test]
+fn a_version_1_child_without_rotate_says_so_and_the_cell_skips() {
+    let dir = scratch();
+    let child = python("tests/adapters/tiny_without_rotate.py");
+    let args = ["run", "--child", &child, "--cell", "3", "--trials", "1", "--seed", "27"];
+    let (code, report) = run_json(&args, dir.path());
+    assert_eq!(code, 3, "nothing ran: {report:#}");
+    let rs = results(&report, "rotation-atomicity");
+    assert_eq!(rs.len(), 6, "three legs, timed and syscall: {report:#}");
+    for r in rs {
+        assert_eq!(
+            (&r["verdict"], &r["reason"]),
+            (&Value::from("skip"), &Value::from("the child does not implement `rotate`")),
+            "{r:#}"
+        );
+    }
+    let (code, report) = child_check(&child);
+    assert_eq!((code, failing(&report)), (0, Vec::<String>::new()), "{report:#}");
+    for check in ["rotate", "rotate-state"] {
+        let c = report["checks"].as_array().unwrap().iter().find(|c| c["check"] == check).unwrap();
+        assert_eq!(c["status"], "not-run", "{c:#}");
+        assert_eq!(c["detail"], "the child does not implement `rotate` (it exited 69: unsupported operation)");
+    }
+}
+
 #[test]
 fn child_check_runs_the_optional_checks_only_for_a_child_that_lists_them() {
     let optional = ["fork", "fork-state", "deliver", "deliver-state", "catch-up-arrived", "catch-up-missing"];
@@ -320,6 +350,21 @@ fn child_check_lists_every_check_when_operations_fail_and_checks_dump_on_what_su
         assert_eq!(s, "ok", "{dump}: {report:#}");
         assert!(detail.ends_with("on the states of append"), "{dump}: {detail}");
     }
+}
+
+/// A store whose restart resends what already arrived (at least once by
+/// design, as Hermes's gateway) keeps the protocol: `catch-up-arrived` is
+/// the store's finding, named with the cell that fires on it, and the
+/// adapter conforms.
+#[test]
+fn a_stores_own_finding_is_reported_as_one_and_the_adapter_conforms() {
+    let (code, report) = child_check(&variant("resend"));
+    assert_eq!((code, &report["conforming"]), (0, &Value::Bool(true)), "{report:#}");
+    let all = report["checks"].as_array().unwrap();
+    let arrived = all.iter().find(|c| c["check"] == "catch-up-arrived").unwrap();
+    assert_eq!((&arrived["status"], &arrived["cell"]), (&Value::from("finding"), &Value::from("outbox-exactly-once")));
+    assert!(arrived["detail"].as_str().unwrap().contains("delivered 2 times"), "{arrived:#}");
+    assert!(all.iter().all(|c| c["status"] != "fail"), "{report:#}");
 }
 
 #[test]

@@ -166,6 +166,11 @@ fn a_recorded_fire_is_confirmed_by_a_real_kill_and_its_repro_is_that_kill() {
     assert!(details.contains(&format!("confirmed by a real kill at point {n}").as_str()), "{r:#}");
     assert!(r["repro"].as_str().unwrap().contains(&format!("--point {n}")), "{r:#}");
     assert!(!r["repro"].as_str().unwrap().contains("--replay"), "a repro point is a real kill already: {r:#}");
+    assert_eq!(r["states"], "recorded", "the sweep's states came from its recording: {r:#}");
+    // Its repro, one point, is a real kill: re-executed, and no whole sweep.
+    let repro = r["repro"].as_str().unwrap().split(' ').skip(1).collect::<Vec<_>>();
+    let (_, rs, _dir) = sweep(&repro).unwrap();
+    assert_eq!((&rs[0]["states"], &rs[0]["sampled"]), (&Value::from("re-executed"), &Value::from(true)), "{:#}", rs[0]);
 }
 
 #[test]
@@ -175,6 +180,7 @@ fn replay_off_re_executes_and_says_so_in_the_repro() {
     assert_eq!(code, 0, "{rs:#?}");
     assert_eq!(rs[0]["trials"], 3, "{:#}", rs[0]);
     assert!(rs[0]["repro"].as_str().unwrap().contains("--replay off"), "{:#}", rs[0]);
+    assert_eq!(rs[0]["states"], "re-executed", "{:#}", rs[0]);
 }
 
 #[test]
@@ -232,6 +238,21 @@ fn the_audit_says_a_leg_keeps_acked_commits_under_a_process_crash_but_loses_them
     assert_eq!(row["power_loss"]["keeps"], false, "{row:#}");
     let reason = row["power_loss"]["reason"].as_str().unwrap();
     assert!(reason.contains("was never made durable by an fsync of the wal"), "{reason}");
+    // A `LOSES` has the repro of the result that lost the commit, and it
+    // loses it again (a power state is a model of the recording: no luck).
+    let repro = row["power_loss"]["repro"].as_str().expect("a LOSES has a repro");
+    let expected = format!("--matrix {} --leg wal-normal --kill power --seed 1 --point", matrix.display());
+    assert!(repro.starts_with("crashcells run --cell prefix-durability") && repro.contains(&expected), "{repro}");
+    assert_eq!(row["process_crash"].get("repro"), None, "a keeps has none: {row:#}");
+    let args: Vec<&str> = repro.split(' ').skip(1).collect();
+    let (code, rerun) = run_json(&args, dir.path());
+    assert_eq!((code, &rerun["results"][0]["verdict"]), (1, &Value::from("fire")), "{rerun:#}");
+    // The human table says what its crash columns are and where each row is explained.
+    let human = bin().args(["audit", "--matrix"]).arg(&matrix).arg("--workdir").arg(dir.path()).output().unwrap();
+    let human = String::from_utf8_lossy(&human.stdout);
+    assert!(human.contains("process, power: whether cells 1 and 3 keep every acknowledged commit"), "{human}");
+    assert!(human.contains("\"The audit's crash columns, row by row\""), "{human}");
+    assert!(human.contains(&format!("    power loss repro: {repro}")), "{human}");
 }
 
 /// The torn power model's size on real logs: the reference store's cell 1
@@ -278,4 +299,51 @@ fn torn_power_states_stay_bounded_on_the_reference_store() {
         assert!(ts <= 3 * ps, "{mode}/{sync}: {ts} torn stores for {ps} in-order ones");
         assert_eq!(t.explored.len(), t.points.len(), "every point says how many states it built");
     }
+}
+
+/// A recorded sweep tells its progress hook what it is doing: `recording`
+/// before it knows its points (a bar then has no count to show), then its
+/// points and `checking`, and each point as its batch is judged, not all at
+/// once after the last (a bar sat at `0/94 points` through the checking).
+#[test]
+fn a_recorded_sweep_reports_its_phases_and_its_points_as_they_are_judged() {
+    use std::sync::{Arc, Mutex};
+
+    use crashcells::pipeline::{Context, Step, Tally};
+    use crashcells::plan::{KillMode, Selection, plan};
+
+    let dir = scratch();
+    let work = dir.path().canonicalize().unwrap();
+    let catalog = crashcells::catalog::Catalog::embedded().unwrap();
+    let matrix = crashcells::matrix::Matrix::load("default").unwrap();
+    let selection = Selection { cells: vec!["1".into()], legs: vec!["delete".into()], kills: vec![KillMode::Syscall] };
+    let job = plan(&catalog, &matrix, &selection, 7).unwrap().remove(0);
+    let steps = Arc::new(Mutex::new(Vec::new()));
+    let heard = Arc::clone(&steps);
+    let child = crashcells::harness::Launcher::exec(reference());
+    let ready = crashcells::probe::preflight(&child, &work, Duration::from_secs(30)).unwrap();
+    let ctx = Context {
+        options: crashcells::options::RunOptions { matrix: "default".into(), ..Default::default() },
+        seed: 7,
+        child,
+        work_root: work.clone(),
+        evidence_root: work.join("evidence"),
+        deadline: Duration::from_secs(30),
+        jobs: 2,
+        child_ready: Some(ready),
+        tally: Tally::new(move |s| heard.lock().unwrap().push(s)),
+        pool: crashcells::pipeline::pool::Pool::new(2),
+        start: Duration::ZERO,
+        crowd: 1,
+    };
+    let result = crashcells::pipeline::run_job(&job, &ctx);
+    if result.reason.contains("unavailable") {
+        eprintln!("ptrace is refused here; skipping");
+        return;
+    }
+    assert_eq!(result.verdict, crashcells::report::Verdict::Pass, "{result:#?}");
+    let steps = steps.lock().unwrap().clone();
+    let planned = result.points_planned.unwrap();
+    assert_eq!(steps[..3], [Step::Phase("recording"), Step::Planned(planned), Step::Phase("checking")], "{steps:?}");
+    assert_eq!(steps[3..].iter().filter(|s| **s == Step::Done).count() as u64, planned, "{steps:?}");
 }

@@ -16,7 +16,9 @@ pub mod transport;
 
 pub use config::{ConfigError, DatabaseConfig, HOME_ENV, JournalMode, Synchronous};
 pub use dump::{Dump, DumpMessage, DumpObligation, DumpSession, LiveError};
-pub use op::{APPEND_SESSION, EXIT_LOST, EXIT_WON, FORK_EVERY, ForkStep, HANDOFF_SESSION, Mutant, Op, OpArgs};
+pub use op::{
+    APPEND_SESSION, EXIT_LOST, EXIT_UNSUPPORTED, EXIT_WON, FORK_EVERY, ForkStep, HANDOFF_SESSION, Mutant, Op, OpArgs,
+};
 pub use records::{Ack, AckWriter, CATCH_UP_BATCH, DUMP_BATCH, Decider, Decision, FORK_SERVER, Ready, Record};
 pub use transport::Delivery;
 

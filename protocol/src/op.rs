@@ -16,6 +16,11 @@ pub const HANDOFF_SESSION: &str = "handoff";
 pub const EXIT_WON: i32 = 0;
 /// Exit code of a claimant that lost the handoff.
 pub const EXIT_LOST: i32 = 10;
+/// Exit code of a child given an operation it does not implement
+/// (docs/PROTOCOL.md §2): the cells that need it are skipped, saying so.
+/// A version-1 child has no `operations` list to say it with. 69 is
+/// sysexits.h's `EX_UNAVAILABLE`, and no other exit code of the protocol.
+pub const EXIT_UNSUPPORTED: i32 = 69;
 
 /// A child operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

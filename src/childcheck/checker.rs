@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crashcells_protocol::{Op, OpArgs, Ready};
+use crashcells_protocol::{EXIT_UNSUPPORTED, Op, OpArgs, Ready};
 
 use super::known;
 use super::report::Finding;
@@ -24,6 +24,26 @@ pub(super) const MAX_INCONCLUSIVE: u32 = 3;
 /// inconclusive. Generous: a Python adapter on a loaded machine takes
 /// seconds to start, and a longer wait only keeps the child stopped longer.
 pub(super) const SAMPLE_DUMP: Duration = Duration::from_secs(10);
+
+/// Why a check did not pass: the adapter broke the protocol, or the store
+/// did what a cell's clause forbids (the cell's own judge said so).
+pub(super) enum Failed {
+    Fault(String),
+    /// The violations the cell's judge found.
+    Finding(String),
+}
+
+impl From<String> for Failed {
+    fn from(s: String) -> Failed {
+        Failed::Fault(s)
+    }
+}
+
+impl From<&str> for Failed {
+    fn from(s: &str) -> Failed {
+        Failed::Fault(s.to_string())
+    }
+}
 
 /// A store an operation that succeeded left, and its first `dump` pass.
 pub(super) struct State {
@@ -43,6 +63,23 @@ pub(super) struct Checker<'a> {
     pub(super) skipped: Vec<(&'static str, String)>,
     /// Stores left by operations that succeeded, for the `dump` checks.
     pub(super) states: Vec<State>,
+    /// Checks done of those known, on a terminal (hidden elsewhere).
+    pub(super) bar: indicatif::ProgressBar,
+}
+
+/// The bar `child-check` shows on stderr while it runs: checks done of
+/// those it knows, and the last one done. indicatif draws nothing when
+/// stderr is not a terminal.
+pub(super) fn progress_bar() -> indicatif::ProgressBar {
+    let style = indicatif::ProgressStyle::with_template("{spinner} {elapsed:>4} [{pos}/{len} checks] {msg}")
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(known::KNOWN.len() as u64),
+        indicatif::ProgressDrawTarget::stderr(),
+    )
+    .with_style(style);
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar
 }
 
 impl Checker<'_> {
@@ -54,9 +91,46 @@ impl Checker<'_> {
         match self.findings.iter_mut().find(|f| f.check == check) {
             Some(earlier) if earlier.ok && !ok => *earlier = finding,
             Some(_) => {}
-            None => self.findings.push(finding),
+            None => self.pushed(finding),
         }
         ok
+    }
+
+    /// A check's first finding, counted on the bar.
+    fn pushed(&mut self, finding: Finding) {
+        self.bar.set_message(format!("{} {}", finding.check, finding.status.label()));
+        self.findings.push(finding);
+        self.tick();
+    }
+
+    /// The bar at the checks done: those found and those not run for a
+    /// reason of their own.
+    fn tick(&self) {
+        self.bar.set_position((self.findings.len() + self.skipped.len()) as u64);
+    }
+
+    /// Records the store's finding under `check` (`cell` fires on it); a
+    /// protocol fault noted under the same check stands.
+    pub(super) fn store_finding(&mut self, check: &'static str, cell: &'static str, detail: String) {
+        let finding = Finding::store_finding(check, cell, detail);
+        match self.findings.iter_mut().find(|f| f.check == check) {
+            Some(earlier) if earlier.ok => *earlier = finding,
+            Some(_) => {}
+            None => self.pushed(finding),
+        }
+    }
+
+    /// Whether `exit` is the protocol's "unsupported operation" (exit 69,
+    /// docs/PROTOCOL.md §2: how a version-1 child says it lacks `op`): then
+    /// each of `checks` is not run, saying so, and no check fails for it.
+    pub(super) fn unsupported(&mut self, op: Op, exit: Exit, checks: &[&'static str]) -> bool {
+        if exit != Exit::Code(EXIT_UNSUPPORTED) {
+            return false;
+        }
+        let why = format!("the child does not implement `{op}` (it exited {EXIT_UNSUPPORTED}: unsupported operation)");
+        self.skipped.extend(checks.iter().map(|&c| (c, why.clone())));
+        self.tick();
+        true
     }
 
     /// Runs `run` if the child implements every operation of `ops`; else
@@ -67,6 +141,7 @@ impl Checker<'_> {
             Some(op) => {
                 let why = format!("the child does not implement `{op}` (its ready record does not list it)");
                 self.skipped.extend(checks.iter().map(|&c| (c, why.clone())));
+                self.tick();
             }
         }
     }

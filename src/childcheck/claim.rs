@@ -22,6 +22,12 @@ impl Checker<'_> {
     pub(super) fn claim(&mut self) {
         let Some(s) = self.scratch("claim", None) else { return };
         let parked = self.run_op(&s, &s.op(Op::Park).session(HANDOFF), "park");
+        let race = ["park", "claim-barrier", "claim-exit-codes", "claim-state"];
+        if let Ok((exit, _)) = &parked
+            && self.unsupported(Op::Park, *exit, &race)
+        {
+            return;
+        }
         if !self.note("park", parked.and_then(|(e, t)| expect_exit(e, 0, &t, "park"))) {
             return;
         }

@@ -10,11 +10,17 @@
 //! write (a folder), so its first send fails after the obligation was marked
 //! attempting; `catch-up` then meets that obligation once with the transport
 //! holding it (it arrived) and once without (it did not).
+//!
+//! What `catch-up` then does with that obligation is the store's recovery,
+//! judged by cell 5's own judge: a double delivery or a loss there is the
+//! store's finding (cell 5 fires on it under a kill), not the adapter's
+//! fault; a `deliver` or `catch-up` that does not run as the protocol says
+//! is a fault.
 
 use crashcells_protocol::transport::{self, Delivery};
 use crashcells_protocol::{Op, OpArgs, Ready};
 
-use super::checker::Checker;
+use super::checker::{Checker, Failed};
 use super::clauses::{ack_sequence, canonical, expect_exit, parse_dump};
 use crate::cells::{fork, outbox};
 use crate::harness::Exit;
@@ -120,12 +126,15 @@ impl Checker<'_> {
     /// holding it, it must not send it again; without, it must send it once.
     fn catch_up(&mut self) {
         for (check, arrived) in [("catch-up-arrived", true), ("catch-up-missing", false)] {
-            let result = self.catch_up_once(arrived);
-            self.note(check, result);
+            match self.catch_up_once(arrived) {
+                Ok(detail) => drop(self.note(check, Ok(detail))),
+                Err(Failed::Fault(why)) => drop(self.note(check, Err(why))),
+                Err(Failed::Finding(what)) => self.store_finding(check, "outbox-exactly-once", what),
+            }
         }
     }
 
-    fn catch_up_once(&mut self, arrived: bool) -> Result<String, String> {
+    fn catch_up_once(&mut self, arrived: bool) -> Result<String, Failed> {
         let label = if arrived { "catch-up-arrived" } else { "catch-up-missing" };
         let s = self.scratch(label, None).ok_or("no scratch folder")?;
         // A folder is a transport no send can write: the first send fails
@@ -136,7 +145,7 @@ impl Checker<'_> {
         let args = s.op(Op::Deliver).acks(&s.path("acks.ndjson")).transport(&folder).stop_after(1);
         match self.run_op(&s, &args, "deliver")? {
             (Exit::Code(c), _) if c != 0 => {}
-            (exit, _) => return Err(format!("deliver ended with {exit} though its send could not be written")),
+            (exit, _) => return Err(format!("deliver ended with {exit} though its send could not be written").into()),
         }
         let wire = s.path("transport.ndjson");
         if arrived {
@@ -147,12 +156,12 @@ impl Checker<'_> {
         expect_exit(exit, 0, &tail, "catch-up")?;
         let sent = transport::read(&wire).map_err(|e| e.to_string())?;
         let dump = parse_dump(&self.dump(&s, "catch-up-dump")?)?;
-        let v = outbox::check(&dump, &[], &sent);
-        if !v.found.is_empty() {
-            return Err(v.texts().join("; "));
-        }
         if dump.outbox.iter().all(|o| o.key != "o0") {
             return Err("deliver's failed send left no obligation o0 in the store".into());
+        }
+        let v = outbox::check(&dump, &[], &sent);
+        if !v.found.is_empty() {
+            return Err(Failed::Finding(v.texts().join("; ")));
         }
         Ok(if arrived {
             "o0 left attempting, already in the transport: not sent again".into()

@@ -50,8 +50,16 @@ pub fn work_prefix() -> String {
 /// Runs the whole check of `child`, with trials in `work`.
 pub fn check(child: &ChildCommand, work: &Path, deadline: Duration) -> CheckReport {
     let launcher = Launcher::exec(child.clone());
-    let mut c =
-        Checker { child: &launcher, work, deadline, findings: Vec::new(), skipped: Vec::new(), states: Vec::new() };
+    let bar = checker::progress_bar();
+    let mut c = Checker {
+        child: &launcher,
+        work,
+        deadline,
+        findings: Vec::new(),
+        skipped: Vec::new(),
+        states: Vec::new(),
+        bar,
+    };
     let ready = c.append();
     if let Some(ready) = &ready {
         c.ack_after_effect();
@@ -64,7 +72,9 @@ pub fn check(child: &ChildCommand, work: &Path, deadline: Duration) -> CheckRepo
         effects::check(&mut c, ready);
         c.fork_server(ready);
     }
+    c.bar.finish_and_clear();
     let checks = c.every_check();
+    // A store's finding is the cell's to judge: the adapter still conforms.
     let conforming = ready.is_some() && checks.iter().all(|f| f.status != Status::Fail);
     CheckReport {
         schema: SCHEMA,
@@ -95,6 +105,11 @@ mod tests {
                 finding("rotate", Err("rotate --stop-after 3 ended with exit code 1, expected exit code 0".into())),
                 Finding::not_run("rotate-state", "needs a successful `rotate`".into()),
                 finding("dump-canonical", Err("append state: sessions are not sorted by id".into())),
+                Finding::store_finding(
+                    "catch-up-arrived",
+                    "outbox-exactly-once",
+                    "obligation o0 was delivered 2 times (a double delivery)".into(),
+                ),
             ],
         }
     }
@@ -108,8 +123,48 @@ mod tests {
         assert_eq!(sample_report().exit_code(), 1);
     }
 
+    /// The store's finding is reported as one and leaves the adapter
+    /// conforming; a protocol fault noted under the same check stands.
+    #[test]
+    fn a_stores_finding_is_no_fault_of_the_adapter() {
+        let child = Launcher::exec(ChildCommand { program: "child".into(), prefix: vec![], cwd: None });
+        let mut c = checker(&child, Path::new("."));
+        c.note("catch-up-arrived", Ok("ran".into()));
+        c.store_finding("catch-up-arrived", "outbox-exactly-once", "o0 delivered 2 times".into());
+        c.note("catch-up-missing", Err("catch-up ended with exit code 3".into()));
+        c.store_finding("catch-up-missing", "outbox-exactly-once", "ignored: the fault stands".into());
+        let all = c.every_check();
+        let of = |name: &str| all.iter().find(|f| f.check == name).unwrap();
+        assert_eq!(
+            (of("catch-up-arrived").status, of("catch-up-arrived").cell),
+            (Status::Finding, Some("outbox-exactly-once"))
+        );
+        assert_eq!(of("catch-up-missing").status, Status::Fail);
+        let mut r = sample_report();
+        r.checks.retain(|f| f.status != Status::Fail);
+        r.conforming = r.checks.iter().all(|f| f.status != Status::Fail);
+        assert!(r.conforming);
+        let human = r.to_human();
+        assert!(human.contains("finding catch-up-arrived     obligation o0 was delivered 2 times (a double delivery) (the store's finding: cell `outbox-exactly-once` fires on it)"), "{human}");
+        assert!(
+            human.ends_with(
+                "conforming: 1 of 3 checks pass, 0 fail, 1 finding of the store (not the adapter's fault), 1 not run\n"
+            ),
+            "{human}"
+        );
+    }
+
     fn checker<'a>(child: &'a Launcher, work: &'a Path) -> Checker<'a> {
-        Checker { child, work, deadline: Duration::from_secs(1), findings: vec![], skipped: vec![], states: vec![] }
+        let bar = indicatif::ProgressBar::hidden();
+        Checker {
+            child,
+            work,
+            deadline: Duration::from_secs(1),
+            findings: vec![],
+            skipped: vec![],
+            states: vec![],
+            bar,
+        }
     }
 
     #[test]
@@ -121,6 +176,8 @@ mod tests {
         c.note("rotate", Err("but its journal is torn".into()));
         c.note("rotate", Ok("ignored: a failure stands".into()));
         c.skipped.push(("park", "the child does not implement `park`".into()));
+        // The bar counts each check once, however often it is noted.
+        assert_eq!(c.bar.position(), 2, "ready and rotate, each once");
         let all = c.every_check();
         let names: Vec<&str> = all.iter().map(|f| f.check).collect();
         assert_eq!(names, known::KNOWN.iter().map(|k| k.name).collect::<Vec<_>>());

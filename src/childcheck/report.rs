@@ -1,5 +1,12 @@
 //! What `child-check` reports: each check's status and detail, the whole
 //! report, and its human rendering.
+//!
+//! A check fails (`FAIL`) on a protocol fault, which makes the adapter not
+//! conforming. A check whose failure is the store's own finding (its
+//! recovery resends what arrived: cell 5's clause, seen without a kill) is
+//! a `finding`, with the cell that would fire on it: the adapter keeps the
+//! protocol and conforms; the cell is where the finding is judged
+//! (docs/PROTOCOL.md §7 says which checks can be findings, and why).
 
 use serde::Serialize;
 
@@ -12,6 +19,8 @@ pub const SCHEMA: &str = "crashcells.child-check.v1";
 pub enum Status {
     Ok,
     Fail,
+    /// The store's finding, not the adapter's fault: a cell would fire.
+    Finding,
     /// Not run: what it needs did not happen (the detail says what).
     NotRun,
 }
@@ -21,6 +30,7 @@ impl Status {
         match self {
             Status::Ok => "ok",
             Status::Fail => "FAIL",
+            Status::Finding => "finding",
             Status::NotRun => "not run",
         }
     }
@@ -34,18 +44,26 @@ pub struct Finding {
     pub ok: bool,
     pub status: Status,
     pub detail: String,
+    /// A finding's cell: the one that fires on it under a kill.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cell: Option<&'static str>,
 }
 
 impl Finding {
     pub(super) fn of(check: &'static str, result: Result<String, String>) -> Finding {
         match result {
-            Ok(detail) => Finding { check, ok: true, status: Status::Ok, detail },
-            Err(detail) => Finding { check, ok: false, status: Status::Fail, detail },
+            Ok(detail) => Finding { check, ok: true, status: Status::Ok, detail, cell: None },
+            Err(detail) => Finding { check, ok: false, status: Status::Fail, detail, cell: None },
         }
     }
 
     pub(super) fn not_run(check: &'static str, why: String) -> Finding {
-        Finding { check, ok: false, status: Status::NotRun, detail: why }
+        Finding { check, ok: false, status: Status::NotRun, detail: why, cell: None }
+    }
+
+    /// The store's finding under `check`: `cell` would fire on it.
+    pub(super) fn store_finding(check: &'static str, cell: &'static str, detail: String) -> Finding {
+        Finding { check, ok: false, status: Status::Finding, detail, cell: Some(cell) }
     }
 }
 
@@ -77,12 +95,19 @@ impl CheckReport {
             self.journal_mode.as_deref().unwrap_or("?")
         );
         for f in &self.checks {
-            out.push_str(&format!("{:<7} {:<20} {}\n", f.status.label(), f.check, f.detail));
+            let cell = f.cell.map_or(String::new(), |c| format!(" (the store's finding: cell `{c}` fires on it)"));
+            out.push_str(&format!("{:<7} {:<20} {}{cell}\n", f.status.label(), f.check, f.detail));
         }
         let count = |s: Status| self.checks.iter().filter(|f| f.status == s).count();
         let verdict = if self.conforming { "conforming" } else { "NOT conforming" };
+        let findings = match count(Status::Finding) {
+            0 => String::new(),
+            n => {
+                format!(", {n} {} of the store (not the adapter's fault)", if n == 1 { "finding" } else { "findings" })
+            }
+        };
         out.push_str(&format!(
-            "{verdict}: {} of {} checks pass, {} fail, {} not run\n",
+            "{verdict}: {} of {} checks pass, {} fail{findings}, {} not run\n",
             count(Status::Ok),
             self.checks.len(),
             count(Status::Fail),

@@ -43,6 +43,8 @@ pub const AUDIT_ACKS: u64 = 20;
 /// What the audit needs: the legs, the child, where to run, how long to wait.
 pub struct AuditSetup<'a> {
     pub matrix: &'a Matrix,
+    /// `--matrix` as given (a name or a path): what a `LOSES` repro names.
+    pub matrix_arg: &'a str,
     pub child: &'a ChildCommand,
     /// The folder the audit's own work folder is made in.
     pub workdir: &'a Path,
@@ -120,15 +122,26 @@ pub fn audit_matrix(setup: &AuditSetup, child_arg: Option<&str>) -> Result<Audit
         .prefix("crashcells-audit-")
         .tempdir_in(setup.workdir)
         .map_err(Error::io("audit folder in", setup.workdir))?;
-    let mut rows =
-        setup.matrix.legs.iter().map(|leg| audit_one(setup, leg, work.path())).collect::<Result<Vec<_>>>()?;
+    // Progress on a terminal (none in a CI log): a step per leg's short
+    // run, and one per result of its crash columns, each with its own bar.
+    let legs = setup.matrix.legs.len();
+    let per_leg = if setup.crash.is_some() { crash::results_per_leg()? } else { 0 };
+    let bars = crate::run::Bars::counting(legs * (1 + per_leg), "steps");
+    let mut rows = Vec::with_capacity(legs);
+    for leg in &setup.matrix.legs {
+        bars.say(&format!("leg {}: its mode", leg.name));
+        rows.push(audit_one(setup, leg, work.path())?);
+        bars.step("");
+    }
     if let Some(ready) = setup.crash {
-        let ctx = crash_context(setup, ready, work.path())?;
+        let ctx = crash_context(setup, ready, work.path(), child_arg)?;
         for (row, leg) in rows.iter_mut().zip(&setup.matrix.legs) {
-            let (process, power) = crash::columns(&ctx, &setup.matrix.name, leg)?;
+            bars.say(&format!("leg {}: crash columns", leg.name));
+            let (process, power) = crash::columns(&ctx, &setup.matrix.name, leg, &bars)?;
             (row.process_crash, row.power_loss) = (Some(process), Some(power));
         }
     }
+    bars.clear();
     let honored = rows.iter().filter(|r| r.honored).count();
     Ok(AuditReport {
         schema: SCHEMA.into(),
@@ -149,10 +162,25 @@ fn crash_context(
     setup: &AuditSetup,
     ready: &crashcells_protocol::Ready,
     work: &Path,
+    child_arg: Option<&str>,
 ) -> Result<crate::pipeline::Context> {
     let work_root = std::fs::canonicalize(work).map_err(Error::io("audit folder", work))?;
     let jobs = std::thread::available_parallelism().map_or(1, usize::from);
-    let options = crate::options::RunOptions { matrix: setup.matrix.name.clone(), seed: Some(1), ..Default::default() };
+    // The options a `LOSES` row's repro is derived from: what `run` needs
+    // to rerun that point (the child, from the folder the audit ran it in).
+    let cwd = match child_arg {
+        Some(_) => Some(std::env::current_dir().map_err(Error::io("the folder the audit runs in", "."))?),
+        None => None,
+    };
+    let deadline = setup.deadline.as_secs();
+    let options = crate::options::RunOptions {
+        matrix: setup.matrix_arg.to_string(),
+        seed: Some(1),
+        child: child_arg.map(String::from),
+        cwd,
+        deadline: (deadline != crate::options::DEFAULT_DEADLINE_SECS).then_some(deadline),
+        ..Default::default()
+    };
     Ok(crate::pipeline::Context {
         options,
         seed: 1,
@@ -286,6 +314,10 @@ impl AuditReport {
         for r in &self.rows {
             human_row(&mut out, r);
         }
+        if crash {
+            out.push_str(COLUMNS);
+            out.push('\n');
+        }
         let s = &self.summary;
         let _ = writeln!(
             out,
@@ -313,6 +345,12 @@ impl AuditReport {
     }
 }
 
+/// The line under a table with crash columns: what they mean, in one line,
+/// and where each row is explained.
+pub const COLUMNS: &str = "process, power: whether cells 1 and 3 keep every acknowledged commit at every kill point of \
+     their sweeps under a process crash (SIGKILL) and under a power loss (keeps, LOSES); docs/DESIGN.md, \
+     \"The audit's crash columns, row by row\", explains each leg";
+
 fn human_row(out: &mut String, r: &Row) {
     let requested =
         format!("{}/{}", r.requested_mode.as_deref().unwrap_or("-"), r.requested_synchronous.as_deref().unwrap_or("-"));
@@ -328,6 +366,9 @@ fn human_row(out: &mut String, r: &Row) {
     for (what, c) in [("process crash", &r.process_crash), ("power loss", &r.power_loss)] {
         if let Some(c) = c.as_ref().filter(|c| c.keeps != Some(true) && !c.reason.is_empty()) {
             let _ = writeln!(out, "    {what}: {}", c.reason);
+            if let Some(repro) = &c.repro {
+                let _ = writeln!(out, "    {what} repro: {repro}");
+            }
         }
     }
     // A refusal's reason already carries the resolver's words.

@@ -73,6 +73,8 @@ impl Checker<'_> {
                     trials.push(t);
                 }
             }
+            // Progress moves as each batch is judged, not once at the end.
+            trials.iter().for_each(|_| self.ctx.tally.done());
             let bad = trials.iter().find(|t| t.is_bad()).map(|t| u64::from(t.index));
             (trials, bad)
         });

@@ -51,11 +51,14 @@ pub struct Context {
 }
 
 /// A step of a result's progress: how many trials or kill points it will
-/// run (once known: a sweep knows after its census), or one more that ended.
+/// run (once known: a sweep knows after its census), one more that ended,
+/// or the phase a sweep is in (`recording`, then `checking`): a recorded
+/// sweep spends most of its time before its first point is judged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
     Planned(u64),
     Done,
+    Phase(&'static str),
 }
 
 /// The progress hook of one job: the pipeline calls it, the command line
@@ -80,6 +83,13 @@ impl Tally {
     pub fn done(&self) {
         if let Some(f) = &self.0 {
             f(Step::Done);
+        }
+    }
+
+    /// The result entered a phase of its work.
+    pub fn phase(&self, name: &'static str) {
+        if let Some(f) = &self.0 {
+            f(Step::Phase(name));
         }
     }
 }

@@ -31,6 +31,8 @@ pub struct Coverage {
     pub by_path: Vec<PathPoints>,
     /// Why fewer landed than were planned, one phrase per cause.
     pub why: Vec<String>,
+    /// The states were rebuilt from a recording (else re-executed).
+    pub recorded: bool,
 }
 
 /// The coverage of a sweep whose points split into `paths` (none: one path);
@@ -40,7 +42,12 @@ pub fn of(swept: &Swept, paths: &[Path]) -> Option<Coverage> {
     let planned = swept.planned.as_ref()?;
     let landed: Vec<u64> = swept.trials.iter().filter(|t| landed(t)).map(|t| u64::from(t.index)).collect();
     let ran: Vec<u64> = swept.trials.iter().map(|t| u64::from(t.index)).collect();
-    let mut c = Coverage { planned: planned.len() as u64, landed: landed.len() as u64, ..Coverage::default() };
+    let mut c = Coverage {
+        planned: planned.len() as u64,
+        landed: landed.len() as u64,
+        recorded: swept.recorded,
+        ..Coverage::default()
+    };
     for p in paths {
         let within = |points: &[u64]| points.iter().filter(|n| p.points.contains(n)).count() as u64;
         c.by_path.push(PathPoints { path: p.name.into(), planned: within(planned), landed: within(&landed) });
@@ -103,17 +110,20 @@ mod tests {
 
     #[test]
     fn every_planned_point_landed_is_equal_counts_and_no_reason() {
-        let swept =
-            Swept { planned: Some(vec![1, 2, 3]), trials: (1..=3).map(|n| trial(n, true, Outcome::Pass)).collect() };
+        let swept = Swept {
+            planned: Some(vec![1, 2, 3]),
+            trials: (1..=3).map(|n| trial(n, true, Outcome::Pass)).collect(),
+            recorded: true,
+        };
         let c = of(&swept, &[]).unwrap();
-        assert_eq!((c.planned, c.landed, c.why.len()), (3, 3, 0));
+        assert_eq!((c.planned, c.landed, c.why.len(), c.recorded), (3, 3, 0, true));
     }
 
     #[test]
     fn a_sweep_stopped_at_a_fire_says_how_many_points_did_not_run() {
         let mut trials: Vec<Trial> = (1..=2).map(|n| trial(n, true, Outcome::Pass)).collect();
         trials.push(trial(3, true, Outcome::Error(crate::pipeline::outcome::Failure::NoKill)));
-        let c = of(&Swept { planned: Some((1..=10).collect()), trials }, &[]).unwrap();
+        let c = of(&Swept { planned: Some((1..=10).collect()), trials, recorded: false }, &[]).unwrap();
         assert_eq!((c.planned, c.landed), (10, 3));
         assert_eq!(
             c.why,
@@ -125,7 +135,7 @@ mod tests {
     fn points_the_child_never_reached_are_counted_per_path() {
         let paths = [Path { name: "winning-claim", points: 1..=3 }, Path { name: "losing-claim", points: 4..=6 }];
         let trials = (1..=6).map(|n| trial(n, n != 6 && n != 5, Outcome::Pass)).collect();
-        let c = of(&Swept { planned: Some((1..=6).collect()), trials }, &paths).unwrap();
+        let c = of(&Swept { planned: Some((1..=6).collect()), trials, recorded: false }, &paths).unwrap();
         assert_eq!((c.planned, c.landed), (6, 4));
         assert_eq!(c.by_path[0], PathPoints { path: "winning-claim".into(), planned: 3, landed: 3 });
         assert_eq!(c.by_path[1], PathPoints { path: "losing-claim".into(), planned: 3, landed: 1 });
@@ -135,6 +145,7 @@ mod tests {
     #[test]
     fn a_sweep_that_planned_nothing_has_no_coverage() {
         let swept = Swept {
+            recorded: false,
             planned: None,
             trials: vec![trial(0, false, Outcome::Skip(crate::pipeline::outcome::Skip::NoTracing("ptrace".into())))],
         };

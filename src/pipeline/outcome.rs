@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use crashcells_protocol::{Op, spoken};
+use crashcells_protocol::{EXIT_UNSUPPORTED, Op, spoken};
 
 use crate::cells::{End, MissingParam, Violation};
 use crate::harness::{Exit, ReapError};
@@ -247,6 +247,33 @@ impl Failure {
             other => Failure::Census(Box::new(other)),
         }
     }
+
+    /// Whether a process of the trial ended saying it does not implement
+    /// its operation (exit [`EXIT_UNSUPPORTED`], docs/PROTOCOL.md §2), and
+    /// whether that process was `park` (else the workload's or a racer's).
+    pub fn unsupported(&self) -> Option<Unsupported> {
+        let said = |exit: &Exit| *exit == Exit::Code(EXIT_UNSUPPORTED);
+        match self {
+            Failure::Census(f) => f.unsupported(),
+            Failure::Park { exit, .. } if said(exit) => Some(Unsupported::Park),
+            Failure::EndedEarly { exit, .. } | Failure::ChildEnded { exit, .. } if said(exit) => {
+                Some(Unsupported::Workload)
+            }
+            Failure::RacerBeforeBarrier { exit, .. } | Failure::RacerEnded { exit, .. } if said(exit) => {
+                Some(Unsupported::Claim)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Which process of a trial said it does not implement its operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unsupported {
+    /// The workload's operation (`rotate`, `fork`, ...).
+    Workload,
+    Park,
+    Claim,
 }
 
 /// A stderr tail for a reason line; an empty one says so.
@@ -330,6 +357,18 @@ mod tests {
             "power loss at #94: unlink of the journal at #92 was never made durable (and 2 later operations were \
              lost): a (and 1 more, in the details)"
         );
+    }
+
+    #[test]
+    fn an_unsupported_exit_is_found_however_deep_and_says_which_process() {
+        let code = Exit::Code(EXIT_UNSUPPORTED);
+        let ended = Failure::ChildEnded { exit: code, counted: 0, before: None, stderr: String::new() };
+        assert_eq!(Failure::census(ended).unsupported(), Some(Unsupported::Workload));
+        assert_eq!(Failure::Park { exit: code, stderr: String::new() }.unsupported(), Some(Unsupported::Park));
+        let racer = Failure::RacerEnded { racer: 1, exit: code, stderr: String::new() };
+        assert_eq!(racer.unsupported(), Some(Unsupported::Claim));
+        let other = Failure::EndedEarly { exit: Exit::Code(3), acks: 0, stderr: String::new() };
+        assert_eq!(other.unsupported(), None, "any other exit is an error");
     }
 
     #[test]

@@ -46,10 +46,16 @@ pub fn power_sweep(w: &Workload, seed: u64) -> Swept {
     let make_env = |l: &str| w.env(l);
     let checker = w.checker(&rec, &label, &make_env);
     let groups = batches(units.files.len(), w.ctx.jobs);
+    // Progress counts the distinct stores recovered, batch by batch: the
+    // points are judged in a moment once they are.
+    w.ctx.tally.planned(units.files.len() as u64);
+    w.ctx.tally.phase("recovering");
     let recovered: Vec<Recovery> =
         parallel(groups.len(), w.ctx.jobs, &|_| crate::harness::interrupted().is_some(), &|b| {
             let mine: Vec<&Files> = units.files[groups[b].clone()].iter().collect();
-            checker.recover(&mine, &format!("power{b}")).0
+            let got = checker.recover(&mine, &format!("power{b}")).0;
+            mine.iter().for_each(|_| w.ctx.tally.done());
+            got
         })
         .into_iter()
         .flatten()
@@ -58,7 +64,7 @@ pub fn power_sweep(w: &Workload, seed: u64) -> Swept {
         return Swept::unplanned(Trial::ended(0, Outcome::Interrupted(Interruption::PowerStates)));
     }
     let trials = judge_points(&checker, &rec.log, &m, (&canon, &units), &recovered);
-    Swept { planned: Some(points), trials }
+    Swept { planned: Some(points), trials, recorded: true }
 }
 
 /// What each recovery starts from: a distinct store, with the transport of

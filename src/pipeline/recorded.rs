@@ -43,6 +43,7 @@ impl Workload<'_> {
     /// ends before its first point: tracing refused here, a recording that
     /// failed, or a leg the child did not honour (a skip).
     pub fn honoured_recording(&self) -> Result<Recording, Box<Swept>> {
+        self.ctx.tally.phase("recording");
         let unplanned = |t: Trial| Box::new(Swept::unplanned(t));
         let filter = preflight().map_err(|outcome| unplanned(Trial::ended(0, outcome)))?;
         let rec = self.record(filter).map_err(|trial| unplanned(*trial))?;
@@ -140,17 +141,17 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
     }
     let points = sweep_points(rec.census.points, None, w.ctx.options.points, seed);
     w.ctx.tally.planned(points.len() as u64);
+    w.ctx.tally.phase("checking");
     let states = process_states(&rec.log, &points);
     let label = |l: &str| w.label(l);
     let make_env = |l: &str| w.env(l);
     let mut trials = w.checker(&rec, &label, &make_env).check(states);
-    trials.iter().for_each(|_| w.ctx.tally.done());
     if trials.last().is_some_and(Trial::is_bad) {
         let recorded = trials.pop().expect("a last trial");
         let real = w.kill_at(rec.filter, u64::from(recorded.index), &rec.census);
         trials.push(decide(recorded, real));
     }
-    Swept { planned: Some(points), trials }
+    Swept { planned: Some(points), trials, recorded: true }
 }
 
 /// A recorded state that did not pass, against a real kill at its point:

@@ -19,7 +19,7 @@ use crate::harness::interrupted;
 use crate::matrix::Leg;
 use crate::plan::Job;
 use crate::plan::KillMode;
-use crate::report::{CellResult, Verdict};
+use crate::report::{CellResult, Fingerprint, States, Verdict};
 
 /// The reason of a result whose trial was cut short by `SIGINT`/`SIGTERM`.
 pub const INTERRUPTED: &str = "interrupted before a verdict";
@@ -75,6 +75,30 @@ fn trials(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context) -> (Vec<Trial>, 
     if let Some(missing) = missing_operation(ctx, &shape) {
         return (vec![Trial::ended(0, Outcome::Skip(Skip::MissingOperation(missing)))], None);
     }
+    let ran = shaped(job, cell, leg, ctx, shape);
+    match unsupported(&ran.0, shape) {
+        Some(op) => (vec![Trial::ended(0, Outcome::Skip(Skip::MissingOperation(op)))], None),
+        None => ran,
+    }
+}
+
+/// The operation a trial's process said it does not implement (exit 69,
+/// docs/PROTOCOL.md §2; a version-1 child has no `operations` to list):
+/// the cell is skipped for it, as for one a ready record does not list.
+fn unsupported(trials: &[Trial], shape: Shape) -> Option<crashcells_protocol::Op> {
+    use super::outcome::Unsupported;
+    use crashcells_protocol::Op;
+    let Some(Outcome::Error(f)) = trials.last().map(|t| &t.outcome) else { return None };
+    match (f.unsupported()?, shape) {
+        (Unsupported::Park, _) => Some(Op::Park),
+        (Unsupported::Claim, _) => Some(Op::Claim),
+        (Unsupported::Workload, Shape::Workload { op, .. }) => Some(op),
+        (Unsupported::Workload, Shape::Race { .. }) => None,
+    }
+}
+
+/// The trials of a live cell's job in `shape`, on a child that implements it.
+fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) -> (Vec<Trial>, Option<Coverage>) {
     match (shape, job.kill) {
         (Shape::Workload { op, window, sweep_acks, recovery }, kill) => {
             let w = Workload { job, leg, cell, ctx, op, sweep_acks, recovery };
@@ -107,6 +131,7 @@ fn trials(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context) -> (Vec<Trial>, 
 /// the sweep stopped there is what a sweep does, and its repro, a single
 /// point, must read the same).
 fn with_coverage(result: &mut CellResult, c: Coverage) {
+    result.states = Some(if c.recorded { States::Recorded } else { States::ReExecuted });
     result.points_planned = Some(c.planned);
     result.points_landed = Some(c.landed);
     result.points_by_path = c.by_path;
@@ -198,6 +223,11 @@ fn base_result(job: &Job, ctx: &Context, verdict: Verdict, reason: String, trial
         points_planned: None,
         points_landed: None,
         points_by_path: Vec::new(),
+        violation: None,
+        fingerprint: None,
+        known: None,
+        states: None,
+        sampled: false,
     }
 }
 
@@ -234,6 +264,16 @@ fn fold(job: &Job, ctx: &Context, trials: &[Trial]) -> CellResult {
         result.reason = last.audit.as_ref().map(|a| a.note.clone()).unwrap_or_default();
     }
     result.synchronous = trials.iter().rev().find_map(|t| t.synchronous.clone()).or(result.synchronous);
+    // What a fire violated, kept typed as far as the report: its kind, and
+    // the fingerprint made of it and of the leg as audited.
+    if let Outcome::Fire(f) = &last.outcome {
+        result.violation = f.first().map(|v| v.kind.to_string());
+        result.fingerprint = Fingerprint::of(&result).map(|f| f.to_string());
+    }
+    // A `--point`/`--points` sweep visited a selection: no whole sweep.
+    let o = &ctx.options;
+    result.sampled =
+        matches!(job.kill, KillMode::Syscall | KillMode::Power) && (o.point.is_some() || o.points.is_some());
     result.integrity = last.integrity.clone();
     result.details = last.details.clone();
     // An interrupted result reruns whole: its last trial decided nothing.
@@ -299,6 +339,9 @@ mod tests {
         let mut result = fold(&job, &c, std::slice::from_ref(&trial));
         keep_evidence(&c, &mut result, vec![trial]);
         assert_eq!((result.verdict, result.evidence.as_deref()), (Verdict::Fire, None));
+        // The kind survives the fold (no trial audited a mode here).
+        assert_eq!(result.violation.as_deref(), Some("lost-ack"));
+        assert_eq!(result.fingerprint.as_deref(), Some("prefix-durability/unaudited/default/timed/lost-ack"));
         let why = result.evidence_error.unwrap();
         assert!(why.starts_with("could not keep /proc/crashcells-evidence/"), "{why}");
     }

@@ -23,17 +23,20 @@ pub trait Sweepable: Sync {
 }
 
 /// What a sweep ran: the points it planned (none when it never got past its
-/// preflight or its census) and its trials, the decisive trial last.
+/// preflight or its census), its trials, the decisive trial last, and
+/// whether their crash states were rebuilt from a recording (else the
+/// child was re-run to each point), which the report says.
 #[derive(Debug)]
 pub struct Swept {
     pub planned: Option<Vec<u64>>,
     pub trials: Vec<Trial>,
+    pub recorded: bool,
 }
 
 impl Swept {
     /// A sweep that ended before it planned any point.
     pub fn unplanned(trial: Trial) -> Swept {
-        Swept { planned: None, trials: vec![trial] }
+        Swept { planned: None, trials: vec![trial], recorded: false }
     }
 
     /// A sweep that ended at its census because the leg was not honored.
@@ -67,7 +70,7 @@ pub fn sweep(ctx: &Context, seed: u64, shape: &dyn Sweepable) -> Swept {
         ctx.tally.done();
         trial
     });
-    Swept { planned: Some(points), trials }
+    Swept { planned: Some(points), trials, recorded: false }
 }
 
 /// Runs `run` for each point, up to the lowest that does not pass, which

@@ -23,6 +23,7 @@ fn paint(text: &str, verdict: Verdict, color: bool) -> String {
         Verdict::Pass => "32",
         Verdict::Fire => "1;31",
         Verdict::Error => "35",
+        Verdict::Known => "36",
         Verdict::Skip | Verdict::Stub | Verdict::Interrupted => "33",
     };
     format!("\x1b[{code}m{text}\x1b[0m")
@@ -109,10 +110,32 @@ pub fn render(report: &Report, color: bool) -> String {
         }
         if r.verdict.is_decisive() {
             decisive(&mut out, r);
+        } else if r.verdict == Verdict::Known {
+            known(&mut out, r);
         }
     }
     summary(&mut out, report);
     out
+}
+
+/// The lines under a known fire: its issue, its fingerprint, and where to
+/// start if it is looked at again (its evidence and repro).
+fn known(out: &mut String, r: &CellResult) {
+    const IN: &str = "    ";
+    if let Some(k) = &r.known {
+        let note = k.note.as_deref().map_or(String::new(), |n| format!(": {n}"));
+        let _ = writeln!(out, "{IN}known: issue {}{note}", k.issue);
+    }
+    if let Some(fp) = &r.fingerprint {
+        let _ = writeln!(out, "{IN}fingerprint: {fp}");
+    }
+    if let Some(e) = &r.evidence {
+        let _ = writeln!(out, "{IN}evidence: {e}");
+    }
+    let _ = writeln!(out, "{IN}repro: {}", r.repro);
+    if let Some(note) = &r.repro_note {
+        let _ = writeln!(out, "{IN}note: {note}");
+    }
 }
 
 /// One row: padded columns, then the reason.
@@ -132,8 +155,14 @@ fn line(out: &mut String, row: &[String; 8], widths: &[usize; 8], reason: &str, 
 /// The lines under a fire or an error: everything needed to start on it.
 fn decisive(out: &mut String, r: &CellResult) {
     const IN: &str = "    ";
+    if let Some(fp) = &r.fingerprint {
+        let _ = writeln!(out, "{IN}fingerprint: {fp}");
+    }
     if let Some(k) = r.deciding_kill() {
         let _ = writeln!(out, "{IN}kill point: {}", k.describe());
+    }
+    if let Some(states) = r.states {
+        let _ = writeln!(out, "{IN}states: {}", states.phrase());
     }
     for d in &r.details {
         let _ = writeln!(out, "{IN}details: {d}");
@@ -172,6 +201,15 @@ fn summary(out: &mut String, report: &Report) {
         let _ = write!(out, ", partition {p}");
     }
     out.push_str(")\n");
+    known_findings(out, report);
+    if let Some(of) = report.new_only_of {
+        let _ = writeln!(
+            out,
+            "new only: {} not known, of the run's {}",
+            plural(report.results.len(), "fire"),
+            plural(of, "result")
+        );
+    }
     if report.interrupted {
         let missing = report.share().map(|p| p.saturating_sub(report.results.len()));
         match missing {
@@ -180,6 +218,33 @@ fn summary(out: &mut String, report: &Report) {
             }
             _ => out.push_str("interrupted: a partial report; results not listed did not run\n"),
         }
+    }
+}
+
+/// The known findings that did not fire: each one gone on a line of its
+/// own (the gate failed on it), those only noted after them, and the file.
+fn known_findings(out: &mut String, report: &Report) {
+    use super::KnownStatus::*;
+    for k in report.gone() {
+        let _ = writeln!(out, "GONE: {}", k.sentence().unwrap_or_default());
+    }
+    for k in report.known_findings.iter().filter(|k| k.status == NotFired) {
+        let _ = writeln!(out, "note: {}", k.sentence().unwrap_or_default());
+    }
+    let not_run: Vec<&str> =
+        report.known_findings.iter().filter(|k| k.status == NotRun).map(|k| k.finding.fingerprint.as_str()).collect();
+    if !not_run.is_empty() {
+        let _ = writeln!(
+            out,
+            "note: {} did not run here ({} cell, mode or kill was not in this run): {}",
+            plural(not_run.len(), "known finding"),
+            if not_run.len() == 1 { "its" } else { "their" },
+            not_run.join(", ")
+        );
+    }
+    if let Some(file) = report.known_file.as_ref().filter(|_| report.new_only_of.is_none()) {
+        let fired = report.known_findings.iter().filter(|k| k.status == Fired).count();
+        let _ = writeln!(out, "known findings: {file}, {} of {} fired", fired, report.known_findings.len());
     }
 }
 

@@ -5,6 +5,15 @@
 //! text carries its clause, kill point, findings, evidence and repro, so the
 //! CI page alone is enough to start on it. A syscall result's system-out
 //! says how many of its planned kill points landed.
+//!
+//! A known fire (`--known`) is `<skipped type="known">` with its issue in
+//! the message, as pytest reports an expected failure: CI servers show a
+//! skipped case apart from the passes (a property on a passing case would
+//! show it green, as if nothing had fired) and do not count it as a
+//! failure, since the gate passed. A known finding that is gone is no
+//! result: it gets a test case of its own (`known/FINGERPRINT`) whose
+//! `<failure type="gone">` says the file is wrong, so that the CI page shows
+//! why the run failed.
 
 use std::time::Duration;
 
@@ -61,9 +70,23 @@ fn suite(report: &Report) -> TestSuite {
     if report.interrupted {
         props.push(("interrupted", "true".into()));
     }
+    if let Some(file) = &report.known_file {
+        props.push(("known_file", file.clone()));
+    }
     suite.add_properties(props.into_iter().map(|(k, v)| Property::new(k, v)));
     suite.add_test_cases(report.results.iter().map(case));
+    suite.add_test_cases(report.gone().map(gone));
     suite
+}
+
+/// The test case of a known finding that is gone: a failure, as the exit
+/// code is.
+fn gone(k: &super::KnownEntry) -> TestCase {
+    let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+    status.set_type("gone").set_message(k.sentence().unwrap_or_default());
+    let mut case = TestCase::new(format!("known/{}", k.finding.fingerprint), status);
+    case.set_classname("known");
+    case
 }
 
 fn case(r: &CellResult) -> TestCase {
@@ -75,7 +98,13 @@ fn case(r: &CellResult) -> TestCase {
     if let Some(points) = r.points_line() {
         out.push_str(&format!("kill points landed: {points}\n"));
     }
-    if r.verdict.is_decisive() {
+    if let Some(fp) = &r.fingerprint {
+        out.push_str(&format!("fingerprint: {fp}\n"));
+    }
+    if let Some(states) = r.states {
+        out.push_str(&format!("states: {}\n", states.phrase()));
+    }
+    if r.verdict.is_decisive() || r.verdict == Verdict::Known {
         if let Some(e) = evidence_line(r) {
             out.push_str(&format!("{e}\n"));
         }
@@ -95,18 +124,32 @@ fn status(r: &CellResult) -> TestCaseStatus {
         Verdict::Error => TestCaseStatus::non_success(NonSuccessKind::Error),
         // Cut short by the user: neither a failure nor an error of the store or the harness.
         Verdict::Skip | Verdict::Stub | Verdict::Interrupted => TestCaseStatus::skipped(),
+        // Filed already: shown apart, not failed (the module's comment says why).
+        Verdict::Known => TestCaseStatus::skipped(),
     };
-    status.set_type(r.verdict.as_str()).set_message(r.reason.as_str());
+    status.set_type(r.verdict.as_str()).set_message(message(r));
     if r.verdict.is_decisive() {
         status.set_description(description(r));
     }
     status
 }
 
+/// A case's message: its reason; a known fire's, with its issue first.
+fn message(r: &CellResult) -> String {
+    match &r.known {
+        Some(k) if r.verdict == Verdict::Known => {
+            let note = k.note.as_deref().map_or(String::new(), |n| format!(" ({n})"));
+            format!("known finding, issue {}{note}: {}", k.issue, r.reason)
+        }
+        _ => r.reason.clone(),
+    }
+}
+
 /// The text of a failure or an error: everything a reader of the CI page
 /// needs to understand the result and rerun it.
 fn description(r: &CellResult) -> String {
     let mut lines = vec![format!("clause: {}", r.clause), format!("leg: {} ({})", r.leg, r.mode_line())];
+    lines.extend(r.fingerprint.iter().map(|fp| format!("fingerprint: {fp}")));
     match r.deciding_kill() {
         Some(k) => lines.push(format!("kill: {}; {}", r.kill.as_str(), k.describe())),
         None if r.kill == KillMode::None => lines.push("kill: none; a race without a kill".into()),
@@ -118,6 +161,7 @@ fn description(r: &CellResult) -> String {
     if let Some(points) = r.points_line() {
         lines.push(format!("kill points landed: {points}"));
     }
+    lines.extend(r.states.map(|s| format!("states: {}", s.phrase())));
     if let Some(m) = &r.mutant {
         lines.push(format!("mutant: {m}"));
     }
@@ -178,6 +222,11 @@ mod tests {
             points_planned: None,
             points_landed: None,
             points_by_path: vec![],
+            violation: None,
+            fingerprint: None,
+            known: None,
+            states: None,
+            sampled: false,
         }
     }
 
@@ -200,6 +249,9 @@ mod tests {
             os: String::new(),
             ci: None,
             start_folder: String::new(),
+            known_file: None,
+            known_findings: vec![],
+            new_only_of: None,
             summary: Summary::of(&results),
             results,
         }

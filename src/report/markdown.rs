@@ -1,17 +1,12 @@
 //! The Markdown rendering, for posting a run on a tracking issue: a heading
-//! with the verdict counts (errors first when there are any) and the
-//! environment, a table of every result (with the kill points that landed),
-//! then a section per fire and per error with its clause, leg, kill point,
-//! what was acked against what was recovered, the integrity check, the
-//! evidence folder and the command that reruns it. GitHub-flavoured: table
-//! cells are escaped so that a reason cannot break the table.
-
-//! The Markdown rendering, for posting a run on a tracking issue: a heading
 //! with the verdict counts (errors first when there are any), the
 //! environment (with the commit and a link to the CI run when the run
-//! recorded them), a table of every result (with the kill points that
-//! landed), then a section per fire and per error: a heading that names it
-//! ([`section_heading`]) and a collapsed `<details>` whose `<summary>` has
+//! recorded them), the known findings when the run was judged against a
+//! file of them (`--known`: each one's issue and what became of it, a gone
+//! one first), a table of every result (with the kill points that landed),
+//! then a section per fire and per error (a known fire has its row and its
+//! issue, not a section: it is filed already): a heading that names it
+//! ([`section_heading`]: a fire's fingerprint) and a collapsed `<details>` whose `<summary>` has
 //! the essentials (cell, leg, kill, reason) and whose body has its clause,
 //! leg, kill point, what was acked against what was recovered, the
 //! integrity check, the evidence folder and the command that reruns it.
@@ -46,6 +41,7 @@ pub fn render(report: &Report) -> String {
 pub fn render_within(report: &Report, sources: &[String], limit: usize) -> String {
     let mut head = String::new();
     heading(&mut head, report);
+    known_findings(&mut head, report);
     let decisive: Vec<&CellResult> = report.results.iter().filter(|r| r.verdict.is_decisive()).collect();
     let sections: Vec<String> = decisive.iter().map(|r| section(r)).collect();
     let every_row = table(&report.results.iter().collect::<Vec<_>>());
@@ -146,6 +142,17 @@ fn whole_report(sources: &[String], left_out: &[&CellResult]) -> String {
 
 fn heading(out: &mut String, report: &Report) {
     let _ = writeln!(out, "## crashcells: {}\n", report.summary.counts());
+    if let Some(of) = report.new_only_of {
+        let gone = report.gone().count();
+        let _ = writeln!(
+            out,
+            "**New only**: the {} not known and the {} gone, of the run's {}; the counts above are the \
+             whole run's.\n",
+            plural(report.results.len(), "fire"),
+            plural(gone, "known finding"),
+            plural(of, "result")
+        );
+    }
     if report.interrupted {
         let _ = writeln!(out, "**The run was interrupted**: results that had not finished are missing.\n");
     }
@@ -187,6 +194,40 @@ fn heading(out: &mut String, report: &Report) {
     out.push('\n');
 }
 
+/// The known findings and what became of each, gone ones first (they
+/// failed the run), when the run was judged against a file of them.
+fn known_findings(out: &mut String, report: &Report) {
+    use super::KnownStatus::*;
+    let Some(file) = &report.known_file else { return };
+    if report.known_findings.is_empty() {
+        let _ = writeln!(out, "Known findings: `{}` lists none.\n", line(file));
+        return;
+    }
+    let _ = writeln!(out, "### Known findings (`{}`)\n", line(file));
+    for k in report.gone() {
+        let _ = writeln!(out, "**Gone:** {}\n", line(&k.sentence().unwrap_or_default()));
+    }
+    let _ = writeln!(out, "| fingerprint | issue | status | |\n|---|---|---|---|");
+    let mut entries: Vec<&super::KnownEntry> = report.known_findings.iter().collect();
+    entries.sort_by_key(|k| k.status != Gone);
+    for k in entries {
+        let (status, text) = match k.status {
+            Fired => ("fired", k.finding.note.clone().unwrap_or_default()),
+            Gone => ("**gone**", format!("did not fire: the file is wrong ({})", k.why)),
+            NotFired => ("not fired", k.why.clone()),
+            NotRun => ("not run", k.why.clone()),
+        };
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {status} | {} |",
+            k.finding.fingerprint,
+            cell_text(&k.finding.issue),
+            cell_text(&text)
+        );
+    }
+    out.push('\n');
+}
+
 /// The table of `results`, one row each.
 fn table(results: &[&CellResult]) -> String {
     let mut out = String::new();
@@ -200,6 +241,10 @@ fn table(results: &[&CellResult]) -> String {
         let verdict = match r.verdict {
             Verdict::Fire | Verdict::Error => format!("**{}**", r.verdict.as_str()),
             _ => r.verdict.as_str().to_string(),
+        };
+        let reason = match (&r.known, r.verdict) {
+            (Some(k), Verdict::Known) => format!("issue {}: {}", k.issue, r.reason),
+            _ => r.reason.clone(),
         };
         // A stub, or a skip before any trial, ran nothing: its counts would only be noise.
         let ran = |v: String| if super::human::ran_nothing(r) { "-".to_string() } else { v };
@@ -215,18 +260,22 @@ fn table(results: &[&CellResult]) -> String {
             super::human::ran(r),
             ran(r.acked.to_string()),
             ran(seconds(r.duration_ms)),
-            cell_text(&r.reason)
+            cell_text(&reason)
         );
     }
     out.push('\n');
     out
 }
 
-/// The heading of a fire's or an error's section: what it is, in one line.
-/// Kept apart so that a fire's fingerprint (what makes two fires "the same
-/// finding" across runs) can become its heading.
+/// The heading of a fire's or an error's section: what it is, in one line:
+/// a fire's fingerprint (what makes two fires "the same finding" across
+/// runs, so that a tracking issue's reader sees a repeat at a glance) and
+/// its leg; an error's cell, leg and kill.
 pub fn section_heading(r: &CellResult) -> String {
-    format!("{}: `{}` on leg `{}` ({})", r.verdict.as_str(), r.cell, r.leg, r.kill.phrase())
+    match &r.fingerprint {
+        Some(fp) => format!("{}: `{fp}` on leg `{}`", r.verdict.as_str(), r.leg),
+        None => format!("{}: `{}` on leg `{}` ({})", r.verdict.as_str(), r.cell, r.leg, r.kill.phrase()),
+    }
 }
 
 /// The most characters of a reason in a `<summary>`: one line on a wide
@@ -259,10 +308,16 @@ fn section(r: &CellResult) -> String {
     let _ = writeln!(out, "<details>\n<summary>{}</summary>\n", summary_line(r));
     let _ = writeln!(out, "> **Clause {}:** {}\n", r.number, line(&r.clause));
     let _ = writeln!(out, "- **Reason:** {}", line(&r.reason));
+    if let Some(fp) = &r.fingerprint {
+        let _ = writeln!(out, "- **Fingerprint:** `{fp}`");
+    }
     let _ = writeln!(out, "- **Leg:** `{}`: {}", r.leg, r.mode_line());
     let _ = writeln!(out, "- **Kill point:** {}", kill_point(r));
     if let Some(points) = r.points_line() {
         let _ = writeln!(out, "- **Kill points landed:** {points}");
+    }
+    if let Some(states) = r.states {
+        let _ = writeln!(out, "- **Crash states:** {}", states.phrase());
     }
     if let Some(m) = &r.mutant {
         let _ = writeln!(out, "- **Mutant:** `{m}`");

@@ -3,6 +3,10 @@
 //! run it: the results in plan order, the summary recomputed, the links
 //! between timed fires and syscall repros made again.
 //!
+//! The known findings of the shares (`run --known` in each) are judged
+//! again against the whole run: a finding one share did not see fire may
+//! have fired in another.
+//!
 //! Reports merge only if they are of one run: the same command (every
 //! option that can change a verdict), seed, matrix, plan size, crashcells
 //! and SQLite versions and store, and together exactly the partitions
@@ -10,7 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Report, Summary};
+use super::Report;
 use crate::error::{Error, Result};
 
 /// `--partition k/n`: the kth of n contiguous, disjoint shares of a plan.
@@ -111,7 +115,6 @@ fn complete(reports: &[(String, Report)]) -> Result<()> {
 fn combine(parts: Vec<Report>) -> Report {
     let mut whole = parts[0].clone();
     whole.results = parts.iter().flat_map(|p| p.results.iter().cloned()).collect();
-    whole.summary = Summary::of(&whole.results);
     whole.partition = None;
     // The partitions ran side by side: the run took as long as the slowest.
     whole.duration_ms = parts.iter().map(|p| p.duration_ms).max().unwrap_or(0);
@@ -121,8 +124,24 @@ fn combine(parts: Vec<Report>) -> Report {
     whole.workdir = joined(parts.iter().map(|p| p.workdir.as_str()));
     whole.os = joined(parts.iter().map(|p| p.os.as_str()));
     whole.start_folder = joined(parts.iter().map(|p| p.start_folder.as_str()));
+    let (file, findings) = known_of(&parts);
+    whole.judge_known(file, findings);
+    whole.recount();
     whole.annotate();
     whole
+}
+
+/// The known findings the shares were judged against (each file's entries
+/// once, in order: shares normally share one file), and the files.
+fn known_of(parts: &[Report]) -> (Option<String>, Vec<super::KnownFinding>) {
+    let mut findings: Vec<super::KnownFinding> = Vec::new();
+    for k in parts.iter().flat_map(|p| &p.known_findings) {
+        if !findings.iter().any(|f| f.fingerprint == k.finding.fingerprint) {
+            findings.push(k.finding.clone());
+        }
+    }
+    let files = joined(parts.iter().filter_map(|p| p.known_file.as_deref()));
+    ((!files.is_empty()).then_some(files), findings)
 }
 
 /// The distinct values, in order, joined with `, `.
@@ -139,7 +158,7 @@ fn joined<'a>(values: impl Iterator<Item = &'a str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::SCHEMA;
+    use crate::report::{SCHEMA, Summary};
 
     fn part(k: usize, n: usize) -> Report {
         Report {
@@ -160,6 +179,9 @@ mod tests {
             os: "linux".into(),
             ci: None,
             start_folder: String::new(),
+            known_file: None,
+            known_findings: vec![],
+            new_only_of: None,
             results: vec![],
             summary: Summary::default(),
         }
@@ -192,6 +214,28 @@ mod tests {
         whole.partition = None;
         let e = merge(named(vec![part(1, 2), whole])).unwrap_err().to_string();
         assert!(e.contains("not a partition"), "{e}");
+    }
+
+    /// A finding one share did not run (and noted so) fired in another:
+    /// the merged run says it fired, and its exit code follows.
+    #[test]
+    fn known_findings_are_judged_again_against_the_whole_run() {
+        use crate::plan::KillMode;
+        use crate::report::{Fingerprint, KnownFinding, KnownStatus, Verdict};
+        let mut fired = crate::report::tests::fire(KillMode::Syscall, "wal");
+        fired.violation = Some("orphan".into());
+        fired.fingerprint = Fingerprint::of(&fired).map(|f| f.to_string());
+        let finding = KnownFinding { fingerprint: fired.fingerprint.clone().unwrap(), issue: "#31".into(), note: None };
+        let (mut one, mut two) = (part(1, 2), part(2, 2));
+        two.results = vec![fired];
+        for p in [&mut one, &mut two] {
+            p.judge_known(Some("known.toml".into()), vec![finding.clone()]);
+        }
+        assert_eq!(one.known_findings[0].status, KnownStatus::NotRun);
+        let whole = merge(named(vec![one, two])).unwrap();
+        assert_eq!(whole.known_findings[0].status, KnownStatus::Fired);
+        assert_eq!((whole.results[0].verdict, whole.exit_code()), (Verdict::Known, 0));
+        assert_eq!(whole.known_file.as_deref(), Some("known.toml"));
     }
 
     #[test]

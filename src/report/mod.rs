@@ -3,8 +3,10 @@
 //! --from` reads it back and renders it again.
 
 pub mod ci;
+pub mod fingerprint;
 pub mod human;
 pub mod junit;
+pub mod known;
 pub mod markdown;
 pub mod merge;
 mod render;
@@ -12,6 +14,8 @@ mod repro;
 mod summary;
 
 pub use ci::CiRun;
+pub use fingerprint::Fingerprint;
+pub use known::{Known, KnownEntry, KnownFinding, KnownStatus};
 pub use merge::Partition;
 pub use render::{Format, render};
 pub use summary::Summary;
@@ -36,6 +40,9 @@ pub enum Verdict {
     /// Cut short by the user (`SIGINT`/`SIGTERM`) before a verdict: no
     /// evidence either way, and not the harness's error.
     Interrupted,
+    /// A fire whose fingerprint a known-findings file lists (`--known`):
+    /// still a finding about the store, already filed, so not a failure.
+    Known,
 }
 
 impl Verdict {
@@ -47,13 +54,20 @@ impl Verdict {
             Verdict::Stub => "stub",
             Verdict::Error => "error",
             Verdict::Interrupted => "interrupted",
+            Verdict::Known => "known",
         }
     }
 
     /// A fire or an error: the results a reader must look at, with their
-    /// kill point, evidence and repro.
+    /// kill point, evidence and repro. A known fire is not: its issue is
+    /// where it is looked at.
     pub fn is_decisive(self) -> bool {
         matches!(self, Verdict::Fire | Verdict::Error)
+    }
+
+    /// A clause violated, known or not: what has a fingerprint.
+    pub fn is_fire(self) -> bool {
+        matches!(self, Verdict::Fire | Verdict::Known)
     }
 }
 
@@ -112,6 +126,49 @@ pub struct CellResult {
     /// several (cell 2: racer r0's winning claim and its losing claim).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub points_by_path: Vec<PathPoints>,
+    /// A fire's kind of violation, as the cell's judge names it (the first
+    /// violation's: `lost-ack`, `orphan`, ...), kept so that a report read
+    /// back has what its fingerprint is made of; absent on other verdicts
+    /// and in reports written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub violation: Option<String>,
+    /// A fire's fingerprint (`fingerprint.rs`): what was violated, the same
+    /// across seeds, kill points, machines and SQLite patch versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// A known fire's issue and note, from the known-findings file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known: Option<Known>,
+    /// Sweeps: whether the crash states were rebuilt from one recorded run
+    /// or the child was re-run to each kill point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub states: Option<States>,
+    /// Sweeps: the planned points were a `--point`/`--points` selection of
+    /// the workload's, not every one (so a pass is no whole sweep).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sampled: bool,
+}
+
+/// How a sweep's crash states were made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum States {
+    /// Rebuilt from one recorded run of the workload (docs/DESIGN.md,
+    /// "Recorded crash states"), a fire confirmed by a real kill.
+    Recorded,
+    /// The child re-run and killed at each point (`--replay off`, `--point`,
+    /// a race, or a recording that disagreed with the disk).
+    ReExecuted,
+}
+
+impl States {
+    /// As a reader says it.
+    pub fn phrase(self) -> &'static str {
+        match self {
+            States::Recorded => "replayed from a recording",
+            States::ReExecuted => "re-executed (the child re-run to each point)",
+        }
+    }
 }
 
 /// Kill points planned and landed on one path of the killed process.
@@ -213,8 +270,19 @@ pub struct Report {
     /// options start; empty in reports written before it was recorded.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub start_folder: String,
+    /// The known-findings file the fires were judged against (`--known`),
+    /// as it was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known_file: Option<String>,
+    /// Each finding of that file, and what became of it in this run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub known_findings: Vec<KnownEntry>,
     pub results: Vec<CellResult>,
     pub summary: Summary,
+    /// Set by [`Report::new_only`]: this report shows only what is new of a
+    /// run of that many results (never written: a JSON report is whole).
+    #[serde(skip)]
+    pub new_only_of: Option<usize>,
 }
 
 impl Report {
@@ -222,6 +290,24 @@ impl Report {
     /// interrupted run (the shell's convention), else as its verdicts say.
     pub fn exit_code(&self) -> i32 {
         if self.interrupted { 128 + self.signal.unwrap_or(libc::SIGINT) } else { self.summary.exit_code() }
+    }
+
+    /// The summary recounted from the results and the known findings gone:
+    /// a summary edited or left stale must not decide an exit code.
+    pub fn recount(&mut self) {
+        self.summary = Summary::of(&self.results);
+        self.summary.gone = self.gone().count();
+    }
+
+    /// What `report --new-only` shows, for posting to a tracking issue: the
+    /// fires that are not known and the known findings that are gone; the
+    /// summary stays the whole run's.
+    pub fn new_only(&self) -> Report {
+        let mut r = self.clone();
+        r.new_only_of = Some(self.results.len());
+        r.results.retain(|x| x.verdict == Verdict::Fire);
+        r.known_findings.retain(|k| k.status == KnownStatus::Gone);
+        r
     }
 
     /// How many results this report should hold: its share of the plan.
@@ -266,7 +352,7 @@ impl Report {
         // the file must not decide the exit code.
         let mut report = report;
         report.results.iter_mut().for_each(CellResult::upgrade);
-        report.summary = Summary::of(&report.results);
+        report.recount();
         report.annotate();
         Ok(report)
     }
@@ -322,6 +408,11 @@ pub(crate) mod tests {
             points_planned: None,
             points_landed: None,
             points_by_path: vec![],
+            violation: None,
+            fingerprint: None,
+            known: None,
+            states: None,
+            sampled: false,
         }
     }
 
@@ -330,8 +421,8 @@ pub(crate) mod tests {
             "seed":1,"matrix":"default","duration_ms":5,"results":[],
             "summary":{"pass":0,"fire":0,"skip":0,"stub":0,"error":0}}"#;
         let mut r = Report::from_json("r.json", old).unwrap();
-        r.summary = Summary::of(&results);
         r.results = results;
+        r.recount();
         r.annotate();
         r
     }

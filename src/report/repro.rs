@@ -4,6 +4,13 @@
 //! but lands where the scheduler lets it, so a timed fire's repro repeats
 //! the kill, not the instant, and may pass; the syscall result of the same
 //! cell and leg, when the run has one, is the repro to trust.
+//!
+//! A race (cell 2) is timing all through: its repro reruns the same race,
+//! not the same interleaving of its racers (measured: a `racy-claim` race's
+//! repro fired again 5 times in 10), and a race's syscall repro kills racer
+//! r0 at the same call while the other racers' timing decides what that
+//! kill leaves (2 times in 10). Both are labelled; neither points to the
+//! other as the one to trust.
 
 use crate::plan::KillMode;
 
@@ -21,10 +28,37 @@ impl Report {
             .filter(|r| r.kill == KillMode::Syscall)
             .map(|r| (r.cell.clone(), r.leg.clone(), r.repro.clone(), r.verdict))
             .collect();
-        for r in self.results.iter_mut().filter(|r| r.kill == KillMode::Timed && r.verdict == Verdict::Fire) {
-            let twin = syscall.iter().find(|(c, l, ..)| *c == r.cell && *l == r.leg);
-            r.syscall_repro = twin.map(|t| t.2.clone());
-            r.repro_note = Some(timed_note(twin.map(|t| t.3)));
+        for r in self.results.iter_mut().filter(|r| r.verdict.is_fire()) {
+            if r.is_race() {
+                r.repro_note = Some(race_note(r.kill).into());
+                r.syscall_repro = None;
+            } else if r.kill == KillMode::Timed {
+                let twin = syscall.iter().find(|(c, l, ..)| *c == r.cell && *l == r.leg);
+                r.syscall_repro = twin.map(|t| t.2.clone());
+                r.repro_note = Some(timed_note(twin.map(|t| t.3)));
+            }
+        }
+    }
+}
+
+impl super::CellResult {
+    /// Whether this result is a race's (cell 2): run without a kill, or
+    /// swept over the paths of its racer r0 (only a race has several).
+    pub fn is_race(&self) -> bool {
+        self.kill == KillMode::None || !self.points_by_path.is_empty()
+    }
+}
+
+/// What a race's repro is worth: the interleaving is the scheduler's.
+fn race_note(kill: KillMode) -> &'static str {
+    match kill {
+        KillMode::Syscall | KillMode::Power => {
+            "a race's kill point is racer r0's call, but the other racers' timing decides what the kill leaves: \
+             this repro may not fire again (measured: 2 times in 10); rerun it a few times"
+        }
+        _ => {
+            "a race's repro reruns the same race, not the same interleaving of its racers: it may not fire again \
+             (measured: 5 times in 10); rerun it a few times"
         }
     }
 }
@@ -64,6 +98,23 @@ mod tests {
             let text = render(&r, format, false).unwrap();
             assert!(text.contains("may not fire again"), "{format:?}: {text}");
             assert!(text.contains("crashcells run --kill syscall"), "{format:?}");
+        }
+    }
+
+    /// A race's repro, with a kill or without, is labelled as one that may
+    /// not fire again, in every format; neither points to the other.
+    #[test]
+    fn a_races_repro_is_labelled_in_every_format() {
+        use crate::report::PathPoints;
+        let mut swept = fire(KillMode::Syscall, "default");
+        swept.points_by_path = vec![PathPoints { path: "winning-claim".into(), planned: 4, landed: 4 }];
+        let r = report_of(vec![fire(KillMode::None, "default"), swept]);
+        assert!(r.results[0].repro_note.as_deref().unwrap().contains("not the same interleaving"));
+        assert!(r.results[1].repro_note.as_deref().unwrap().contains("the other racers' timing"));
+        assert_eq!(r.results[0].syscall_repro, None, "a race's syscall repro is no more reliable");
+        for format in [Format::Human, Format::Json, Format::Junit, Format::Markdown] {
+            let text = render(&r, format, false).unwrap();
+            assert!(text.contains("5 times in 10") && text.contains("2 times in 10"), "{format:?}: {text}");
         }
     }
 }

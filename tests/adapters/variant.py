@@ -11,6 +11,9 @@ silent-wal      the same, but the ready record carries no `resolver`: a
 rotate-fails    `rotate` writes its ready record, then fails (exit 3)
 park-fails      `park` fails (exit 3)
 no-rotate       the ready record does not list `rotate`, which is refused
+resend          `catch-up` resends an obligation left attempting without asking
+                the transport (as the resend-on-catch-up mutant, always): a
+                store at least once by design, as Hermes's gateway is
 """
 
 import importlib.util
@@ -46,6 +49,14 @@ def fail(what):
     return op
 
 
+def resending(catch_up):
+    def op(a):
+        a.mutant = "resend-on-catch-up"
+        return catch_up(a)
+
+    return op
+
+
 def silent(store_init):
     def init(self, path):
         store_init(self, path)
@@ -63,6 +74,8 @@ for variant in sys.argv.pop(1).split(","):
         store.op_rotate = fail("rotate")
     elif variant == "park-fails":
         store.op_park = fail("park")
+    elif variant == "resend":
+        store.op_catch_up = resending(store.op_catch_up)
     elif variant == "no-rotate":
         store.OPERATIONS = tuple(o for o in store.OPERATIONS if o != "rotate")
         store.op_rotate = fail("rotate (not implemented)")

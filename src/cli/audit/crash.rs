@@ -29,6 +29,10 @@ pub struct Column {
     pub reason: String,
     /// Each cell's verdict, `N: verdict`.
     pub cells: Vec<String>,
+    /// The command that reruns the first cell that lost a commit (its
+    /// result's repro): where a `LOSES` is looked at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repro: Option<String>,
 }
 
 impl Column {
@@ -42,14 +46,26 @@ impl Column {
     }
 }
 
-/// The process-crash and power-loss columns of `leg`.
-pub fn columns(ctx: &Context, matrix_name: &str, leg: &Leg) -> crate::error::Result<(Column, Column)> {
+/// How many results the columns of one leg run: each workload cell, under
+/// a process crash and under a power loss (for a progress bar's length).
+pub fn results_per_leg() -> crate::error::Result<usize> {
+    Ok(workload_cells(&Catalog::embedded()?).len() * 2)
+}
+
+/// The process-crash and power-loss columns of `leg`, each result told to
+/// `progress` as it runs.
+pub fn columns(
+    ctx: &Context,
+    matrix_name: &str,
+    leg: &Leg,
+    progress: &dyn crate::run::Progress,
+) -> crate::error::Result<(Column, Column)> {
     let catalog = Catalog::embedded()?;
     let matrix = Matrix { name: matrix_name.to_string(), description: String::new(), legs: vec![leg.clone()] };
     let cells = workload_cells(&catalog);
     let selection = Selection { cells, legs: vec![leg.name.clone()], kills: vec![KillMode::Syscall, KillMode::Power] };
     let jobs = plan(&catalog, &matrix, &selection, ctx.seed)?;
-    let results = crate::run::execute(&jobs, ctx, ctx.jobs, &crate::run::Quiet);
+    let results = crate::run::execute(&jobs, ctx, ctx.jobs, progress);
     let column = |kill: KillMode| {
         let of: Vec<_> = results.iter().filter(|r| r.kill == kill).collect();
         let first_bad = of.iter().find(|r| r.verdict != Verdict::Pass);
@@ -62,6 +78,7 @@ pub fn columns(ctx: &Context, matrix_name: &str, leg: &Leg) -> crate::error::Res
             keeps,
             reason: first_bad.map_or_else(String::new, |r| format!("cell {}: {}", r.number, r.reason)),
             cells: of.iter().map(|r| format!("{}: {}", r.number, r.verdict.as_str())).collect(),
+            repro: first_bad.filter(|r| r.verdict == Verdict::Fire).map(|r| r.repro.clone()),
         }
     };
     Ok((column(KillMode::Syscall), column(KillMode::Power)))
@@ -96,7 +113,7 @@ mod tests {
 
     #[test]
     fn a_column_says_keeps_loses_or_nothing() {
-        let c = |keeps| Column { keeps, reason: String::new(), cells: vec![] };
+        let c = |keeps| Column { keeps, reason: String::new(), cells: vec![], repro: None };
         assert_eq!([c(Some(true)).word(), c(Some(false)).word(), c(None).word()], ["keeps", "LOSES", "-"]);
     }
 }

@@ -1,0 +1,193 @@
+//! Fingerprints and known findings, as a gate meets them: the same finding
+//! has the same fingerprint under two seeds and on two legs of one mode; a
+//! run whose every fire is known exits 0 and counts them as `known`; a known
+//! finding that a whole sweep of the reference store no longer fires is
+//! gone (exit 1, named in every format); a timed one is only noted; a bad
+//! file is one line and exit 2 before any child runs; `report` judges a
+//! saved run against a file and shows only what is new.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{bin, run, run_json, scratch};
+
+/// Cell 3's finding on the `delete` leg under the `split-rotation` mutant.
+const ROTATION: &str = "rotation-atomicity/delete/full/syscall/orphan";
+
+/// The fires of a report, as `(leg, kill, fingerprint, kill point)`.
+fn fires(report: &Value) -> Vec<(String, String, String, u64)> {
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["verdict"] == "fire" || r["verdict"] == "known")
+        .map(|r| {
+            let point = r["kill_points"].as_array().and_then(|k| k.last()).map_or(0, |k| k["trial"].as_u64().unwrap());
+            (s(&r["leg"]), s(&r["kill"]), s(&r["fingerprint"]), point)
+        })
+        .collect()
+}
+
+#[test]
+fn the_same_finding_has_the_same_fingerprint_under_two_seeds_and_on_two_legs_of_one_mode() {
+    let dir = scratch();
+    // Two samples of the sweep, drawn with two seeds: the fire lands at
+    // other kill points, and is the same finding.
+    let sample = |seed: &str| {
+        let args = ["run", "--cell", "3", "--leg", "delete", "--kill", "syscall", "--mutant", "split-rotation"];
+        let (code, report) = run_json(&[&args[..], &["--points", "80", "--seed", seed]].concat(), dir.path());
+        assert_eq!(code, 1, "{report:#}");
+        fires(&report).remove(0)
+    };
+    let (one, two) = (sample("1"), sample("2"));
+    assert_ne!(one.3, two.3, "the seeds drew other points: {one:?} {two:?}");
+    assert_eq!((one.2.as_str(), two.2.as_str()), (ROTATION, ROTATION));
+    // The resolver's default and `wal` run one mode and level: one finding.
+    let args = ["run", "--cell", "1", "--leg", "default", "--leg", "wal", "--kill", "syscall"];
+    let (code, report) = run_json(&[&args[..], &["--mutant", "ack-before-commit", "--seed", "3"]].concat(), dir.path());
+    assert_eq!(code, 1, "{report:#}");
+    let prints: Vec<String> = fires(&report).into_iter().map(|f| f.2).collect();
+    assert_eq!(prints, ["prefix-durability/wal/full/syscall/lost-ack"; 2], "{report:#}");
+}
+
+/// A known-findings file in `dir` listing `fingerprints`, each filed as `#31`.
+fn known_file(dir: &Path, fingerprints: &[&str]) -> PathBuf {
+    let path = dir.join("known.toml");
+    let text: String = fingerprints
+        .iter()
+        .map(|f| format!("[[finding]]\nfingerprint = \"{f}\"\nissue = \"#31\"\nnote = \"filed, being fixed\"\n\n"))
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `crashcells report --from FILE ARGS...`: exit code and stdout.
+fn report(from: &Path, args: &[&str]) -> (i32, String) {
+    let out = bin().args(["report", "--from"]).arg(from).args(args).env("NO_COLOR", "1").output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn a_run_whose_every_fire_is_known_exits_0_and_counts_them_in_every_format() {
+    let dir = scratch();
+    let known = known_file(dir.path(), &[ROTATION]);
+    let json = dir.path().join("run.json");
+    let args = ["run", "--cell", "3", "--leg", "delete", "--kill", "syscall", "--mutant", "split-rotation"];
+    let more = ["--seed", "5", "--known", known.to_str().unwrap(), "--format", "json", "--out", json.to_str().unwrap()];
+    let out = run(&[&args[..], &more[..]].concat(), dir.path());
+    let human = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{human}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(human.contains("1 result: 0 fire, 0 error, 1 known, 0 pass"), "{human}");
+    assert!(human.contains("known: issue #31: filed, being fixed") && human.contains(ROTATION), "{human}");
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!((&saved["summary"]["known"], &saved["results"][0]["verdict"]), (&Value::from(1), &Value::from("known")));
+    assert_eq!(saved["results"][0]["known"]["issue"], "#31");
+    assert_eq!(saved["known_findings"][0]["status"], "fired");
+    assert_eq!(saved["known_file"], known.to_str().unwrap());
+    // Rendered again: the same verdict in every format, and the same exit code.
+    let (code, xml) = report(&json, &["--format", "junit"]);
+    assert_eq!(code, 0);
+    assert!(xml.contains("<skipped message=\"known finding, issue #31 (filed, being fixed): trial"), "{xml}");
+    assert!(xml.contains("type=\"known\"/>"), "{xml}");
+    assert!(xml.contains("failures=\"0\""), "a known fire is no failure: {xml}");
+    let (_, md) = report(&json, &["--format", "markdown"]);
+    assert!(md.starts_with("## crashcells: 0 fire, 0 error, 1 known,"), "{md}");
+    assert!(md.contains(&format!("| `{ROTATION}` | #31 | fired |")), "{md}");
+    assert!(md.contains("| known | 3 `rotation-atomicity` |") && !md.contains("<details>"), "{md}");
+    // Judged again against a file that lists nothing: a new fire.
+    let empty = dir.path().join("none.toml");
+    std::fs::write(&empty, "").unwrap();
+    let (code, md) = report(&json, &["--known", empty.to_str().unwrap(), "--format", "markdown"]);
+    assert_eq!(code, 1, "{md}");
+    assert!(md.contains(&format!("### fire: `{ROTATION}` on leg `delete`")), "the fingerprint heads the fire: {md}");
+}
+
+#[test]
+fn a_known_finding_a_whole_sweep_no_longer_fires_is_gone_exit_1_named_in_every_format() {
+    let dir = scratch();
+    let known = known_file(dir.path(), &[ROTATION, "rotation-atomicity/delete/full/timed/orphan"]);
+    let json = dir.path().join("run.json");
+    // The reference store: its rotation is atomic, so cell 3 does not fire.
+    let args = ["run", "--cell", "3", "--leg", "delete", "--trials", "1", "--seed", "5", "--known"];
+    let out = run(
+        &[&args[..], &[known.to_str().unwrap(), "--format", "json", "--out", json.to_str().unwrap()]].concat(),
+        dir.path(),
+    );
+    let human = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{human}");
+    let gone = format!("known finding {ROTATION} (issue #31) did not fire: the file is wrong");
+    assert!(human.contains(&format!("GONE: {gone} (the whole syscall sweep of leg `delete`")), "{human}");
+    // The timed finding did not fire either: under timed kills, only noted.
+    assert!(
+        human.contains("note: known finding rotation-atomicity/delete/full/timed/orphan (issue #31) did not fire"),
+        "{human}"
+    );
+    assert!(human.contains("0 fire, 0 error, 1 gone, 2 pass"), "{human}");
+    for format in ["human", "markdown", "junit", "json"] {
+        let (code, text) = report(&json, &["--format", format]);
+        assert_eq!(code, 1, "{format}");
+        let named = if format == "json" { text.contains("\"status\": \"gone\"") } else { text.contains(&gone) };
+        assert!(named, "{format}: {text}");
+    }
+    let (_, xml) = report(&json, &["--format", "junit"]);
+    assert!(xml.contains(&format!("<testcase name=\"known/{ROTATION}\" classname=\"known\">")), "{xml}");
+    assert!(xml.contains(&format!("<failure message=\"{gone}")) && xml.contains("type=\"gone\"/>"), "{xml}");
+    // New only: the gone finding is the news; no fire, so no row.
+    let (code, md) = report(&json, &["--new-only", "--format", "markdown"]);
+    assert_eq!(code, 1);
+    assert!(
+        md.contains("**New only**: the 0 fires not known and the 1 known finding gone, of the run's 2 results"),
+        "{md}"
+    );
+    assert!(md.contains("| **gone** |") && !md.contains("| pass |"), "{md}");
+}
+
+#[test]
+fn new_only_shows_the_fires_that_are_not_known() {
+    let dir = scratch();
+    let known = known_file(dir.path(), &["prefix-durability/delete/full/syscall/lost-ack"]);
+    let json = dir.path().join("run.json");
+    let args = ["run", "--cell", "1", "--leg", "delete", "--leg", "wal", "--kill", "syscall", "--seed", "5"];
+    let more = ["--mutant", "ack-before-commit", "--known", known.to_str().unwrap(), "--format", "json", "--out"];
+    let out = run(&[&args[..], &more[..], &[json.to_str().unwrap()]].concat(), dir.path());
+    assert_eq!(out.status.code(), Some(1), "the wal leg's fire is new: {}", String::from_utf8_lossy(&out.stdout));
+    for format in ["human", "markdown"] {
+        let (code, text) = report(&json, &["--new-only", "--format", format]);
+        assert_eq!(code, 1, "{format}");
+        assert!(text.contains("prefix-durability/wal/full/syscall/lost-ack"), "{format}: {text}");
+        assert!(!text.contains("| known |") && !text.lines().any(|l| l.starts_with("known ")), "{format}: {text}");
+    }
+    let (_, human) = report(&json, &["--new-only"]);
+    assert!(human.contains("new only: 1 fire not known, of the run's 2 results"), "{human}");
+    let out = bin().args(["report", "--from"]).arg(&json).args(["--new-only", "--format", "json"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!((out.status.code(), stderr.trim().lines().count()), (Some(2), 1), "{stderr}");
+    assert!(stderr.contains("--new-only renders human or markdown: a JSON report is the whole run"), "{stderr}");
+}
+
+#[test]
+fn a_malformed_known_findings_file_is_one_line_and_exit_2_before_any_child_runs() {
+    let dir = scratch();
+    let bad = dir.path().join("known.toml");
+    let cases = [
+        (
+            "[[finding]]\nfingerprint = \"a/b/c/syscall/d\"\nissue = \"#1\"\nowner = \"me\"\n",
+            "entry 1: unknown field `owner`",
+        ),
+        ("[[finding]]\nfingerprint = \"a/b/c/syscall/d\"\n", "entry 1: missing field `issue`"),
+        ("[[finding]]\nfingerprint = \"a/b/c/d\"\nissue = \"#1\"\n", "entry 1: fingerprint `a/b/c/d` has 4 words"),
+        ("[finding\n", "at byte"),
+    ];
+    for (text, needle) in cases {
+        std::fs::write(&bad, text).unwrap();
+        let out = run(&["run", "--cell", "1", "--seed", "1", "--known", bad.to_str().unwrap()], dir.path());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!((out.status.code(), stderr.trim().lines().count()), (Some(2), 1), "{stderr}");
+        assert!(stderr.contains(&format!("known findings {}: ", bad.display())) && stderr.contains(needle), "{stderr}");
+        assert!(out.stdout.is_empty() && !dir.path().join("evidence").exists(), "no cell ran");
+    }
+    let out = run(&["run", "--cell", "1", "--known", "/nonexistent/known.toml"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+}
