@@ -16,8 +16,10 @@ pub mod transport;
 
 pub use config::{ConfigError, DatabaseConfig, HOME_ENV, JournalMode, Synchronous};
 pub use dump::{Dump, DumpMessage, DumpObligation, DumpSession, LiveError};
-pub use op::{APPEND_SESSION, EXIT_LOST, EXIT_WON, FORK_EVERY, ForkStep, HANDOFF_SESSION, Mutant, Op, OpArgs};
-pub use records::{Ack, AckWriter, DUMP_BATCH, Decider, Decision, Ready, Record};
+pub use op::{
+    APPEND_SESSION, CARRIED, EXIT_LOST, EXIT_WON, FORK_EVERY, ForkStep, HANDOFF_SESSION, Mutant, Op, OpArgs, Rotation,
+};
+pub use records::{Ack, AckWriter, DUMP_BATCH, Decider, Decision, ROTATE_SHAPES, Ready, Record};
 pub use transport::Delivery;
 
 /// The protocol version the reference store speaks, and the newest the
