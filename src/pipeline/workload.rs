@@ -9,7 +9,7 @@
 //! the child's own end, so the census counts every point, the close of the
 //! store included (in WAL, the last connection's checkpoint).
 
-use crashcells_protocol::{Op, OpArgs};
+use crashcells_protocol::{Op, OpArgs, Ready};
 
 use super::census::Census;
 use super::context::Context;
@@ -70,6 +70,11 @@ impl Workload<'_> {
         }
         if self.op.uses_transport() {
             args = args.transport(&env.transport);
+        }
+        // Every shape of a rotation, for a child that says it can (an
+        // optional word of its ready record); others rotate as in version 1.
+        if self.op == Op::Rotate && self.ctx.child_ready.as_ref().is_some_and(Ready::rotates_in_shapes) {
+            args = args.shapes();
         }
         args
     }
@@ -134,4 +139,40 @@ pub fn ended_with(env: Option<TrialEnv>, outcome: Outcome) -> Box<Trial> {
         Some(env) => t.with_env(env),
         None => t,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+    use crate::plan::KillMode;
+
+    fn ready(operations: &[&str]) -> crashcells_protocol::Ready {
+        let text = format!(
+            r#"{{"protocol":2,"pid":1,"op":"append","sqlite_version":"3.54.1","journal_mode":"wal","operations":{}}}"#,
+            serde_json::to_string(operations).unwrap()
+        );
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// The words of `op`'s command in a trial folder, for a child whose
+    /// preflight listed `operations`.
+    fn words(op: Op, operations: &[&str]) -> Vec<String> {
+        let spec = Catalog::embedded().unwrap().find("rotation-atomicity").unwrap().clone();
+        let leg = Leg { name: "wal".into(), journal_mode: None, synchronous: None };
+        let job = Job { cell: spec, leg: Some(leg.clone()), kill: KillMode::Syscall, seed: 7 };
+        let ctx = Context::for_tests(1, Some(ready(operations)));
+        let cell = crate::cells::find("rotation-atomicity").unwrap();
+        let w = Workload { job: &job, leg: &leg, cell, ctx: &ctx, op, sweep_acks: 4, recovery: None };
+        let env = w.env("t").unwrap();
+        w.args(&env).to_args().iter().map(|a| a.to_string_lossy().into_owned()).collect()
+    }
+
+    #[test]
+    fn rotate_gets_its_shapes_only_from_a_child_that_lists_them() {
+        let listed = ["append", "rotate", "dump", crashcells_protocol::ROTATE_SHAPES];
+        assert!(words(Op::Rotate, &listed).windows(2).any(|w| w == ["--shapes", "on"]));
+        assert!(!words(Op::Rotate, &["append", "rotate", "dump"]).contains(&"--shapes".to_string()));
+        assert!(!words(Op::Append, &listed).contains(&"--shapes".to_string()), "rotate's flag only");
+    }
 }
