@@ -230,6 +230,9 @@ fn rotate(a: RotateArgs) -> Result<(), ChildError> {
         let carried = r.carried_messages();
         match w.mutant {
             Some(Mutant::SplitRotation) => store.publish_rotation_split(&r.parent, &r.child, &carried)?,
+            Some(Mutant::SplitContinuation) => {
+                store.publish_rotation_split_continuation(&r.parent, &r.child, &carried)?
+            }
             _ => store.publish_rotation(&r.parent, &r.child, &carried)?,
         }
         let ack = if shapes { Ack::rotation(k, &r) } else { Ack::rotate(k, &r.parent, &r.child) };

@@ -292,6 +292,27 @@ impl Store {
             &mut || (),
         )
     }
+
+    /// Mutant `split-continuation`: the continuation is created, linked to
+    /// its parent, and the parent ended, in one transaction; what the
+    /// continuation holds (its system message, the carried messages) is
+    /// written in a second. A crash between the two leaves a continuation
+    /// without what its rotation put in it: the rotation visible in part.
+    pub fn publish_rotation_split_continuation(
+        &mut self,
+        parent: &str,
+        child: &str,
+        carried: &[(&str, String)],
+    ) -> rusqlite::Result<()> {
+        self.immediate(
+            |tx| insert_session(tx, child, Some(parent)).and_then(|()| end_by_compression(tx, parent)),
+            &mut || (),
+        )?;
+        self.immediate(
+            |tx| fill_continuation(tx, parent, child).and_then(|()| insert_carried(tx, child, carried)),
+            &mut || (),
+        )
+    }
 }
 
 pub(crate) fn expect_one(rows: usize) -> rusqlite::Result<()> {
@@ -327,6 +348,11 @@ pub(crate) fn insert_message(
 
 fn insert_continuation(tx: &rusqlite::Transaction<'_>, parent: &str, child: &str) -> rusqlite::Result<()> {
     insert_session(tx, child, Some(parent))?;
+    fill_continuation(tx, parent, child)
+}
+
+/// The continuation's system message: the summary a compressor writes.
+fn fill_continuation(tx: &rusqlite::Transaction<'_>, parent: &str, child: &str) -> rusqlite::Result<()> {
     insert_message(tx, child, "system", &format!("continued from {parent}")).map(drop)
 }
 

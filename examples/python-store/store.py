@@ -60,6 +60,7 @@ MUTANTS = (
     "split-claim",
     "torn-fork",
     "resend-on-catch-up",
+    "split-continuation",
 )
 # A fork run rewinds at every FORK_EVERY-th operation (docs/PROTOCOL.md, `fork`).
 FORK_EVERY = 4
@@ -358,6 +359,19 @@ class Store:
         self.transaction(lambda c: close_by_compression(c, parent))
         self.transaction(lambda c: insert_continuation(c, parent, child, carried))
 
+    def publish_rotation_split_continuation(self, parent, child, carried=0):
+        """Mutant split-continuation: the continuation is linked and the parent
+        closed in one transaction, what the continuation holds (its system turn
+        and the carried turns) written in a second; a kill between them leaves
+        a continuation without its summary."""
+
+        def link(c):
+            insert_conversation(c, child, continues=parent)
+            close_by_compression(c, parent)
+
+        self.transaction(link)
+        self.transaction(lambda c: fill_continuation(c, parent, child, carried))
+
     # --- fork: rewinds by branching ---------------------------------------------
 
     def head(self, name):
@@ -571,6 +585,7 @@ def op_rotate(a):
     shapes = a.shapes == "on"
     publish = {
         "split-rotation": store.publish_rotation_split,
+        "split-continuation": store.publish_rotation_split_continuation,
     }.get(a.mutant, store.publish_rotation)
     for k in ops(a.stop_after):
         parent, child, carried = rotation(k, shapes)

@@ -285,10 +285,14 @@ pub enum Mutant {
     /// `catch-up` resends every obligation not marked delivered without
     /// asking the transport whether it arrived (cell 5 fires).
     ResendOnCatchUp,
+    /// `rotate` creates the continuation and ends the parent in one
+    /// transaction, then writes what the continuation holds (its `system`
+    /// message and carried messages) in a second (cell 3 fires).
+    SplitContinuation,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 8] = [
+    pub const ALL: [Mutant; 9] = [
         Mutant::AckBeforeCommit,
         Mutant::RacyClaim,
         Mutant::SplitRotation,
@@ -297,6 +301,7 @@ impl Mutant {
         Mutant::DropAppend,
         Mutant::TornFork,
         Mutant::ResendOnCatchUp,
+        Mutant::SplitContinuation,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -309,6 +314,7 @@ impl Mutant {
             Mutant::DropAppend => "drop-append",
             Mutant::TornFork => "torn-fork",
             Mutant::ResendOnCatchUp => "resend-on-catch-up",
+            Mutant::SplitContinuation => "split-continuation",
         }
     }
 
@@ -331,6 +337,10 @@ impl Mutant {
             Mutant::DropAppend => "`append` acks every append but never writes every 64th",
             Mutant::TornFork => "`fork` rewinds in several transactions, one message of the tail at a time",
             Mutant::ResendOnCatchUp => "`catch-up` resends every obligation not marked delivered, without asking",
+            Mutant::SplitContinuation => {
+                "`rotate` links the continuation and ends the parent, then writes the continuation's messages in a \
+                 second transaction"
+            }
         }
     }
 
@@ -340,7 +350,7 @@ impl Mutant {
         match self {
             Mutant::AckBeforeCommit | Mutant::Stall | Mutant::DropAppend => 1,
             Mutant::RacyClaim | Mutant::SplitClaim => 2,
-            Mutant::SplitRotation => 3,
+            Mutant::SplitRotation | Mutant::SplitContinuation => 3,
             Mutant::TornFork => 4,
             Mutant::ResendOnCatchUp => 5,
         }
