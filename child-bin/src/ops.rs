@@ -280,10 +280,10 @@ fn fork(a: ForkArgs) -> Result<(), ChildError> {
                 Ack::of("append", i)
             }
             ForkStep::Rewind { k } => {
-                if w.mutant == Some(Mutant::TornFork) {
-                    store.rewind_torn(APPEND_SESSION, k)?;
-                } else {
-                    store.rewind(APPEND_SESSION, k)?;
+                match w.mutant {
+                    Some(Mutant::TornFork) => store.rewind_torn(APPEND_SESSION, k)?,
+                    Some(Mutant::TornBranch) => store.rewind_torn_branch(APPEND_SESSION, k)?,
+                    _ => store.rewind(APPEND_SESSION, k)?,
                 }
                 Ack::rewind(i, k)
             }

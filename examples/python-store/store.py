@@ -61,6 +61,7 @@ MUTANTS = (
     "torn-fork",
     "resend-on-catch-up",
     "split-continuation",
+    "torn-branch",
 )
 # A fork run rewinds at every FORK_EVERY-th operation (docs/PROTOCOL.md, `fork`).
 FORK_EVERY = 4
@@ -410,6 +411,19 @@ class Store:
 
             self.transaction(trim)
 
+    def rewind_torn_branch(self, name, k, branch):
+        """Mutant torn-branch: the branch is committed first, then each kept
+        turn copied into it in a transaction of its own. A rewind that keeps
+        nothing is still one transaction, so only a rewind that keeps some
+        shows the tear."""
+        head = self.head(name)
+        kept = self.conn.execute(
+            "SELECT speaker, body FROM turns WHERE conversation=? ORDER BY seq LIMIT ?", (head, k)
+        ).fetchall()
+        self.transaction(lambda c: insert_conversation(c, branch, branched_from=head))
+        for speaker, text in kept:
+            self.transaction(lambda c, s=speaker, t=text: insert_turn(c, branch, s, t))
+
     # --- the outbox ---------------------------------------------------------------
 
     def open_outbox(self):
@@ -645,7 +659,7 @@ def op_fork(a):
             store.append(store.head(APPEND_SESSION), "user", "m%d" % i)
             acks.ack("append", i)
         else:
-            rewind = store.rewind_torn if a.mutant == "torn-fork" else store.rewind
+            rewind = {"torn-fork": store.rewind_torn, "torn-branch": store.rewind_torn_branch}.get(a.mutant, store.rewind)
             rewind(APPEND_SESSION, step[1], "%s~%d" % (APPEND_SESSION, i))
             acks.ack("rewind", i, k=step[1])
     return 0

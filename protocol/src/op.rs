@@ -289,10 +289,16 @@ pub enum Mutant {
     /// transaction, then writes what the continuation holds (its `system`
     /// message and carried messages) in a second (cell 3 fires).
     SplitContinuation,
+    /// `fork` rebuilds the kept prefix one transaction per message: the
+    /// reference archives the live transcript, then copies each kept message
+    /// back; the Python example commits the branch, then copies each kept
+    /// turn. A rewind that keeps nothing is then one transaction, so only a
+    /// sweep that covers rewinds which keep some catches it (cell 4 fires).
+    TornBranch,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 9] = [
+    pub const ALL: [Mutant; 10] = [
         Mutant::AckBeforeCommit,
         Mutant::RacyClaim,
         Mutant::SplitRotation,
@@ -302,6 +308,7 @@ impl Mutant {
         Mutant::TornFork,
         Mutant::ResendOnCatchUp,
         Mutant::SplitContinuation,
+        Mutant::TornBranch,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -315,6 +322,7 @@ impl Mutant {
             Mutant::TornFork => "torn-fork",
             Mutant::ResendOnCatchUp => "resend-on-catch-up",
             Mutant::SplitContinuation => "split-continuation",
+            Mutant::TornBranch => "torn-branch",
         }
     }
 
@@ -341,6 +349,7 @@ impl Mutant {
                 "`rotate` links the continuation and ends the parent, then writes the continuation's messages in a \
                  second transaction"
             }
+            Mutant::TornBranch => "`fork` rebuilds the kept prefix of a rewind one transaction per message",
         }
     }
 
@@ -351,7 +360,7 @@ impl Mutant {
             Mutant::AckBeforeCommit | Mutant::Stall | Mutant::DropAppend => 1,
             Mutant::RacyClaim | Mutant::SplitClaim => 2,
             Mutant::SplitRotation | Mutant::SplitContinuation => 3,
-            Mutant::TornFork => 4,
+            Mutant::TornFork | Mutant::TornBranch => 4,
             Mutant::ResendOnCatchUp => 5,
         }
     }

@@ -49,7 +49,11 @@ impl Workload<'_> {
     /// runs the same seeded workload as its census, so a kill point means the
     /// same call in each.
     pub fn env(&self, label: &str) -> Result<TrialEnv, Failure> {
-        self.seeded_env(label, &[])
+        let mut env = self.seeded_env(label, &[])?;
+        // A sweep covers the shapes of its operation whatever the run's seed:
+        // the cell picks, from the derived seed, one whose workload shows them.
+        env.seed = self.cell.sweep_seed(env.seed, self.sweep_acks);
+        Ok(env)
     }
 
     /// A private folder for trial `label`, whose workload is seeded with
@@ -155,17 +159,38 @@ mod tests {
         serde_json::from_str(&text).unwrap()
     }
 
-    /// The words of `op`'s command in a trial folder, for a child whose
-    /// preflight listed `operations`.
-    fn words(op: Op, operations: &[&str]) -> Vec<String> {
-        let spec = Catalog::embedded().unwrap().find("rotation-atomicity").unwrap().clone();
+    /// Runs `f` on a workload of `op` for cell `id` (run seed 7, a sweep of
+    /// `sweep_acks`), for a child whose preflight listed `operations`.
+    fn with_workload<T>(id: &str, op: Op, sweep_acks: u64, operations: &[&str], f: impl Fn(&Workload) -> T) -> T {
+        let spec = Catalog::embedded().unwrap().find(id).unwrap().clone();
         let leg = Leg { name: "wal".into(), journal_mode: None, synchronous: None };
         let job = Job { cell: spec, leg: Some(leg.clone()), kill: KillMode::Syscall, seed: 7 };
         let ctx = Context::for_tests(1, Some(ready(operations)));
-        let cell = crate::cells::find("rotation-atomicity").unwrap();
-        let w = Workload { job: &job, leg: &leg, cell, ctx: &ctx, op, sweep_acks: 4, recovery: None };
-        let env = w.env("t").unwrap();
-        w.args(&env).to_args().iter().map(|a| a.to_string_lossy().into_owned()).collect()
+        let cell = crate::cells::find(id).unwrap();
+        f(&Workload { job: &job, leg: &leg, cell, ctx: &ctx, op, sweep_acks, recovery: None })
+    }
+
+    /// The words of `op`'s sweep command in a trial folder, for a child
+    /// whose preflight listed `operations`.
+    fn words(op: Op, operations: &[&str]) -> Vec<String> {
+        with_workload("rotation-atomicity", op, 4, operations, |w| {
+            let env = w.env("t").unwrap();
+            w.args(&env).to_args().iter().map(|a| a.to_string_lossy().into_owned()).collect()
+        })
+    }
+
+    /// A sweep's `fork` runs the seed the cell picked for it, a timed trial
+    /// the seed as drawn.
+    #[test]
+    fn a_sweep_runs_the_seed_its_cell_picks_and_a_timed_trial_the_drawn_one() {
+        use crate::cells::fork::{cuts, sweep_seed};
+        let (swept, timed) = with_workload("fork-determinism", Op::Fork, 20, &["fork"], |w| {
+            (w.env("census").unwrap().seed, w.seeded_env("t0", &["0"]).unwrap().seed)
+        });
+        let drawn = crate::seed::derive(7, &["workload"]);
+        assert_eq!(swept, sweep_seed(drawn, 20));
+        assert_eq!(cuts(swept, 20).len(), 5, "five rewinds, every cut among them");
+        assert_eq!(timed, crate::seed::derive(7, &["0", "workload"]));
     }
 
     #[test]
