@@ -11,6 +11,8 @@ silent-wal      the same, but the ready record carries no `resolver`: a
 rotate-fails    `rotate` writes its ready record, then fails (exit 3)
 park-fails      `park` fails (exit 3)
 no-rotate       the ready record does not list `rotate`, which is refused
+ignore-shapes   the ready record lists `rotate-shapes`, but `rotate` ignores
+                `--shapes on` and rotates as version 1 does
 """
 
 import importlib.util
@@ -63,6 +65,14 @@ for variant in sys.argv.pop(1).split(","):
         store.op_rotate = fail("rotate")
     elif variant == "park-fails":
         store.op_park = fail("park")
+    elif variant == "ignore-shapes":
+        rotate = store.op_rotate
+
+        def op_rotate(a, rotate=rotate):
+            a.shapes = None
+            return rotate(a)
+
+        store.op_rotate = op_rotate
     elif variant == "no-rotate":
         store.OPERATIONS = tuple(o for o in store.OPERATIONS if o != "rotate")
         store.op_rotate = fail("rotate (not implemented)")
