@@ -189,7 +189,8 @@ fn a_version_1_child_without_rotate_says_so_and_the_cell_skips() {
 
 #[test]
 fn child_check_runs_the_optional_checks_only_for_a_child_that_lists_them() {
-    let optional = ["fork", "fork-state", "deliver", "deliver-state", "catch-up-arrived", "catch-up-missing"];
+    let optional =
+        ["rotate-shapes", "fork", "fork-state", "deliver", "deliver-state", "catch-up-arrived", "catch-up-missing"];
     let status = |report: &Value, check: &str| -> (String, String) {
         let checks = report["checks"].as_array().unwrap();
         let c = checks.iter().find(|c| c["check"] == check).unwrap_or_else(|| panic!("{check} not reported"));
@@ -205,8 +206,15 @@ fn child_check_runs_the_optional_checks_only_for_a_child_that_lists_them() {
     for check in optional {
         let (status, detail) = status(&report, check);
         assert_eq!(status, "not-run", "{check}: {report:#}");
-        assert!(detail.contains("fork") || detail.contains("deliver") || detail.contains("catch-up"), "{detail}");
+        let named = ["rotate-shapes", "fork", "deliver", "catch-up"];
+        assert!(named.iter().any(|n| detail.contains(n)), "{detail}");
     }
+    // A child that lists `rotate-shapes` but rotates without them fails the
+    // check: cell 3 would judge its rotations by a rule it does not follow.
+    let (code, report) = child_check(&variant("ignore-shapes"));
+    let (status, detail) = status(&report, "rotate-shapes");
+    assert_eq!((code, status.as_str()), (1, "fail"), "{report:#}");
+    assert!(detail.contains("without `carried`"), "{detail}");
 }
 
 /// `child-check --format json` of `child`: exit code and report.
@@ -298,7 +306,7 @@ fn checks(report: &Value) -> Vec<(String, String, String)> {
 }
 
 /// Every check docs/PROTOCOL.md §7 names, in its order.
-const EVERY_CHECK: [&str; 25] = [
+const EVERY_CHECK: [&str; 26] = [
     "ready",
     "protocol-version",
     "ready-fields",
@@ -308,6 +316,7 @@ const EVERY_CHECK: [&str; 25] = [
     "ack-after-effect",
     "rotate",
     "rotate-state",
+    "rotate-shapes",
     "dump-canonical",
     "dump-deterministic",
     "dump-batch",

@@ -164,8 +164,8 @@ fn settings(dir: &Path, report: &Report) -> insta::Settings {
     s.add_filter(r"after \d+ acks", "after [ACKS] acks");
     s.add_filter(r"m0\.\.m\d+ \(\d+ appends\); recovered \d+ appends", "m0..m[N] ([N] appends); recovered [N] appends");
     s.add_filter(
-        r"acked \d+ rotations; recovered \d+ continuations",
-        "acked [N] rotations; recovered [N] continuations",
+        r"acked \d+ rotations( \(with shapes\))?; recovered \d+ continuations",
+        "acked [N] rotations$1; recovered [N] continuations",
     );
     s.add_filter(r"\| \d+ \| \[TIME\]s \|", "| [ACKS] | [TIME]s |");
     s.add_filter(r"\(acked \d+, recovered \d+\)", "(acked [N], recovered [N])");

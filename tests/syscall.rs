@@ -252,6 +252,34 @@ fn outbox_exactly_once_fires_on_a_resend_after_a_kill_between_send_and_record() 
     assert_eq!(copy.lines().filter(|l| l.contains("\"o0\"")).count(), 2, "{copy}");
 }
 
+/// Issue 23's mutants fire under syscall kills whatever the seed: each
+/// sweep covers every shape of its operation (four rotations of the four
+/// shapes; rewinds that cut to the start, the middle and the end), so the
+/// verdict does not hang on the draw. A torn branch used to fire on 3
+/// seeds of 5, a split continuation on none. Seeds of both parities on the
+/// reference store, one on the Python example; `scripts/detection-rates`
+/// runs ten on every leg.
+#[test]
+fn split_continuation_and_torn_branch_fire_whatever_the_seed() {
+    if syscall_results(&["--cell", "1", "--leg", "wal", "--seed", "1", "--point", "1"]).is_none() {
+        return;
+    }
+    let python = format!("python3 {}/examples/python-store/store.py", env!("CARGO_MANIFEST_DIR"));
+    let cases = [("3", "split-continuation", "its system message is missing"), ("4", "torn-branch", "neither")];
+    for (cell, mutant, needle) in cases {
+        let runs =
+            [("1", "wal", None), ("2", "wal", None), ("5", "wal", None), ("3", "default", Some(python.as_str()))];
+        for (seed, leg, child) in runs {
+            let mut args = vec!["--cell", cell, "--leg", leg, "--mutant", mutant, "--seed", seed];
+            args.extend(child.map(|c| ["--child", c]).into_iter().flatten());
+            let (code, rs, _dir) = syscall_results(&args).unwrap();
+            let r = &rs[0];
+            assert_eq!((code, r["verdict"].as_str()), (1, Some("fire")), "{mutant}, seed {seed}, {child:?}: {r:#}");
+            assert!(r["reason"].as_str().unwrap().contains(needle), "{r:#}");
+        }
+    }
+}
+
 /// The reference child appending once in a fresh DELETE store in `dir`,
 /// traced, its stderr in `dir/err`; `None` where ptrace is refused.
 fn traced_append(dir: &std::path::Path) -> Option<crashcells::harness::Traced> {

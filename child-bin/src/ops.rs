@@ -16,7 +16,7 @@ use clap::{Args, Subcommand};
 use crashcells_protocol::transport::{self, Delivery};
 use crashcells_protocol::{
     APPEND_SESSION, Ack, AckWriter, CATCH_UP_BATCH, DUMP_BATCH, DatabaseConfig, EXIT_LOST, EXIT_WON, FORK_SERVER,
-    ForkStep, Mutant, Op, PROTOCOL, Ready, Record,
+    ForkStep, Mutant, Op, PROTOCOL, ROTATE_SHAPES, Ready, Record, Rotation,
 };
 
 use crate::ChildError;
@@ -39,7 +39,7 @@ pub enum ChildOp {
     /// Append m0, m1, ... to one session until killed.
     Append(WorkArgs),
     /// Rotate sessions by compression until killed.
-    Rotate(WorkArgs),
+    Rotate(RotateArgs),
     /// Create a session with a pending handoff.
     Park(ParkArgs),
     /// Wait at the barrier, then race to claim the parked handoff (exit 0 WON, 10 LOST).
@@ -68,6 +68,16 @@ pub struct WorkArgs {
     /// Exit 0 after this many operations instead of running until killed.
     #[arg(long)]
     pub stop_after: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct RotateArgs {
+    #[command(flatten)]
+    pub work: WorkArgs,
+    /// `on`: rotate by the rule with shapes (docs/PROTOCOL.md, `rotate`):
+    /// continuations rotated again, and rotations that carry messages.
+    #[arg(long, value_parser = ["on"])]
+    pub shapes: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -161,7 +171,7 @@ fn ready(store: &Store, op: &str) -> Record {
             Op::ALL
                 .iter()
                 .map(|o| o.as_str())
-                .chain([DUMP_BATCH, CATCH_UP_BATCH, FORK_SERVER])
+                .chain([DUMP_BATCH, CATCH_UP_BATCH, FORK_SERVER, ROTATE_SHAPES])
                 .map(String::from)
                 .collect(),
         ),
@@ -209,21 +219,34 @@ fn append(a: WorkArgs) -> Result<(), ChildError> {
     Ok(())
 }
 
-fn rotate(a: WorkArgs) -> Result<(), ChildError> {
-    let mut store = open(&a.db)?;
-    let mut acks = AckWriter::create(&a.acks).map_err(ChildError::io("ack journal"))?;
+/// Rotation k of the rule (`Rotation::of`): ready its parent (create it
+/// unless it rotates the last continuation again, give it its work, take
+/// the lease), then publish the continuation, its messages and the parent's
+/// end in one transaction, and ack.
+fn rotate(a: RotateArgs) -> Result<(), ChildError> {
+    let (w, shapes) = (a.work, a.shapes.is_some());
+    let mut store = open(&w.db)?;
+    let mut acks = AckWriter::create(&w.acks).map_err(ChildError::io("ack journal"))?;
     acks.record(&ready(&store, "rotate")).map_err(ChildError::io("ack journal"))?;
-    for k in 0..a.stop_after.unwrap_or(u64::MAX) {
-        let (parent, child) = (format!("p{k}"), format!("c{k}"));
-        store.create_session(&parent, None)?;
-        store.append(&parent, "user", &format!("work {k}"), &mut || ())?;
-        store.take_lease(&parent)?;
-        if a.mutant == Some(Mutant::SplitRotation) {
-            store.publish_rotation_split(&parent, &child)?;
+    for k in 0..w.stop_after.unwrap_or(u64::MAX) {
+        let r = Rotation::of(k, shapes);
+        if shapes {
+            store.prepare_rotation(&r.parent, !r.continues(), &r.work(shapes))?;
         } else {
-            store.publish_rotation(&parent, &child)?;
+            store.create_session(&r.parent, None)?;
+            store.append(&r.parent, "user", &format!("work {k}"), &mut || ())?;
+            store.take_lease(&r.parent)?;
         }
-        acks.record(&Record::Ack(Ack::rotate(k, &parent, &child))).map_err(ChildError::io("ack journal"))?;
+        let carried = r.carried_messages();
+        match w.mutant {
+            Some(Mutant::SplitRotation) => store.publish_rotation_split(&r.parent, &r.child, &carried)?,
+            Some(Mutant::SplitContinuation) => {
+                store.publish_rotation_split_continuation(&r.parent, &r.child, &carried)?
+            }
+            _ => store.publish_rotation(&r.parent, &r.child, &carried)?,
+        }
+        let ack = if shapes { Ack::rotation(k, &r) } else { Ack::rotate(k, &r.parent, &r.child) };
+        acks.record(&Record::Ack(ack)).map_err(ChildError::io("ack journal"))?;
     }
     Ok(())
 }
@@ -267,10 +290,10 @@ fn fork(a: ForkArgs) -> Result<(), ChildError> {
                 Ack::of("append", i)
             }
             ForkStep::Rewind { k } => {
-                if w.mutant == Some(Mutant::TornFork) {
-                    store.rewind_torn(APPEND_SESSION, k)?;
-                } else {
-                    store.rewind(APPEND_SESSION, k)?;
+                match w.mutant {
+                    Some(Mutant::TornFork) => store.rewind_torn(APPEND_SESSION, k)?,
+                    Some(Mutant::TornBranch) => store.rewind_torn_branch(APPEND_SESSION, k)?,
+                    _ => store.rewind(APPEND_SESSION, k)?,
                 }
                 Ack::rewind(i, k)
             }

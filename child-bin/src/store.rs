@@ -159,6 +159,31 @@ impl Store {
         self.immediate(|tx| insert_message(tx, session, role, content), before_commit)
     }
 
+    /// Readies a rotation's parent in one transaction: creates it (unless it
+    /// is a continuation rotated again, which exists), adds its work
+    /// (`messages`, role and content), and takes the compression lease. The
+    /// rotate of version 1 takes these steps one transaction each; with
+    /// shapes the reference takes them together, so that a sweep of four
+    /// rotations spends its kill points on what the driver judges (the
+    /// publication), not on steps it does not check.
+    pub fn prepare_rotation(
+        &mut self,
+        parent: &str,
+        create: bool,
+        messages: &[(&str, String)],
+    ) -> rusqlite::Result<()> {
+        self.immediate(
+            |tx| {
+                if create {
+                    insert_session(tx, parent, None)?;
+                }
+                messages.iter().try_for_each(|(role, c)| insert_message(tx, parent, role, c).map(drop))?;
+                lease(tx, parent)
+            },
+            &mut || (),
+        )
+    }
+
     /// Parks a handoff on `session`: creates it with `handoff_state='pending'`.
     pub fn park(&mut self, session: &str) -> rusqlite::Result<()> {
         self.immediate(
@@ -235,24 +260,17 @@ impl Store {
     /// Takes the compression lease on `parent`: a transaction of its own,
     /// as a compressor would before the slow summarising work.
     pub fn take_lease(&mut self, parent: &str) -> rusqlite::Result<()> {
-        self.immediate(
-            |tx| {
-                let n = tx.execute(
-                    "UPDATE sessions SET handoff_state='compressing' WHERE id=?1 AND handoff_state IS NULL",
-                    [parent],
-                )?;
-                expect_one(n)
-            },
-            &mut || (),
-        )
+        self.immediate(|tx| lease(tx, parent), &mut || ())
     }
 
     /// Publishes a rotation in one transaction: the continuation session, its
-    /// handoff message, and the parent ended by compression.
-    pub fn publish_rotation(&mut self, parent: &str, child: &str) -> rusqlite::Result<()> {
+    /// handoff message, the `carried` messages copied from the parent, and
+    /// the parent ended by compression.
+    pub fn publish_rotation(&mut self, parent: &str, child: &str, carried: &[(&str, String)]) -> rusqlite::Result<()> {
         self.immediate(
             |tx| {
                 insert_continuation(tx, parent, child)?;
+                insert_carried(tx, child, carried)?;
                 end_by_compression(tx, parent)
             },
             &mut || (),
@@ -262,9 +280,38 @@ impl Store {
     /// Mutant `split-rotation`: ends the parent, commits, then inserts the
     /// continuation in a second transaction. A crash between the two leaves an
     /// orphan: a compression-ended parent without its continuation.
-    pub fn publish_rotation_split(&mut self, parent: &str, child: &str) -> rusqlite::Result<()> {
+    pub fn publish_rotation_split(
+        &mut self,
+        parent: &str,
+        child: &str,
+        carried: &[(&str, String)],
+    ) -> rusqlite::Result<()> {
         self.immediate(|tx| end_by_compression(tx, parent), &mut || ())?;
-        self.immediate(|tx| insert_continuation(tx, parent, child), &mut || ())
+        self.immediate(
+            |tx| insert_continuation(tx, parent, child).and_then(|()| insert_carried(tx, child, carried)),
+            &mut || (),
+        )
+    }
+
+    /// Mutant `split-continuation`: the continuation is created, linked to
+    /// its parent, and the parent ended, in one transaction; what the
+    /// continuation holds (its system message, the carried messages) is
+    /// written in a second. A crash between the two leaves a continuation
+    /// without what its rotation put in it: the rotation visible in part.
+    pub fn publish_rotation_split_continuation(
+        &mut self,
+        parent: &str,
+        child: &str,
+        carried: &[(&str, String)],
+    ) -> rusqlite::Result<()> {
+        self.immediate(
+            |tx| insert_session(tx, child, Some(parent)).and_then(|()| end_by_compression(tx, parent)),
+            &mut || (),
+        )?;
+        self.immediate(
+            |tx| fill_continuation(tx, parent, child).and_then(|()| insert_carried(tx, child, carried)),
+            &mut || (),
+        )
     }
 }
 
@@ -301,7 +348,22 @@ pub(crate) fn insert_message(
 
 fn insert_continuation(tx: &rusqlite::Transaction<'_>, parent: &str, child: &str) -> rusqlite::Result<()> {
     insert_session(tx, child, Some(parent))?;
+    fill_continuation(tx, parent, child)
+}
+
+/// The continuation's system message: the summary a compressor writes.
+fn fill_continuation(tx: &rusqlite::Transaction<'_>, parent: &str, child: &str) -> rusqlite::Result<()> {
     insert_message(tx, child, "system", &format!("continued from {parent}")).map(drop)
+}
+
+fn lease(tx: &rusqlite::Transaction<'_>, parent: &str) -> rusqlite::Result<()> {
+    let n =
+        tx.execute("UPDATE sessions SET handoff_state='compressing' WHERE id=?1 AND handoff_state IS NULL", [parent])?;
+    expect_one(n)
+}
+
+fn insert_carried(tx: &rusqlite::Transaction<'_>, child: &str, carried: &[(&str, String)]) -> rusqlite::Result<()> {
+    carried.iter().try_for_each(|(role, content)| insert_message(tx, child, role, content).map(drop))
 }
 
 fn end_by_compression(tx: &rusqlite::Transaction<'_>, parent: &str) -> rusqlite::Result<()> {
@@ -444,9 +506,9 @@ mod tests {
         let mut s = open(dir, JournalMode::Wal);
         s.create_session("p0", None).unwrap();
         s.take_lease("p0").unwrap();
-        s.publish_rotation("p0", "c0").unwrap();
+        s.publish_rotation("p0", "c0", &[]).unwrap();
         // A second publication must not end the parent twice: it rolls back whole.
-        assert!(s.publish_rotation("p0", "c0b").is_err());
+        assert!(s.publish_rotation("p0", "c0b", &[("user", "work 0".into())]).is_err());
         let d = dump(&dir.join("s.db")).unwrap();
         let ids: Vec<_> = d.sessions.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["c0", "p0"]);

@@ -56,9 +56,22 @@ del sys.path[0]
 PROTOCOL = 2
 # What the adapter implements, listed in the ready record (protocol 2), with
 # "dump-batch": its dump takes several --db and prints a line for each,
-# "catch-up-batch": its catch-up takes several --db/--transport pairs, and
-# "fork-server" when the helper is there to serve forks.
-OPERATIONS = ("append", "rotate", "park", "claim", "dump", "dump-batch", "fork", "deliver", "catch-up", "catch-up-batch") + (
+# "catch-up-batch": its catch-up takes several --db/--transport pairs,
+# "rotate-shapes": its rotate takes --shapes on (docs/PROTOCOL.md, `rotate`),
+# and "fork-server" when the helper is there to serve forks.
+OPERATIONS = (
+    "append",
+    "rotate",
+    "park",
+    "claim",
+    "dump",
+    "dump-batch",
+    "rotate-shapes",
+    "fork",
+    "deliver",
+    "catch-up",
+    "catch-up-batch",
+) + (
     ("fork-server",) if crashcells_forkserver is not None else ()
 )
 EXIT_WON = 0
@@ -81,6 +94,9 @@ HANDOFF_PLATFORM = "telegram"
 CLAIMANT_KEY = "crashcells.handoff_claimant:"
 # A fork run rewinds at every FORK_EVERY-th operation (docs/PROTOCOL.md, `fork`).
 FORK_EVERY = 4
+# With --shapes on, a carrying rotation carries the parent's last CARRIED
+# messages (docs/PROTOCOL.md, `rotate`).
+CARRIED = 2
 # Where `deliver`'s obligations are headed, as the gateway records them:
 # the driver's transport file stands for this platform and chat.
 LEDGER_PLATFORM = "crashcells"
@@ -302,28 +318,48 @@ def op_append(a):
     return 0
 
 
+def rotation(k, shapes):
+    """Rotation k of a rotate run: (parent, child, carried), by the rule of
+    docs/PROTOCOL.md (`rotate`). Without shapes, p<k> -> c<k>, nothing
+    carried. With shapes, odd rotations rotate the last continuation again
+    (the agent's session is the continuation after a compression, and the
+    next compression ends it), and rotations 1 and 2 of every four carry the
+    parent's last CARRIED messages."""
+    parent = "c%d" % (k - 1) if shapes and k % 2 == 1 else "p%d" % k
+    carried = CARRIED if shapes and k % 4 in (1, 2) else 0
+    return parent, "c%d" % k, carried
+
+
 def op_rotate(a):
     store = Store(a.db)
     acks = Acks(a.acks)
     acks.ready(store, "rotate")
+    shapes = a.shapes == "on"
     for k in ops(a.stop_after):
-        parent, child = "p%d" % k, "c%d" % k
-        rotate(store.hs, store.db, parent, child, k)
-        acks.ack("rotate", k, parent, child)
+        parent, child, carried = rotation(k, shapes)
+        rotate(store.hs, store.db, parent, child, k, shapes, carried)
+        if shapes:
+            acks.ack("rotate", k, parent, child, carried=carried)
+        else:
+            acks.ack("rotate", k, parent, child)
     return 0
 
 
-def rotate(hs, db, parent, child, k):
+def rotate(hs, db, parent, child, k, shapes=False, carried=0):
     """One context compression with rotation, as
     agent/conversation_compression.py `compress_context` does it when
     `compression.in_place` is off, call for call and transaction for
     transaction (each SessionDB write below is its own _execute_write):
 
-    - the agent's session exists (`_ensure_db_session` -> create_session);
+    - the agent's session exists (`_ensure_db_session` -> create_session),
+      unless it is the continuation of an earlier compression (with
+      --shapes on, odd rotations): the agent then runs on that session, and
+      this compression ends it;
     - try_acquire_compression_lock(old id, holder) (the lease, its own
       transaction);
-    - `_flush_messages_to_session_db`: the turn's un-persisted message,
-      append_message on the OLD session;
+    - `_flush_messages_to_session_db`: the turn's un-persisted messages,
+      append_message on the OLD session (`work <k>`; with --shapes on, the
+      turn's `user` message `work <k>` and the `assistant` reply `reply <k>`);
     - get_session_title(old) (a read);
     - end_session(old, "compression");
     - create_session(new, source, model, model_config, parent_session_id=old);
@@ -331,27 +367,43 @@ def rotate(hs, db, parent, child, k):
       global state.db, not this one; the title is only propagated when the
       parent has one, and ours have none);
     - update_system_prompt(new, prompt);
-    - replace_messages(new, compressed): the continuation's transcript, here
-      one `system` message (the protocol's marker; Hermes's summary message
-      is a user or assistant turn);
+    - replace_messages(new, compressed): the continuation's transcript. The
+      compressor's output is its summary, then the tail it protects
+      (`protect_last_n`: copies of the last messages, role and content as
+      the old session holds them). Here the summary is one `system` message
+      (the protocol's marker; Hermes's summary message is a user or
+      assistant turn), and with --shapes on the tail is the old session's
+      last `carried` messages, read back with get_messages as the agent's
+      in-memory list holds them. (On a session's first compression Hermes
+      also keeps its first messages verbatim, `protect_first_n`; the
+      protocol's rule carries the tail only, and so does the adapter.)
     - finally release_compression_lock(old, holder).
 
     So the rotation is published in FOUR transactions (end, create, prompt,
     messages), not one: a kill between end_session and create_session leaves
-    a parent ended by compression without its continuation. That is Hermes's
-    behaviour and cell 3's question; the adapter does not paper over it.
-    The ack comes after the whole sequence returned."""
-    db.create_session(parent, SOURCE, model=MODEL)
+    a parent ended by compression without its continuation, and one between
+    create_session and replace_messages a continuation without its summary
+    and tail. That is Hermes's behaviour and cell 3's question; the adapter
+    does not paper over it. The ack comes after the whole sequence
+    returned."""
+    if not parent.startswith("c"):
+        db.create_session(parent, SOURCE, model=MODEL)
     holder = "pid=%d:crashcells:rotate=%d" % (os.getpid(), k)
     if not db.try_acquire_compression_lock(parent, holder, ttl_seconds=300.0):
         raise RuntimeError("could not take the compression lock on %s" % parent)
     try:
         db.append_message(parent, "user", "work %d" % k)
+        if shapes:
+            db.append_message(parent, "assistant", "reply %d" % k)
+        held = db.get_messages(parent)
+        tail = held[len(held) - carried :] if carried else []
         db.get_session_title(parent)
         db.end_session(parent, "compression")
         db.create_session(child, SOURCE, model=MODEL, parent_session_id=parent)
         db.update_system_prompt(child, "You are a crashcells probe (continuation of %s)." % parent)
-        db.replace_messages(child, [{"role": "system", "content": "continued from %s" % parent}])
+        compressed = [{"role": "system", "content": "continued from %s" % parent}]
+        compressed += [{"role": m["role"], "content": m["content"]} for m in tail]
+        db.replace_messages(child, compressed)
     finally:
         db.release_compression_lock(parent, holder)
 
@@ -772,6 +824,7 @@ def parser():
         s.add_argument("--acks", required=True)
         s.add_argument("--mutant")
         s.add_argument("--stop-after", type=int)
+    sub.choices["rotate"].add_argument("--shapes", choices=("on",))
     s = sub.add_parser("park")
     s.add_argument("--db", required=True)
     s.add_argument("--session", required=True)

@@ -39,9 +39,22 @@ del sys.path[0]
 PROTOCOL = 2
 # What this store implements; protocol 2 lists it in the ready record, with
 # "dump-batch": its dump takes several --db and prints a line for each,
-# "catch-up-batch": its catch-up takes several --db/--transport pairs, and
-# "fork-server" when the helper is there to serve forks.
-OPERATIONS = ("append", "rotate", "park", "claim", "dump", "dump-batch", "fork", "deliver", "catch-up", "catch-up-batch") + (
+# "catch-up-batch": its catch-up takes several --db/--transport pairs,
+# "rotate-shapes": its rotate takes --shapes on (docs/PROTOCOL.md, `rotate`),
+# and "fork-server" when the helper is there to serve forks.
+OPERATIONS = (
+    "append",
+    "rotate",
+    "park",
+    "claim",
+    "dump",
+    "dump-batch",
+    "rotate-shapes",
+    "fork",
+    "deliver",
+    "catch-up",
+    "catch-up-batch",
+) + (
     ("fork-server",) if crashcells_forkserver is not None else ()
 )
 EXIT_WON = 0
@@ -53,9 +66,20 @@ BUSY_TIMEOUT_S = 5.0
 BUSY_RETRIES = 8
 JOURNAL_MODES = ("delete", "truncate", "persist", "memory", "wal", "off")
 SYNC_LEVELS = ("off", "normal", "full", "extra")
-MUTANTS = ("ack-before-commit", "racy-claim", "split-rotation", "split-claim", "torn-fork", "resend-on-catch-up")
+MUTANTS = (
+    "ack-before-commit",
+    "racy-claim",
+    "split-rotation",
+    "split-claim",
+    "torn-fork",
+    "resend-on-catch-up",
+    "split-continuation",
+    "torn-branch",
+)
 # A fork run rewinds at every FORK_EVERY-th operation (docs/PROTOCOL.md, `fork`).
 FORK_EVERY = 4
+# A carrying rotation carries the parent's last CARRIED turns (docs/PROTOCOL.md, `rotate`).
+CARRIED = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS conversations (
@@ -321,19 +345,46 @@ class Store:
 
         self.transaction(body)
 
-    def publish_rotation(self, parent, child):
+    def prepare_rotation(self, parent, create, work):
+        """With shapes: the parent made ready in one transaction (created
+        unless it is a continuation rotated again, its work turns added, the
+        lease taken); the driver checks none of it."""
+
         def body(c):
-            insert_continuation(c, parent, child)
+            if create:
+                insert_conversation(c, parent)
+            for speaker, text in work:
+                insert_turn(c, parent, speaker, text)
+            cur = c.execute("UPDATE conversations SET handoff='compressing' WHERE name=? AND handoff IS NULL", (parent,))
+            expect_one(cur, "lease on %s" % parent)
+
+        self.transaction(body)
+
+    def publish_rotation(self, parent, child, carried=0):
+        def body(c):
+            insert_continuation(c, parent, child, carried)
             close_by_compression(c, parent)
 
         self.transaction(body)
 
-    def publish_rotation_split(self, parent, child):
+    def publish_rotation_split(self, parent, child, carried=0):
         """Mutant split-rotation: the parent is closed and the continuation
         inserted in two transactions; a kill between them leaves an orphan."""
         self.transaction(lambda c: close_by_compression(c, parent))
-        self.transaction(lambda c: insert_continuation(c, parent, child))
+        self.transaction(lambda c: insert_continuation(c, parent, child, carried))
 
+    def publish_rotation_split_continuation(self, parent, child, carried=0):
+        """Mutant split-continuation: the continuation is linked and the parent
+        closed in one transaction, what the continuation holds (its system turn
+        and the carried turns) written in a second; a kill between them leaves
+        a continuation without its summary."""
+
+        def link(c):
+            insert_conversation(c, child, continues=parent)
+            close_by_compression(c, parent)
+
+        self.transaction(link)
+        self.transaction(lambda c: fill_continuation(c, parent, child, carried))
 
     # --- fork: rewinds by branching ---------------------------------------------
 
@@ -372,6 +423,19 @@ class Store:
                 c.execute("UPDATE conversations SET turns = turns - 1 WHERE name=?", (branch,))
 
             self.transaction(trim)
+
+    def rewind_torn_branch(self, name, k, branch):
+        """Mutant torn-branch: the branch is committed first, then each kept
+        turn copied into it in a transaction of its own. A rewind that keeps
+        nothing is still one transaction, so only a rewind that keeps some
+        shows the tear."""
+        head = self.head(name)
+        kept = self.conn.execute(
+            "SELECT speaker, body FROM turns WHERE conversation=? ORDER BY seq LIMIT ?", (head, k)
+        ).fetchall()
+        self.transaction(lambda c: insert_conversation(c, branch, branched_from=head))
+        for speaker, text in kept:
+            self.transaction(lambda c, s=speaker, t=text: insert_turn(c, branch, s, t))
 
     # --- the outbox ---------------------------------------------------------------
 
@@ -413,9 +477,21 @@ def insert_turn(c, name, speaker, body):
     expect_one(c.execute("UPDATE conversations SET turns = turns + 1 WHERE name=?", (name,)), "turn count of %s" % name)
 
 
-def insert_continuation(c, parent, child):
+def insert_continuation(c, parent, child, carried=0):
     insert_conversation(c, child, continues=parent)
+    fill_continuation(c, parent, child, carried)
+
+
+def fill_continuation(c, parent, child, carried):
+    """What a rotation puts in its continuation: the system turn, then copies
+    of the parent's last `carried` turns, in order."""
     insert_turn(c, child, "system", "continued from %s" % parent)
+    if carried:
+        tail = c.execute(
+            "SELECT speaker, body FROM turns WHERE conversation=? ORDER BY seq DESC LIMIT ?", (parent, carried)
+        ).fetchall()
+        for speaker, body in reversed(tail):
+            insert_turn(c, child, speaker, body)
 
 
 def close_by_compression(c, parent):
@@ -519,20 +595,39 @@ def op_append(a):
     return 0
 
 
+def rotation(k, shapes):
+    """Rotation k of a rotate run: (parent, child, carried), by the rule of
+    docs/PROTOCOL.md (`rotate`). With shapes, odd rotations rotate the last
+    continuation again, and rotations 1 and 2 of every four carry the parent's
+    last CARRIED turns."""
+    parent = "c%d" % (k - 1) if shapes and k % 2 == 1 else "p%d" % k
+    carried = CARRIED if shapes and k % 4 in (1, 2) else 0
+    return parent, "c%d" % k, carried
+
+
 def op_rotate(a):
     store = Store(a.db)
     acks = Acks(a.acks)
     acks.ready(store, "rotate")
+    shapes = a.shapes == "on"
+    publish = {
+        "split-rotation": store.publish_rotation_split,
+        "split-continuation": store.publish_rotation_split_continuation,
+    }.get(a.mutant, store.publish_rotation)
     for k in ops(a.stop_after):
-        parent, child = "p%d" % k, "c%d" % k
-        store.create(parent)
-        store.append(parent, "user", "work %d" % k)
-        store.take_lease(parent)
-        if a.mutant == "split-rotation":
-            store.publish_rotation_split(parent, child)
+        parent, child, carried = rotation(k, shapes)
+        if shapes:
+            work = [("user", "work %d" % k), ("assistant", "reply %d" % k)]
+            store.prepare_rotation(parent, not parent.startswith("c"), work)
         else:
-            store.publish_rotation(parent, child)
-        acks.ack("rotate", k, parent, child)
+            store.create(parent)
+            store.append(parent, "user", "work %d" % k)
+            store.take_lease(parent)
+        publish(parent, child, carried)
+        if shapes:
+            acks.ack("rotate", k, parent, child, carried=carried)
+        else:
+            acks.ack("rotate", k, parent, child)
     return 0
 
 
@@ -577,7 +672,7 @@ def op_fork(a):
             store.append(store.head(APPEND_SESSION), "user", "m%d" % i)
             acks.ack("append", i)
         else:
-            rewind = store.rewind_torn if a.mutant == "torn-fork" else store.rewind
+            rewind = {"torn-fork": store.rewind_torn, "torn-branch": store.rewind_torn_branch}.get(a.mutant, store.rewind)
             rewind(APPEND_SESSION, step[1], "%s~%d" % (APPEND_SESSION, i))
             acks.ack("rewind", i, k=step[1])
     return 0
@@ -714,6 +809,7 @@ def parser():
         s.add_argument("--acks", required=True)
         s.add_argument("--mutant", choices=MUTANTS)
         s.add_argument("--stop-after", type=int)
+    sub.choices["rotate"].add_argument("--shapes", choices=("on",))
     s = sub.add_parser("park")
     s.add_argument("--db", required=True)
     s.add_argument("--session", required=True)

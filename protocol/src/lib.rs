@@ -17,9 +17,12 @@ pub mod transport;
 pub use config::{ConfigError, DatabaseConfig, HOME_ENV, JournalMode, Synchronous};
 pub use dump::{Dump, DumpMessage, DumpObligation, DumpSession, LiveError};
 pub use op::{
-    APPEND_SESSION, EXIT_LOST, EXIT_UNSUPPORTED, EXIT_WON, FORK_EVERY, ForkStep, HANDOFF_SESSION, Mutant, Op, OpArgs,
+    APPEND_SESSION, CARRIED, EXIT_LOST, EXIT_UNSUPPORTED, EXIT_WON, FORK_EVERY, ForkStep, HANDOFF_SESSION, Mutant, Op,
+    OpArgs, Rotation,
 };
-pub use records::{Ack, AckWriter, CATCH_UP_BATCH, DUMP_BATCH, Decider, Decision, FORK_SERVER, Ready, Record};
+pub use records::{
+    Ack, AckWriter, CATCH_UP_BATCH, DUMP_BATCH, Decider, Decision, FORK_SERVER, ROTATE_SHAPES, Ready, Record,
+};
 pub use transport::Delivery;
 
 /// The protocol version the reference store speaks, and the newest the

@@ -1,7 +1,8 @@
 //! The operations a child implements (docs/PROTOCOL.md §2), the typed
 //! builder of their command lines, the claim's exit codes, the mutants a
-//! driver may ask for, and the rule that makes `fork`'s workload a function
-//! of its arguments.
+//! driver may ask for, and the rules that make `fork`'s and `rotate`'s
+//! workloads functions of their arguments, so that a judge knows what each
+//! operation must have written without being told.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -138,6 +139,12 @@ impl OpArgs {
         self.flag("--seed", seed.to_string())
     }
 
+    /// `--shapes on`: `rotate` rotates by [`Rotation::of`]'s rule with
+    /// shapes. Only for a child that lists `rotate-shapes`.
+    pub fn shapes(self) -> OpArgs {
+        self.flag("--shapes", "on")
+    }
+
     /// `--transport PATH`: the fake provider's log a child sends through.
     pub fn transport(self, path: &Path) -> OpArgs {
         self.flag("--transport", path)
@@ -193,6 +200,71 @@ impl ForkStep {
     }
 }
 
+/// How many messages a carrying rotation carries: the parent's last two,
+/// the `user` message `work <k>` and the `assistant` message `reply <k>` its
+/// work ended with (docs/PROTOCOL.md §2, `rotate`). Two, not one, so that a
+/// store that copies them one transaction each shows it.
+pub const CARRIED: u64 = 2;
+
+/// Rotation `k` of a `rotate` run (docs/PROTOCOL.md §2, `rotate`): the
+/// session it ends by compression, the continuation it creates, and how
+/// many messages it carries into the continuation after its `system`
+/// message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rotation {
+    pub k: u64,
+    pub parent: String,
+    pub child: String,
+    pub carried: u64,
+}
+
+impl Rotation {
+    /// Rotation `k`. Without shapes (version 1's `rotate`, and every child
+    /// not given `--shapes on`): a new session `p<k>` rotated into `c<k>`,
+    /// nothing carried. With shapes, every four rotations take the four
+    /// shapes a rotation has:
+    ///
+    /// | k mod 4 | parent | carried |
+    /// |---|---|---|
+    /// | 0 | `p<k>`, new: a session's first rotation | 0 |
+    /// | 1 | `c<k-1>`: the continuation rotated again | 2 |
+    /// | 2 | `p<k>`, new | 2 |
+    /// | 3 | `c<k-1>` | 0 |
+    ///
+    /// so that a sweep of four rotations shows each, whatever the seed.
+    pub fn of(k: u64, shapes: bool) -> Rotation {
+        let continues = shapes && k % 2 == 1;
+        let parent = if continues { format!("c{}", k - 1) } else { format!("p{k}") };
+        let carried = if shapes && matches!(k % 4, 1 | 2) { CARRIED } else { 0 };
+        Rotation { k, parent, child: format!("c{k}"), carried }
+    }
+
+    /// Whether the parent is the previous rotation's continuation (it
+    /// exists already), rather than a session the rotation creates.
+    pub fn continues(&self) -> bool {
+        self.parent.starts_with('c')
+    }
+
+    /// The messages the rotation's work adds to its parent last, as
+    /// `(role, content)`: with shapes, `user` `work <k>` then `assistant`
+    /// `reply <k>`; without, `user` `work <k>` alone (what version 1's
+    /// reference writes; the driver does not check it).
+    pub fn work(&self, shapes: bool) -> Vec<(&'static str, String)> {
+        let mut w = vec![("user", format!("work {}", self.k))];
+        if shapes {
+            w.push(("assistant", format!("reply {}", self.k)));
+        }
+        w
+    }
+
+    /// The messages the continuation carries after its `system` message, as
+    /// `(role, content)`: copies of the last `carried` messages of the work.
+    pub fn carried_messages(&self) -> Vec<(&'static str, String)> {
+        let w = self.work(true);
+        w[w.len() - self.carried as usize..].to_vec()
+    }
+}
+
 /// The mutants crashcells knows: deliberately broken variants of a store
 /// that prove each cell can fire. A child that does not know a name it is
 /// given must refuse it rather than ignore it.
@@ -218,10 +290,20 @@ pub enum Mutant {
     /// `catch-up` resends every obligation not marked delivered without
     /// asking the transport whether it arrived (cell 5 fires).
     ResendOnCatchUp,
+    /// `rotate` creates the continuation and ends the parent in one
+    /// transaction, then writes what the continuation holds (its `system`
+    /// message and carried messages) in a second (cell 3 fires).
+    SplitContinuation,
+    /// `fork` rebuilds the kept prefix one transaction per message: the
+    /// reference archives the live transcript, then copies each kept message
+    /// back; the Python example commits the branch, then copies each kept
+    /// turn. A rewind that keeps nothing is then one transaction, so only a
+    /// sweep that covers rewinds which keep some catches it (cell 4 fires).
+    TornBranch,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 8] = [
+    pub const ALL: [Mutant; 10] = [
         Mutant::AckBeforeCommit,
         Mutant::RacyClaim,
         Mutant::SplitRotation,
@@ -230,6 +312,8 @@ impl Mutant {
         Mutant::DropAppend,
         Mutant::TornFork,
         Mutant::ResendOnCatchUp,
+        Mutant::SplitContinuation,
+        Mutant::TornBranch,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -242,6 +326,8 @@ impl Mutant {
             Mutant::DropAppend => "drop-append",
             Mutant::TornFork => "torn-fork",
             Mutant::ResendOnCatchUp => "resend-on-catch-up",
+            Mutant::SplitContinuation => "split-continuation",
+            Mutant::TornBranch => "torn-branch",
         }
     }
 
@@ -264,6 +350,11 @@ impl Mutant {
             Mutant::DropAppend => "`append` acks every append but never writes every 64th",
             Mutant::TornFork => "`fork` rewinds in several transactions, one message of the tail at a time",
             Mutant::ResendOnCatchUp => "`catch-up` resends every obligation not marked delivered, without asking",
+            Mutant::SplitContinuation => {
+                "`rotate` links the continuation and ends the parent, then writes the continuation's messages in a \
+                 second transaction"
+            }
+            Mutant::TornBranch => "`fork` rebuilds the kept prefix of a rewind one transaction per message",
         }
     }
 
@@ -273,8 +364,8 @@ impl Mutant {
         match self {
             Mutant::AckBeforeCommit | Mutant::Stall | Mutant::DropAppend => 1,
             Mutant::RacyClaim | Mutant::SplitClaim => 2,
-            Mutant::SplitRotation => 3,
-            Mutant::TornFork => 4,
+            Mutant::SplitRotation | Mutant::SplitContinuation => 3,
+            Mutant::TornFork | Mutant::TornBranch => 4,
             Mutant::ResendOnCatchUp => 5,
         }
     }
@@ -324,6 +415,22 @@ mod tests {
         }
         // (2^64 - 1) + 3 = 2^64 + 2, which 3 divides; wrapped, it would be 2.
         assert_eq!(ForkStep::of(u64::MAX, 3, 4), ForkStep::Rewind { k: 0 });
+    }
+
+    #[test]
+    fn rotations_take_the_four_shapes_every_four_and_none_without_shapes() {
+        let shapes: Vec<(String, u64)> = (0..8).map(|k| Rotation::of(k, true)).map(|r| (r.parent, r.carried)).collect();
+        let want = [("p0", 0), ("c0", 2), ("p2", 2), ("c2", 0), ("p4", 0), ("c4", 2), ("p6", 2), ("c6", 0)];
+        assert_eq!(shapes, want.map(|(p, n)| (p.to_string(), n)));
+        for k in 0..8 {
+            let r = Rotation::of(k, false);
+            assert_eq!((r.parent, r.child, r.carried), (format!("p{k}"), format!("c{k}"), 0));
+        }
+        let r = Rotation::of(1, true);
+        assert!(r.continues() && !Rotation::of(2, true).continues());
+        assert_eq!(r.carried_messages(), [("user", "work 1".to_string()), ("assistant", "reply 1".to_string())]);
+        assert!(Rotation::of(3, true).carried_messages().is_empty());
+        assert_eq!(Rotation::of(3, false).work(false), [("user", "work 3".to_string())]);
     }
 
     #[test]

@@ -42,6 +42,13 @@ pub const CATCH_UP_BATCH: &str = "catch-up-batch";
 /// (docs/PROTOCOL.md §9); also the word that starts it.
 pub const FORK_SERVER: &str = "fork-server";
 
+/// What a version-2 child lists in its `operations` when its `rotate` takes
+/// `--shapes on` and then rotates by [`crate::Rotation::of`]'s rule with
+/// shapes: rotations that carry messages and rotations that do not, first
+/// rotations of a session and rotations of a continuation (docs/PROTOCOL.md
+/// §2, `rotate`). The driver passes the flag only to a child that lists it.
+pub const ROTATE_SHAPES: &str = "rotate-shapes";
+
 /// Written once, after the store is open and before the first operation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Ready {
@@ -85,6 +92,11 @@ impl Ready {
         self.lists(CATCH_UP_BATCH)
     }
 
+    /// Whether the child's `rotate` takes `--shapes on` ([`ROTATE_SHAPES`]).
+    pub fn rotates_in_shapes(&self) -> bool {
+        self.lists(ROTATE_SHAPES)
+    }
+
     fn lists(&self, word: &str) -> bool {
         self.operations.as_ref().is_some_and(|ops| ops.iter().any(|o| o == word))
     }
@@ -106,17 +118,27 @@ pub struct Ack {
     /// A delivered obligation's idempotency key (`deliver`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
+    /// How many messages a rotation of `rotate --shapes on` carried into its
+    /// continuation; absent without `--shapes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried: Option<u64>,
 }
 
 impl Ack {
     /// The ack of operation `i` of `op`, with no other fields.
     pub fn of(op: &str, i: u64) -> Ack {
-        Ack { op: op.to_string(), i, parent: None, child: None, k: None, key: None }
+        Ack { op: op.to_string(), i, parent: None, child: None, k: None, key: None, carried: None }
     }
 
     /// The ack of rotation `i` from `parent` to `child`.
     pub fn rotate(i: u64, parent: &str, child: &str) -> Ack {
         Ack { parent: Some(parent.to_string()), child: Some(child.to_string()), ..Ack::of("rotate", i) }
+    }
+
+    /// The ack of rotation `r` of `rotate --shapes on`: its parent, its
+    /// continuation and what it carried.
+    pub fn rotation(i: u64, r: &crate::Rotation) -> Ack {
+        Ack { carried: Some(r.carried), ..Ack::rotate(i, &r.parent, &r.child) }
     }
 
     /// The ack of `fork` operation `i`, a rewind that kept `k` messages.
@@ -208,6 +230,10 @@ mod tests {
             (Ack::of("append", 0), r#"{"kind":"ack","op":"append","i":0}"#),
             (Ack::rewind(7, 2), r#"{"kind":"ack","op":"rewind","i":7,"k":2}"#),
             (Ack::deliver(1, "o1"), r#"{"kind":"ack","op":"deliver","i":1,"key":"o1"}"#),
+            (
+                Ack::rotation(1, &crate::Rotation::of(1, true)),
+                r#"{"kind":"ack","op":"rotate","i":1,"parent":"c0","child":"c1","carried":2}"#,
+            ),
         ];
         for (ack, want) in cases {
             let record = Record::Ack(ack);
@@ -253,6 +279,13 @@ mod tests {
         assert!(ready(2, Some(&["append", "dump", DUMP_BATCH])).dumps_in_batches());
         assert!(!ready(2, Some(&["append", "dump"])).dumps_in_batches());
         assert!(!ready(1, None).dumps_in_batches(), "a version-1 child dumps one state per process");
+    }
+
+    #[test]
+    fn only_a_child_that_lists_rotate_shapes_is_given_them() {
+        assert!(ready(2, Some(&["append", "rotate", "dump", ROTATE_SHAPES])).rotates_in_shapes());
+        assert!(!ready(2, Some(&["append", "rotate", "dump"])).rotates_in_shapes());
+        assert!(!ready(1, None).rotates_in_shapes(), "a version-1 child rotates as version 1 does");
     }
 
     #[test]

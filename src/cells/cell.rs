@@ -22,6 +22,16 @@ pub trait Cell: Sync {
     /// the integrity check are the pipeline's, for every cell.
     fn check(&self, seen: &Seen) -> Violations;
 
+    /// The workload seed of a syscall (or power) sweep, from the one derived
+    /// for it: a cell whose operation is seeded (`Op::seeded`) may move it,
+    /// deterministically, to one whose first `ops` operations show every
+    /// shape the operation takes, so that the sweep's verdict does not
+    /// depend on the draw. By default, the seed as derived. Timed trials
+    /// keep drawing from their own.
+    fn sweep_seed(&self, seed: u64, _ops: u64) -> u64 {
+        seed
+    }
+
     /// What a result reports as acknowledged: by default, every ack.
     fn acked(&self, processes: &[Process]) -> u64 {
         processes.iter().map(|p| p.acks.len() as u64).sum()

@@ -11,8 +11,9 @@
 //! (`ForkStep::of`, a function of the seed, `i` and the live length, so the
 //! driver knows the operation in flight without being told). Each operation
 //! is one transaction, acked after it committed; the child is killed once at
-//! least the window of acks (40) is reached, or at a syscall point of its
-//! first rewind.
+//! least the window of acks (40) is reached, or at every syscall point of a
+//! sweep of `sweep_ops` operations (20) whose rewinds cut to the start, the
+//! middle and the end of the transcript ([`sweep_seed`]).
 
 use crashcells_protocol::{APPEND_SESSION, Ack, Dump, ForkStep, Op};
 
@@ -37,11 +38,89 @@ impl Cell for ForkDeterminism {
         check(seen.dump, &seen.acks().cloned().collect::<Vec<_>>(), seen.seed)
     }
 
+    fn sweep_seed(&self, seed: u64, ops: u64) -> u64 {
+        sweep_seed(seed, ops)
+    }
+
     /// A rewind's atomicity is not about acknowledged commits surviving:
     /// cells 1 and 3 answer the audit's durability question.
     fn answers_durability(&self) -> bool {
         false
     }
+}
+
+/// Where a rewind cuts a live transcript of `len` messages: the shapes a
+/// rewind takes, which a sweep must show whatever the seed (a store may
+/// tear a rewind only where it keeps some messages, or only where it keeps
+/// all it can).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cut {
+    /// `k = 0`: nothing kept.
+    Start,
+    /// `0 < k < len - 2`.
+    Middle,
+    /// `k = len - 2`: the longest prefix the rule keeps (it always cuts two).
+    End,
+}
+
+impl Cut {
+    const ALL: [Cut; 3] = [Cut::Start, Cut::Middle, Cut::End];
+
+    fn of(k: u64, len: u64) -> Cut {
+        match k {
+            0 => Cut::Start,
+            k if k + 2 == len => Cut::End,
+            _ => Cut::Middle,
+        }
+    }
+}
+
+/// The cuts of the rewinds among the first `ops` operations of `fork --seed
+/// seed`, in order.
+pub fn cuts(seed: u64, ops: u64) -> Vec<Cut> {
+    let mut len = 0;
+    let mut cuts = Vec::new();
+    for i in 0..ops {
+        match ForkStep::of(seed, i, len) {
+            ForkStep::Append => len += 1,
+            ForkStep::Rewind { k } => {
+                cuts.push(Cut::of(k, len));
+                len = k;
+            }
+        }
+    }
+    cuts
+}
+
+/// How far [`sweep_seed`] looks: the seeds that show every cut within 20
+/// operations recur every 12 (seed = 2 mod 12: cuts end, start, end, end,
+/// middle), so 64 always finds one.
+const SEARCH: u64 = 64;
+
+/// A sweep's workload seed: the first of `seed, seed + 1, ...` (at most
+/// [`SEARCH`] of them) whose first `ops` operations rewind to the start,
+/// the middle and the end, by the rule itself ([`cuts`]); where `ops` is
+/// too short for all three, the first that shows the most. The rule keeps
+/// nothing at every rewind for an odd seed, and needs five rewinds (20
+/// operations) to show all three cuts from any seed, so a seed as drawn
+/// often showed one.
+pub fn sweep_seed(seed: u64, ops: u64) -> u64 {
+    let shown = |s: u64| {
+        let cuts = cuts(s, ops);
+        Cut::ALL.iter().filter(|c| cuts.contains(c)).count()
+    };
+    let candidates = (0..SEARCH).map(|j| seed.wrapping_add(j));
+    let mut best = (0, seed);
+    for s in candidates {
+        let n = shown(s);
+        if n == Cut::ALL.len() {
+            return s;
+        }
+        if n > best.0 {
+            best = (n, s);
+        }
+    }
+    best.1
 }
 
 /// Applies operation `i` to a transcript.
@@ -207,6 +286,29 @@ mod tests {
         a[3] = Ack::rewind(3, 0);
         let v = check(&dump(&[]), &a, SEED);
         assert_eq!(v.texts(), ["ack 3 says rewind 3 to 0, but the seeded workload's operation 3, rewind to 1"]);
+    }
+
+    #[test]
+    fn cuts_follow_the_rule_and_an_odd_seed_keeps_nothing_at_every_rewind() {
+        assert_eq!(cuts(SEED, 8), [Cut::End, Cut::Start], "seed 8: keep 1 of 3, then 0 of 3");
+        assert_eq!(cuts(2, 20), [Cut::End, Cut::Start, Cut::End, Cut::End, Cut::Middle]);
+        assert!(cuts(9, 40).iter().all(|&c| c == Cut::Start));
+    }
+
+    /// A sweep of 20 operations shows every cut from any derived seed, and
+    /// the seed it runs is found from the derived one alone; 4 operations
+    /// (one rewind) show the one cut they can.
+    #[test]
+    fn a_sweep_seed_shows_every_cut_whatever_the_seed() {
+        for seed in (0..500).chain([u64::MAX - 3, 0x569c_852b_7138_3361]) {
+            let s = sweep_seed(seed, 20);
+            assert_eq!(s, sweep_seed(seed, 20), "deterministic");
+            let shown = cuts(s, 20);
+            assert!(Cut::ALL.iter().all(|c| shown.contains(c)), "seed {seed} -> {s}: {shown:?}");
+            assert_eq!(cuts(sweep_seed(seed, 4), 4).len(), 1);
+        }
+        assert_eq!(sweep_seed(2, 20), 2, "a seed that shows every cut is kept");
+        assert_eq!(sweep_seed(1, 20), 2, "an odd seed keeps nothing: the next that shows all");
     }
 
     #[test]

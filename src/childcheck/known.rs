@@ -29,6 +29,7 @@ pub const KNOWN: &[Known] = &[
     known("ack-after-effect", READY),
     known("rotate", READY),
     known("rotate-state", "a successful `rotate`"),
+    known("rotate-shapes", "a child that lists `rotate-shapes`"),
     known("dump-canonical", "a store left by an operation that succeeded"),
     known("dump-deterministic", "a store left by an operation that succeeded"),
     known("dump-batch", "a child that lists `dump-batch` in its ready record"),

@@ -14,7 +14,8 @@
 //! not list in its ready record): a report never shrinks silently. The
 //! checks are split by what they look at: [`clauses`] (exits, records, acks,
 //! states, canonical bytes), [`states`] (`rotate`, and `dump` on every state
-//! an operation that succeeded left), [`claim`] (the barrier and the race),
+//! an operation that succeeded left), [`shapes`] (`rotate --shapes on`, for
+//! a child that lists `rotate-shapes`), [`claim`] (the barrier and the race),
 //! [`config`] (the config home), [`sampling`] (acks against a stopped
 //! child's store) and [`forkserver`] (a fork server's forks against exec).
 
@@ -29,6 +30,7 @@ mod forkserver;
 pub mod known;
 mod report;
 mod sampling;
+mod shapes;
 mod states;
 
 use std::path::Path;
@@ -64,6 +66,7 @@ pub fn check(child: &ChildCommand, work: &Path, deadline: Duration) -> CheckRepo
     if let Some(ready) = &ready {
         c.ack_after_effect();
         c.when(ready, &[Op::Rotate], &["rotate", "rotate-state"], Checker::rotate);
+        c.rotate_shapes(ready);
         let claims = ["park", "claim-barrier", "claim-exit-codes", "claim-state"];
         c.when(ready, &[Op::Park, Op::Claim], &claims, Checker::claim);
         c.dumps();

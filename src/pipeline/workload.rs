@@ -11,7 +11,7 @@
 
 use std::ffi::OsString;
 
-use crashcells_protocol::{Op, OpArgs};
+use crashcells_protocol::{Op, OpArgs, Ready};
 
 use super::census::Census;
 use super::context::Context;
@@ -51,7 +51,11 @@ impl Workload<'_> {
     /// runs the same seeded workload as its census, so a kill point means the
     /// same call in each.
     pub fn env(&self, label: &str) -> Result<TrialEnv, Failure> {
-        self.seeded_env(label, &[])
+        let mut env = self.seeded_env(label, &[])?;
+        // A sweep covers the shapes of its operation whatever the run's seed:
+        // the cell picks, from the derived seed, one whose workload shows them.
+        env.seed = self.cell.sweep_seed(env.seed, self.sweep_acks);
+        Ok(env)
     }
 
     /// A private folder for trial `label`, whose workload is seeded with
@@ -72,6 +76,11 @@ impl Workload<'_> {
         }
         if self.op.uses_transport() {
             args = args.transport(&env.transport);
+        }
+        // Every shape of a rotation, for a child that says it can (an
+        // optional word of its ready record); others rotate as in version 1.
+        if self.op == Op::Rotate && self.ctx.child_ready.as_ref().is_some_and(Ready::rotates_in_shapes) {
+            args = args.shapes();
         }
         args
     }
@@ -139,4 +148,61 @@ pub fn ended_with(env: Option<TrialEnv>, outcome: Outcome) -> Box<Trial> {
         Some(env) => t.with_env(env),
         None => t,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+    use crate::plan::KillMode;
+
+    fn ready(operations: &[&str]) -> crashcells_protocol::Ready {
+        let text = format!(
+            r#"{{"protocol":2,"pid":1,"op":"append","sqlite_version":"3.54.1","journal_mode":"wal","operations":{}}}"#,
+            serde_json::to_string(operations).unwrap()
+        );
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// Runs `f` on a workload of `op` for cell `id` (run seed 7, a sweep of
+    /// `sweep_acks`), for a child whose preflight listed `operations`.
+    fn with_workload<T>(id: &str, op: Op, sweep_acks: u64, operations: &[&str], f: impl Fn(&Workload) -> T) -> T {
+        let spec = Catalog::embedded().unwrap().find(id).unwrap().clone();
+        let leg = Leg { name: "wal".into(), journal_mode: None, synchronous: None };
+        let job = Job { cell: spec, leg: Some(leg.clone()), kill: KillMode::Syscall, seed: 7 };
+        let ctx = Context::for_tests(1, Some(ready(operations)));
+        let cell = crate::cells::find(id).unwrap();
+        f(&Workload { job: &job, leg: &leg, cell, ctx: &ctx, op, sweep_acks, recovery: None })
+    }
+
+    /// The words of `op`'s sweep command in a trial folder, for a child
+    /// whose preflight listed `operations`.
+    fn words(op: Op, operations: &[&str]) -> Vec<String> {
+        with_workload("rotation-atomicity", op, 4, operations, |w| {
+            let env = w.env("t").unwrap();
+            w.args(&env).to_args().iter().map(|a| a.to_string_lossy().into_owned()).collect()
+        })
+    }
+
+    /// A sweep's `fork` runs the seed the cell picked for it, a timed trial
+    /// the seed as drawn.
+    #[test]
+    fn a_sweep_runs_the_seed_its_cell_picks_and_a_timed_trial_the_drawn_one() {
+        use crate::cells::fork::{cuts, sweep_seed};
+        let (swept, timed) = with_workload("fork-determinism", Op::Fork, 20, &["fork"], |w| {
+            (w.env("census").unwrap().seed, w.seeded_env("t0", &["0"]).unwrap().seed)
+        });
+        let drawn = crate::seed::derive(7, &["workload"]);
+        assert_eq!(swept, sweep_seed(drawn, 20));
+        assert_eq!(cuts(swept, 20).len(), 5, "five rewinds, every cut among them");
+        assert_eq!(timed, crate::seed::derive(7, &["0", "workload"]));
+    }
+
+    #[test]
+    fn rotate_gets_its_shapes_only_from_a_child_that_lists_them() {
+        let listed = ["append", "rotate", "dump", crashcells_protocol::ROTATE_SHAPES];
+        assert!(words(Op::Rotate, &listed).windows(2).any(|w| w == ["--shapes", "on"]));
+        assert!(!words(Op::Rotate, &["append", "rotate", "dump"]).contains(&"--shapes".to_string()));
+        assert!(!words(Op::Append, &listed).contains(&"--shapes".to_string()), "rotate's flag only");
+    }
 }

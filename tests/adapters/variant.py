@@ -14,6 +14,8 @@ no-rotate       the ready record does not list `rotate`, which is refused
 resend          `catch-up` resends an obligation left attempting without asking
                 the transport (as the resend-on-catch-up mutant, always): a
                 store at least once by design, as Hermes's gateway is
+ignore-shapes   the ready record lists `rotate-shapes`, but `rotate` ignores
+                `--shapes on` and rotates as version 1 does
 """
 
 import importlib.util
@@ -76,6 +78,14 @@ for variant in sys.argv.pop(1).split(","):
         store.op_park = fail("park")
     elif variant == "resend":
         store.op_catch_up = resending(store.op_catch_up)
+    elif variant == "ignore-shapes":
+        rotate = store.op_rotate
+
+        def op_rotate(a, rotate=rotate):
+            a.shapes = None
+            return rotate(a)
+
+        store.op_rotate = op_rotate
     elif variant == "no-rotate":
         store.OPERATIONS = tuple(o for o in store.OPERATIONS if o != "rotate")
         store.op_rotate = fail("rotate (not implemented)")
