@@ -478,7 +478,7 @@ fn a_result_through_the_fork_server_matches_the_exec_d_one_point_for_point() {
         let r = &results(report, "prefix-durability")[0];
         (*code, r["verdict"].clone(), r["points_planned"].clone(), r["points_landed"].clone(), r["kill_points"].clone())
     };
-    assert_eq!(kept(&forked), kept(&exec_d));
+    assert_eq!(kept(&forked), kept(&exec_d), "forked: {:#}\nexec'd: {:#}", forked.1, exec_d.1);
     assert_eq!(kept(&forked).1, "pass");
     // And a fire lands on the same point either way.
     let fire = |fork_server: &str| {
