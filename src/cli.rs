@@ -449,7 +449,10 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     crate::harness::catch_interrupts().map_err(Error::io("signal handlers", "."))?;
     let mutant = ctx.options.mutant.as_deref();
     let began = Instant::now();
-    let ready = match crate::probe::preflight_with(&ctx.child, &ctx.work_root, ctx.deadline, mutant) {
+    // The preflight measures the start every deadline scales with: it waits
+    // at least the default deadline, however short --deadline is.
+    let first = ctx.deadline.max(Duration::from_secs(crate::options::DEFAULT_DEADLINE_SECS));
+    let ready = match crate::probe::preflight_with(&ctx.child, &ctx.work_root, first, mutant) {
         Ok(ready) => Some(ready),
         Err(_) if crate::harness::interrupted().is_some() => None,
         Err(e) => return Err(preflight_failed(&ctx, e)),
@@ -457,7 +460,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     ctx.start = began.elapsed();
     if let Some(ready) = &ready
         && ctx.options.fork_server != Some(Replay::Off)
-        && let Some((forks, start)) = fork_server(&ctx.child, ready, &ctx.work_root, ctx.deadline)?
+        && let Some((forks, start)) = fork_server(&ctx.child, ready, &ctx.work_root, first)?
     {
         (ctx.child, ctx.start) = (forks, start);
     }

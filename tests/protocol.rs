@@ -487,7 +487,7 @@ fn a_result_through_the_fork_server_matches_the_exec_d_one_point_for_point() {
         let r = &results(report, "prefix-durability")[0];
         (*code, r["verdict"].clone(), r["points_planned"].clone(), r["points_landed"].clone(), r["kill_points"].clone())
     };
-    assert_eq!(kept(&forked), kept(&exec_d));
+    assert_eq!(kept(&forked), kept(&exec_d), "forked: {:#}\nexec'd: {:#}", forked.1, exec_d.1);
     assert_eq!(kept(&forked).1, "pass");
     // And a fire lands on the same point either way.
     let fire = |fork_server: &str| {
@@ -500,4 +500,32 @@ fn a_result_through_the_fork_server_matches_the_exec_d_one_point_for_point() {
     let (on, off) = (fire("on"), fire("off"));
     assert_eq!(on, off);
     assert_eq!(on.1, "fire");
+}
+
+/// A store's own failure, after its ready record, where the protocol
+/// promises an answer, is a finding about the store (a fire of that cell,
+/// with the store's words, a fingerprint kind of its own, and evidence);
+/// a child that breaks the protocol before its ready record is still the
+/// harness's error.
+#[test]
+fn a_stores_own_failure_is_a_fire_and_a_broken_protocol_an_error() {
+    let dir = scratch();
+    let variant = |v: &str| format!("{} {v}", python("tests/adapters/variant.py"));
+    let result = |child: &str, rest: &[&str]| {
+        let (_, report) = run_json(&[&["run", "--child", child, "--seed", "5"][..], rest].concat(), dir.path());
+        report["results"][0].clone()
+    };
+    // A claim in a deferred transaction: racing claimants cannot upgrade.
+    let r = result(&variant("deferred-claim"), &["--cell", "2", "--kill", "timed", "--trials", "4"]);
+    assert_eq!(r["verdict"], "fire", "{r:#}");
+    assert_eq!(r["violation"], "store-failed-claim", "{r:#}");
+    assert!(r["reason"].as_str().unwrap().contains("database is locked"), "{r:#}");
+    assert!(r["evidence"].is_string(), "{r:#}");
+    // A dump on a read-only connection cannot roll back a hot journal.
+    let r = result(&variant("readonly-dump"), &["--cell", "1", "--leg", "delete", "--kill", "syscall"]);
+    assert_eq!((r["verdict"].as_str(), r["violation"].as_str()), (Some("fire"), Some("store-failed-dump")), "{r:#}");
+    assert!(r["reason"].as_str().unwrap().contains("attempt to write a readonly database"), "{r:#}");
+    // A claimant that never writes its ready record broke the protocol.
+    let r = result(&variant("claim-no-ready"), &["--cell", "2", "--kill", "timed", "--trials", "1"]);
+    assert_eq!(r["verdict"], "error", "{r:#}");
 }

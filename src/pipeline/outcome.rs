@@ -323,12 +323,47 @@ pub enum Interruption {
 }
 
 impl From<RecoveryError> for Outcome {
-    /// A failed recovery is the harness's error, or the interrupt's.
+    /// A failed recovery is the harness's error, or the interrupt's; but a
+    /// `dump` or a recovery step that ran and failed on a crash state is
+    /// the store's own failure: the protocol promises both an answer for
+    /// every crash state (a store that cannot restart from it is broken).
     fn from(e: RecoveryError) -> Outcome {
         match e {
             RecoveryError::Interrupted { pass } => Outcome::Interrupted(Interruption::Recovery(pass)),
+            RecoveryError::Failed { .. } => Outcome::store_failure(Op::Dump, Failure::Recovery(e)),
+            RecoveryError::StepFailed { op, .. } => Outcome::store_failure(op, Failure::Recovery(e)),
             e => Outcome::Error(Failure::Recovery(e)),
         }
+    }
+}
+
+/// The kind of a fire made of the store's own failure in `op`: a kind of
+/// its own per operation, so that its fingerprint names what failed.
+pub fn store_failed(op: Op) -> &'static str {
+    match op {
+        Op::Append => "store-failed-append",
+        Op::Rotate => "store-failed-rotate",
+        Op::Park => "store-failed-park",
+        Op::Claim => "store-failed-claim",
+        Op::Dump => "store-failed-dump",
+        Op::Fork => "store-failed-fork",
+        Op::Deliver => "store-failed-deliver",
+        Op::CatchUp => "store-failed-catch-up",
+    }
+}
+
+impl Outcome {
+    /// The store's own failure in `op`, after its ready record, where the
+    /// protocol promises an answer (docs/DESIGN.md, "A store's own
+    /// failure"): a fire, with the store's words, not the harness's error.
+    /// An operation that says it is not implemented stays what it is (a
+    /// skip, decided where results are folded).
+    pub fn store_failure(op: Op, failure: Failure) -> Outcome {
+        if failure.unsupported().is_some() {
+            return Outcome::Error(failure);
+        }
+        let text = format!("the store failed its `{op}`: {failure}");
+        Outcome::Fire(Finding { violations: vec![Violation::new(store_failed(op), text)], power: None })
     }
 }
 

@@ -55,7 +55,7 @@ impl Workload<'_> {
             self.ctx.child.spawn_traced(&launch, filter, self.ctx.deadline).map_err(|e| trace_outcome(e, self.ctx))?;
         match drive(&mut child, &self.targets(env), Goal::ToEnd) {
             Ok(Driven::Exited { exit, counted }) => {
-                ended_well(exit, counted, &child.stderr_tail()).map_err(Outcome::Error)
+                ended_well(exit, counted, &child.stderr_tail()).map_err(|f| self.ended_badly(env, f))
             }
             Ok(Driven::At(p)) => Err(Outcome::Error(Failure::CensusStopped(p.ordinal))),
             Err(e) => Err(trace_outcome(e, self.ctx)),
@@ -101,7 +101,7 @@ impl Workload<'_> {
             Ok(Driven::At(p)) => p,
             // The point after the last call: the child's own end is the state.
             Ok(Driven::Exited { exit, counted }) if matches!(goal, Goal::KillAt(n) if n == counted + 1) => {
-                ended_well(exit, counted, &child.stderr_tail()).map_err(Outcome::Error)?;
+                ended_well(exit, counted, &child.stderr_tail()).map_err(|f| self.ended_badly(env, f))?;
                 return Ok(Point::end(counted + 1).kill_point(u32::try_from(counted + 1).unwrap_or(u32::MAX), 0));
             }
             Ok(Driven::Exited { exit, counted }) => {
@@ -109,7 +109,8 @@ impl Workload<'_> {
                     Goal::KillAt(n) => Some(n),
                     _ => None,
                 };
-                return Err(Outcome::Error(Failure::ChildEnded { exit, counted, before, stderr: child.stderr_tail() }));
+                let failure = Failure::ChildEnded { exit, counted, before, stderr: child.stderr_tail() };
+                return Err(self.ended_badly(env, failure));
             }
             Err(e) => return Err(trace_outcome(e, self.ctx)),
         };

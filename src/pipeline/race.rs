@@ -445,12 +445,17 @@ fn wrote_ready(env: &TrialEnv, r: u32) -> bool {
 }
 
 /// A racer that ended on its own must have ended WON or LOST.
+/// A claimant that wrote its ready record and then ended neither WON nor
+/// LOST is the store's failure (a claim that cannot answer: a deferred
+/// transaction's "database is locked", say); one that never wrote it broke
+/// the protocol, the harness's error.
 fn racer_end(env: &TrialEnv, r: u32, exit: Exit) -> Result<End, Outcome> {
     match exit {
         Exit::Code(c @ (EXIT_WON | EXIT_LOST)) => Ok(End::Exited(c)),
         exit => {
             let stderr = crate::harness::stderr_tail(&env.path(&format!("racer-r{r}.stderr")));
-            Err(Outcome::Error(Failure::RacerEnded { racer: r, exit, stderr }))
+            let failure = Failure::RacerEnded { racer: r, exit, stderr };
+            Err(if wrote_ready(env, r) { Outcome::store_failure(Op::Claim, failure) } else { Outcome::Error(failure) })
         }
     }
 }

@@ -83,7 +83,7 @@ impl Workload<'_> {
             self.ctx.child.spawn_traced(&launch, filter, self.ctx.deadline).map_err(|e| trace_outcome(e, self.ctx))?;
         match record(&mut child, &self.targets(env), Goal::ToEnd) {
             Ok((Driven::Exited { exit, counted }, log)) => {
-                ended_well(exit, counted, &child.stderr_tail()).map(|_| log).map_err(Outcome::Error)
+                ended_well(exit, counted, &child.stderr_tail()).map(|_| log).map_err(|f| self.ended_badly(env, f))
             }
             Ok((Driven::At(p), _)) => Err(Outcome::Error(Failure::RecordingStopped(p.ordinal))),
             Err(e) => Err(trace_outcome(e, self.ctx)),

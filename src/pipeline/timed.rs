@@ -68,7 +68,7 @@ impl Workload<'_> {
         let left = self.ctx.deadline.saturating_sub(started.elapsed());
         let reached = wait_for_acks(&mut child, &env.acks, target, left).map_err(|e| match e {
             WaitError::Exited { exit, acks, stderr_tail } => {
-                Outcome::Error(Failure::EndedEarly { exit, acks, stderr: stderr_tail })
+                self.ended_badly(env, Failure::EndedEarly { exit, acks, stderr: stderr_tail })
             }
             WaitError::Io(e) => Outcome::Error(Failure::AckJournal(e.to_string())),
             WaitError::Interrupted => Outcome::Interrupted(Interruption::WaitingForAcks),

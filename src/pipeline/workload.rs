@@ -131,6 +131,17 @@ impl Workload<'_> {
     }
 }
 
+impl Workload<'_> {
+    /// A workload child that ended on its own with an error: the store's
+    /// failure if it wrote its ready record first (an operation that failed
+    /// without a kill), else the harness's error (it broke the protocol).
+    pub fn ended_badly(&self, env: &TrialEnv, failure: Failure) -> Outcome {
+        let bytes = std::fs::read(&env.acks).unwrap_or_default();
+        let ready = journal::parse(&bytes).ok().and_then(|j| j.ready).is_some();
+        if ready { Outcome::store_failure(self.op, failure) } else { Outcome::Error(failure) }
+    }
+}
+
 /// A sweep's workload ends with exit code 0 after its `--stop-after`
 /// operations; anything else is the child's failure.
 pub fn ended_well(exit: Exit, counted: u64, tail: &str) -> Result<u64, Failure> {

@@ -11,6 +11,13 @@ silent-wal      the same, but the ready record carries no `resolver`: a
 rotate-fails    `rotate` writes its ready record, then fails (exit 3)
 park-fails      `park` fails (exit 3)
 no-rotate       the ready record does not list `rotate`, which is refused
+deferred-claim  `claim` reads the handoff in a deferred transaction, then
+                upgrades to write it: racing claimants get "database is
+                locked" (a store's own failure, exit 3, after its ready record)
+readonly-dump   `dump` opens the store read-only: it cannot roll back a hot
+                journal ("attempt to write a readonly database")
+claim-no-ready  `claim` exits 3 before it writes its ready record: a child
+                that breaks the protocol, the harness's error
 resend          `catch-up` resends an obligation left attempting without asking
                 the transport (as the resend-on-catch-up mutant, always): a
                 store at least once by design, as Hermes's gateway is
@@ -59,6 +66,39 @@ def resending(catch_up):
     return op
 
 
+def deferred_claim(self, name, claimant):
+    """A claim as a careless store writes it: BEGIN (deferred), read, then
+    write; a second claimant holding its read lock cannot upgrade."""
+    c = self.conn
+    c.execute("BEGIN")
+    try:
+        row = c.execute("SELECT handoff FROM conversations WHERE name=?", (name,)).fetchone()
+        if row is None or row[0] != "pending":
+            c.execute("COMMIT")
+            return False
+        c.execute("UPDATE conversations SET handoff='running' WHERE name=?", (name,))
+        store.insert_turn(c, name, "system", "claimed by %s" % claimant)
+        c.execute("COMMIT")
+        return True
+    except BaseException:
+        c.execute("ROLLBACK")
+        raise
+
+
+def readonly_state(db):
+    """`dump` on a read-only connection."""
+    conn = store.sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=store.BUSY_TIMEOUT_S, isolation_level=None)
+    try:
+        return store.read_state_with(conn)
+    finally:
+        conn.close()
+
+
+def no_ready(a):
+    print("variant: claim fails before its ready record", file=sys.stderr)
+    return store.EXIT_ERROR
+
+
 def silent(store_init):
     def init(self, path):
         store_init(self, path)
@@ -76,6 +116,12 @@ for variant in sys.argv.pop(1).split(","):
         store.op_rotate = fail("rotate")
     elif variant == "park-fails":
         store.op_park = fail("park")
+    elif variant == "deferred-claim":
+        store.Store.claim = deferred_claim
+    elif variant == "readonly-dump":
+        store.read_state = readonly_state
+    elif variant == "claim-no-ready":
+        store.op_claim = no_ready
     elif variant == "resend":
         store.op_catch_up = resending(store.op_catch_up)
     elif variant == "ignore-shapes":
