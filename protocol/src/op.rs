@@ -213,10 +213,14 @@ pub enum Mutant {
     /// `catch-up` resends every obligation not marked delivered without
     /// asking the transport whether it arrived (cell 5 fires).
     ResendOnCatchUp,
+    /// `append` acknowledges an append whose commit failed with an I/O
+    /// error (`SQLITE_IOERR` or `SQLITE_FULL`) and goes on (cell 1 fires
+    /// under `--kill fault`).
+    AckDespiteIoError,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 8] = [
+    pub const ALL: [Mutant; 9] = [
         Mutant::AckBeforeCommit,
         Mutant::RacyClaim,
         Mutant::SplitRotation,
@@ -225,6 +229,7 @@ impl Mutant {
         Mutant::DropAppend,
         Mutant::TornFork,
         Mutant::ResendOnCatchUp,
+        Mutant::AckDespiteIoError,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -237,6 +242,7 @@ impl Mutant {
             Mutant::DropAppend => "drop-append",
             Mutant::TornFork => "torn-fork",
             Mutant::ResendOnCatchUp => "resend-on-catch-up",
+            Mutant::AckDespiteIoError => "ack-despite-io-error",
         }
     }
 
@@ -259,6 +265,9 @@ impl Mutant {
             Mutant::DropAppend => "`append` acks every append but never writes every 64th",
             Mutant::TornFork => "`fork` rewinds in several transactions, one message of the tail at a time",
             Mutant::ResendOnCatchUp => "`catch-up` resends every obligation not marked delivered, without asking",
+            Mutant::AckDespiteIoError => {
+                "`append` acks an append whose commit failed with an I/O error (fires under --kill fault only)"
+            }
         }
     }
 
@@ -266,7 +275,7 @@ impl Mutant {
     /// `stall`, the one whose run it stalls).
     pub fn cell(self) -> u32 {
         match self {
-            Mutant::AckBeforeCommit | Mutant::Stall | Mutant::DropAppend => 1,
+            Mutant::AckBeforeCommit | Mutant::Stall | Mutant::DropAppend | Mutant::AckDespiteIoError => 1,
             Mutant::RacyClaim | Mutant::SplitClaim => 2,
             Mutant::SplitRotation => 3,
             Mutant::TornFork => 4,
