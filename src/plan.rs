@@ -23,6 +23,13 @@ pub enum KillMode {
     /// Power loss at each kill point (`--kill power`): the durable states of
     /// the recorded run, not a kill of any process.
     Power,
+    /// Power loss with torn and reordered writes (`--kill torn`): the torn
+    /// model's states of the same recorded run, bounded.
+    Torn,
+    /// Fault injection (`--kill fault`): at each write or sync of the
+    /// store's files, the call fails (`ENOSPC`, `EIO`) instead of running,
+    /// and the child runs on; nothing is killed.
+    Fault,
 }
 
 impl KillMode {
@@ -32,7 +39,15 @@ impl KillMode {
             KillMode::Syscall => "syscall",
             KillMode::None => "none",
             KillMode::Power => "power",
+            KillMode::Torn => "torn",
+            KillMode::Fault => "fault",
         }
+    }
+
+    /// Whether its trials are a sweep's kill points (its results plan and
+    /// land points), not timed trials or races.
+    pub fn sweeps_points(self) -> bool {
+        matches!(self, KillMode::Syscall | KillMode::Power | KillMode::Torn | KillMode::Fault)
     }
 
     /// The mode as a reader says it: `timed kill`, `syscall kill`, `no kill (race)`.
@@ -42,6 +57,8 @@ impl KillMode {
             KillMode::Syscall => "syscall kill",
             KillMode::None => "no kill: a race",
             KillMode::Power => "power loss",
+            KillMode::Torn => "torn power loss",
+            KillMode::Fault => "fault injection",
         }
     }
 }

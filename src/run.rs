@@ -109,7 +109,7 @@ impl Progress for Bars {
         let unit = match job.kill {
             crate::plan::KillMode::Timed => "trials",
             crate::plan::KillMode::None => "races",
-            crate::plan::KillMode::Syscall | crate::plan::KillMode::Power => "points (recording first)",
+            _ => "points (recording first)",
         };
         bar.set_message(unit);
         self.running.lock().expect("no thread panics holding the bars").insert(index, bar.clone());

@@ -17,7 +17,8 @@
 //!   reached), [`point`] (a real kill at syscall point N, and the census
 //!   that counts the points), [`recorded`] (one recorded run, every crash
 //!   state rebuilt from its log, a fire confirmed by a real kill), [`power`]
-//!   (the power-loss states of the same log);
+//!   (the power-loss states of the same log, in-order or torn), [`fault`]
+//!   (a run per write or sync made to fail, and what the store made of it);
 //! - [`batch`]: checking rebuilt crash states many at a time;
 //! - [`pending`]: the trials of a timed result or a free race, their
 //!   states recovered in one batch per pass;
@@ -39,6 +40,7 @@ pub mod batch;
 pub mod census;
 pub mod context;
 pub mod coverage;
+pub mod fault;
 pub mod outcome;
 pub mod parallel;
 pub mod pending;
