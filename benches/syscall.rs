@@ -44,6 +44,7 @@ fn context(work: &Path, jobs: usize, replay: Replay) -> Context {
         jobs,
         child_ready: None,
         tally: Default::default(),
+        shared: Default::default(),
     }
 }
 

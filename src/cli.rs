@@ -467,6 +467,7 @@ fn run_context(options: RunOptions, seed: u64, work_root: &Path, evidence_root: 
         options,
         child_ready: None,
         tally: Default::default(),
+        shared: Default::default(),
     })
 }
 
@@ -498,6 +499,7 @@ fn cmd_audit(a: AuditArgs) -> Result<i32> {
     ));
     let setup = crate::cli::audit::AuditSetup {
         matrix: &matrix,
+        matrix_arg: &a.matrix,
         child: &child,
         workdir: &workdir,
         deadline: Duration::from_secs(a.deadline),

@@ -44,6 +44,17 @@ impl KillMode {
         }
     }
 
+    /// What a result's seed is derived with: its name, but the torn model
+    /// sweeps the same recorded run as the in-order one (`power`), so that
+    /// the two share a workload, their sampled points and, where the caller
+    /// shares, one recording.
+    pub fn seed_label(self) -> &'static str {
+        match self {
+            KillMode::Torn => KillMode::Power.as_str(),
+            other => other.as_str(),
+        }
+    }
+
     /// Whether its trials are a sweep's kill points (its results plan and
     /// land points), not timed trials or races.
     pub fn sweeps_points(self) -> bool {
@@ -109,7 +120,7 @@ pub fn plan(catalog: &Catalog, matrix: &Matrix, sel: &Selection, seed: u64) -> R
         let kills = kills_for(&shape_of(cell)?, &sel.kills);
         for leg in legs_for(cell, matrix, &sel.legs) {
             for &kill in &kills {
-                let s = crate::seed::derive(seed, &[&cell.id, &leg.name, kill.as_str()]);
+                let s = crate::seed::derive(seed, &[&cell.id, &leg.name, kill.seed_label()]);
                 jobs.push(Job { cell: cell.clone(), leg: Some(leg.clone()), kill, seed: s });
             }
         }

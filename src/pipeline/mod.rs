@@ -17,7 +17,8 @@
 //!   reached), [`point`] (a real kill at syscall point N, and the census
 //!   that counts the points), [`recorded`] (one recorded run, every crash
 //!   state rebuilt from its log, a fire confirmed by a real kill), [`power`]
-//!   (the power-loss states of the same log, in-order or torn), [`fault`]
+//!   (the power-loss states of the same log, in-order or torn, sharing a
+//!   recording and its recoveries where asked: [`power_share`]), [`fault`]
 //!   (a run per write or sync made to fail, and what the store made of it);
 //! - [`batch`]: checking rebuilt crash states many at a time;
 //! - [`pending`]: the trials of a timed result or a free race, their
@@ -46,6 +47,7 @@ pub mod parallel;
 pub mod pending;
 pub mod point;
 pub mod power;
+pub mod power_share;
 pub mod race;
 pub mod race_sweep;
 pub mod recorded;
@@ -56,7 +58,7 @@ pub mod trial;
 pub mod verdict;
 pub mod workload;
 
-pub use context::{Context, Step, Tally};
+pub use context::{Context, Shared, Step, Tally};
 pub use outcome::Outcome;
 pub use result::{run_job, run_job_guarded};
 pub use trial::Trial;

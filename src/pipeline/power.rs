@@ -18,10 +18,11 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
-use super::batch::{Checker, Recovery, batches};
+use super::batch::{Checker, Recovery};
 use super::outcome::{Failure, Finding, Interruption, Outcome, PowerLoss};
-use super::parallel::parallel;
+use super::power_share::{Share, recover};
 use super::sweep::Swept;
 use super::trial::Trial;
 use super::verdict::conclude;
@@ -83,14 +84,24 @@ impl PowerModel {
 /// how many states each point had (`Model::explored` for the torn model:
 /// built before identical ones merged) and the model's bound.
 pub fn power_sweep(w: &Workload, seed: u64, power: PowerModel) -> Swept {
-    let rec = match w.honoured_recording() {
-        Ok(r) => r,
-        Err(ended) => return *ended,
+    // The audit's power and torn sweeps share a recording and its recoveries.
+    let share = Share::of(w, seed);
+    let own;
+    let rec = match share.as_deref().and_then(Share::recording) {
+        Some(rec) => rec,
+        None => {
+            let r = match w.honoured_recording() {
+                Ok(r) => r,
+                Err(ended) => return *ended,
+            };
+            if let Some(why) = r.disagrees.clone() {
+                let failure = Failure::UnloggedWrites(why);
+                return Swept::unplanned(Trial::ended(0, Outcome::Error(failure)).with_env(r.env));
+            }
+            own = r;
+            &own
+        }
     };
-    if let Some(why) = &rec.disagrees {
-        let failure = Failure::UnloggedWrites(why.clone());
-        return Swept::unplanned(Trial::ended(0, Outcome::Error(failure)).with_env(rec.env));
-    }
     let o = &w.ctx.options;
     let points = sweep_points(rec.census.points, o.point, o.points, seed);
     let m = power.build(rec.log.ran(), &points);
@@ -98,16 +109,8 @@ pub fn power_sweep(w: &Workload, seed: u64, power: PowerModel) -> Swept {
     let units = Units::of(&m, &canon, &stores);
     let label = |l: &str| w.label(l);
     let make_env = |l: &str| w.env(l);
-    let checker = w.checker(&rec, &label, &make_env);
-    let groups = batches(units.files.len(), w.ctx.jobs);
-    let recovered: Vec<Recovery> =
-        parallel(groups.len(), w.ctx.jobs, &|_| crate::harness::interrupted().is_some(), &|b| {
-            let mine: Vec<&Files> = units.files[groups[b].clone()].iter().collect();
-            checker.recover(&mine, &format!("power{b}")).0
-        })
-        .into_iter()
-        .flatten()
-        .collect();
+    let checker = w.checker(rec, &label, &make_env);
+    let recovered = recover(&checker, &units.files, share.as_deref());
     if crate::harness::interrupted().is_some() {
         return Swept::unplanned(Trial::ended(0, Outcome::Interrupted(Interruption::PowerStates)));
     }
@@ -203,7 +206,7 @@ fn judge_points(
     log: &Log,
     m: &Model,
     units: (&[usize], &Units),
-    recovered: &[Recovery],
+    recovered: &[Arc<Recovery>],
 ) -> Vec<Trial> {
     let mut passed: std::collections::HashSet<(usize, usize)> = std::collections::HashSet::new();
     let mut trials = Vec::new();
@@ -227,7 +230,7 @@ fn judge_point(
     m: &Model,
     at: &AtPoint,
     (canon, units): (&[usize], &Units),
-    recovered: &[Recovery],
+    recovered: &[Arc<Recovery>],
     passed: &mut std::collections::HashSet<(usize, usize)>,
 ) -> Trial {
     let point = log.point(at.point);
@@ -239,7 +242,8 @@ fn judge_point(
             continue;
         }
         let mut t = Trial::new(index);
-        let outcome = conclude(&checker.crash(&at.acks), &mut t, || recovered[store].as_ref().map_err(Clone::clone));
+        let recovery = || recovered[store].as_ref().as_ref().map_err(Clone::clone);
+        let outcome = conclude(&checker.crash(&at.acks), &mut t, recovery);
         t.kill_point = Some(point.kill_point(index, t.acked));
         if outcome.is_pass() {
             passed.insert((store, at.acks.len()));

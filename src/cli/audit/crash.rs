@@ -1,12 +1,15 @@
 //! The audit's crash columns: for one leg, whether every workload cell
 //! (cells 1 and 3 today) keeps every acknowledged commit under a process
-//! crash (the recorded syscall sweep) and under a power loss (the power
-//! sweep), each checked at every kill point of the cell's sweep workload.
+//! crash (the recorded syscall sweep), a power loss (the power sweep), a
+//! power loss with torn and reordered writes (the torn sweep) and a failed
+//! write or sync (the fault sweep), each checked at every kill point of the
+//! cell's sweep workload.
 //!
-//! Crash model: the two of [`crate::pipeline::recorded`] and
-//! [`crate::pipeline::power`]; the leg's row says `keeps` when every cell
-//! passed, `LOSES` (with the first cell's reason) when one fired, and `-`
-//! when the leg could not be probed (skipped) or a sweep errored.
+//! Crash model: those of [`crate::pipeline::recorded`],
+//! [`crate::pipeline::power`] (both models) and [`crate::pipeline::fault`];
+//! the leg's row says `keeps` when every cell passed, `LOSES` (with the
+//! first cell's reason and the command that reproduces it) when one fired,
+//! and `-` when the leg could not be probed (skipped) or a sweep errored.
 
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +32,19 @@ pub struct Column {
     pub reason: String,
     /// Each cell's verdict, `N: verdict`.
     pub cells: Vec<String>,
+    /// The first non-passing cell's repro: the command that runs its
+    /// deciding point again.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub repro: String,
+}
+
+/// A leg's crash columns, one per kill mode the audit sweeps.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Columns {
+    pub process: Column,
+    pub power: Column,
+    pub torn: Column,
+    pub fault: Column,
 }
 
 impl Column {
@@ -42,14 +58,20 @@ impl Column {
     }
 }
 
-/// The process-crash and power-loss columns of `leg`.
-pub fn columns(ctx: &Context, matrix_name: &str, leg: &Leg) -> crate::error::Result<(Column, Column)> {
+/// The kill modes the audit sweeps, a column each, in the table's order.
+pub const KILLS: [KillMode; 4] = [KillMode::Syscall, KillMode::Power, KillMode::Torn, KillMode::Fault];
+
+/// The crash columns of `leg`.
+pub fn columns(ctx: &Context, matrix_name: &str, leg: &Leg) -> crate::error::Result<Columns> {
     let catalog = Catalog::embedded()?;
     let matrix = Matrix { name: matrix_name.to_string(), description: String::new(), legs: vec![leg.clone()] };
     let cells = workload_cells(&catalog);
-    let selection = Selection { cells, legs: vec![leg.name.clone()], kills: vec![KillMode::Syscall, KillMode::Power] };
+    let selection = Selection { cells, legs: vec![leg.name.clone()], kills: KILLS.to_vec() };
     let jobs = plan(&catalog, &matrix, &selection, ctx.seed)?;
-    let results = crate::run::execute(&jobs, ctx, ctx.jobs, &crate::run::Quiet);
+    // The power and torn sweeps of a cell share one recording and its
+    // recoveries; what they share goes with the leg.
+    let ctx = Context { shared: crate::pipeline::Shared::on(), ..ctx.clone() };
+    let results = crate::run::execute(&jobs, &ctx, ctx.jobs, &crate::run::Quiet);
     let column = |kill: KillMode| {
         let of: Vec<_> = results.iter().filter(|r| r.kill == kill).collect();
         let first_bad = of.iter().find(|r| r.verdict != Verdict::Pass);
@@ -62,9 +84,11 @@ pub fn columns(ctx: &Context, matrix_name: &str, leg: &Leg) -> crate::error::Res
             keeps,
             reason: first_bad.map_or_else(String::new, |r| format!("cell {}: {}", r.number, r.reason)),
             cells: of.iter().map(|r| format!("{}: {}", r.number, r.verdict.as_str())).collect(),
+            repro: first_bad.map_or_else(String::new, |r| r.repro.clone()),
         }
     };
-    Ok((column(KillMode::Syscall), column(KillMode::Power)))
+    let [process, power, torn, fault] = KILLS.map(column);
+    Ok(Columns { process, power, torn, fault })
 }
 
 /// The live workload cells (a child that writes until it is killed) whose
@@ -96,7 +120,7 @@ mod tests {
 
     #[test]
     fn a_column_says_keeps_loses_or_nothing() {
-        let c = |keeps| Column { keeps, reason: String::new(), cells: vec![] };
+        let c = |keeps| Column { keeps, reason: String::new(), cells: vec![], repro: String::new() };
         assert_eq!([c(Some(true)).word(), c(Some(false)).word(), c(None).word()], ["keeps", "LOSES", "-"]);
     }
 }
