@@ -60,8 +60,8 @@ impl Pending {
 /// writes it was to make durable.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FailedSync {
-    /// Linux (since 4.13; the ATC 2020 study saw it on ext4, XFS and
-    /// Btrfs): the kernel marks the pages it could not write back clean, so
+    /// Linux (the ATC 2020 study saw it on ext4, XFS and Btrfs): the
+    /// kernel marks the pages it could not write back clean, so
     /// those writes are lost for good, and a later successful sync does not
     /// write them. A later write to one of their sectors dirties its page
     /// again, and the page's cached bytes, theirs among them, reach the
