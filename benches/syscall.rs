@@ -37,13 +37,16 @@ fn context(work: &Path, jobs: usize, replay: Replay) -> Context {
     Context {
         options: RunOptions { matrix: "default".into(), seed: Some(1), replay: Some(replay), ..RunOptions::default() },
         seed: 1,
-        child: child(),
+        child: crashcells::harness::Launcher::exec(child()),
         work_root: work.to_path_buf(),
         evidence_root: work.join("evidence"),
         deadline: Duration::from_secs(30),
         jobs,
         child_ready: None,
         tally: Default::default(),
+        pool: crashcells::pipeline::pool::Pool::new(jobs),
+        start: Duration::ZERO,
+        crowd: 1,
         shared: Default::default(),
     }
 }

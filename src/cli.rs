@@ -13,13 +13,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use crashcells_protocol::Mutant;
+use crashcells_protocol::{Mutant, Ready};
 
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
-use crate::harness::ChildCommand;
+use crate::harness::{ChildCommand, Launcher};
 use crate::matrix::Matrix;
-use crate::options::{DEFAULT_DEADLINE_SECS, RunOptions};
+use crate::options::{DEFAULT_DEADLINE_SECS, Replay, RunOptions};
 use crate::pipeline::Context;
 use crate::plan::{Selection, plan};
 use crate::report::{self, Format};
@@ -411,11 +411,21 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     // an interrupted run starts no result.
     crate::harness::catch_interrupts().map_err(Error::io("signal handlers", "."))?;
     let mutant = ctx.options.mutant.as_deref();
+    let began = Instant::now();
     let ready = match crate::probe::preflight_with(&ctx.child, &ctx.work_root, ctx.deadline, mutant) {
         Ok(ready) => Some(ready),
         Err(_) if crate::harness::interrupted().is_some() => None,
         Err(e) => return Err(preflight_failed(&ctx, e)),
     };
+    ctx.start = began.elapsed();
+    if let Some(ready) = &ready
+        && ctx.options.fork_server != Some(Replay::Off)
+        && let Some((forks, start)) = fork_server(&ctx.child, ready, &ctx.work_root, ctx.deadline)?
+    {
+        (ctx.child, ctx.start) = (forks, start);
+    }
+    ctx.crowd = crowd(&jobs);
+    ctx.deadline = ctx.scaled_deadline(ctx.options.deadline());
     ctx.child_ready = ready.clone();
     let share = partition.map_or(String::new(), |p| format!(" (partition {p}: {} of {})", jobs.len(), planned.len()));
     note(&format!(
@@ -453,20 +463,61 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     Ok(run_exit_code(&report, jobs.len()))
 }
 
+/// The launcher of a child that offers a fork server (docs/PROTOCOL.md §9):
+/// the server started, and a first operation forked by it as the preflight
+/// ran it exec'd, so that a server whose processes do not start fresh (a
+/// descriptor of the trial's folder held open, say) stops the run here with
+/// one line, before any cell. With it, how long a forked operation took to
+/// write its ready record. `None` for a child without a server.
+fn fork_server(
+    child: &Launcher,
+    ready: &Ready,
+    work: &Path,
+    deadline: Duration,
+) -> Result<Option<(Launcher, Duration)>> {
+    if !crate::harness::serves_forks(ready) || child.server_pid().is_some() {
+        return Ok(None);
+    }
+    let refused = |message: String| Error::Child { child: child.display(), message };
+    let stderr = work.join("fork-server.stderr");
+    let forks = Launcher::with_fork_server((**child).clone(), &stderr, deadline).map_err(|e| refused(e.to_string()))?;
+    let began = Instant::now();
+    crate::probe::preflight(&forks, work, deadline).map_err(|e| match e {
+        // The launcher's refusal already names the server and the descriptor.
+        crate::probe::PreflightError::Start(e) => refused(e.to_string()),
+        e => refused(format!("its fork server: {e}")),
+    })?;
+    Ok(Some((forks, began.elapsed())))
+}
+
+/// The most children one unit of the run's pool starts together: a race's
+/// claimants, or one.
+fn crowd(jobs: &[crate::plan::Job]) -> u32 {
+    let racers = |j: &crate::plan::Job| match crate::plan::shape_of(&j.cell) {
+        Ok(crate::cells::Shape::Race { racers }) => racers,
+        _ => 1,
+    };
+    jobs.iter().filter(|j| j.leg.is_some()).map(racers).max().unwrap_or(1)
+}
+
 /// What every cell of a run needs to know, from the run's options.
 fn run_context(options: RunOptions, seed: u64, work_root: &Path, evidence_root: PathBuf) -> Result<Context> {
     let mut child = child_command(options.child.as_deref())?;
     child.cwd = options.cwd.clone();
+    let jobs = options.jobs.map_or_else(default_jobs, |j| j as usize);
     Ok(Context {
-        child,
+        child: Launcher::exec(child),
         work_root: work_root.to_path_buf(),
         evidence_root,
         deadline: options.deadline(),
-        jobs: options.jobs.map_or_else(default_jobs, |j| j as usize),
+        jobs,
         seed,
         options,
         child_ready: None,
         tally: Default::default(),
+        pool: crate::pipeline::pool::Pool::new(jobs),
+        start: Duration::ZERO,
+        crowd: 1,
         shared: Default::default(),
     })
 }
@@ -488,7 +539,7 @@ fn cmd_audit(a: AuditArgs) -> Result<i32> {
     // Not /dev/shm: an audit answers for the filesystem trials will use.
     let workdir = workdir_or(&a.workdir, std::env::temp_dir)?;
     let child = child_command(a.child.as_deref())?;
-    let ready = crate::probe::preflight(&child, &workdir, Duration::from_secs(a.deadline))
+    let ready = crate::probe::preflight(&Launcher::exec(child.clone()), &workdir, Duration::from_secs(a.deadline))
         .map_err(|e| Error::Child { child: child.display(), message: e.to_string() })?;
     note(&format!(
         "auditing {} legs of matrix {} in {} ({})",

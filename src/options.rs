@@ -162,6 +162,14 @@ pub struct RunOptions {
     #[arg(long, value_name = "k/n")]
     #[serde(skip)]
     pub partition: Option<Partition>,
+    /// Whether a child that offers a fork server (docs/PROTOCOL.md §9) has
+    /// its operations forked by it (on, the default: it pays its imports
+    /// once) or exec'd one by one (off: as a child without one). A forked
+    /// process is checked to start as fresh as an exec'd one, so verdicts
+    /// do not depend on it.
+    #[arg(long, value_enum, value_name = "on|off")]
+    #[serde(skip)]
+    pub fork_server: Option<Replay>,
 }
 
 /// A count or a time of at least 1, said as a person would: clap's range
@@ -322,6 +330,7 @@ mod tests {
             workdir: None,
             evidence: None,
             partition: None,
+            fork_server: None,
         }
     }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crashcells_protocol::{Op, OpArgs, Ready};
 
-use crate::harness::{ChildCommand, Exit, POLL, Running};
+use crate::harness::{Exit, Launch, Launcher, POLL, Running};
 use crate::journal::{self, snippet};
 
 /// A private folder for protocol probes: a store, an ack journal, a config
@@ -41,11 +41,19 @@ impl Scratch {
         OpArgs::new(op).db(&self.path("store.db"))
     }
 
-    /// Spawns the child for `args` with stdout and stderr in files named after `label`.
-    pub fn spawn(&self, child: &ChildCommand, args: &OpArgs, label: &str) -> std::io::Result<Running> {
-        let mut cmd = child.command(&args.to_args(), &self.home);
-        cmd.stdout(std::fs::File::create(self.path(&format!("{label}.stdout")))?);
-        Running::spawn(cmd, Some(&self.path(&format!("{label}.stderr"))))
+    /// Starts the child for `args` (exec'd, or forked by its fork server)
+    /// with stdout and stderr in files named after `label`.
+    pub fn spawn(&self, child: &Launcher, args: &OpArgs, label: &str, deadline: Duration) -> std::io::Result<Running> {
+        let args = args.to_args();
+        let (stdout, stderr) = (self.path(&format!("{label}.stdout")), self.path(&format!("{label}.stderr")));
+        let launch = Launch {
+            args: &args,
+            home: &self.home,
+            trial: self.dir.path(),
+            stdout: Some(&stdout),
+            stderr: Some(&stderr),
+        };
+        Ok(child.spawn(&launch, deadline)?)
     }
 }
 
@@ -84,7 +92,7 @@ pub enum PreflightError {
 
 /// Runs `append --stop-after 1` once with the resolver's default config and
 /// returns the child's `ready` record, or why there is none.
-pub fn preflight(child: &ChildCommand, work: &Path, deadline: Duration) -> Result<Ready, PreflightError> {
+pub fn preflight(child: &Launcher, work: &Path, deadline: Duration) -> Result<Ready, PreflightError> {
     preflight_with(child, work, deadline, None)
 }
 
@@ -92,7 +100,7 @@ pub fn preflight(child: &ChildCommand, work: &Path, deadline: Duration) -> Resul
 /// implement the mutant refuses it here (docs/PROTOCOL.md), before any
 /// cell runs, rather than in every result's trials.
 pub fn preflight_with(
-    child: &ChildCommand,
+    child: &Launcher,
     work: &Path,
     deadline: Duration,
     mutant: Option<&str>,
@@ -100,7 +108,7 @@ pub fn preflight_with(
     let scratch = Scratch::new(work, "preflight", None).map_err(PreflightError::Folder)?;
     let acks = scratch.path("acks.ndjson");
     let args = scratch.op(Op::Append).acks(&acks).stop_after(1).mutant(mutant);
-    let mut running = scratch.spawn(child, &args, "append").map_err(PreflightError::Start)?;
+    let mut running = scratch.spawn(child, &args, "append", deadline).map_err(PreflightError::Start)?;
     let exited = wait_first_line(&mut running, &acks, deadline);
     let reaped = running.kill_and_reap();
     let bytes = std::fs::read(&acks).unwrap_or_default();

@@ -49,6 +49,12 @@ impl TrialEnv {
         })
     }
 
+    /// The trial's folder: what a forked process may not hold open when it
+    /// starts its operation.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }

@@ -296,3 +296,23 @@ fn child_check_checks_the_server_and_refuses_a_leaky_one() {
         }
     }
 }
+
+/// `run` starts the child's fork server after its preflight and forks the
+/// preflight's operation again through it: a server whose processes hold a
+/// descriptor of the trial's folder (or a database) stops the run there,
+/// with one line naming the descriptor and exit 2, before any cell.
+#[test]
+fn run_refuses_a_leaky_fork_server_before_any_cell() {
+    let dir = scratch();
+    let out = crate::common::run(&["run", "--child", &leaky().display(), "--cell", "1", "--seed", "3"], dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let line = stderr.lines().find(|l| l.contains("fork server")).unwrap_or_default();
+    assert!(line.contains("holds descriptor") && line.contains("cache.db"), "{stderr}");
+    assert!(out.stdout.is_empty(), "no report: no cell ran");
+    // With the server off, the same child's operations are exec'd and fine.
+    let off = ["run", "--child", &leaky().display(), "--cell", "1", "--leg", "delete", "--seed", "3"];
+    let rest = ["--kill", "timed", "--trials", "1", "--fork-server", "off"];
+    let out = crate::common::run(&[&off[..], &rest[..]].concat(), dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}

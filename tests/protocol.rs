@@ -399,3 +399,51 @@ fn a_leg_the_child_will_not_honor_skips_at_its_ready_record() {
     let ms = r["duration_ms"].as_u64().unwrap();
     assert!(ms < 10_000, "the skip took {ms} ms: it waited for the window");
 }
+
+/// A store whose start costs real CPU (a heavy import), exec'd for every
+/// operation, races eight claimants at a time on every unit of the pool: its
+/// races must reach verdicts, not "racers were not ready" errors, because
+/// the readiness deadline scales with the start the preflight measured and
+/// the claimants that start at once. A deadline that does not scale (2 s
+/// here, against 8 × 2 × 0.3 s of CPU on a couple of cores) fails this.
+#[test]
+fn a_slow_starting_store_gets_verdicts_not_readiness_errors() {
+    let dir = scratch();
+    let child = format!("env CRASHCELLS_EXAMPLE_SLOW_START=0.3 {}", python(STORE));
+    let args = ["run", "--child", &child, "--cell", "2", "--kill", "timed", "--trials", "2"];
+    let rest = ["--seed", "7", "--deadline", "2", "--jobs", "2", "--fork-server", "off"];
+    let (code, report) = run_json(&[&args[..], &rest[..]].concat(), dir.path());
+    let r = &results(&report, "consume-once")[0];
+    assert_eq!((code, r["verdict"].as_str()), (0, Some("pass")), "{r:#}");
+}
+
+/// A result run through the Python store's fork server and the same result
+/// with every operation exec'd reach the same verdict at the same kill
+/// points: forking is only where the interpreter's start is paid.
+#[test]
+fn a_result_through_the_fork_server_matches_the_exec_d_one_point_for_point() {
+    let dir = scratch();
+    let run = |fork_server: &str| {
+        let args = ["run", "--child", &python(STORE), "--cell", "1", "--leg", "delete", "--kill", "syscall"];
+        let rest = ["--seed", "9", "--fork-server", fork_server];
+        run_json(&[&args[..], &rest[..]].concat(), dir.path())
+    };
+    let (forked, exec_d) = (run("on"), run("off"));
+    let kept = |(code, report): &(i32, Value)| {
+        let r = &results(report, "prefix-durability")[0];
+        (*code, r["verdict"].clone(), r["points_planned"].clone(), r["points_landed"].clone(), r["kill_points"].clone())
+    };
+    assert_eq!(kept(&forked), kept(&exec_d));
+    assert_eq!(kept(&forked).1, "pass");
+    // And a fire lands on the same point either way.
+    let fire = |fork_server: &str| {
+        let args = ["run", "--child", &python(STORE), "--cell", "1", "--leg", "delete", "--kill", "syscall"];
+        let rest = ["--seed", "9", "--mutant", "ack-before-commit", "--fork-server", fork_server];
+        let (code, report) = run_json(&[&args[..], &rest[..]].concat(), dir.path());
+        let r = &results(&report, "prefix-durability")[0];
+        (code, r["verdict"].clone(), r["kill_points"].clone(), r["repro"].clone())
+    };
+    let (on, off) = (fire("on"), fire("off"));
+    assert_eq!(on, off);
+    assert_eq!(on.1, "fire");
+}

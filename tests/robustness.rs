@@ -23,11 +23,21 @@ fn processes_mentioning(needle: &Path) -> Vec<u32> {
     dir.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|&pid| pid != me)
-        .filter(|pid| {
+        .filter(|&pid| {
+            // An exec'd child names the run's folders on its command line; a
+            // forked one (a fork server's) has the server's, but holds a
+            // file of its trial's folder open (its stderr, at least).
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
             String::from_utf8_lossy(&cmdline).replace('\0', " ").contains(&needle)
+                || open_files(pid).iter().any(|f| f.contains(&needle))
         })
         .collect()
+}
+
+/// The paths of the files process `pid` holds open.
+fn open_files(pid: u32) -> Vec<String> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return Vec::new() };
+    fds.flatten().filter_map(|fd| std::fs::read_link(fd.path()).ok()).map(|p| p.display().to_string()).collect()
 }
 
 /// Polls `cond` until it holds or `limit` passes; returns whether it held.
@@ -58,11 +68,15 @@ fn start_long_run(workdir: &Path, extra: &[&str]) -> Child {
     let driver_pid = driver.id();
     // A trial's child, not the preflight's, nor a fork of the driver not yet
     // exec'd (it still has the driver's command line): the run is then in
-    // its results.
+    // its results. An exec'd one names its ack journal; a forked one holds
+    // it open once its operation runs.
     let in_a_trial = |pid: &u32| {
         let cmdline = String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default())
             .replace('\0', " ");
-        *pid != driver_pid && cmdline.contains(" --acks ") && !cmdline.contains("/preflight-")
+        let acks = open_files(*pid).into_iter().find(|f| f.ends_with("acks.ndjson"));
+        let exec_d = cmdline.contains(" --acks ") && !cmdline.contains("/preflight-");
+        let forked = acks.is_some_and(|f| !f.contains("/preflight-"));
+        *pid != driver_pid && (exec_d || forked)
     };
     let child_seen = eventually(Duration::from_secs(30), || processes_mentioning(workdir).iter().any(in_a_trial));
     if !child_seen {

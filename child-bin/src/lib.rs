@@ -6,6 +6,7 @@
 //! (`crashcells child <op> ...`), the ack journal and `dump`'s JSON, so that
 //! another store can stand behind the same commands.
 
+pub mod forkserver;
 pub mod ops;
 pub mod resolver;
 pub mod store;
@@ -33,6 +34,9 @@ pub enum ChildError {
     Io(String, #[source] std::io::Error),
     #[error("no database at {}", .0.display())]
     Missing(PathBuf),
+    /// Flags that do not fit together (exit 2, as clap's own errors).
+    #[error("{0}")]
+    Usage(String),
 }
 
 impl ChildError {
@@ -43,7 +47,7 @@ impl ChildError {
     /// The exit code for this error: 2 for bad configuration, 3 otherwise.
     pub fn exit_code(&self) -> i32 {
         match self {
-            ChildError::Config(_) => 2,
+            ChildError::Config(_) | ChildError::Usage(_) => 2,
             _ => 3,
         }
     }

@@ -15,8 +15,8 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use crashcells_protocol::transport::{self, Delivery};
 use crashcells_protocol::{
-    APPEND_SESSION, Ack, AckWriter, DUMP_BATCH, DatabaseConfig, EXIT_LOST, EXIT_WON, ForkStep, Mutant, Op, PROTOCOL,
-    Ready, Record,
+    APPEND_SESSION, Ack, AckWriter, CATCH_UP_BATCH, DUMP_BATCH, DatabaseConfig, EXIT_LOST, EXIT_WON, FORK_SERVER,
+    ForkStep, Mutant, Op, PROTOCOL, Ready, Record,
 };
 
 use crate::ChildError;
@@ -52,6 +52,9 @@ pub enum ChildOp {
     Deliver(DeliverArgs),
     /// The restart step: finish every obligation not delivered, sending none twice.
     CatchUp(CatchUpArgs),
+    /// Serve forks: one process per operation the driver asks for on stdin
+    /// (docs/PROTOCOL.md §9).
+    ForkServer,
 }
 
 #[derive(Debug, Args)]
@@ -120,10 +123,11 @@ pub struct DeliverArgs {
 
 #[derive(Debug, Args)]
 pub struct CatchUpArgs {
-    #[arg(long)]
-    pub db: PathBuf,
-    #[arg(long)]
-    pub transport: PathBuf,
+    /// One store, or several (`catch-up-batch`): paired in order with `--transport`.
+    #[arg(long, required = true)]
+    pub db: Vec<PathBuf>,
+    #[arg(long, required = true)]
+    pub transport: Vec<PathBuf>,
     #[arg(long)]
     pub mutant: Option<Mutant>,
 }
@@ -139,6 +143,7 @@ pub fn run(op: ChildOp) -> Result<i32, ChildError> {
         ChildOp::Fork(a) => fork(a).map(|()| 0),
         ChildOp::Deliver(a) => deliver(a).map(|()| 0),
         ChildOp::CatchUp(a) => catch_up(a).map(|()| 0),
+        ChildOp::ForkServer => Ok(crate::forkserver::serve()),
     }
 }
 
@@ -152,7 +157,14 @@ fn ready(store: &Store, op: &str) -> Record {
         journal_mode: store.journal_mode.clone(),
         synchronous: store.synchronous.map(|s| s.to_string()),
         resolver: Some(store.decision.clone()),
-        operations: Some(Op::ALL.iter().map(|o| o.as_str()).chain([DUMP_BATCH]).map(String::from).collect()),
+        operations: Some(
+            Op::ALL
+                .iter()
+                .map(|o| o.as_str())
+                .chain([DUMP_BATCH, CATCH_UP_BATCH, FORK_SERVER])
+                .map(String::from)
+                .collect(),
+        ),
     })
 }
 
@@ -313,17 +325,30 @@ fn deliver(a: DeliverArgs) -> Result<(), ChildError> {
 /// is sent only if it did not arrive (the mutant `resend-on-catch-up` sends
 /// it regardless).
 fn catch_up(a: CatchUpArgs) -> Result<(), ChildError> {
-    let mut store = open(&a.db)?;
+    if a.db.len() != a.transport.len() {
+        let why = format!("{} --db but {} --transport: they come in pairs", a.db.len(), a.transport.len());
+        return Err(ChildError::Usage(why));
+    }
+    a.db.iter().zip(&a.transport).try_for_each(|(db, t)| catch_up_one(db, t, a.mutant))
+}
+
+/// `catch-up` of one store and its transport.
+fn catch_up_one(
+    db: &std::path::Path,
+    transport_path: &std::path::Path,
+    mutant: Option<Mutant>,
+) -> Result<(), ChildError> {
+    let mut store = open(db)?;
     store.open_outbox()?;
-    let arrived = transport::read(&a.transport).map_err(ChildError::io("transport"))?;
-    let ask = a.mutant != Some(Mutant::ResendOnCatchUp);
+    let arrived = transport::read(transport_path).map_err(ChildError::io("transport"))?;
+    let ask = mutant != Some(Mutant::ResendOnCatchUp);
     for p in store.pending()? {
         if !p.attempting {
             store.mark(&p.key, "recorded", "attempting")?;
         }
         let sent = ask && p.attempting && arrived.iter().any(|d| d.key == p.key);
         if !sent {
-            transport::send(&a.transport, &Delivery { key: p.key.clone(), payload: p.payload })
+            transport::send(transport_path, &Delivery { key: p.key.clone(), payload: p.payload })
                 .map_err(ChildError::io("transport"))?;
         }
         store.mark(&p.key, "attempting", "delivered")?;

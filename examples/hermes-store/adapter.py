@@ -55,9 +55,10 @@ del sys.path[0]
 
 PROTOCOL = 2
 # What the adapter implements, listed in the ready record (protocol 2), with
-# "dump-batch": its dump takes several --db and prints a line for each, and
+# "dump-batch": its dump takes several --db and prints a line for each,
+# "catch-up-batch": its catch-up takes several --db/--transport pairs, and
 # "fork-server" when the helper is there to serve forks.
-OPERATIONS = ("append", "rotate", "park", "claim", "dump", "dump-batch", "fork", "deliver", "catch-up") + (
+OPERATIONS = ("append", "rotate", "park", "claim", "dump", "dump-batch", "fork", "deliver", "catch-up", "catch-up-batch") + (
     ("fork-server",) if crashcells_forkserver is not None else ()
 )
 EXIT_WON = 0
@@ -558,10 +559,26 @@ def op_catch_up(a):
     `attempting` row arrived: its contract is at-least-once with a visible
     marker, so a kill between the send and mark_delivered makes this send
     the obligation a second time. That is Hermes's design and cell 5's
-    question; the adapter does what the gateway does."""
-    ledger_home(a.db)
-    Store(a.db)
-    ledger = import_ledger()
+    question; the adapter does what the gateway does.
+
+    With several --db and --transport (catch-up-batch), each store's restart
+    in turn: the ledger finds its database through HERMES_HOME on every
+    call (`_db_path`), so pointing the home at the next store is all a
+    second restart needs."""
+    if len(a.db) != len(a.transport):
+        print("adapter.py: error: --db and --transport come in pairs", file=sys.stderr)
+        return EXIT_CONFIG
+    ledger = None
+    for db, transport in zip(a.db, a.transport):
+        ledger_home(db)
+        Store(db)
+        ledger = ledger or import_ledger()
+        restart(ledger, transport)
+    return 0
+
+
+def restart(ledger, transport):
+    """One store's `_redeliver_pending_obligations`, to the transport given."""
     claimed = ledger.sweep_recoverable(None, deliverable_platforms={LEDGER_PLATFORM})
     failed = []
     for row in claimed:
@@ -569,7 +586,7 @@ def op_catch_up(a):
         if row.get("needs_marker"):
             content = ledger.RECOVERED_MARKER + content
         try:
-            send(a.transport, row["obligation_id"], content)
+            send(transport, row["obligation_id"], content)
         except OSError as e:
             ledger.mark_failed(row["obligation_id"], str(e))
             failed.append("%s (%s)" % (row["obligation_id"], e))
@@ -577,7 +594,6 @@ def op_catch_up(a):
         ledger.mark_delivered(row["obligation_id"])
     if failed:
         raise RuntimeError("could not redeliver %s" % ", ".join(failed))
-    return 0
 
 
 # --- dump ----------------------------------------------------------------------
@@ -774,8 +790,8 @@ def parser():
     sub.choices["fork"].add_argument("--seed", type=int, required=True)
     sub.choices["deliver"].add_argument("--transport", required=True)
     s = sub.add_parser("catch-up")
-    s.add_argument("--db", required=True)
-    s.add_argument("--transport", required=True)
+    s.add_argument("--db", required=True, action="append")
+    s.add_argument("--transport", required=True, action="append")
     s.add_argument("--mutant")
     return p
 

@@ -38,9 +38,10 @@ del sys.path[0]
 
 PROTOCOL = 2
 # What this store implements; protocol 2 lists it in the ready record, with
-# "dump-batch": its dump takes several --db and prints a line for each, and
+# "dump-batch": its dump takes several --db and prints a line for each,
+# "catch-up-batch": its catch-up takes several --db/--transport pairs, and
 # "fork-server" when the helper is there to serve forks.
-OPERATIONS = ("append", "rotate", "park", "claim", "dump", "dump-batch", "fork", "deliver", "catch-up") + (
+OPERATIONS = ("append", "rotate", "park", "claim", "dump", "dump-batch", "fork", "deliver", "catch-up", "catch-up-batch") + (
     ("fork-server",) if crashcells_forkserver is not None else ()
 )
 EXIT_WON = 0
@@ -601,18 +602,28 @@ def op_deliver(a):
 def op_catch_up(a):
     """The restart step: finish what a crash left recorded or attempting. An
     attempting one may have arrived, so the provider is asked first (the
-    resend-on-catch-up mutant does not ask)."""
-    store = Store(a.db)
+    resend-on-catch-up mutant does not ask). With several --db and
+    --transport (catch-up-batch), each store with its transport, in order."""
+    if len(a.db) != len(a.transport):
+        print("store.py: error: --db and --transport come in pairs", file=sys.stderr)
+        return EXIT_CONFIG
+    for db, transport in zip(a.db, a.transport):
+        catch_up_one(db, transport, a.mutant)
+    return 0
+
+
+def catch_up_one(db, transport, mutant):
+    store = Store(db)
     store.open_outbox()
-    there = arrived(a.transport)
+    there = arrived(transport)
     for key, payload, state in store.pending():
         if state == "recorded":
             store.mark(key, "recorded", "attempting")
-        asked = a.mutant != "resend-on-catch-up"
+        asked = mutant != "resend-on-catch-up"
         if not (asked and state == "attempting" and key in there):
-            send(a.transport, key, payload)
+            send(transport, key, payload)
         store.mark(key, "attempting", "delivered")
-    return 0
+    store.conn.close()
 
 
 def op_dump(a):
@@ -721,8 +732,8 @@ def parser():
     sub.choices["fork"].add_argument("--seed", type=int, required=True)
     sub.choices["deliver"].add_argument("--transport", required=True)
     s = sub.add_parser("catch-up")
-    s.add_argument("--db", required=True)
-    s.add_argument("--transport", required=True)
+    s.add_argument("--db", required=True, action="append")
+    s.add_argument("--transport", required=True, action="append")
     s.add_argument("--mutant", choices=MUTANTS)
     return p
 
@@ -749,8 +760,21 @@ def main():
         return EXIT_ERROR
 
 
+def heavy_start():
+    """A stand-in for a store whose imports are heavy (an SDK that takes a
+    second of CPU to import): with CRASHCELLS_EXAMPLE_SLOW_START=S in the
+    environment, S seconds of CPU are burned before anything else, every
+    time the store starts. The harness's tests use it to check that a slow
+    but healthy store gets verdicts, not deadline errors."""
+    seconds = float(os.environ.get("CRASHCELLS_EXAMPLE_SLOW_START") or 0)
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
 if __name__ == "__main__":
     if crashcells_forkserver is not None and sys.argv[-1:] == ["fork-server"]:
-        # Nothing heavier than the standard library to preload here.
-        crashcells_forkserver.serve(main)
+        # The heavy start is paid once, by the server, before its first fork.
+        crashcells_forkserver.serve(main, preload=heavy_start)
+    heavy_start()
     sys.exit(main())

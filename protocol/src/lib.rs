@@ -17,7 +17,7 @@ pub mod transport;
 pub use config::{ConfigError, DatabaseConfig, HOME_ENV, JournalMode, Synchronous};
 pub use dump::{Dump, DumpMessage, DumpObligation, DumpSession, LiveError};
 pub use op::{APPEND_SESSION, EXIT_LOST, EXIT_WON, FORK_EVERY, ForkStep, HANDOFF_SESSION, Mutant, Op, OpArgs};
-pub use records::{Ack, AckWriter, DUMP_BATCH, Decider, Decision, Ready, Record};
+pub use records::{Ack, AckWriter, CATCH_UP_BATCH, DUMP_BATCH, Decider, Decision, FORK_SERVER, Ready, Record};
 pub use transport::Delivery;
 
 /// The protocol version the reference store speaks, and the newest the

@@ -30,6 +30,18 @@ pub enum Record {
 /// process; without it, one process per state.
 pub const DUMP_BATCH: &str = "dump-batch";
 
+/// What a version-2 child lists in its `operations` when its `catch-up`
+/// takes `--db PATH --transport PATH` more than once, paired in order, and
+/// finishes every store's obligations (docs/PROTOCOL.md §2). The driver
+/// then runs one recovery step per batch of crash states; without it, one
+/// per state.
+pub const CATCH_UP_BATCH: &str = "catch-up-batch";
+
+/// What a version-2 child lists in its `operations` when `CMD ARGS
+/// fork-server` starts a server that forks one process per operation
+/// (docs/PROTOCOL.md §9); also the word that starts it.
+pub const FORK_SERVER: &str = "fork-server";
+
 /// Written once, after the store is open and before the first operation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Ready {
@@ -65,7 +77,16 @@ impl Ready {
 
     /// Whether the child's `dump` takes several `--db` ([`DUMP_BATCH`]).
     pub fn dumps_in_batches(&self) -> bool {
-        self.operations.as_ref().is_some_and(|ops| ops.iter().any(|o| o == DUMP_BATCH))
+        self.lists(DUMP_BATCH)
+    }
+
+    /// Whether the child's `catch-up` takes several stores ([`CATCH_UP_BATCH`]).
+    pub fn catches_up_in_batches(&self) -> bool {
+        self.lists(CATCH_UP_BATCH)
+    }
+
+    fn lists(&self, word: &str) -> bool {
+        self.operations.as_ref().is_some_and(|ops| ops.iter().any(|o| o == word))
     }
 }
 

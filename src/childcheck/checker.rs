@@ -10,7 +10,7 @@ use crashcells_protocol::{Op, OpArgs, Ready};
 
 use super::known;
 use super::report::Finding;
-use crate::harness::{ChildCommand, Exit, run_to_end};
+use crate::harness::{Exit, Launcher, run_to_end};
 use crate::probe::Scratch;
 
 /// Appends and rotations of the plain runs.
@@ -34,7 +34,8 @@ pub(super) struct State {
 }
 
 pub(super) struct Checker<'a> {
-    pub(super) child: &'a ChildCommand,
+    /// The child, every operation exec'd (its fork server is checked apart).
+    pub(super) child: &'a Launcher,
     pub(super) work: &'a Path,
     pub(super) deadline: Duration,
     pub(super) findings: Vec<Finding>,

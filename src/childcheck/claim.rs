@@ -60,7 +60,7 @@ impl Checker<'_> {
     fn claimant(&mut self, s: &Scratch, name: &str, held: Option<File>) -> Result<(Exit, String), String> {
         let acks = s.path(&format!("acks-{name}.ndjson"));
         let args = s.op(Op::Claim).acks(&acks).session(HANDOFF).barrier(&s.path("barrier.lock")).claimant(name);
-        let mut running = s.spawn(self.child, &args, name).map_err(|e| format!("claim: {e}"))?;
+        let mut running = s.spawn(self.child, &args, name, self.deadline).map_err(|e| format!("claim: {e}"))?;
         if let Some(lock) = held {
             let waited = self.waits_at_barrier(s, &mut running, &acks);
             self.note("claim-barrier", waited);

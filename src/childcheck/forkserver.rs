@@ -33,9 +33,9 @@ impl Checker<'_> {
 
     fn served_like_exec(&mut self) -> Result<String, String> {
         let s = self.scratch("fork-server", None).ok_or_else(|| "no scratch folder".to_string())?;
-        let forks = Launcher::with_fork_server(self.child.clone(), &s.path("server.stderr"), self.deadline)
+        let forks = Launcher::with_fork_server((**self.child).clone(), &s.path("server.stderr"), self.deadline)
             .map_err(|e| e.to_string())?;
-        let exec = Launcher::exec(self.child.clone());
+        let exec = self.child.clone();
         let (forked, pid) = self.append_in(&forks, &s, "forked")?;
         let (execd, _) = self.append_in(&exec, &s, "exec")?;
         let ready_pid = ready_pid(&s.path("forked/acks.ndjson"));

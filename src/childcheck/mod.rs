@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use crashcells_protocol::Op;
 
-use crate::harness::ChildCommand;
+use crate::harness::{ChildCommand, Launcher};
 use checker::Checker;
 pub use report::{CheckReport, Finding, SCHEMA, Status};
 
@@ -49,7 +49,9 @@ pub fn work_prefix() -> String {
 
 /// Runs the whole check of `child`, with trials in `work`.
 pub fn check(child: &ChildCommand, work: &Path, deadline: Duration) -> CheckReport {
-    let mut c = Checker { child, work, deadline, findings: Vec::new(), skipped: Vec::new(), states: Vec::new() };
+    let launcher = Launcher::exec(child.clone());
+    let mut c =
+        Checker { child: &launcher, work, deadline, findings: Vec::new(), skipped: Vec::new(), states: Vec::new() };
     let ready = c.append();
     if let Some(ready) = &ready {
         c.ack_after_effect();
@@ -106,13 +108,13 @@ mod tests {
         assert_eq!(sample_report().exit_code(), 1);
     }
 
-    fn checker<'a>(child: &'a ChildCommand, work: &'a Path) -> Checker<'a> {
+    fn checker<'a>(child: &'a Launcher, work: &'a Path) -> Checker<'a> {
         Checker { child, work, deadline: Duration::from_secs(1), findings: vec![], skipped: vec![], states: vec![] }
     }
 
     #[test]
     fn every_known_check_is_listed_and_those_that_did_not_run_say_why() {
-        let child = ChildCommand { program: "child".into(), prefix: vec![], cwd: None };
+        let child = Launcher::exec(ChildCommand { program: "child".into(), prefix: vec![], cwd: None });
         let mut c = checker(&child, Path::new("."));
         c.note("ready", Ok("yes".into()));
         c.note("rotate", Ok("ran".into()));

@@ -25,7 +25,7 @@ impl Checker<'_> {
         let Some(s) = self.scratch("sampling", None) else { return };
         let acks = s.path("acks.ndjson");
         let args = s.op(Op::Append).acks(&acks).stop_after(100_000);
-        let result = match s.spawn(self.child, &args, "append") {
+        let result = match s.spawn(self.child, &args, "append", self.deadline) {
             Ok(mut running) => self.sample(&s, &mut running, &acks),
             Err(e) => Err(format!("could not start append: {e}")),
         };

@@ -164,6 +164,7 @@ fn crash_context(
     child: Option<&str>,
 ) -> Result<crate::pipeline::Context> {
     let work_root = std::fs::canonicalize(work).map_err(Error::io("audit folder", work))?;
+    let jobs = std::thread::available_parallelism().map_or(1, usize::from);
     // What the columns' repros name: the matrix, the seed, and the child.
     let options = crate::options::RunOptions {
         matrix: setup.matrix_arg.to_string(),
@@ -174,13 +175,16 @@ fn crash_context(
     Ok(crate::pipeline::Context {
         options,
         seed: 1,
-        child: setup.child.clone(),
+        child: crate::harness::Launcher::exec(setup.child.clone()),
         evidence_root: work_root.join("evidence"),
         work_root,
         deadline: setup.deadline,
-        jobs: std::thread::available_parallelism().map_or(1, usize::from),
+        jobs,
         child_ready: Some(ready.clone()),
         tally: Default::default(),
+        pool: crate::pipeline::pool::Pool::new(jobs),
+        start: Duration::ZERO,
+        crowd: 1,
         shared: Default::default(),
     })
 }

@@ -32,7 +32,7 @@ use super::{ChildCommand, Exit, KILL_GRACE, POLL};
 
 /// The word a child lists in its ready record's `operations`, and the
 /// argument the server is started with.
-pub const FORK_SERVER: &str = "fork-server";
+pub use crashcells_protocol::FORK_SERVER;
 
 /// A running fork server. Shared (`Arc`) by every handle it forked; the
 /// last one to go closes its stdin, and the server exits.

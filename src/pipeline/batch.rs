@@ -11,6 +11,7 @@
 //! cell's, with determinism and integrity.
 
 use std::borrow::Borrow;
+use std::sync::Arc;
 
 use super::census::Census;
 use super::context::Context;
@@ -21,6 +22,7 @@ use super::verdict::{Acks, Crash, Ended, conclude};
 use crate::cells::{Cell, End};
 use crate::crashstate::{Files, Names, State};
 use crate::matrix::Leg;
+use crate::recovery::batch::Restore;
 use crate::recovery::{Pair, Passes, Recovered, recover_batch};
 use crate::trialdir::TrialEnv;
 
@@ -111,6 +113,10 @@ impl Checker<'_> {
     /// under the run's work folder; the results in order, and a note when
     /// the batched dump failed and each store was recovered alone.
     pub fn recover(&self, stores: &[&Files], label: &str) -> (Vec<Recovery>, Option<String>) {
+        self.ctx.pool.unit(|| self.recovered(stores, label))
+    }
+
+    fn recovered(&self, stores: &[&Files], label: &str) -> (Vec<Recovery>, Option<String>) {
         let fail = |f: Failure| (stores.iter().map(|_| Err(Outcome::Error(f.clone()))).collect(), None);
         let prefix = format!("{}-", (self.label)(label));
         let dir = match tempfile::Builder::new().prefix(&prefix).tempdir_in(&self.ctx.work_root) {
@@ -124,13 +130,16 @@ impl Checker<'_> {
         }
         let step = self.recorded.recovery_step.as_ref();
         let mut pairs = Vec::with_capacity(stores.len());
-        for (i, files) in stores.iter().enumerate() {
+        for (i, &files) in stores.iter().enumerate() {
             let db = format!("s{i}.db");
             match (files.write_store_to(&passes[0], &db), files.write_store_to(&passes[1], &db)) {
                 (Ok(first), Ok(second)) => {
                     // A recovery step reads and writes the state's transport.
                     let transports = step.map(|_| [&first, &second].map(|d| Names::store(d).transport_path(d)));
-                    pairs.push(Pair { first, second, transports })
+                    let dirs = passes.clone();
+                    let restore: Restore =
+                        Arc::new(move |n| files.write_store_to(&dirs[n as usize - 1], &db).map(drop));
+                    pairs.push(Pair { first, second, transports, restore: Some(restore) })
                 }
                 (Err(e), _) | (_, Err(e)) => return fail(Failure::WritingState(e.to_string())),
             }
@@ -142,7 +151,7 @@ impl Checker<'_> {
             out: dir.path(),
             step,
         };
-        let got = recover_batch(&passes, &pairs, self.ctx.dumps_in_batches());
+        let got = recover_batch(&passes, &pairs, self.ctx.batching());
         (got.results.into_iter().map(|r| r.map_err(Outcome::from)).collect(), got.note)
     }
 

@@ -12,12 +12,13 @@ use crashcells_protocol::Ready;
 
 use super::context::Context;
 use super::outcome::{Failure, Interruption, Outcome, Skip};
-use crate::harness::TraceError;
-use crate::kill::syscall::{filter, unsupported_arch};
+use crate::harness::{TraceError, Traps};
+use crate::kill::syscall::{trap_set, unsupported_arch};
 use crate::legaudit::Audit;
 
-/// The compiled seccomp filter every traced child is given.
-pub type Filter = &'static [seccompiler::sock_filter];
+/// What every traced child stops at: the compiled seccomp filter an exec'd
+/// child installs, and its test for a process a fork server forked.
+pub type Filter = Traps;
 
 /// What a sweep learns from its census: how many kill points the workload
 /// has, the child's ready record, and the leg audit of the finished census
@@ -36,7 +37,7 @@ pub fn preflight() -> Result<Filter, Outcome> {
     if let Some(why) = unsupported_arch() {
         return Err(Outcome::Skip(Skip::Architecture(why)));
     }
-    filter().map_err(|why| Outcome::Error(Failure::Filter(why)))
+    trap_set().map_err(|why| Outcome::Error(Failure::Filter(why)))
 }
 
 /// What a trace failure means for a trial: refused tracing is a skip with

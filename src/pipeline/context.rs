@@ -10,8 +10,14 @@ use std::time::Duration;
 
 use crashcells_protocol::Ready;
 
-use crate::harness::ChildCommand;
+use super::pool::Pool;
+use crate::harness::Launcher;
 use crate::options::RunOptions;
+use crate::recovery::Batching;
+
+/// How much longer than the measured start a readiness wait allows: a
+/// preflight ran alone, a loaded machine runs everything slower.
+const SLACK: u32 = 3;
 
 /// What every trial of a run needs from it.
 #[derive(Clone, Debug)]
@@ -20,7 +26,8 @@ pub struct Context {
     /// from them.
     pub options: RunOptions,
     pub seed: u64,
-    pub child: ChildCommand,
+    /// The child, exec'd for each operation or forked by its fork server.
+    pub child: Launcher,
     /// The run's own work folder; trials make theirs inside it.
     pub work_root: PathBuf,
     /// Where fires and errors keep their evidence (created on first use).
@@ -34,6 +41,15 @@ pub struct Context {
     pub child_ready: Option<Ready>,
     /// Where this job's trials and kill points report their progress.
     pub tally: Tally,
+    /// The run's one pool of child work, shared by every result.
+    pub pool: Pool,
+    /// How long the child took to write its ready record in the preflight
+    /// (through its fork server, if it has one): what the deadline scales
+    /// with ([`Context::scaled_deadline`]).
+    pub start: Duration,
+    /// The most children one unit of the pool starts at once in this run
+    /// (a race's claimants; 1 without a race).
+    pub crowd: u32,
     /// What this run's jobs share (nothing, unless the caller asks).
     pub shared: Shared,
 }
@@ -121,23 +137,45 @@ impl Context {
         Context {
             options: RunOptions::default(),
             seed: 1,
-            child: ChildCommand { program: "child".into(), prefix: vec![], cwd: None },
+            child: Launcher::exec(crate::harness::ChildCommand { program: "child".into(), prefix: vec![], cwd: None }),
             work_root: std::env::temp_dir(),
             evidence_root: std::env::temp_dir(),
             deadline: Duration::from_secs(1),
             jobs,
             child_ready,
             tally: Default::default(),
+            pool: Pool::new(jobs),
+            start: Duration::ZERO,
+            crowd: 1,
             shared: Shared::default(),
         }
     }
 }
 
 impl Context {
-    /// Whether the child recovers many states in one `dump` (`dump-batch`
-    /// in its ready record); unknown means no.
-    pub fn dumps_in_batches(&self) -> bool {
-        self.child_ready.as_ref().is_some_and(Ready::dumps_in_batches)
+    /// Which recovery steps the child takes for many states in one process
+    /// (`dump-batch`, `catch-up-batch` in its ready record); unknown means none.
+    pub fn batching(&self) -> Batching {
+        let ready = self.child_ready.as_ref();
+        Batching {
+            dumps: ready.is_some_and(Ready::dumps_in_batches),
+            steps: ready.is_some_and(Ready::catches_up_in_batches),
+        }
+    }
+
+    /// How many children may start at once across the run: the most a unit
+    /// starts together (a race's claimants), in every unit of the pool.
+    pub fn at_once(&self) -> u32 {
+        self.crowd.max(1).saturating_mul(self.pool.size() as u32)
+    }
+
+    /// The bound on every wait of a child, given `--deadline` (`asked`):
+    /// that, or more when the child's measured start times the children
+    /// that may start at once would not fit in it, with room for a loaded
+    /// machine. A slow but healthy child gets verdicts, not deadline errors;
+    /// a stalled one is still caught.
+    pub fn scaled_deadline(&self, asked: Duration) -> Duration {
+        asked.max(self.start.saturating_mul(self.at_once()).saturating_mul(SLACK))
     }
 
     /// The mutant the run asked for, if any.

@@ -41,7 +41,7 @@ use crate::crashstate::failed::added_by_failure;
 use crate::crashstate::power::{AtPoint, Model, Pending};
 use crate::crashstate::record::record;
 use crate::crashstate::{Effect, Files, Log, Names, State};
-use crate::harness::{Exit, Traced};
+use crate::harness::Exit;
 use crate::kill::syscall::{Driven, FileKind, Goal, Point, fault_for, sweep_points};
 use crate::trialdir::TrialEnv;
 
@@ -213,14 +213,20 @@ impl Sweep<'_> {
         trials.last().is_some_and(Trial::is_bad)
     }
 
-    /// The workload run with point `n`'s call made to fail, to its own end.
+    /// The workload run with point `n`'s call made to fail, to its own end:
+    /// one unit of the run's pool of child work.
     fn run(&self, filter: Filter, n: u64) -> Result<Run, Box<Trial>> {
+        self.w.ctx.pool.unit(|| self.faulty(filter, n))
+    }
+
+    fn faulty(&self, filter: Filter, n: u64) -> Result<Run, Box<Trial>> {
         let w = self.w;
         let index = u32::try_from(n).unwrap_or(u32::MAX);
         let errno = fault_of(&self.rec.log.point(n)).expect("a planned point gets a fault");
         let env = w.env(&format!("f{n}")).map_err(|f| Box::new(Trial::ended(index, Outcome::Error(f))))?;
         let failed = |o: Outcome, env: TrialEnv| Box::new(Trial::ended(index, o).with_env(env));
-        let mut child = match Traced::spawn(w.sweep_command(&env), Some(&env.stderr), filter, w.ctx.deadline) {
+        let args = w.op_args(&env, true);
+        let mut child = match w.ctx.child.spawn_traced(&w.launch(&env, &args), filter, w.ctx.deadline) {
             Ok(c) => c,
             Err(e) => return Err(failed(trace_outcome(e, w.ctx), env)),
         };
@@ -407,7 +413,8 @@ fn judge(checker: &Checker, run: Run, recovered: &[Recovery], end: usize, added:
             let text = fault_note(&run.fault, &bad.details);
             bad.env = checker.evidence(&state, &format!("f{}-power", run.n), "fault.txt", &text);
             if let Some(env) = &bad.env {
-                let _ = crate::recovery::recover(&checker.ctx.child, checker.ctx.deadline, env);
+                let _ =
+                    checker.ctx.pool.unit(|| crate::recovery::recover(&checker.ctx.child, checker.ctx.deadline, env));
             }
             bad
         }
@@ -494,7 +501,7 @@ fn keep_run(checker: &Checker, t: Trial, run: Run, outcome: Outcome, recovered: 
     }
     let _ = std::fs::write(run.env.path("fault.txt"), format!("{}\n", fault_note(&run.fault, &t.details)));
     if recovered {
-        let _ = crate::recovery::recover(&checker.ctx.child, checker.ctx.deadline, &run.env);
+        let _ = checker.ctx.pool.unit(|| crate::recovery::recover(&checker.ctx.child, checker.ctx.deadline, &run.env));
     }
     t.with_env(run.env)
 }

@@ -46,6 +46,7 @@ pub mod outcome;
 pub mod parallel;
 pub mod pending;
 pub mod point;
+pub mod pool;
 pub mod power;
 pub mod power_share;
 pub mod race;

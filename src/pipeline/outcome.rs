@@ -224,14 +224,19 @@ pub enum Failure {
     Park { exit: Exit, stderr: String },
     #[error("park did not finish within the deadline")]
     ParkDeadline,
+    #[error("copying the parked store into the race's folder: {0}")]
+    ParkCopy(String),
     #[error("barrier {path}: {why}")]
     Barrier { path: String, why: String },
     #[error("could not start racer r{racer}: {why}")]
     RacerStart { racer: u32, why: String },
     #[error("racer r{racer} ended before the barrier ({exit}): {stderr}")]
     RacerBeforeBarrier { racer: u32, exit: Exit, stderr: String },
-    #[error("racers {pending:?} were not ready within {deadline:?}")]
-    RacersNotReady { pending: Vec<u32>, deadline: Duration },
+    #[error(
+        "racers {pending:?} were not ready within {deadline:?} (up to {at_once} claimants start at once; the \
+         child's start took {start:?} in the preflight)"
+    )]
+    RacersNotReady { pending: Vec<u32>, deadline: Duration, at_once: u32, start: Duration },
     #[error("racer r{racer} did not finish within {deadline:?}")]
     RacerDeadline { racer: u32, deadline: Duration },
     #[error("racer r0 did not end within {0:?}")]

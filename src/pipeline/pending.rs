@@ -115,19 +115,33 @@ fn run_wave(
 /// Recovers every pending trial's state in one batch per pass, then judges
 /// each trial, in order.
 fn judge_all(ctx: &Context, cell: &dyn Cell, pending: Vec<Pending>) -> Vec<Trial> {
-    let pairs: Vec<Option<Result<Pair, RecoveryError>>> =
-        pending.iter().map(|p| p.processes.as_ref().and(p.trial.env.as_ref()).map(pair_of)).collect();
-    let mut batched = recover_pairs(ctx, &pending, &pairs).into_iter();
+    let recovered = recover_all(ctx, &pending);
     pending
         .into_iter()
-        .zip(pairs)
-        .map(|(p, pair)| match (p.processes, pair) {
-            (Some(processes), Some(Ok(_))) => {
-                let got = batched.next().expect("a recovery per batched state");
-                judge(ctx, cell, p.trial, &processes, got)
-            }
+        .zip(recovered)
+        .map(|(p, got)| match (p.processes, got) {
+            (Some(processes), Some(Ok(got))) => judge(ctx, cell, p.trial, &processes, got),
             (Some(_), Some(Err(e))) => p.trial.conclude(Outcome::from(e)),
             _ => p.trial,
+        })
+        .collect()
+}
+
+/// Each pending trial's recovery from the batch (`Ok`), or why its copies
+/// could not be made (`Err`), or none for a trial already decided.
+type Recovery = Option<Result<Result<Recovered, RecoveryError>, RecoveryError>>;
+
+/// The recoveries of every pending trial that awaits one, in one batch.
+fn recover_all(ctx: &Context, pending: &[Pending]) -> Vec<Recovery> {
+    let pairs: Vec<Option<Result<Pair, RecoveryError>>> =
+        pending.iter().map(|p| p.processes.as_ref().and(p.trial.env.as_ref()).map(pair_of)).collect();
+    let mut batched = ctx.pool.unit(|| recover_pairs(ctx, pending, &pairs)).into_iter();
+    pairs
+        .into_iter()
+        .map(|pair| match pair {
+            Some(Ok(_)) => Some(Ok(batched.next().expect("a recovery per batched state"))),
+            Some(Err(e)) => Some(Err(e)),
+            None => None,
         })
         .collect()
 }
@@ -163,8 +177,7 @@ fn recover_pairs(
         step: first.recovery_step.as_ref(),
     };
     let states: Vec<Pair> = ready.into_iter().map(|(pair, _)| pair).collect();
-    let batched = ctx.dumps_in_batches();
-    recover_batch(&passes, &states, batched).results
+    recover_batch(&passes, &states, ctx.batching()).results
 }
 
 /// Judges one trial on its batched recovery; a trial that does not pass is
@@ -188,7 +201,8 @@ fn judge(
     for n in [1, 2] {
         let _ = std::fs::remove_dir_all(env.path(&format!("recovery-{n}")));
     }
-    let alone = judge_on(cell, processes, recover(&ctx.child, ctx.deadline, &env), &env, &mut trial);
+    let got = ctx.pool.unit(|| recover(&ctx.child, ctx.deadline, &env));
+    let alone = judge_on(cell, processes, got, &env, &mut trial);
     let outcome = match (alone, outcome) {
         (Outcome::Pass, found @ (Outcome::Fire(_) | Outcome::Error(_))) => {
             Outcome::Error(Failure::BatchOnly { found: Box::new(found) })

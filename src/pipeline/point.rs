@@ -14,7 +14,6 @@ use super::outcome::{Failure, Outcome};
 use super::sweep::Sweepable;
 use super::trial::Trial;
 use super::workload::{Workload, ended_well, ended_with};
-use crate::harness::Traced;
 use crate::kill::KillPoint;
 use crate::kill::syscall::{Driven, Goal, Point, drive};
 use crate::trialdir::TrialEnv;
@@ -33,6 +32,10 @@ impl Workload<'_> {
     /// Runs the workload traced to its end, counting its points (and one
     /// more: the state its own end left), and audits the leg.
     fn count_points(&self, filter: Filter) -> Result<Census, Box<Trial>> {
+        self.ctx.pool.unit(|| self.counted(filter))
+    }
+
+    fn counted(&self, filter: Filter) -> Result<Census, Box<Trial>> {
         let env = self.env("census").map_err(|f| ended_with(None, Outcome::Error(Failure::census(f))))?;
         let total = match self.traced_to_end(&env, filter) {
             Ok(total) => total + 1,
@@ -46,8 +49,10 @@ impl Workload<'_> {
 
     /// Runs the sweep's workload traced to its own end; its points.
     fn traced_to_end(&self, env: &TrialEnv, filter: Filter) -> Result<u64, Outcome> {
-        let mut child = Traced::spawn(self.sweep_command(env), Some(&env.stderr), filter, self.ctx.deadline)
-            .map_err(|e| trace_outcome(e, self.ctx))?;
+        let args = self.op_args(env, true);
+        let launch = self.launch(env, &args);
+        let mut child =
+            self.ctx.child.spawn_traced(&launch, filter, self.ctx.deadline).map_err(|e| trace_outcome(e, self.ctx))?;
         match drive(&mut child, &self.targets(env), Goal::ToEnd) {
             Ok(Driven::Exited { exit, counted }) => {
                 ended_well(exit, counted, &child.stderr_tail()).map_err(Outcome::Error)
@@ -59,6 +64,10 @@ impl Workload<'_> {
 
     /// One trial of a sweep: kill at point `n`, then judge like any killed trial.
     pub fn kill_at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
+        self.ctx.pool.unit(|| self.killed_at(filter, n, census))
+    }
+
+    fn killed_at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
         let index = u32::try_from(n).unwrap_or(u32::MAX);
         let env = match self.env(&format!("p{n}")) {
             Ok(env) => env,
@@ -84,8 +93,10 @@ impl Workload<'_> {
 
     /// Spawns the workload traced, drives it to `goal` and kills it there.
     fn traced_to(&self, env: &TrialEnv, filter: Filter, goal: Goal) -> Result<KillPoint, Outcome> {
-        let mut child = Traced::spawn(self.sweep_command(env), Some(&env.stderr), filter, self.ctx.deadline)
-            .map_err(|e| trace_outcome(e, self.ctx))?;
+        let args = self.op_args(env, true);
+        let launch = self.launch(env, &args);
+        let mut child =
+            self.ctx.child.spawn_traced(&launch, filter, self.ctx.deadline).map_err(|e| trace_outcome(e, self.ctx))?;
         let point = match drive(&mut child, &self.targets(env), goal) {
             Ok(Driven::At(p)) => p,
             // The point after the last call: the child's own end is the state.

@@ -270,7 +270,7 @@ fn judge_point(
         t.env = checker.evidence(&state, &format!("p{}-power", at.point), "power-loss.txt", &text);
         if let Some(env) = &t.env {
             // The passes' copies and outputs beside the state, as for a killed trial.
-            let _ = crate::recovery::recover(&checker.ctx.child, checker.ctx.deadline, env);
+            let _ = checker.ctx.pool.unit(|| crate::recovery::recover(&checker.ctx.child, checker.ctx.deadline, env));
         }
         return t.conclude(outcome);
     }

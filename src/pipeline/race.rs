@@ -11,9 +11,10 @@
 //! claim). Every racer must end WON (0), LOST (10) or, for r0 at its point,
 //! killed; any other end is an `error`, never a loss.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::path::PathBuf;
-use std::process::Command;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -26,7 +27,8 @@ use super::pending::Pending;
 use super::trial::Trial;
 use super::verdict::{Acks, Crash, Ended, conclude, prepare};
 use crate::cells::{Cell, End};
-use crate::harness::{Cut, Exit, POLL, Running, Traced, interrupted, run_to_end};
+use crate::dbfiles::{DB_FILES, sibling};
+use crate::harness::{Cut, Exit, Launch, POLL, Running, interrupted};
 use crate::kill::KillPoint;
 use crate::kill::syscall::{Driven, Goal, Targets, drive};
 use crate::matrix::Leg;
@@ -40,6 +42,9 @@ pub struct Race<'a> {
     pub cell: &'a dyn Cell,
     pub ctx: &'a Context,
     pub racers: u32,
+    /// The handoff parked once for every race of the result: its folder,
+    /// or why `park` failed (each race then ends on that).
+    parked: OnceLock<Result<TrialEnv, Outcome>>,
 }
 
 /// How racer r0 takes part: racing freely, or traced toward a goal.
@@ -85,7 +90,7 @@ struct Barriers {
 
 impl<'a> Race<'a> {
     pub fn new(job: &'a Job, leg: &'a Leg, cell: &'a dyn Cell, ctx: &'a Context, racers: u32) -> Race<'a> {
-        Race { job, leg, cell, ctx, racers }
+        Race { job, leg, cell, ctx, racers, parked: OnceLock::new() }
     }
 
     /// Trial `index` of a free race: nothing is killed. Its recovery and
@@ -138,7 +143,7 @@ impl<'a> Race<'a> {
     fn judge(&self, env: &TrialEnv, f: &Finished, census: Option<&Census>, trial: &mut Trial) -> Outcome {
         trial.kill_point = f.kill_point.clone();
         let recover = || crate::recovery::recover(&self.ctx.child, self.ctx.deadline, env).map_err(Outcome::from);
-        conclude(&self.crash(env, f, census), trial, recover)
+        conclude(&self.crash(env, f, census), trial, || self.ctx.pool.unit(recover))
     }
 
     /// A finished race, every racer r0 first, as the verdict reads it.
@@ -151,7 +156,13 @@ impl<'a> Race<'a> {
 
     /// Parks, runs `racers` claimants with r0 as asked, released in `order`,
     /// and returns how each ended.
+    /// One unit of the run's pool: the park and every claimant, which must
+    /// be alive together to race.
     pub(super) fn run(&self, env: &TrialEnv, racers: u32, r0: R0, order: Order) -> Result<Finished, Outcome> {
+        self.ctx.pool.unit(|| self.race(env, racers, r0, order))
+    }
+
+    fn race(&self, env: &TrialEnv, racers: u32, r0: R0, order: Order) -> Result<Finished, Outcome> {
         self.park(env)?;
         let barriers = Barriers::hold(env, order)?;
         let done = AtomicBool::new(false);
@@ -162,7 +173,8 @@ impl<'a> Race<'a> {
             let tracer = match r0 {
                 R0::Free => None,
                 R0::Traced(filter, goal) => Some(s.spawn(move || {
-                    let end = self.trace_r0(env, filter, goal, order);
+                    // r0 is this race's claimant: it works within the race's unit.
+                    let end = self.ctx.pool.within(|| self.trace_r0(env, filter, goal, order));
                     r0_done.store(true, Ordering::SeqCst);
                     end
                 })),
@@ -190,11 +202,32 @@ impl<'a> Race<'a> {
         Ok(finished)
     }
 
+    /// The race's store with the handoff parked: `park` runs once per
+    /// result, and each race starts from a copy of what it left, checked
+    /// byte for byte (a store's park is the same whichever race it is for;
+    /// running it again for every race and every kill point only paid for
+    /// process starts).
     fn park(&self, env: &TrialEnv) -> Result<(), Outcome> {
+        let parked = self.parked.get_or_init(|| self.park_once());
+        let parked = parked.as_ref().map_err(Clone::clone)?;
+        copy_parked(&parked.db, &env.db).map_err(|why| Outcome::Error(Failure::ParkCopy(why)))
+    }
+
+    /// Parks the handoff in a folder of its own, for every race of the result.
+    fn park_once(&self) -> Result<TrialEnv, Outcome> {
+        let env = self.env("park").map_err(Outcome::Error)?;
+        self.ctx.pool.unit(|| self.park_in(&env)).map(|()| env)
+    }
+
+    fn park_in(&self, env: &TrialEnv) -> Result<(), Outcome> {
         let args = OpArgs::new(Op::Park).db(&env.db).session(HANDOFF).to_args();
-        let cmd = self.ctx.child.command(&args, &env.home);
-        let (exit, tail) = run_to_end(cmd, &env.path("park.stdout"), &env.stderr, self.ctx.deadline)
-            .map_err(|e| Outcome::Error(Failure::ChildStart { child: self.ctx.child.display(), why: e.to_string() }))?;
+        let stdout = env.path("park.stdout");
+        let launch =
+            Launch { args: &args, home: &env.home, trial: env.dir(), stdout: Some(&stdout), stderr: Some(&env.stderr) };
+        let (exit, tail) =
+            self.ctx.child.run_to_end(&launch, self.ctx.deadline).map_err(|e| {
+                Outcome::Error(Failure::ChildStart { child: self.ctx.child.display(), why: e.to_string() })
+            })?;
         match exit {
             Ok(Exit::Code(0)) => Ok(()),
             Ok(exit) => Err(Outcome::Error(Failure::Park { exit, stderr: tail })),
@@ -203,22 +236,27 @@ impl<'a> Race<'a> {
         }
     }
 
-    fn racer_command(&self, env: &TrialEnv, r: u32, order: Order) -> Command {
-        let args = OpArgs::new(Op::Claim)
+    /// Racer `r`'s arguments: its claim, on its barrier.
+    fn racer_args(&self, env: &TrialEnv, r: u32, order: Order) -> Vec<OsString> {
+        OpArgs::new(Op::Claim)
             .db(&env.db)
             .acks(&acks_of(env, r))
             .session(HANDOFF)
             .barrier(&barrier_of(env, r, order))
             .claimant(&format!("r{r}"))
-            .mutant(self.ctx.mutant());
-        self.ctx.child.command(&args.to_args(), &env.home)
+            .mutant(self.ctx.mutant())
+            .to_args()
     }
 
     /// Spawns r0 traced and drives it to `goal`.
     fn trace_r0(&self, env: &TrialEnv, filter: Filter, goal: Goal, order: Order) -> Result<Traced0, Outcome> {
         let stderr = env.path("racer-r0.stderr");
-        let mut child = Traced::spawn(self.racer_command(env, 0, order), Some(&stderr), filter, self.ctx.deadline)
-            .map_err(|e| trace_outcome(e, self.ctx))?;
+        let args = self.racer_args(env, 0, order);
+        let launch = Launch { args: &args, home: &env.home, trial: env.dir(), stdout: None, stderr: Some(&stderr) };
+        // r0 waits at its barrier while the others start: its deadline covers their start too.
+        let deadline = self.ctx.deadline * 2;
+        let mut child =
+            self.ctx.child.spawn_traced(&launch, filter, deadline).map_err(|e| trace_outcome(e, self.ctx))?;
         match drive(&mut child, &Targets::new(&env.db, &acks_of(env, 0)), goal) {
             Ok(Driven::At(p)) => {
                 child
@@ -279,7 +317,12 @@ impl<'a> Race<'a> {
         let mut running = Vec::new();
         for r in racers {
             let stderr = env.path(&format!("racer-r{r}.stderr"));
-            let child = Running::spawn(self.racer_command(env, r, order), Some(&stderr))
+            let args = self.racer_args(env, r, order);
+            let launch = Launch { args: &args, home: &env.home, trial: env.dir(), stdout: None, stderr: Some(&stderr) };
+            let child = self
+                .ctx
+                .child
+                .spawn(&launch, self.ctx.deadline)
                 .map_err(|e| Outcome::Error(Failure::RacerStart { racer: r, why: e.to_string() }))?;
             running.push(child);
         }
@@ -324,7 +367,11 @@ impl<'a> Race<'a> {
         running: &mut [Running],
         first: u32,
     ) -> Result<(), Outcome> {
-        let end = Instant::now() + self.ctx.deadline;
+        // Every claimant of a race starts at once, and so may every race
+        // the pool runs beside it: they share one deadline, scaled with the
+        // child's measured start (Context::scaled_deadline).
+        let deadline = self.ctx.deadline;
+        let end = Instant::now() + deadline;
         loop {
             let pending: Vec<u32> = all.clone().filter(|&r| !ready(r)).collect();
             if pending.is_empty() {
@@ -340,7 +387,8 @@ impl<'a> Race<'a> {
                 return Err(Outcome::Interrupted(Interruption::AtBarrier));
             }
             if Instant::now() >= end {
-                return Err(Outcome::Error(Failure::RacersNotReady { pending, deadline: self.ctx.deadline }));
+                let (at_once, start) = (self.ctx.at_once(), self.ctx.start);
+                return Err(Outcome::Error(Failure::RacersNotReady { pending, deadline, at_once, start }));
             }
             std::thread::sleep(POLL);
         }
@@ -365,6 +413,21 @@ impl Barriers {
         self.r0.take();
         self.others.take();
     }
+}
+
+/// Copies the parked store's files (the database and any journal beside it)
+/// to `to`, and checks the copy byte for byte: every race must start from
+/// exactly what `park` left.
+fn copy_parked(from: &std::path::Path, to: &std::path::Path) -> Result<(), String> {
+    for suffix in DB_FILES {
+        let (src, dst) = (sibling(from, suffix), sibling(to, suffix));
+        let Ok(bytes) = std::fs::read(&src) else { continue };
+        std::fs::write(&dst, &bytes).map_err(|e| format!("{}: {e}", dst.display()))?;
+        if std::fs::read(&dst).map_err(|e| format!("{}: {e}", dst.display()))? != bytes {
+            return Err(format!("{} differs from the parked {}", dst.display(), src.display()));
+        }
+    }
+    Ok(())
 }
 
 /// The barrier racer `r` waits on: r0 has its own unless all go together.

@@ -23,7 +23,6 @@ use super::workload::{Workload, ended_well, ended_with};
 use crate::crashstate::record::record;
 use crate::crashstate::state::process_states;
 use crate::crashstate::{Files, Log, Names};
-use crate::harness::Traced;
 use crate::kill::syscall::{Driven, Goal, sweep_points};
 use crate::trialdir::TrialEnv;
 
@@ -56,6 +55,10 @@ impl Workload<'_> {
     /// Runs the sweep's workload once, traced, to its own end, logging every
     /// call on the trial's files; then audits the leg and self-checks the log.
     pub fn record(&self, filter: Filter) -> Result<Recording, Box<Trial>> {
+        self.ctx.pool.unit(|| self.recorded(filter))
+    }
+
+    fn recorded(&self, filter: Filter) -> Result<Recording, Box<Trial>> {
         let env = self.env("census").map_err(|f| ended_with(None, Outcome::Error(Failure::census(f))))?;
         let log = match self.record_in(&env, filter) {
             Ok(log) => log,
@@ -73,8 +76,10 @@ impl Workload<'_> {
     }
 
     fn record_in(&self, env: &TrialEnv, filter: Filter) -> Result<Log, Outcome> {
-        let mut child = Traced::spawn(self.sweep_command(env), Some(&env.stderr), filter, self.ctx.deadline)
-            .map_err(|e| trace_outcome(e, self.ctx))?;
+        let args = self.op_args(env, true);
+        let launch = self.launch(env, &args);
+        let mut child =
+            self.ctx.child.spawn_traced(&launch, filter, self.ctx.deadline).map_err(|e| trace_outcome(e, self.ctx))?;
         match record(&mut child, &self.targets(env), Goal::ToEnd) {
             Ok((Driven::Exited { exit, counted }, log)) => {
                 ended_well(exit, counted, &child.stderr_tail()).map(|_| log).map_err(Outcome::Error)

@@ -27,6 +27,10 @@ impl Workload<'_> {
     /// Trial `index` of a timed result: kill once the seeded target of acks
     /// is reached, then read what it left.
     pub fn timed(&self, window: u64, index: u32) -> Pending {
+        self.ctx.pool.unit(|| self.timed_trial(window, index))
+    }
+
+    fn timed_trial(&self, window: u64, index: u32) -> Pending {
         let env = match self.seeded_env(&format!("t{index}"), &[&index.to_string()]) {
             Ok(env) => env,
             Err(f) => return Pending::ended(Trial::ended(index, Outcome::Error(f))),
@@ -49,8 +53,11 @@ impl Workload<'_> {
 
     fn kill_timed(&self, env: &TrialEnv, window: u64, seed: u64, trial: &mut Trial) -> Result<(), Outcome> {
         let started = Instant::now();
-        let mut child = Running::spawn(self.command(env), Some(&env.stderr))
-            .map_err(|e| Outcome::Error(Failure::ChildStart { child: self.ctx.child.display(), why: e.to_string() }))?;
+        let args = self.op_args(env, false);
+        let mut child =
+            self.ctx.child.spawn(&self.launch(env, &args), self.ctx.deadline).map_err(|e| {
+                Outcome::Error(Failure::ChildStart { child: self.ctx.child.display(), why: e.to_string() })
+            })?;
         if let Some((audit, synchronous)) = self.refused_at_ready(&mut child, env) {
             let reason = audit.reason.clone();
             (trial.audit, trial.synchronous) = (Some(audit), synchronous);

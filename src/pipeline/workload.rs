@@ -9,6 +9,8 @@
 //! the child's own end, so the census counts every point, the close of the
 //! store included (in WAL, the last connection's checkpoint).
 
+use std::ffi::OsString;
+
 use crashcells_protocol::{Op, OpArgs};
 
 use super::census::Census;
@@ -17,7 +19,7 @@ use super::outcome::{Failure, Outcome};
 use super::trial::Trial;
 use super::verdict::{Crash, Ended, conclude};
 use crate::cells::Cell;
-use crate::harness::Exit;
+use crate::harness::{Exit, Launch};
 use crate::journal;
 use crate::kill::syscall::{FileKind, Targets};
 use crate::legaudit::audit_leg;
@@ -74,14 +76,18 @@ impl Workload<'_> {
         args
     }
 
-    /// The child's command for the workload in `env`: run until killed.
-    pub fn command(&self, env: &TrialEnv) -> std::process::Command {
-        self.ctx.child.command(&self.args(env).to_args(), &env.home)
+    /// The workload's arguments in `env`: run until killed, or (a sweep's)
+    /// its operations, then the child's own end.
+    pub fn op_args(&self, env: &TrialEnv, sweep: bool) -> Vec<OsString> {
+        let args = self.args(env);
+        if sweep { args.stop_after(self.sweep_acks) } else { args }.to_args()
     }
 
-    /// A sweep's command: the workload's operations, then the child's own end.
-    pub fn sweep_command(&self, env: &TrialEnv) -> std::process::Command {
-        self.ctx.child.command(&self.args(env).stop_after(self.sweep_acks).to_args(), &env.home)
+    /// The workload's operation `args` in `env`, as the launcher starts it
+    /// (exec'd, or forked by the child's fork server): its stderr to the
+    /// trial's file, nothing on stdout.
+    pub fn launch<'e>(&self, env: &'e TrialEnv, args: &'e [OsString]) -> Launch<'e> {
+        Launch { args, home: &env.home, trial: env.dir(), stdout: None, stderr: Some(&env.stderr) }
     }
 
     /// The files whose calls are kill points: the store's, the ack journal,
@@ -100,9 +106,8 @@ impl Workload<'_> {
             seed: env.seed,
             census,
         };
-        conclude(&crash, trial, || {
-            crate::recovery::recover(&self.ctx.child, self.ctx.deadline, env).map_err(Outcome::from)
-        })
+        let recover = || crate::recovery::recover(&self.ctx.child, self.ctx.deadline, env).map_err(Outcome::from);
+        conclude(&crash, trial, || self.ctx.pool.unit(recover))
     }
 
     /// What a census learns from a run to the end that passed `total`

@@ -1,105 +1,223 @@
-//! Many crash states at once (recorded sweeps): a child that lists
-//! `dump-batch` recovers each pass's copies of a whole batch in one process
-//! (`dump --db A --db B ...`, a line per database); a batch that fails is
-//! recovered again one state per process, so that a bad state is found and
-//! named, and every other state still gets its verdict. A recovery with a
-//! step before `dump` (cell 5's `catch-up`, which reads and writes the
-//! state's transport) runs the step one state per process (it takes one
-//! store), then dumps the batch as above.
+//! Many crash states at once: a child that lists `dump-batch` recovers each
+//! pass's copies of a whole batch in one process (`dump --db A --db B ...`,
+//! a line per database), and one that lists `catch-up-batch` runs its
+//! recovery step (cell 5's `catch-up`) over the whole batch in one process
+//! too (`catch-up --db A --transport TA --db B --transport TB ...`). Two
+//! processes per pass, not two per state.
+//!
+//! A batch that fails costs one more process per state only up to the
+//! first state that fails alone: the states are recovered one at a time,
+//! in order, each on a fresh copy of its crash state (not on what the
+//! failed batch left of it), until one fails; the states after it are not
+//! run (their sweep, trial wave or power sweep stops at that state anyway:
+//! a state that could not be recovered is the lowest that does not pass).
+//! A child without a batch form is recovered one state per process, in the
+//! same order, to the same first failure.
+//!
+//! Crash model: each state's copies are its crash state exactly; recovery
+//! changes them (a hot journal is rolled back, a step marks and sends), so
+//! every fallback starts from a restored copy.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use super::{Pass, Passes, Recovered, RecoveryError, after_step, excused, pass, step, stepped_pass};
+use crashcells_protocol::OpArgs;
+
+use super::{
+    Pass, Passes, Recovered, RecoveryError, after_step, excused, pass, pass_copies, run_op, step, stepped_pass,
+};
+use crate::dbfiles::{DB_FILES, sibling};
+use crate::trialdir::TrialEnv;
+
+/// Which recovery steps the child takes for many states in one process:
+/// `dump` (`dump-batch`) and its recovery step (`catch-up-batch`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Batching {
+    pub dumps: bool,
+    pub steps: bool,
+}
+
+/// Writes a state's crash files into pass `n`'s copy (its database at the
+/// pair's path for that pass, the transport beside it): the copies are
+/// cleared of anything a recovery left first.
+pub type Restore<'a> = Arc<dyn Fn(u32) -> std::io::Result<()> + Send + Sync + 'a>;
 
 /// One crash state of a batch: its database in pass 1's copy and in pass
-/// 2's, and, for a recovery with a step, the transport beside each.
-#[derive(Clone, Debug)]
-pub struct Pair {
+/// 2's, for a recovery with a step the transport beside each, and how to
+/// make its copies afresh.
+#[derive(Clone)]
+pub struct Pair<'a> {
     pub first: PathBuf,
     pub second: PathBuf,
     pub transports: Option<[PathBuf; 2]>,
+    pub restore: Option<Restore<'a>>,
 }
 
-/// A batch's recoveries, in the order of its states, and a note when the
-/// batched form failed and each state was recovered alone.
+impl std::fmt::Debug for Pair<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Pair({}, {})", self.first.display(), self.second.display())
+    }
+}
+
+impl Pair<'_> {
+    /// Its copies for pass `n`: the database, and the transport its step
+    /// reads and writes (an empty path without a step).
+    fn copies(&self, n: u32) -> (PathBuf, PathBuf) {
+        let i = usize::from(n != 1);
+        let db = if n == 1 { &self.first } else { &self.second }.clone();
+        (db, self.transports.as_ref().map_or_else(PathBuf::new, |t| t[i].clone()))
+    }
+
+    /// Pass `n`'s copies as the crash left them, whatever ran on them.
+    fn restored(&self, n: u32) -> Result<(), RecoveryError> {
+        let Some(restore) = &self.restore else { return Ok(()) };
+        let (db, transport) = self.copies(n);
+        let clear = |p: &Path| match std::fs::remove_file(p) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        };
+        DB_FILES
+            .iter()
+            .map(|s| sibling(&db, s))
+            .chain(self.transports.as_ref().map(|_| transport))
+            .try_for_each(|p| clear(&p))
+            .and_then(|()| restore(n))
+            .map_err(|e| RecoveryError::Copy { pass: n, why: e.to_string() })
+    }
+}
+
+/// A trial's crash state as one state of a batch ([`recover_batch`]): its
+/// copies for each pass, in its own folder as [`recover`] makes them. A
+/// crash that left no database file gives paths that do not exist, which
+/// the batch recovers as the empty store.
+pub fn pair_of(env: &TrialEnv) -> Result<Pair<'_>, RecoveryError> {
+    if !env.db.exists() {
+        let gone = env.path("recovery-none");
+        let transports = env.recovery_step.is_some().then(|| [env.transport.clone(), env.transport.clone()]);
+        return Ok(Pair { first: gone.join("1.db"), second: gone.join("2.db"), transports, restore: None });
+    }
+    let (first, t1) = pass_copies(env, 1)?;
+    let (second, t2) = pass_copies(env, 2)?;
+    let restore: Restore = std::sync::Arc::new(move |n| pass_copies(env, n).map(drop).map_err(std::io::Error::other));
+    Ok(Pair { first, second, transports: env.recovery_step.is_some().then_some([t1, t2]), restore: Some(restore) })
+}
+
+/// A batch's recoveries, in the order of its states, and a note when a
+/// batched step or dump failed and states were recovered one at a time.
 #[derive(Debug)]
 pub struct BatchRecovery {
     pub results: Vec<Result<Recovered, RecoveryError>>,
     pub note: Option<String>,
 }
 
-/// Recovers every state of a batch twice: when `batched` (the child lists
-/// `dump-batch`), each state's step (if any: it takes one store) in a
-/// process of its own, then one `dump` process per pass for the whole
-/// batch; else one process per state and pass, as a single trial.
-pub fn recover_batch(p: &Passes, states: &[Pair], batched: bool) -> BatchRecovery {
+/// Recovers every state of a batch twice (see the module's comment); a
+/// state without a database file is the empty store.
+pub fn recover_batch(p: &Passes, states: &[Pair], batching: Batching) -> BatchRecovery {
     let present: Vec<usize> = (0..states.len()).filter(|&i| states[i].first.exists()).collect();
     let mut results: Vec<Option<Result<Recovered, RecoveryError>>> = states
         .iter()
         .map(|s| (!s.first.exists()).then(|| Recovered::missing(s.transports.as_ref().map(|t| t[0].as_path()))))
         .collect();
-    let (each, note) = if batched && present.len() > 1 {
-        stepped_then_dumped(p, states, &present)
-    } else {
-        (present.iter().map(|&i| alone(p, &states[i], i)).collect(), None)
-    };
-    for (&i, r) in present.iter().zip(each) {
-        results[i] = Some(r);
+    let batched = batching.dumps && present.len() > 1;
+    let mut passes = Vec::new();
+    let mut notes = Vec::new();
+    for n in [1, 2] {
+        let (each, note) =
+            if batched { one_pass(p, states, &present, n, batching) } else { alone(p, states, &present, n, true) };
+        passes.push(each);
+        notes.extend(note);
     }
+    let [first, second] = <[Vec<_>; 2]>::try_from(passes).expect("two passes");
+    for ((&i, one), two) in present.iter().zip(first).zip(second) {
+        results[i] = Some(one.and_then(|one| Recovered::of(&one, &two?, p.step.map(OpArgs::op))));
+    }
+    let note = (!notes.is_empty()).then(|| notes.join("; "));
     BatchRecovery { results: results.into_iter().map(|r| r.expect("every state has a result")).collect(), note }
 }
 
-/// Each present state's step, pass by pass, then both dumps of the batch
-/// in one process each; when a batched dump fails, each state is dumped
-/// alone (its step is not run again: it already changed the copies), and
-/// the note says so.
-fn stepped_then_dumped(
+/// Pass `n` of the present states with the batch forms: the steps in one
+/// process (or one per state, without `catch-up-batch`), then the dumps in
+/// one; a batch that fails falls back to one state at a time.
+fn one_pass(
     p: &Passes,
     states: &[Pair],
     present: &[usize],
-) -> (Vec<Result<Recovered, RecoveryError>>, Option<String>) {
-    let copy = |i: usize, n: u32| Copies::of(&states[i], n);
-    let stepped: Vec<[_; 2]> = present
-        .iter()
-        .map(|&i| [1, 2].map(|n| step(p, &copy(i, n).db, &copy(i, n).transport, n, &label(i, n))))
-        .collect();
-    let (dumps, note) = match batch_dumps(p, states, present) {
-        Ok(lines) => (lines.into_iter().map(|pair| pair.map(Ok)).collect(), None),
-        Err(why) => {
-            let each = present.iter().map(|&i| [1, 2].map(|n| pass(p, &[&copy(i, n).db], n, &label(i, n))));
-            (each.collect::<Vec<_>>(), Some(format!("the batched dump failed ({why}); each state was dumped alone")))
-        }
+    n: u32,
+    batching: Batching,
+) -> (Vec<Result<Pass, RecoveryError>>, Option<String>) {
+    let stepped: Vec<Result<Result<(), RecoveryError>, RecoveryError>> = match p.step {
+        None => present.iter().map(|_| Ok(Ok(()))).collect(),
+        Some(_) if batching.steps => match step_batch(p, states, present, n) {
+            Ok(()) => present.iter().map(|_| Ok(Ok(()))).collect(),
+            Err(why) => return fallback(p, states, present, n, "recovery step", &why),
+        },
+        Some(_) => present
+            .iter()
+            .map(|&i| {
+                let (db, transport) = states[i].copies(n);
+                step(p, &db, &transport, n, &label(i, n))
+            })
+            .collect(),
     };
-    let results = present
+    let dumps = match dump_batch(p, states, present, n) {
+        Ok(dumps) => dumps,
+        Err(why) => return fallback(p, states, present, n, "dump", &why),
+    };
+    let each = present
         .iter()
         .zip(stepped.into_iter().zip(dumps))
-        .map(|(&i, (steps, dumps))| {
-            let [s1, s2] = steps;
-            let [d1, d2] = dumps;
-            let one = |s: Result<Result<(), RecoveryError>, RecoveryError>, d: Result<String, RecoveryError>, n| {
-                let (stepped, dump) = (s?, d?);
-                excused(stepped, &dump)?;
-                Ok::<_, RecoveryError>(Pass { dump, transport: after_step(p, &copy(i, n).transport) })
-            };
-            Recovered::of(&one(s1, d1, 1)?, &one(s2, d2, 2)?, p.step.map(crashcells_protocol::OpArgs::op))
+        .map(|(&i, (stepped, dump))| {
+            excused(stepped?, &dump)?;
+            Ok(Pass { dump, transport: after_step(p, &states[i].copies(n).1) })
         })
         .collect();
-    (results, note)
+    (each, None)
 }
 
-/// A state's copies for pass `n`: its database, and the transport its step
-/// reads and writes (an empty path without a step).
-struct Copies {
-    db: PathBuf,
-    transport: PathBuf,
+/// After a failed batch: each state on restored copies, alone, in order, up
+/// to the first that fails alone; the note says so.
+fn fallback(
+    p: &Passes,
+    states: &[Pair],
+    present: &[usize],
+    n: u32,
+    what: &str,
+    why: &str,
+) -> (Vec<Result<Pass, RecoveryError>>, Option<String>) {
+    let (each, _) = alone(p, states, present, n, false);
+    let ran = each.iter().position(Result::is_err).map_or(each.len(), |k| k + 1);
+    let note = format!(
+        "pass {n}: the batched {what} failed ({why}); its states were recovered alone, in order, on fresh copies, \
+         up to the first that failed alone ({ran} of {})",
+        present.len()
+    );
+    (each, Some(note))
 }
 
-impl Copies {
-    fn of(state: &Pair, n: u32) -> Copies {
-        let i = usize::from(n != 1);
-        let db = if n == 1 { &state.first } else { &state.second }.clone();
-        Copies { db, transport: state.transports.as_ref().map_or_else(PathBuf::new, |t| t[i].clone()) }
+/// Pass `n` of the present states one at a time, up to the first that
+/// fails: the states after it are not run. Unless the copies are `fresh`
+/// (nothing ran on them yet), each is restored first.
+fn alone(
+    p: &Passes,
+    states: &[Pair],
+    present: &[usize],
+    n: u32,
+    fresh: bool,
+) -> (Vec<Result<Pass, RecoveryError>>, Option<String>) {
+    let mut each = Vec::with_capacity(present.len());
+    let mut failed = false;
+    for &i in present {
+        if failed {
+            each.push(Err(RecoveryError::NotRun { pass: n }));
+            continue;
+        }
+        let (db, transport) = states[i].copies(n);
+        let restored = if fresh { Ok(()) } else { states[i].restored(n) };
+        let r = restored.and_then(|()| stepped_pass(p, &db, &transport, n, &label(i, n)));
+        failed = r.is_err();
+        each.push(r);
     }
+    (each, None)
 }
 
 /// The name of state `i`'s outputs in pass `n`.
@@ -107,116 +225,148 @@ fn label(i: usize, n: u32) -> String {
     format!("{i}-{n}")
 }
 
-/// Both dump passes over the present states in one process each: each
-/// state's two lines; `Err` when either pass failed or printed another
-/// number of lines than databases.
-fn batch_dumps(p: &Passes, states: &[Pair], present: &[usize]) -> Result<Vec<[String; 2]>, String> {
-    let run = |n: u32| -> Result<String, String> {
-        let dbs: Vec<PathBuf> = present.iter().map(|&i| Copies::of(&states[i], n).db).collect();
-        let dbs: Vec<&Path> = dbs.iter().map(PathBuf::as_path).collect();
-        let text = pass(p, &dbs, n, &format!("batch-{n}")).map_err(|e| e.to_string())?;
-        match text.lines().count() {
-            lines if lines == dbs.len() => Ok(text),
-            lines => Err(format!("pass {n} printed {lines} lines for {} databases", dbs.len())),
-        }
-    };
-    let (first, second) = (run(1)?, run(2)?);
-    Ok(first.lines().zip(second.lines()).map(|(a, b)| [format!("{a}\n"), format!("{b}\n")]).collect())
+/// The recovery step over every present state in one process: `Err` says
+/// why it did not end with exit code 0.
+fn step_batch(p: &Passes, states: &[Pair], present: &[usize], n: u32) -> Result<(), String> {
+    let Some(step) = p.step else { return Ok(()) };
+    let args = present.iter().fold(step.clone(), |a, &i| {
+        let (db, transport) = states[i].copies(n);
+        a.db(&db).transport(&transport)
+    });
+    match run_op(p, &args, n, &format!("{}-batch-{n}", step.op())) {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err((exit, tail))) => Err(format!("{exit}: {tail}")),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
-/// Both passes of one state, each in a process of its own (its step first).
-fn alone(p: &Passes, state: &Pair, i: usize) -> Result<Recovered, RecoveryError> {
-    let (one, two) = (Copies::of(state, 1), Copies::of(state, 2));
-    let first = stepped_pass(p, &one.db, &one.transport, 1, &label(i, 1))?;
-    let second = stepped_pass(p, &two.db, &two.transport, 2, &label(i, 2))?;
-    Recovered::of(&first, &second, p.step.map(crashcells_protocol::OpArgs::op))
+/// One dump over every present state's copy for pass `n`: each state's
+/// line; `Err` when it failed or printed another number of lines than
+/// databases.
+fn dump_batch(p: &Passes, states: &[Pair], present: &[usize], n: u32) -> Result<Vec<String>, String> {
+    let dbs: Vec<PathBuf> = present.iter().map(|&i| states[i].copies(n).0).collect();
+    let dbs: Vec<&Path> = dbs.iter().map(PathBuf::as_path).collect();
+    let text = pass(p, &dbs, n, &format!("batch-{n}")).map_err(|e| e.to_string())?;
+    match text.lines().count() {
+        lines if lines == dbs.len() => Ok(text.lines().map(|l| format!("{l}\n")).collect()),
+        lines => Err(format!("pass {n} printed {lines} lines for {} databases", dbs.len())),
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
     use super::*;
-    use crate::harness::ChildCommand;
+    use crate::harness::{ChildCommand, Launcher};
 
-    /// A child whose `dump` takes one `--db` only, and fails on more.
-    fn single_only(dir: &Path) -> ChildCommand {
-        let script = dir.join("child.sh");
-        let empty = r#"{"protocol":2,"integrity":"ok","sessions":[],"messages":[]}"#;
-        let text = format!("[ $(echo \"$@\" | grep -o -- --db | wc -l) -gt 1 ] && exit 1\necho '{empty}'\n");
-        std::fs::write(&script, text).unwrap();
-        ChildCommand { program: "sh".into(), prefix: vec![script.into()], cwd: None }
+    const EMPTY: &str = r#"{"protocol":2,"integrity":"ok","sessions":[],"messages":[]}"#;
+
+    /// A `sh` child from `script`, whose own log of each run is `runs`.
+    fn child(dir: &Path, script: &str) -> Launcher {
+        let path = dir.join("child.sh");
+        std::fs::write(&path, format!("echo \"$@\" >> {}\n{script}", dir.join("runs").display())).unwrap();
+        Launcher::exec(ChildCommand { program: "sh".into(), prefix: vec![path.into()], cwd: None })
     }
 
-    /// A child whose `catch-up` appends a delivery to its `--transport`, and
-    /// whose `dump` prints a line per `--db`, or fails on more than `most`.
-    fn stepping(dir: &Path, most: usize) -> ChildCommand {
-        let script = dir.join("stepping.sh");
-        let empty = r#"{"protocol":2,"integrity":"ok","sessions":[],"messages":[]}"#;
-        let text = format!(
-            "if [ \"$1\" = catch-up ]; then while [ \"$1\" != --transport ]; do shift; done\n\
-             echo '{{\"key\":\"o0\",\"payload\":\"p\"}}' >> \"$2\"; exit 0; fi\n\
-             n=$(echo \"$@\" | grep -o -- --db | wc -l)\n[ $n -gt {most} ] && exit 1\n\
-             for i in $(seq $n); do echo '{empty}'; done\n"
-        );
-        std::fs::write(&script, text).unwrap();
-        ChildCommand { program: "sh".into(), prefix: vec![script.into()], cwd: None }
+    /// How many processes the child ran, and how many of them were `op`.
+    fn runs(dir: &Path, op: &str) -> (usize, usize) {
+        let text = std::fs::read_to_string(dir.join("runs")).unwrap_or_default();
+        (text.lines().count(), text.lines().filter(|l| l.starts_with(op)).count())
     }
+
+    /// `n` states in `dir`, each with copies for both passes (and
+    /// transports), whose restore counts its calls in `restored`.
+    fn states<'a>(dir: &Path, n: usize, restored: &'a AtomicUsize) -> Vec<Pair<'a>> {
+        (0..n)
+            .map(|i| {
+                let path = |s: &str| dir.join(format!("{i}-{s}"));
+                for s in ["1.db", "2.db"] {
+                    std::fs::write(path(s), b"crash state").unwrap();
+                }
+                let copies = [path("1.db"), path("2.db")];
+                let restore: Restore<'a> = Arc::new(move |n| {
+                    restored.fetch_add(1, Ordering::SeqCst);
+                    std::fs::write(&copies[n as usize - 1], b"crash state")
+                });
+                Pair {
+                    first: path("1.db"),
+                    second: path("2.db"),
+                    transports: Some([path("1.t"), path("2.t")]),
+                    restore: Some(restore),
+                }
+            })
+            .collect()
+    }
+
+    fn passes<'a>(child: &'a Launcher, dir: &'a Path, step: Option<&'a OpArgs>) -> Passes<'a> {
+        Passes { child, deadline: Duration::from_secs(10), home: dir, out: dir, step }
+    }
+
+    /// A child that takes both batch forms: `catch-up` appends a delivery
+    /// to each `--transport`, `dump` prints a line per `--db`, or fails when
+    /// a database holds the word `broken`.
+    const BATCHING: &str = r#"
+if [ "$1" = catch-up ]; then shift; while [ $# -gt 0 ]; do
+  [ "$1" = --transport ] && echo '{"key":"o0","payload":"p"}' >> "$2"; shift; done; exit 0; fi
+shift; for a in "$@"; do case "$a" in --*) ;; *) grep -q broken "$a" && exit 1;; esac; done
+for a in "$@"; do case "$a" in --db) echo 'LINE';; esac; done
+"#;
 
     #[test]
-    fn a_step_runs_once_per_state_and_pass_whether_the_batched_dump_works_or_not() {
-        for most in [9, 1] {
-            let dir = tempfile::tempdir().unwrap();
-            let child = stepping(dir.path(), most);
-            let states: Vec<Pair> = (0..3)
-                .map(|i| {
-                    let path = |s: &str| dir.path().join(format!("{i}-{s}"));
-                    std::fs::write(path("1.db"), b"").unwrap();
-                    std::fs::write(path("2.db"), b"").unwrap();
-                    Pair { first: path("1.db"), second: path("2.db"), transports: Some([path("1.t"), path("2.t")]) }
-                })
-                .collect();
-            let step = crashcells_protocol::OpArgs::new(crashcells_protocol::Op::CatchUp);
-            let p = Passes {
-                child: &child,
-                deadline: Duration::from_secs(10),
-                home: dir.path(),
-                out: dir.path(),
-                step: Some(&step),
-            };
-            let got = recover_batch(&p, &states, true);
-            assert_eq!(got.note.is_some(), most == 1, "{:?}", got.note);
-            for r in &got.results {
-                assert_eq!(r.as_ref().unwrap().deliveries.len(), 1, "the step ran once on each copy");
-            }
-        }
-    }
-
-    #[test]
-    fn a_failing_batch_is_recovered_one_state_at_a_time_and_a_missing_database_is_an_empty_store() {
+    fn a_batch_costs_two_processes_per_pass_whatever_its_size() {
         let dir = tempfile::tempdir().unwrap();
-        let child = single_only(dir.path());
-        let pair = |name: &str, present: bool| {
-            let p = Pair {
-                first: dir.path().join(format!("{name}-1.db")),
-                second: dir.path().join(format!("{name}-2.db")),
-                transports: None,
-            };
-            if present {
-                std::fs::write(&p.first, b"").unwrap();
-                std::fs::write(&p.second, b"").unwrap();
-            }
-            p
-        };
-        let states = [pair("a", true), pair("gone", false), pair("b", true)];
-        let p =
-            Passes { child: &child, deadline: Duration::from_secs(10), home: dir.path(), out: dir.path(), step: None };
-        let got = recover_batch(&p, &states, true);
-        assert!(got.note.as_deref().unwrap().starts_with("the batched dump failed"), "{:?}", got.note);
+        let child = child(dir.path(), &BATCHING.replace("LINE", EMPTY));
+        let restored = AtomicUsize::new(0);
+        let states = states(dir.path(), 5, &restored);
+        let step = OpArgs::new(crashcells_protocol::Op::CatchUp);
+        let got =
+            recover_batch(&passes(&child, dir.path(), Some(&step)), &states, Batching { dumps: true, steps: true });
+        assert!(got.note.is_none(), "{:?}", got.note);
+        assert!(got.results.iter().all(|r| r.as_ref().unwrap().deliveries.len() == 1), "the step ran on each copy");
+        assert_eq!(runs(dir.path(), "catch-up"), (4, 2), "one step and one dump per pass");
+        assert_eq!(restored.load(Ordering::SeqCst), 0, "no fallback, no restore");
+    }
+
+    #[test]
+    fn a_failing_batch_is_recovered_alone_only_up_to_the_first_state_that_fails_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let child = child(dir.path(), &BATCHING.replace("LINE", EMPTY));
+        let restored = AtomicUsize::new(0);
+        let states = states(dir.path(), 6, &restored);
+        // State 2 is broken in both passes: restores write it broken again.
+        for s in ["2-1.db", "2-2.db"] {
+            std::fs::write(dir.path().join(s), b"broken").unwrap();
+        }
+        let mut states = states;
+        states[2].restore = None;
+        let got = recover_batch(&passes(&child, dir.path(), None), &states, Batching { dumps: true, steps: true });
+        let ok: Vec<bool> = got.results.iter().map(Result::is_ok).collect();
+        assert_eq!(ok, [true, true, false, false, false, false]);
+        assert!(matches!(got.results[3], Err(RecoveryError::NotRun { .. })), "{:?}", got.results[3]);
+        let note = got.note.unwrap();
+        assert!(note.contains("up to the first that failed alone (3 of 6)"), "{note}");
+        // Per pass: the batch, then states 0, 1 and 2 alone: 4, not 1 + 6.
+        assert_eq!(runs(dir.path(), "dump").1, 8);
+        assert_eq!(restored.load(Ordering::SeqCst), 4, "each state run alone got a fresh copy");
+    }
+
+    #[test]
+    fn without_batch_forms_each_state_is_alone_and_a_missing_database_is_an_empty_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let child = child(
+            dir.path(),
+            &format!("[ $(echo \"$@\" | grep -o -- --db | wc -l) -gt 1 ] && exit 1\necho '{EMPTY}'\n"),
+        );
+        let restored = AtomicUsize::new(0);
+        let mut states = states(dir.path(), 3, &restored);
+        std::fs::remove_file(&states[1].first).unwrap();
+        states[1].transports = None;
+        let got = recover_batch(&passes(&child, dir.path(), None), &states, Batching::default());
         let missing: Vec<bool> = got.results.iter().map(|r| r.as_ref().unwrap().missing_db).collect();
         assert_eq!(missing, [false, true, false]);
-        let alone = recover_batch(&p, &states, false);
-        assert!(alone.note.is_none() && alone.results.iter().all(Result::is_ok));
+        assert!(got.note.is_none());
     }
 
     /// A power loss can drop the store and keep the provider's log: the
@@ -227,17 +377,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = |s: &str| dir.path().join(s);
         std::fs::write(path("1.t"), "{\"key\":\"o0\",\"payload\":\"effect of o0\"}\n").unwrap();
-        let state = Pair { first: path("1.db"), second: path("2.db"), transports: Some([path("1.t"), path("2.t")]) };
-        let child = ChildCommand { program: "false".into(), prefix: vec![], cwd: None };
-        let step = crashcells_protocol::OpArgs::new(crashcells_protocol::Op::CatchUp);
-        let p = Passes {
-            child: &child,
-            deadline: Duration::from_secs(1),
-            home: dir.path(),
-            out: dir.path(),
-            step: Some(&step),
+        let state = Pair {
+            first: path("1.db"),
+            second: path("2.db"),
+            transports: Some([path("1.t"), path("2.t")]),
+            restore: None,
         };
-        let got = recover_batch(&p, &[state], true);
+        let child = Launcher::exec(ChildCommand { program: "false".into(), prefix: vec![], cwd: None });
+        let step = OpArgs::new(crashcells_protocol::Op::CatchUp);
+        let got =
+            recover_batch(&passes(&child, dir.path(), Some(&step)), &[state], Batching { dumps: true, steps: true });
         let r = got.results[0].as_ref().unwrap();
         assert!(r.missing_db);
         assert_eq!(r.deliveries.iter().map(|d| d.key.as_str()).collect::<Vec<_>>(), ["o0"]);

@@ -29,10 +29,10 @@ use crashcells_protocol::transport::{self, TransportError};
 use crashcells_protocol::{Delivery, Dump, Op, OpArgs, PROTOCOL};
 
 use crate::dbfiles::{DB_FILES, sibling};
-use crate::harness::{ChildCommand, Cut, Exit, run_to_end};
+use crate::harness::{Cut, Exit, Launch, Launcher};
 use crate::trialdir::TrialEnv;
 
-pub use batch::{BatchRecovery, Pair, recover_batch};
+pub use batch::{BatchRecovery, Batching, Pair, pair_of, recover_batch};
 
 /// Why a recovery pass gave no state: the harness's error, never a finding.
 /// The operating system's and the child's words travel as text (an
@@ -63,6 +63,10 @@ pub enum RecoveryError {
     StepDeadline { pass: u32, op: Op, deadline: Duration },
     #[error("recovery pass 1: {0}")]
     Transport(TransportError),
+    /// A state of a batch after one that could not be recovered: never
+    /// run, since the verdict stops at the earlier state.
+    #[error("recovery pass {pass}: not run, an earlier state of its batch could not be recovered")]
+    NotRun { pass: u32 },
 }
 
 /// The recovered state of a trial's store, read twice.
@@ -137,7 +141,7 @@ fn copy_db(db: &Path, dir: &Path) -> std::io::Result<PathBuf> {
 /// Where a pass runs: the child, its deadline and config home, the folder
 /// its output goes to, and the recovery step it runs before `dump`, if any.
 pub struct Passes<'a> {
-    pub child: &'a ChildCommand,
+    pub child: &'a Launcher,
     pub deadline: Duration,
     pub home: &'a Path,
     pub out: &'a Path,
@@ -149,8 +153,11 @@ pub struct Passes<'a> {
 fn run_op(p: &Passes, args: &OpArgs, n: u32, name: &str) -> Result<Result<String, (Exit, String)>, RecoveryError> {
     let stdout = p.out.join(format!("{name}.json"));
     let stderr = p.out.join(format!("{name}.stderr"));
-    let (exit, stderr_tail) = run_to_end(p.child.command(&args.to_args(), p.home), &stdout, &stderr, p.deadline)
-        .map_err(|e| RecoveryError::Start { pass: n, why: e.to_string() })?;
+    let args = args.to_args();
+    // The pass's folder holds the copies it recovers: a forked process may hold nothing of it at its start.
+    let launch = Launch { args: &args, home: p.home, trial: p.out, stdout: Some(&stdout), stderr: Some(&stderr) };
+    let (exit, stderr_tail) =
+        p.child.run_to_end(&launch, p.deadline).map_err(|e| RecoveryError::Start { pass: n, why: e.to_string() })?;
     match exit {
         Ok(Exit::Code(0)) => {
             std::fs::read_to_string(&stdout).map(Ok).map_err(|e| RecoveryError::Read { pass: n, why: e.to_string() })
@@ -216,7 +223,7 @@ fn after_step(p: &Passes, transport: &Path) -> Vec<u8> {
 /// Runs two recovery passes of a trial's crash state, each on its own
 /// copies, and parses the first. An `Err` is a harness error (a pass that
 /// could not run or printed something that is not a dump).
-pub fn recover(child: &ChildCommand, deadline: Duration, env: &TrialEnv) -> Result<Recovered, RecoveryError> {
+pub fn recover(child: &Launcher, deadline: Duration, env: &TrialEnv) -> Result<Recovered, RecoveryError> {
     if !env.db.exists() {
         return Recovered::missing(env.recovery_step.is_some().then_some(env.transport.as_path()));
     }
@@ -232,7 +239,7 @@ pub fn recover(child: &ChildCommand, deadline: Duration, env: &TrialEnv) -> Resu
 
 /// Pass `n`'s own copies of a trial's crash state, in `recovery-{n}/`: the
 /// database and its journals, and the transport when a step will read it.
-fn pass_copies(env: &TrialEnv, n: u32) -> Result<(PathBuf, PathBuf), RecoveryError> {
+pub(super) fn pass_copies(env: &TrialEnv, n: u32) -> Result<(PathBuf, PathBuf), RecoveryError> {
     let copies = env.path(&format!("recovery-{n}"));
     let db = copy_db(&env.db, &copies).map_err(|e| RecoveryError::Copy { pass: n, why: e.to_string() })?;
     let transport = copies.join("transport.ndjson");
@@ -241,21 +248,6 @@ fn pass_copies(env: &TrialEnv, n: u32) -> Result<(PathBuf, PathBuf), RecoveryErr
             .map_err(|e| RecoveryError::CopyTransport { pass: n, why: e.to_string() })?;
     }
     Ok((db, transport))
-}
-
-/// A trial's crash state as one state of a batch ([`recover_batch`]): its
-/// copies for each pass, in its own folder as [`recover`] makes them. A
-/// crash that left no database file gives paths that do not exist, which
-/// the batch recovers as the empty store.
-pub fn pair_of(env: &TrialEnv) -> Result<Pair, RecoveryError> {
-    if !env.db.exists() {
-        let gone = env.path("recovery-none");
-        let transports = env.recovery_step.is_some().then(|| [env.transport.clone(), env.transport.clone()]);
-        return Ok(Pair { first: gone.join("1.db"), second: gone.join("2.db"), transports });
-    }
-    let (first, t1) = pass_copies(env, 1)?;
-    let (second, t2) = pass_copies(env, 2)?;
-    Ok(Pair { first, second, transports: env.recovery_step.is_some().then_some([t1, t2]) })
 }
 
 fn first_difference(a: &str, b: &str) -> String {
