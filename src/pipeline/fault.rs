@@ -277,13 +277,15 @@ impl Run {
     }
 
     /// The run with its leg audited on its own files: a store that, after
-    /// the fault, committed in another journal mode than its census did
-    /// (SQLite's switch to WAL is a transaction: when it fails the
-    /// connection stays in a rollback mode) has every power state after the
-    /// fault judged, not only those the failed sync added.
+    /// the fault, reported its mode (its ready record) and then committed in
+    /// another journal mode than its census did (SQLite's switch to WAL is
+    /// a transaction: when it fails the connection stays in a rollback
+    /// journal) has every power state after the fault judged, not only
+    /// those the failed sync added. A store that ended before its ready
+    /// record claimed no mode, and changed none.
     fn audited(mut self, w: &Workload, rec: &Recording) -> Run {
         let bytes = std::fs::read(&self.env.acks).unwrap_or_default();
-        let ready = crate::journal::parse(&bytes).ok().and_then(|j| j.ready).unwrap_or(rec.census.ready.clone());
+        let Some(ready) = crate::journal::parse(&bytes).ok().and_then(|j| j.ready) else { return self };
         let audit = crate::legaudit::audit_leg(&self.env.db, &ready, w.leg);
         let known = audit.family != crate::dbfiles::Family::Unknown;
         if known && audit.effective != rec.census.audit.effective {
