@@ -548,9 +548,17 @@ fn cmd_audit(a: AuditArgs) -> Result<i32> {
         workdir.display(),
         crate::cli::audit::filesystem_name(&workdir)
     ));
+    // The crash columns' children, forked by the child's fork server when it
+    // offers one (checked fresh first, as for a run).
+    let deadline = Duration::from_secs(a.deadline);
+    let forks = match a.no_crash {
+        true => None,
+        false => fork_server(&Launcher::exec(child.clone()), &ready, &workdir, deadline)?,
+    };
     let setup = crate::cli::audit::AuditSetup {
         matrix: &matrix,
         matrix_arg: &a.matrix,
+        forks: forks.as_ref(),
         child: &child,
         workdir: &workdir,
         deadline: Duration::from_secs(a.deadline),

@@ -48,6 +48,9 @@ pub struct AuditSetup<'a> {
     /// what the crash columns' repros name.
     pub matrix_arg: &'a str,
     pub child: &'a ChildCommand,
+    /// The child's fork server and how long a forked operation took to
+    /// start, when it offers one: the crash columns' children are forked.
+    pub forks: Option<&'a (crate::harness::Launcher, Duration)>,
     /// The folder the audit's own work folder is made in.
     pub workdir: &'a Path,
     pub deadline: Duration,
@@ -175,7 +178,7 @@ fn crash_context(
     Ok(crate::pipeline::Context {
         options,
         seed: 1,
-        child: crate::harness::Launcher::exec(setup.child.clone()),
+        child: setup.forks.map_or_else(|| crate::harness::Launcher::exec(setup.child.clone()), |f| f.0.clone()),
         evidence_root: work_root.join("evidence"),
         work_root,
         deadline: setup.deadline,
@@ -183,7 +186,7 @@ fn crash_context(
         child_ready: Some(ready.clone()),
         tally: Default::default(),
         pool: crate::pipeline::pool::Pool::new(jobs),
-        start: Duration::ZERO,
+        start: setup.forks.map_or(Duration::ZERO, |f| f.1),
         crowd: 1,
         shared: Default::default(),
     })
