@@ -260,6 +260,17 @@ mod tests {
     }
 
     #[test]
+    fn a_torn_result_has_its_power_results_seed_and_every_other_mode_its_own() {
+        let (c, m) = (Catalog::embedded().unwrap(), Matrix::load("default").unwrap());
+        let mut s = sel(&["1"]);
+        s.legs = vec!["wal".into()];
+        s.kills = vec![KillMode::Syscall, KillMode::Power, KillMode::Torn, KillMode::Fault];
+        let seeds: Vec<u64> = plan(&c, &m, &s, 7).unwrap().iter().map(|j| j.seed).collect();
+        assert_eq!(seeds[1], seeds[2], "torn sweeps the power sweep's workload and points");
+        assert!(seeds[0] != seeds[1] && seeds[3] != seeds[1] && seeds[0] != seeds[3], "{seeds:?}");
+    }
+
+    #[test]
     fn unknown_leg_is_an_error() {
         let mut s = sel(&[]);
         s.legs = vec!["wall".into()];
