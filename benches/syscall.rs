@@ -47,6 +47,7 @@ fn context(work: &Path, jobs: usize, replay: Replay) -> Context {
         pool: crashcells::pipeline::pool::Pool::new(jobs),
         start: Duration::ZERO,
         crowd: 1,
+        shared: Default::default(),
     }
 }
 

@@ -561,6 +561,7 @@ fn run_context(options: RunOptions, seed: u64, work_root: &Path, evidence_root: 
         pool: crate::pipeline::pool::Pool::new(jobs),
         start: Duration::ZERO,
         crowd: 1,
+        shared: Default::default(),
     })
 }
 
@@ -590,9 +591,22 @@ fn cmd_audit(a: AuditArgs) -> Result<i32> {
         workdir.display(),
         crate::cli::audit::filesystem_name(&workdir)
     ));
+    // The crash columns' children, forked by the child's fork server when it
+    // offers one (checked fresh first, as for a run).
+    let deadline = Duration::from_secs(a.deadline);
+    // Its stderr and its preflight in a folder of their own, gone with the audit.
+    let server_dir = tempfile::Builder::new()
+        .prefix("crashcells-audit-server-")
+        .tempdir_in(&workdir)
+        .map_err(Error::io("audit folder in", &workdir))?;
+    let forks = match a.no_crash {
+        true => None,
+        false => fork_server(&Launcher::exec(child.clone()), &ready, server_dir.path(), deadline)?,
+    };
     let setup = crate::cli::audit::AuditSetup {
         matrix: &matrix,
         matrix_arg: &a.matrix,
+        forks: forks.as_ref(),
         child: &child,
         workdir: &workdir,
         deadline: Duration::from_secs(a.deadline),

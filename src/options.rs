@@ -35,6 +35,12 @@ pub enum KillArg {
     /// Power loss at every kill point of the recorded workload: opt-in, not
     /// part of `all`, whose contract is the process crash.
     Power,
+    /// Power loss with torn and reordered writes (the torn model, bounded):
+    /// opt-in, not part of `all`.
+    Torn,
+    /// At every write (ENOSPC) or sync (EIO) of the store's files, the call
+    /// fails and the child runs on: opt-in, not part of `all`.
+    Fault,
     #[default]
     All,
 }
@@ -47,6 +53,8 @@ impl KillArg {
             KillArg::Syscall => vec![KillMode::Syscall],
             KillArg::None => vec![KillMode::None],
             KillArg::Power => vec![KillMode::Power],
+            KillArg::Torn => vec![KillMode::Torn],
+            KillArg::Fault => vec![KillMode::Fault],
             KillArg::All => vec![KillMode::Timed, KillMode::Syscall],
         }
     }
@@ -59,6 +67,8 @@ impl From<KillMode> for KillArg {
             KillMode::Syscall => KillArg::Syscall,
             KillMode::None => KillArg::None,
             KillMode::Power => KillArg::Power,
+            KillMode::Torn => KillArg::Torn,
+            KillMode::Fault => KillArg::Fault,
         }
     }
 }
@@ -209,7 +219,7 @@ impl RunOptions {
                 o.trial = decisive.or(self.trial);
             }
             // A syscall trial's index is its kill point; the census (0) has none.
-            KillMode::Syscall | KillMode::Power => {
+            KillMode::Syscall | KillMode::Power | KillMode::Torn | KillMode::Fault => {
                 o.trial = None;
                 o.point = decisive.map(u64::from).filter(|&p| p > 0).or(self.point);
             }

@@ -23,6 +23,13 @@ pub enum KillMode {
     /// Power loss at each kill point (`--kill power`): the durable states of
     /// the recorded run, not a kill of any process.
     Power,
+    /// Power loss with torn and reordered writes (`--kill torn`): the torn
+    /// model's states of the same recorded run, bounded.
+    Torn,
+    /// Fault injection (`--kill fault`): at each write or sync of the
+    /// store's files, the call fails (`ENOSPC`, `EIO`) instead of running,
+    /// and the child runs on; nothing is killed.
+    Fault,
 }
 
 impl KillMode {
@@ -32,7 +39,26 @@ impl KillMode {
             KillMode::Syscall => "syscall",
             KillMode::None => "none",
             KillMode::Power => "power",
+            KillMode::Torn => "torn",
+            KillMode::Fault => "fault",
         }
+    }
+
+    /// What a result's seed is derived with: its name, but the torn model
+    /// sweeps the same recorded run as the in-order one (`power`), so that
+    /// the two share a workload, their sampled points and, where the caller
+    /// shares, one recording.
+    pub fn seed_label(self) -> &'static str {
+        match self {
+            KillMode::Torn => KillMode::Power.as_str(),
+            other => other.as_str(),
+        }
+    }
+
+    /// Whether its trials are a sweep's kill points (its results plan and
+    /// land points), not timed trials or races.
+    pub fn sweeps_points(self) -> bool {
+        matches!(self, KillMode::Syscall | KillMode::Power | KillMode::Torn | KillMode::Fault)
     }
 
     /// The mode as a reader says it: `timed kill`, `syscall kill`, `no kill (race)`.
@@ -42,6 +68,8 @@ impl KillMode {
             KillMode::Syscall => "syscall kill",
             KillMode::None => "no kill: a race",
             KillMode::Power => "power loss",
+            KillMode::Torn => "torn power loss",
+            KillMode::Fault => "fault injection",
         }
     }
 }
@@ -92,7 +120,7 @@ pub fn plan(catalog: &Catalog, matrix: &Matrix, sel: &Selection, seed: u64) -> R
         let kills = kills_for(&shape_of(cell)?, &sel.kills);
         for leg in legs_for(cell, matrix, &sel.legs) {
             for &kill in &kills {
-                let s = crate::seed::derive(seed, &[&cell.id, &leg.name, kill.as_str()]);
+                let s = crate::seed::derive(seed, &[&cell.id, &leg.name, kill.seed_label()]);
                 jobs.push(Job { cell: cell.clone(), leg: Some(leg.clone()), kill, seed: s });
             }
         }
@@ -229,6 +257,17 @@ mod tests {
         workload_only.kills = vec![KillMode::None];
         let e = plan(&c, &m, &workload_only, 7).unwrap_err();
         assert!(e.to_string().contains("--kill none"), "{e}");
+    }
+
+    #[test]
+    fn a_torn_result_has_its_power_results_seed_and_every_other_mode_its_own() {
+        let (c, m) = (Catalog::embedded().unwrap(), Matrix::load("default").unwrap());
+        let mut s = sel(&["1"]);
+        s.legs = vec!["wal".into()];
+        s.kills = vec![KillMode::Syscall, KillMode::Power, KillMode::Torn, KillMode::Fault];
+        let seeds: Vec<u64> = plan(&c, &m, &s, 7).unwrap().iter().map(|j| j.seed).collect();
+        assert_eq!(seeds[1], seeds[2], "torn sweeps the power sweep's workload and points");
+        assert!(seeds[0] != seeds[1] && seeds[3] != seeds[1] && seeds[0] != seeds[3], "{seeds:?}");
     }
 
     #[test]

@@ -135,7 +135,8 @@ fn unit(kill: crate::plan::KillMode) -> &'static str {
         crate::plan::KillMode::Timed => "trials",
         crate::plan::KillMode::None => "races",
         crate::plan::KillMode::Syscall => "points",
-        crate::plan::KillMode::Power => "stores",
+        crate::plan::KillMode::Power | crate::plan::KillMode::Torn => "stores",
+        crate::plan::KillMode::Fault => "points",
     }
 }
 

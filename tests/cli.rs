@@ -47,8 +47,9 @@ fn list_and_run_help_name_the_mutants() {
     let help = String::from_utf8_lossy(&help.stdout);
     let list = bin().arg("list").output().unwrap();
     let list = String::from_utf8_lossy(&list.stdout);
+    let width = crashcells_protocol::Mutant::names().iter().map(|n| n.len()).max().unwrap();
     for m in crashcells_protocol::Mutant::ALL {
-        let line = format!("{:<18}  cell {}: {}", m.as_str(), m.cell(), m.breaks());
+        let line = format!("{:<width$}  cell {}: {}", m.as_str(), m.cell(), m.breaks());
         assert!(help.contains(&line), "run --help lacks {line}:\n{help}");
         assert!(list.contains(&line), "list lacks {line}:\n{list}");
     }
@@ -57,7 +58,7 @@ fn list_and_run_help_name_the_mutants() {
     let names = |n: usize| -> Vec<String> {
         cells[n]["mutants"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap().to_string()).collect()
     };
-    assert_eq!(names(0), ["ack-before-commit", "stall", "drop-append"]);
+    assert_eq!(names(0), ["ack-before-commit", "stall", "drop-append", "ack-despite-io-error"]);
     assert_eq!(names(1), ["racy-claim", "split-claim"]);
     assert!(cells[2]["mutants"][0]["breaks"].as_str().unwrap().contains("two transactions"));
 }

@@ -7,6 +7,7 @@ mod ci_docs;
 mod cli;
 mod common;
 mod evidence;
+mod faults;
 mod forkserver;
 mod hermes;
 mod imports;

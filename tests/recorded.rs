@@ -335,6 +335,7 @@ fn a_recorded_sweep_reports_its_phases_and_its_points_as_they_are_judged() {
         pool: crashcells::pipeline::pool::Pool::new(2),
         start: Duration::ZERO,
         crowd: 1,
+        shared: Default::default(),
     };
     let result = crashcells::pipeline::run_job(&job, &ctx);
     if result.reason.contains("unavailable") {

@@ -212,11 +212,25 @@ fn append(a: WorkArgs) -> Result<(), ChildError> {
             store.append(APPEND_SESSION, "user", &content, &mut || early = acks.record(&ack("append", i)))?;
             early.map_err(ChildError::io("ack journal"))?;
         } else {
-            store.append(APPEND_SESSION, "user", &content, &mut || ())?;
+            match store.append(APPEND_SESSION, "user", &content, &mut || ()) {
+                Err(e) if a.mutant == Some(Mutant::AckDespiteIoError) && is_io_error(&e) => {
+                    eprintln!(
+                        "crashcells child: ack-despite-io-error mutant: acknowledging m{i}, whose commit failed: {e}"
+                    );
+                }
+                other => drop(other?),
+            }
             acks.record(&ack("append", i)).map_err(ChildError::io("ack journal"))?;
         }
     }
     Ok(())
+}
+
+/// Whether SQLite failed for the disk's sake: an I/O error (a failed write
+/// or sync, `SQLITE_IOERR_*`) or a full disk (`SQLITE_FULL`).
+fn is_io_error(e: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode::{DiskFull, SystemIoFailure};
+    matches!(e.sqlite_error_code(), Some(SystemIoFailure | DiskFull))
 }
 
 /// Rotation k of the rule (`Rotation::of`): ready its parent (create it

@@ -97,6 +97,24 @@ fn set_busy_timeout(conn: &Connection) -> rusqlite::Result<()> {
     conn.query_row(&format!("PRAGMA busy_timeout = {ms}"), [], |_| Ok(()))
 }
 
+/// Sets the journal mode; what the connection then reports. The statement
+/// is stepped to its end: on a new database the switch to WAL is a write
+/// transaction (it writes the header's version bytes) that commits only
+/// after the pragma's row was read, so `query_row`, which stops at the row,
+/// never sees that commit fail. The connection then stays in a rollback
+/// journal while the row said `wal` (found by `--kill fault`: a failed
+/// fsync of that commit's journal; docs/DESIGN.md, "Faults").
+fn set_journal_mode(conn: &Connection, mode: &str) -> rusqlite::Result<String> {
+    let mut stmt = conn.prepare(&format!("PRAGMA journal_mode={mode}"))?;
+    let mut rows = stmt.query([])?;
+    let reported: String = match rows.next()? {
+        Some(row) => row.get(0)?,
+        None => String::new(),
+    };
+    while rows.next()?.is_some() {}
+    Ok(reported)
+}
+
 impl Store {
     /// Opens (creating if needed) the store at `path`, steered by `config`
     /// through the resolver.
@@ -104,8 +122,7 @@ impl Store {
         let decision = resolve(config, SqliteVersion::linked(), file_header_is_wal(path));
         let conn = Connection::open(path)?;
         set_busy_timeout(&conn)?;
-        let journal_mode: String =
-            with_retry(|| conn.query_row(&format!("PRAGMA journal_mode={}", decision.applied), [], |r| r.get(0)))?;
+        let journal_mode = with_retry(|| set_journal_mode(&conn, &decision.applied.to_string()))?;
         if let Some(level) = decision.synchronous {
             conn.execute_batch(&format!("PRAGMA synchronous={level}"))?;
         }

@@ -300,10 +300,14 @@ pub enum Mutant {
     /// turn. A rewind that keeps nothing is then one transaction, so only a
     /// sweep that covers rewinds which keep some catches it (cell 4 fires).
     TornBranch,
+    /// `append` acknowledges an append whose commit failed with an I/O
+    /// error (`SQLITE_IOERR` or `SQLITE_FULL`) and goes on (cell 1 fires
+    /// under `--kill fault`).
+    AckDespiteIoError,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 10] = [
+    pub const ALL: [Mutant; 11] = [
         Mutant::AckBeforeCommit,
         Mutant::RacyClaim,
         Mutant::SplitRotation,
@@ -314,6 +318,7 @@ impl Mutant {
         Mutant::ResendOnCatchUp,
         Mutant::SplitContinuation,
         Mutant::TornBranch,
+        Mutant::AckDespiteIoError,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -328,6 +333,7 @@ impl Mutant {
             Mutant::ResendOnCatchUp => "resend-on-catch-up",
             Mutant::SplitContinuation => "split-continuation",
             Mutant::TornBranch => "torn-branch",
+            Mutant::AckDespiteIoError => "ack-despite-io-error",
         }
     }
 
@@ -355,6 +361,9 @@ impl Mutant {
                  second transaction"
             }
             Mutant::TornBranch => "`fork` rebuilds the kept prefix of a rewind one transaction per message",
+            Mutant::AckDespiteIoError => {
+                "`append` acks an append whose commit failed with an I/O error (fires under --kill fault only)"
+            }
         }
     }
 
@@ -362,7 +371,7 @@ impl Mutant {
     /// `stall`, the one whose run it stalls).
     pub fn cell(self) -> u32 {
         match self {
-            Mutant::AckBeforeCommit | Mutant::Stall | Mutant::DropAppend => 1,
+            Mutant::AckBeforeCommit | Mutant::Stall | Mutant::DropAppend | Mutant::AckDespiteIoError => 1,
             Mutant::RacyClaim | Mutant::SplitClaim => 2,
             Mutant::SplitRotation | Mutant::SplitContinuation => 3,
             Mutant::TornFork | Mutant::TornBranch => 4,

@@ -13,7 +13,8 @@
 //!
 //! Then, unless `--no-crash`, the leg's crash columns ([`crash`]):
 //! whether the workload cells keep every acknowledged commit under a
-//! process crash and under a power loss, each swept at every kill point.
+//! process crash, a power loss, a power loss with torn and reordered
+//! writes, and a failed write or sync, each swept at every kill point.
 
 pub mod crash;
 
@@ -43,9 +44,13 @@ pub const AUDIT_ACKS: u64 = 20;
 /// What the audit needs: the legs, the child, where to run, how long to wait.
 pub struct AuditSetup<'a> {
     pub matrix: &'a Matrix,
-    /// `--matrix` as given (a name or a path): what a `LOSES` repro names.
+    /// The matrix as `--matrix` named it (a built-in's name, or a path):
+    /// what the crash columns' repros name.
     pub matrix_arg: &'a str,
     pub child: &'a ChildCommand,
+    /// The child's fork server and how long a forked operation took to
+    /// start, when it offers one: the crash columns' children are forked.
+    pub forks: Option<&'a (crate::harness::Launcher, Duration)>,
     /// The folder the audit's own work folder is made in.
     pub workdir: &'a Path,
     pub deadline: Duration,
@@ -92,6 +97,13 @@ pub struct Row {
     /// The same under a power loss.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_loss: Option<Column>,
+    /// The same under a power loss with torn and reordered writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torn_power_loss: Option<Column>,
+    /// The same under fault injection: a write (ENOSPC) or sync (EIO) of
+    /// the store's files made to fail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_injection: Option<Column>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,8 +149,9 @@ pub fn audit_matrix(setup: &AuditSetup, child_arg: Option<&str>) -> Result<Audit
         let ctx = crash_context(setup, ready, work.path(), child_arg)?;
         for (row, leg) in rows.iter_mut().zip(&setup.matrix.legs) {
             bars.say(&format!("leg {}: crash columns", leg.name));
-            let (process, power) = crash::columns(&ctx, &setup.matrix.name, leg, &bars)?;
-            (row.process_crash, row.power_loss) = (Some(process), Some(power));
+            let c = crash::columns(&ctx, &setup.matrix.name, leg, &bars)?;
+            (row.process_crash, row.power_loss) = (Some(c.process), Some(c.power));
+            (row.torn_power_loss, row.fault_injection) = (Some(c.torn), Some(c.fault));
         }
     }
     bars.clear();
@@ -184,7 +197,7 @@ fn crash_context(
     Ok(crate::pipeline::Context {
         options,
         seed: 1,
-        child: crate::harness::Launcher::exec(setup.child.clone()),
+        child: setup.forks.map_or_else(|| crate::harness::Launcher::exec(setup.child.clone()), |f| f.0.clone()),
         evidence_root: work_root.join("evidence"),
         work_root,
         deadline: setup.deadline,
@@ -192,8 +205,9 @@ fn crash_context(
         child_ready: Some(ready.clone()),
         tally: Default::default(),
         pool: crate::pipeline::pool::Pool::new(jobs),
-        start: Duration::ZERO,
+        start: setup.forks.map_or(Duration::ZERO, |f| f.1),
         crowd: 1,
+        shared: Default::default(),
     })
 }
 
@@ -270,6 +284,8 @@ fn row(leg: &Leg, ready: &Ready, audit: Audit, acked: u64) -> Row {
         acked,
         process_crash: None,
         power_loss: None,
+        torn_power_loss: None,
+        fault_injection: None,
     }
 }
 
@@ -310,7 +326,7 @@ impl AuditReport {
             "{:<18} {:<15} {:<22} {:<15} {:<36} honored",
             "leg", "requested", "resolver", "ran", "file shows"
         );
-        let _ = writeln!(out, "{}", if crash { "  process  power" } else { "" });
+        let _ = writeln!(out, "{}", if crash { "  process  power  torn   fault" } else { "" });
         for r in &self.rows {
             human_row(&mut out, r);
         }
@@ -358,12 +374,25 @@ fn human_row(out: &mut String, r: &Row) {
     let ran = format!("{}/{}", r.ran_mode, r.ran_synchronous.as_deref().unwrap_or("-"));
     let honored = if r.honored { "yes" } else { "NO" };
     // The crash columns follow `honored` when the audit swept them.
-    let honored = match (&r.process_crash, &r.power_loss) {
-        (Some(process), Some(power)) => format!("{honored:<7}  {:<8} {}", process.word(), power.word()),
-        _ => honored.to_string(),
+    let word = |c: &Option<Column>| c.as_ref().map_or("", Column::word);
+    let honored = match &r.process_crash {
+        Some(process) => format!(
+            "{honored:<7}  {:<8} {:<6} {:<6} {}",
+            process.word(),
+            word(&r.power_loss),
+            word(&r.torn_power_loss),
+            word(&r.fault_injection)
+        ),
+        None => honored.to_string(),
     };
     let _ = writeln!(out, "{:<18} {requested:<15} {resolver:<22} {ran:<15} {:<36} {honored}", r.leg, file_shows(r));
-    for (what, c) in [("process crash", &r.process_crash), ("power loss", &r.power_loss)] {
+    let columns = [
+        ("process crash", &r.process_crash),
+        ("power loss", &r.power_loss),
+        ("torn power loss", &r.torn_power_loss),
+        ("fault injection", &r.fault_injection),
+    ];
+    for (what, c) in columns {
         if let Some(c) = c.as_ref().filter(|c| c.keeps != Some(true) && !c.reason.is_empty()) {
             let _ = writeln!(out, "    {what}: {}", c.reason);
             if let Some(repro) = &c.repro {
@@ -435,6 +464,8 @@ mod tests {
             acked: 20,
             process_crash: None,
             power_loss: None,
+            torn_power_loss: None,
+            fault_injection: None,
         }
     }
 

@@ -86,7 +86,8 @@ impl Files {
             Effect::Open { file, create, truncate } => self.open(*file, *create, *truncate),
             Effect::Unlink { file } => self.files.remove(file).is_some(),
             Effect::Rename { from, to } => self.rename(*from, *to),
-            Effect::Sync { .. } | Effect::SyncDir | Effect::Unread { .. } => false,
+            // A failed call never ran: the files are as they were.
+            Effect::Sync { .. } | Effect::SyncDir | Effect::Unread { .. } | Effect::Failed { .. } => false,
         };
         let store = |f: &FileKind| !matches!(f, FileKind::Acks);
         if touched && effect_files(effect).iter().any(store) {
@@ -182,6 +183,7 @@ fn effect_files(e: &Effect) -> Vec<FileKind> {
         | Effect::Unlink { file }
         | Effect::Sync { file, .. } => vec![*file],
         Effect::Rename { from, to } => from.iter().chain(to).copied().collect(),
+        Effect::Failed { effect, .. } => effect_files(effect),
         Effect::SyncDir | Effect::Unread { .. } => vec![],
     }
 }
@@ -271,6 +273,10 @@ mod tests {
         assert_eq!(f.get(FileKind::Acks), Some(&b"x\ny\n"[..]));
         assert_eq!(f.get(FileKind::Database), Some(&b"db"[..]));
         assert_eq!(f.get(FileKind::Shm), None, "the -shm is no part of a state");
+        let mut h = f.clone();
+        let lost = Effect::Write { file: FileKind::Database, at: At::Offset(0), data: b"XXXX".to_vec() };
+        h.apply(&Effect::Failed { effect: Box::new(lost), errno: nix::errno::Errno::ENOSPC });
+        assert_eq!(h, f, "a write made to fail never ran");
         let mut g = f.clone();
         g.apply(&Effect::Unlink { file: FileKind::Journal });
         assert_eq!(g.get(FileKind::Journal), None);

@@ -9,6 +9,8 @@
 //! it). Counted calls are the kill points of [`crate::kill::syscall`], with
 //! the same numbering; the other logged calls (a create, a directory
 //! `fsync`) are never kill points, so adding them changed no point's number.
+//! A call that fault injection made fail ([`Effect::Failed`]) is logged as
+//! failed: it never ran, and no model applies it as if it had.
 
 use crate::kill::syscall::{FileKind, Point};
 
@@ -61,6 +63,15 @@ pub enum Effect {
     Unread {
         syscall: &'static str,
     },
+    /// A counted call that fault injection made fail without running
+    /// (`Goal::FailAt`): `effect` is what it was about to do, `errno` what
+    /// it returned instead. The files are as the calls before it left them;
+    /// for a failed sync the power model says what became of the writes it
+    /// was to make durable ([`super::power::FailedSync`]).
+    Failed {
+        effect: Box<Effect>,
+        errno: nix::errno::Errno,
+    },
 }
 
 impl Effect {
@@ -85,6 +96,7 @@ impl Effect {
             Effect::Sync { file, data_only: true } => format!("fdatasync of the {}", file.as_str()),
             Effect::SyncDir => "fsync of the trial's folder".into(),
             Effect::Unread { syscall } => format!("{syscall} (not read)"),
+            Effect::Failed { effect, errno } => format!("{} (made to fail with {errno:?})", effect.describe()),
         }
     }
 }
@@ -188,5 +200,10 @@ mod tests {
         assert_eq!(write(1).describe(), "write of 1 byte to the database at offset 0");
         assert_eq!(Effect::Unlink { file: FileKind::Journal }.describe(), "unlink of the journal");
         assert_eq!(Effect::SyncDir.describe(), "fsync of the trial's folder");
+        let failed = Effect::Failed {
+            effect: Box::new(Effect::Sync { file: FileKind::Wal, data_only: false }),
+            errno: nix::errno::Errno::EIO,
+        };
+        assert_eq!(failed.describe(), "fsync of the wal (made to fail with EIO)");
     }
 }

@@ -5,13 +5,15 @@
 //! ([`files`]), and a power loss at N keeps only what was durable, plus the
 //! in-order prefixes of what was not ([`power`]), or also writes torn in
 //! sector units and reordered within a sync interval ([`torn`], with
-//! [`sectors`]).
+//! [`sectors`]); after a sync that fault injection made fail, the states
+//! the failure added ([`failed`]).
 //!
 //! Why a log rather than copies of the folder at each point: the power model
 //! needs the log anyway (what was synced, when), a log costs one pass of the
 //! child and the bytes it wrote, and a state is built only when it is
 //! checked, once per distinct store content.
 
+pub mod failed;
 pub mod files;
 pub mod log;
 pub mod power;

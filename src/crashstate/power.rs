@@ -16,12 +16,20 @@
 //! The ack journal is outside the power loss: it stands for what the world
 //! was told, so it is the process crash's at that instant. Reordering beyond
 //! the in-order prefixes and torn writes are the torn model's
-//! ([`super::torn`]); failing syncs are not modelled.
+//! ([`super::torn`]).
+//!
+//! A sync that fault injection made fail ([`Effect::Failed`]) takes the
+//! writes it was to make durable for lost, for good (Linux, and "Can
+//! Applications Recover from fsync Failures?", USENIX ATC 2020: the kernel
+//! marks the pages it could not write back clean, so no later sync writes
+//! them), unless a later write to the same sector dirties its page again
+//! and so carries their bytes to the disk ([`FailedSync`]).
 
 use std::collections::BTreeMap;
 
 use super::files::{Files, MODELLED};
 use super::log::{At, Effect, Event};
+use super::sectors::SECTOR;
 use crate::kill::syscall::FileKind;
 
 /// Files that no power loss takes back: they stand for what the outside
@@ -46,6 +54,25 @@ impl Pending {
     pub fn rule(&self) -> String {
         format!("{} was never made durable by {}", self.what, self.needs)
     }
+}
+
+/// What a failed `fsync`/`fdatasync` (fault injection's `EIO`) does to the
+/// writes it was to make durable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FailedSync {
+    /// Linux (the ATC 2020 study saw it on ext4, XFS and Btrfs): the
+    /// kernel marks the pages it could not write back clean, so
+    /// those writes are lost for good, and a later successful sync does not
+    /// write them. A later write to one of their sectors dirties its page
+    /// again, and the page's cached bytes, theirs among them, reach the
+    /// disk with it (sectors of [`SECTOR`] bytes, the page cache's unit).
+    #[default]
+    Lost,
+    /// The failed sync taken as never run: its writes stay pending, and a
+    /// later sync makes them durable (what an application that retries a
+    /// failed fsync assumes). Only to tell which states a failure adds
+    /// ([`super::failed`]).
+    Pending,
 }
 
 /// One power-loss state: the store's files (the acks are added per point).
@@ -77,6 +104,9 @@ pub struct AtPoint {
     pub acks: Vec<u8>,
     /// The transport at N (a process crash's), if anything was ever sent.
     pub transport: Option<Vec<u8>>,
+    /// How many of [`Model::lost`] a failed sync had dropped before N: every
+    /// state of N lost them too.
+    pub lost: usize,
     /// Indices into [`Model::states`], ascending (the torn model: in its
     /// check order, backwards), each with what the power loss dropped to
     /// leave it (the pending operations that did not reach the disk, at the
@@ -97,6 +127,9 @@ pub struct Model {
     /// The torn model: per point of `points`, how many states it built
     /// there before identical ones were merged; empty in the in-order model.
     pub explored: Vec<usize>,
+    /// The writes failed syncs dropped for good ([`FailedSync::Lost`]),
+    /// first to last, each with its rule; empty for a log without a failure.
+    pub lost: Vec<Pending>,
 }
 
 impl Model {
@@ -133,6 +166,13 @@ pub(super) struct Disk {
     pub(super) acks: Vec<u8>,
     pub(super) transport: Option<Vec<u8>>,
     pub(super) epoch: usize,
+    pub(super) failed_sync: FailedSync,
+    /// Per inode whose writes a failed sync dropped: the bytes, as the
+    /// process saw them at the failure, of each sector those writes
+    /// touched and no write since has touched (by sector number).
+    lost_sectors: BTreeMap<usize, BTreeMap<u64, Vec<u8>>>,
+    /// The writes failed syncs dropped, with their rules.
+    pub(super) lost: Vec<Pending>,
 }
 
 /// Builds the power states of `events` for each kill point in `wanted`
@@ -140,9 +180,15 @@ pub(super) struct Disk {
 /// the previous point's call to the entry of its own, so that a sync that is
 /// no kill point (a directory `fsync`) does not hide the moment before it.
 /// The point after the last counted call is the run's end: its instants run
-/// from that call to the end of the log.
+/// from that call to the end of the log. A failed sync loses its writes for
+/// good ([`FailedSync::Lost`]).
 pub fn model(events: &[Event], wanted: &[u64]) -> Model {
-    let mut disk = Disk::default();
+    model_with(events, wanted, FailedSync::Lost)
+}
+
+/// [`model`], with a failed sync taken as `failed` says.
+pub fn model_with(events: &[Event], wanted: &[u64], failed: FailedSync) -> Model {
+    let mut disk = Disk { failed_sync: failed, ..Disk::default() };
     let mut m = Model { epochs: vec![Vec::new()], ..Model::default() };
     let mut built: BTreeMap<(usize, usize), usize> = BTreeMap::new();
     let mut this_point: BTreeMap<usize, Dropped> = BTreeMap::new();
@@ -156,7 +202,7 @@ pub fn model(events: &[Event], wanted: &[u64]) -> Model {
         if let Some(n) = e.point {
             if wanted.binary_search(&n).is_ok() {
                 let states = std::mem::take(&mut this_point).into_iter().collect();
-                m.points.push(AtPoint { point: n, acks: disk.acks.clone(), transport: disk.transport.clone(), states });
+                m.points.push(disk.at_point(n, states));
             }
             last_point = n;
         }
@@ -172,8 +218,9 @@ pub fn model(events: &[Event], wanted: &[u64]) -> Model {
     if wanted.binary_search(&end).is_ok() {
         disk.instant(&mut m, &mut built, &mut this_point);
         let states = this_point.into_iter().collect();
-        m.points.push(AtPoint { point: end, acks: disk.acks.clone(), transport: disk.transport.clone(), states });
+        m.points.push(disk.at_point(end, states));
     }
+    m.lost = disk.lost;
     m
 }
 
@@ -230,7 +277,46 @@ impl Disk {
             Effect::Sync { file, .. } => self.sync(*file),
             Effect::SyncDir => self.sync_dir(),
             Effect::Unread { .. } => {}
+            Effect::Failed { effect, errno } => {
+                if let (Effect::Sync { file, .. }, FailedSync::Lost) = (&**effect, self.failed_sync) {
+                    let why = "Linux marks the pages it could not write clean, and no later fsync writes them";
+                    self.lose(
+                        *file,
+                        format!("the {} {at}{place}, which failed with {errno:?} ({why})", effect.describe()),
+                    );
+                }
+            }
         }
+    }
+
+    /// Point `n`'s power states, with what the world was told by then.
+    pub(super) fn at_point(&self, n: u64, states: Vec<(usize, Dropped)>) -> AtPoint {
+        AtPoint { point: n, acks: self.acks.clone(), transport: self.transport.clone(), lost: self.lost.len(), states }
+    }
+
+    /// A sync of `file` failed: its pending writes are lost for good, each
+    /// with `needs` as the reason; their sectors' bytes as the process sees
+    /// them now are kept, for a later write to one of those sectors to
+    /// carry. Truncations stay pending: a size is the inode's, not a page's.
+    fn lose(&mut self, file: FileKind, needs: String) {
+        let Some(&ino) = self.names.get(&file) else { return };
+        let (lost, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|(op, _)| matches!(op, Op::Data(i, Effect::Write { .. }) if *i == ino));
+        self.pending = kept;
+        let data = &self.inodes[ino].data;
+        let sectors = self.lost_sectors.entry(ino).or_default();
+        for (op, p) in lost {
+            if let Op::Data(_, e) = &op {
+                for s in sectors_of(e) {
+                    let at = (s * SECTOR) as usize;
+                    sectors
+                        .insert(s, data.get(at..(at + SECTOR as usize).min(data.len())).unwrap_or_default().to_vec());
+                }
+            }
+            self.lost.push(Pending { what: p.what, needs: needs.clone() });
+        }
+        self.epoch += 1;
     }
 
     fn open(&mut self, file: FileKind, create: bool, truncate: bool, e: &Effect, p: impl Fn(String) -> Pending) {
@@ -263,10 +349,27 @@ impl Disk {
     }
 
     /// The file's data as it is now becomes durable: its pending data
-    /// operations leave the list, and a new epoch begins.
+    /// operations leave the list, and a new epoch begins. If a failed sync
+    /// lost some of its writes, what becomes durable is its durable bytes
+    /// and the operations since, each write carrying the lost sectors it
+    /// touches: not the bytes the process sees.
     fn sync(&mut self, file: FileKind) {
         let Some(&ino) = self.names.get(&file) else { return };
-        self.inodes[ino].synced = self.inodes[ino].data.clone();
+        self.inodes[ino].synced = match self.lost_sectors.get_mut(&ino) {
+            None => self.inodes[ino].data.clone(),
+            Some(lost) => {
+                let mut d = self.inodes[ino].synced.clone();
+                for (op, _) in &self.pending {
+                    if let Op::Data(i, e) = op
+                        && *i == ino
+                    {
+                        carry(&mut d, e, lost);
+                        apply_data(&mut d, e);
+                    }
+                }
+                d
+            }
+        };
         self.pending.retain(|(op, _)| !matches!(op, Op::Data(i, _) if *i == ino));
         self.epoch += 1;
     }
@@ -295,14 +398,19 @@ impl Disk {
         }
     }
 
-    /// The durable base with the first `reached` pending operations applied.
+    /// The durable base with the first `reached` pending operations applied
+    /// (a write carrying the sectors a failed sync lost that it touches).
     fn state(&self, reached: usize) -> Files {
         let mut data: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
         let mut names = self.durable.clone();
+        let mut lost = self.lost_sectors.clone();
         for (op, _) in &self.pending[..reached] {
             match op {
                 Op::Data(ino, e) => {
                     let d = data.entry(*ino).or_insert_with(|| self.inodes[*ino].synced.clone());
+                    if let Some(lost) = lost.get_mut(ino) {
+                        carry(d, e, lost);
+                    }
                     apply_data(d, e);
                 }
                 Op::Name(file, Some(ino)) => {
@@ -338,6 +446,32 @@ fn write(bytes: &mut Vec<u8>, at: At, data: &[u8]) {
         bytes.resize(offset + data.len(), 0);
     }
     bytes[offset..offset + data.len()].copy_from_slice(data);
+}
+
+/// The sectors a write at an offset touches (none for an append: where it
+/// landed is the live file's end, which a durable image does not know).
+fn sectors_of(e: &Effect) -> std::ops::Range<u64> {
+    match e {
+        Effect::Write { at: At::Offset(o), data, .. } if !data.is_empty() => {
+            o / SECTOR..(o + data.len() as u64).div_ceil(SECTOR)
+        }
+        _ => 0..0,
+    }
+}
+
+/// Before write `e` reaches `bytes`: the sectors it touches whose earlier
+/// writes a failed sync lost take their bytes from `lost` (the page the
+/// write dirties again holds them), once; `lost` forgets them.
+fn carry(bytes: &mut Vec<u8>, e: &Effect, lost: &mut BTreeMap<u64, Vec<u8>>) {
+    for s in sectors_of(e) {
+        if let Some(sector) = lost.remove(&s) {
+            let at = (s * SECTOR) as usize;
+            if bytes.len() < at + sector.len() {
+                bytes.resize(at + sector.len(), 0);
+            }
+            bytes[at..at + sector.len()].copy_from_slice(&sector);
+        }
+    }
 }
 
 pub(super) fn apply_data(bytes: &mut Vec<u8>, e: &Effect) {

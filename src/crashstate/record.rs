@@ -19,11 +19,21 @@ use crate::kill::syscall::{
 const RWF_APPEND: u64 = 0x10;
 
 /// Drives `child` to `goal` as [`crate::kill::syscall::drive`] does, logging every
-/// trapped call on the trial's files (and the folder's `fsync`).
+/// trapped call on the trial's files (and the folder's `fsync`). Under
+/// `Goal::FailAt(n, errno)` point n's call is logged as
+/// [`Effect::Failed`]: it never runs, so no model may apply it.
 pub fn record(child: &mut Traced, targets: &Targets, goal: Goal) -> Result<(Driven, Log), TraceError> {
     let mut log = Log::default();
+    let failing = match goal {
+        Goal::FailAt(n, errno) => Some((n, errno)),
+        _ => None,
+    };
     let mut observe = |pid: u32, nr: i64, args: [u64; 6], point: Option<&crate::kill::syscall::Point>| {
         if let Some(effect) = observe(pid, targets, nr, args, point.and_then(|p| p.file)) {
+            let effect = match (failing, point) {
+                (Some((n, errno)), Some(p)) if p.ordinal == n => Effect::Failed { effect: Box::new(effect), errno },
+                _ => effect,
+            };
             log.push(point.cloned(), effect);
         }
     };
@@ -155,5 +165,33 @@ mod tests {
         use std::os::fd::AsRawFd;
         assert_eq!(position(pid, plain.as_raw_fd() as u64), Some(At::Offset(4)));
         assert_eq!(position(pid, appending.as_raw_fd() as u64), Some(At::End));
+    }
+
+    /// The call fault injection fails is logged as failed, never as if it
+    /// ran: replayed, the log is the disk.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    fn a_call_made_to_fail_is_logged_as_failed_and_the_log_replays_to_the_disk() {
+        use nix::errno::Errno;
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path().canonicalize().unwrap();
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", "printf a > store.db; sync store.db; printf b >> store.db; printf c >> store.db"]);
+        cmd.current_dir(&dir);
+        let filter = crate::kill::syscall::filter().unwrap();
+        let mut child = match Traced::spawn(cmd, Some(&dir.join("err")), filter, std::time::Duration::from_secs(20)) {
+            Err(TraceError::NotPermitted(why)) => return eprintln!("ptrace refused here: {why}"),
+            other => other.unwrap(),
+        };
+        let targets = Targets::new(&dir.join("store.db"), &dir.join("acks.ndjson"));
+        let (driven, log) = record(&mut child, &targets, Goal::FailAt(3, Errno::ENOSPC)).unwrap();
+        assert!(matches!(driven, Driven::Exited { counted: 4, .. }), "{driven:?}");
+        let failed: Vec<&Effect> =
+            log.ran().iter().map(|e| &e.effect).filter(|e| matches!(e, Effect::Failed { .. })).collect();
+        assert_eq!(failed.len(), 1, "{:?}", log.ran());
+        assert_eq!(failed[0].describe(), "append of 1 byte to the database (made to fail with ENOSPC)");
+        assert_eq!(std::fs::read(dir.join("store.db")).unwrap(), b"ac");
+        let names = super::super::Names::new(&dir.join("store.db"), &dir.join("acks.ndjson"), &dir.join("t"));
+        assert_eq!(super::super::Files::after(log.ran()).differs_from_disk(&dir, &names), None);
     }
 }

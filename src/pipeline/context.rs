@@ -1,9 +1,11 @@
 //! What every trial of a run needs from it ([`Context`]: the options, the
-//! child, the folders, the deadline), and the progress hook it reports to
-//! ([`Tally`]).
+//! child, the folders, the deadline), the progress hook it reports to
+//! ([`Tally`]), and what its jobs may share ([`Shared`]).
 
+use std::any::Any;
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use crashcells_protocol::Ready;
@@ -48,6 +50,43 @@ pub struct Context {
     /// The most children one unit of the pool starts at once in this run
     /// (a race's claimants; 1 without a race).
     pub crowd: u32,
+    /// What this run's jobs share (nothing, unless the caller asks).
+    pub shared: Shared,
+}
+
+/// What the jobs of one run may share, by key: each value is made once, by
+/// the first job that asks for it (a second job asking meanwhile waits for
+/// it), and is of the type the module that makes it says. The audit's power
+/// and torn sweeps of one cell and leg share a recording and the
+/// recoveries of its stores this way ([`super::power`]): their states are
+/// the same bytes only when they come from the same recording. Off (the
+/// default, every `run`): each job makes its own.
+#[derive(Clone, Default)]
+pub struct Shared(Option<Arc<Mutex<Slots>>>);
+
+type Slots = HashMap<String, Arc<OnceLock<Arc<dyn Any + Send + Sync>>>>;
+
+impl Shared {
+    /// A store of shared values, for the jobs of one caller.
+    pub fn on() -> Shared {
+        Shared(Some(Arc::default()))
+    }
+
+    /// The value under `key`, made by `make` if no job made it yet; `None`
+    /// when sharing is off, or when the value under `key` is of another type.
+    pub fn get<T: Any + Send + Sync>(&self, key: &str, make: impl FnOnce() -> T) -> Option<Arc<T>> {
+        let slots = self.0.as_ref()?;
+        let slot =
+            Arc::clone(slots.lock().expect("no job panics holding the slots").entry(key.to_string()).or_default());
+        let value = slot.get_or_init(|| Arc::new(make()) as Arc<dyn Any + Send + Sync>);
+        Arc::clone(value).downcast::<T>().ok()
+    }
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Shared(on)" } else { "Shared(off)" })
+    }
 }
 
 /// A step of a result's progress: how many trials or kill points it will
@@ -118,6 +157,7 @@ impl Context {
             pool: Pool::new(jobs),
             start: Duration::ZERO,
             crowd: 1,
+            shared: Shared::default(),
         }
     }
 }
@@ -151,5 +191,22 @@ impl Context {
     /// The mutant the run asked for, if any.
     pub fn mutant(&self) -> Option<&str> {
         self.options.mutant.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shared_value_is_made_once_and_nothing_is_shared_when_off() {
+        let on = Shared::on();
+        let made = std::sync::atomic::AtomicUsize::new(0);
+        let make = || made.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 7;
+        let (a, b) = (on.get("k", make), on.clone().get("k", make));
+        assert_eq!((a.as_deref(), b.as_deref()), (Some(&7), Some(&7)));
+        assert_eq!(made.load(std::sync::atomic::Ordering::SeqCst), 1, "made by the first that asked");
+        assert_eq!(on.get("k", || "another type"), None);
+        assert_eq!(Shared::default().get("k", make), None);
     }
 }

@@ -17,7 +17,9 @@
 //!   reached), [`point`] (a real kill at syscall point N, and the census
 //!   that counts the points), [`recorded`] (one recorded run, every crash
 //!   state rebuilt from its log, a fire confirmed by a real kill), [`power`]
-//!   (the power-loss states of the same log);
+//!   (the power-loss states of the same log, in-order or torn, sharing a
+//!   recording and its recoveries where asked: [`power_share`]), [`fault`]
+//!   (a run per write or sync made to fail, and what the store made of it);
 //! - [`batch`]: checking rebuilt crash states many at a time;
 //! - [`pending`]: the trials of a timed result or a free race, their
 //!   states recovered in one batch per pass;
@@ -39,12 +41,14 @@ pub mod batch;
 pub mod census;
 pub mod context;
 pub mod coverage;
+pub mod fault;
 pub mod outcome;
 pub mod parallel;
 pub mod pending;
 pub mod point;
 pub mod pool;
 pub mod power;
+pub mod power_share;
 pub mod race;
 pub mod race_sweep;
 pub mod recorded;
@@ -55,7 +59,7 @@ pub mod trial;
 pub mod verdict;
 pub mod workload;
 
-pub use context::{Context, Step, Tally};
+pub use context::{Context, Shared, Step, Tally};
 pub use outcome::Outcome;
 pub use result::{run_job, run_job_guarded};
 pub use trial::Trial;

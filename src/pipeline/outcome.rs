@@ -1,7 +1,8 @@
 //! What a trial concluded, as data: a pass, a fire with the violations that
-//! made it (and, for a power-loss state, the rule that made the state), a
-//! skip with its reason, the harness's error with its cause, or an
-//! interruption with the step it cut short.
+//! made it (and, for a power-loss state, the rule that made the state; for
+//! fault injection, the call that was made to fail), a skip with its
+//! reason, the harness's error with its cause, or an interruption with the
+//! step it cut short.
 //!
 //! Every reason is a variant, carried typed from where it arose to the
 //! result; the report is where it becomes a sentence ([`std::fmt::Display`],
@@ -60,12 +61,15 @@ impl std::fmt::Display for Outcome {
 }
 
 /// A violated clause: every violation found (the first is the reason, the
-/// others are listed in the details), and how a modelled crash state came
-/// about, when a model made it.
+/// others are listed in the details), how a modelled crash state came
+/// about, when a model made it, and the call fault injection made fail,
+/// when one did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finding {
     pub violations: Vec<Violation>,
     pub power: Option<PowerLoss>,
+    /// Boxed: most findings have none, and an outcome stays small.
+    pub fault: Option<Box<Fault>>,
 }
 
 impl Finding {
@@ -77,6 +81,9 @@ impl Finding {
 
 impl std::fmt::Display for Finding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(x) = &self.fault {
+            write!(f, "{x}; ")?;
+        }
         if let Some(p) = &self.power {
             write!(f, "{p}: ")?;
         }
@@ -108,6 +115,36 @@ impl std::fmt::Display for PowerLoss {
     }
 }
 
+/// The call fault injection made fail: its kill point, what it was about
+/// to do, the errno it returned instead, and how the child ended after it
+/// (its own end: an exit with the store's error is its legitimate reaction).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fault {
+    pub point: u64,
+    /// `fsync of the wal`, `write of 4096 bytes to the database at offset 0`.
+    pub call: String,
+    /// `EIO`, `ENOSPC`.
+    pub errno: String,
+    pub exit: Exit,
+    /// What the store did differently after it, when the leg audit of its
+    /// own files shows it (it went on in another journal mode).
+    pub then: Option<String>,
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "fault at #{}: the {} failed with {} (the child then ended: {})",
+            self.point, self.call, self.errno, self.exit
+        )?;
+        match &self.then {
+            Some(then) => write!(f, "; {then}"),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Why a leg or a result could not be probed here.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Skip {
@@ -126,6 +163,16 @@ pub enum Skip {
          which one recording cannot stand for"
     )]
     RacePower,
+    #[error(
+        "fault injection is not run on races: its clause is about one workload's own writes and acks, and a \
+         race's store is written by every racer"
+    )]
+    RaceFault,
+    #[error(
+        "kill point {point} is the {call}: fault injection fails only writes (ENOSPC) and syncs (EIO) of the \
+         store's files"
+    )]
+    NothingToFail { point: u64, call: String },
 }
 
 /// Why the harness could not reach a verdict. The operating system's and
@@ -236,6 +283,14 @@ pub enum Failure {
     /// The harness's error while judging a power-loss state.
     #[error("{power}: {error}")]
     PowerLoss { power: PowerLoss, error: Box<Failure> },
+    #[error(
+        "after the run with a call made to fail, {0} (the child writes in a way the tracer does not see, e.g. \
+         through mmap, so its log cannot stand for its files)"
+    )]
+    FaultUnlogged(String),
+    /// The harness's error while judging what followed a failed call.
+    #[error("{fault}: {error}")]
+    Fault { fault: Fault, error: Box<Failure> },
 }
 
 impl Failure {
@@ -363,7 +418,7 @@ impl Outcome {
             return Outcome::Error(failure);
         }
         let text = format!("the store failed its `{op}`: {failure}");
-        Outcome::Fire(Finding { violations: vec![Violation::new(store_failed(op), text)], power: None })
+        Outcome::Fire(Finding { violations: vec![Violation::new(store_failed(op), text)], power: None, fault: None })
     }
 }
 
@@ -382,11 +437,12 @@ mod tests {
     #[test]
     fn a_finding_reads_as_its_first_violation_and_counts_the_others() {
         let v = |k, t: &str| Violation::new(k, t);
-        let one = Finding { violations: vec![v("lost-ack", "acked append m1 was lost")], power: None };
+        let one = Finding { violations: vec![v("lost-ack", "acked append m1 was lost")], power: None, fault: None };
         assert_eq!(one.to_string(), "acked append m1 was lost");
         let power =
             PowerLoss { point: 94, rule: "unlink of the journal at #92 was never made durable".into(), later: 2 };
-        let two = Finding { violations: vec![v("lost-ack", "a"), v("count-mismatch", "b")], power: Some(power) };
+        let two =
+            Finding { violations: vec![v("lost-ack", "a"), v("count-mismatch", "b")], power: Some(power), fault: None };
         assert_eq!(
             two.to_string(),
             "power loss at #94: unlink of the journal at #92 was never made durable (and 2 later operations were \
@@ -404,6 +460,20 @@ mod tests {
         assert_eq!(racer.unsupported(), Some(Unsupported::Claim));
         let other = Failure::EndedEarly { exit: Exit::Code(3), acks: 0, stderr: String::new() };
         assert_eq!(other.unsupported(), None, "any other exit is an error");
+    }
+
+    #[test]
+    fn a_fault_finding_names_the_failed_call_before_the_power_loss_and_the_violation() {
+        let fault =
+            Fault { point: 57, call: "fsync of the wal".into(), errno: "EIO".into(), exit: Exit::Code(3), then: None };
+        let power = PowerLoss { point: 60, rule: "write of 1 byte to the wal at #55 was lost".into(), later: 0 };
+        let v = vec![Violation::new("lost-ack", "acked append m3 was lost")];
+        let f = Finding { violations: v, power: Some(power), fault: Some(Box::new(fault)) };
+        assert_eq!(
+            f.to_string(),
+            "fault at #57: the fsync of the wal failed with EIO (the child then ended: exit code 3); power loss at \
+             #60: write of 1 byte to the wal at #55 was lost: acked append m3 was lost"
+        );
     }
 
     #[test]

@@ -1,70 +1,152 @@
-//! Power-loss sweeps (`--kill power`): the workload's recorded run, and at
-//! each kill point every state a power loss there may leave
-//! ([`crate::crashstate::power`]), each judged with the acks the world had
-//! been given at that point.
+//! Power-loss sweeps (`--kill power`, `--kill torn`): the workload's
+//! recorded run, and at each kill point every state a power loss there may
+//! leave by the model asked for ([`PowerModel`]: the in-order one of
+//! [`crate::crashstate::power`], or the torn one of
+//! [`crate::crashstate::torn`]), each judged with the acks the world had
+//! been given at that point, by the one verdict path.
 //!
 //! Crash model: a power loss at the entry of kill point N: the disk holds
 //! only what was durable (data as of each file's last sync, names as of the
 //! folder's last sync), or that plus an in-order prefix of what was not; the
-//! ack journal is the process crash's (the world was told). Clause: the
-//! cell's; a fire names its point and the rule that dropped the data, and
-//! keeps the exact state as evidence. Nothing here can be confirmed by a
-//! real kill: the states are the model's, and `docs/DESIGN.md` says what it
-//! keeps, drops and does not model.
+//! torn model adds a write torn at a sector and a write lost out of order,
+//! within its bound. The ack journal is the process crash's (the world was
+//! told). Clause: the cell's; a fire names its point and the rule that made
+//! the state (for the torn model, which write tore where or was
+//! reordered), and keeps the exact state as evidence. Nothing here can be
+//! confirmed by a real kill: the states are the model's, and
+//! `docs/DESIGN.md` says what each keeps, drops and does not model.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
-use super::batch::{Checker, Recovery, batches};
+use super::batch::{Checker, Recovery};
 use super::outcome::{Failure, Finding, Interruption, Outcome, PowerLoss};
-use super::parallel::parallel;
+use super::power_share::{Share, recover};
 use super::sweep::Swept;
 use super::trial::Trial;
 use super::verdict::conclude;
 use super::workload::Workload;
-use crate::crashstate::power::{AtPoint, Model, model};
-use crate::crashstate::{Files, Log, State};
+use crate::crashstate::power::{AtPoint, Model};
+use crate::crashstate::torn::Bound;
+use crate::crashstate::{Event, Files, Log, State};
 use crate::kill::syscall::sweep_points;
+use crate::plan::KillMode;
 
-/// The trials of a power-loss sweep of `w`: one per kill point, up to the
-/// first at which some power state does not pass.
-pub fn power_sweep(w: &Workload, seed: u64) -> Swept {
-    let rec = match w.honoured_recording() {
-        Ok(r) => r,
-        Err(ended) => return *ended,
-    };
-    if let Some(why) = &rec.disagrees {
-        let failure = Failure::UnloggedWrites(why.clone());
-        return Swept::unplanned(Trial::ended(0, Outcome::Error(failure)).with_env(rec.env));
+/// The power-loss model a sweep builds its states with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PowerModel {
+    /// Each file as of its last sync, names as of the folder's, and every
+    /// in-order prefix of what was pending (`--kill power`).
+    InOrder,
+    /// That, and writes torn in sector units or lost out of order within
+    /// the bound (`--kill torn`).
+    Torn(Bound),
+}
+
+impl PowerModel {
+    /// The model a kill mode sweeps with, if it is a power loss.
+    pub fn of(kill: KillMode) -> Option<PowerModel> {
+        match kill {
+            KillMode::Power => Some(PowerModel::InOrder),
+            KillMode::Torn => Some(PowerModel::Torn(Bound::default())),
+            _ => None,
+        }
     }
+
+    fn build(self, events: &[Event], points: &[u64]) -> Model {
+        match self {
+            PowerModel::InOrder => crate::crashstate::power::model(events, points),
+            PowerModel::Torn(bound) => crate::crashstate::torn::model(events, points, bound),
+        }
+    }
+
+    /// The model and its bound, for a result's details.
+    pub fn describe(self) -> String {
+        match self {
+            PowerModel::InOrder => "in-order power model (every in-order prefix of what was not durable)".into(),
+            PowerModel::Torn(b) => format!(
+                "torn power model, bound: {}-byte sectors, at most {} tear{} per write, at most {} write{} lost out \
+                 of order among the last {} unsynced",
+                b.sector,
+                b.tears,
+                if b.tears == 1 { "" } else { "s" },
+                b.out_of_order,
+                if b.out_of_order == 1 { "" } else { "s" },
+                b.window
+            ),
+        }
+    }
+}
+
+/// The trials of a power-loss sweep of `w` by `model`: one per kill point,
+/// up to the first at which some power state does not pass; the last says
+/// how many states each point had (`Model::explored` for the torn model:
+/// built before identical ones merged) and the model's bound.
+pub fn power_sweep(w: &Workload, seed: u64, power: PowerModel) -> Swept {
+    // The audit's power and torn sweeps share a recording and its recoveries.
+    let share = Share::of(w, seed);
+    let own;
+    let rec = match share.as_deref().and_then(Share::recording) {
+        Some(rec) => rec,
+        None => {
+            let r = match w.honoured_recording() {
+                Ok(r) => r,
+                Err(ended) => return *ended,
+            };
+            if let Some(why) = r.disagrees.clone() {
+                let failure = Failure::UnloggedWrites(why);
+                return Swept::unplanned(Trial::ended(0, Outcome::Error(failure)).with_env(r.env));
+            }
+            own = r;
+            &own
+        }
+    };
     let o = &w.ctx.options;
     let points = sweep_points(rec.census.points, o.point, o.points, seed);
-    let m = model(rec.log.ran(), &points);
+    let m = power.build(rec.log.ran(), &points);
     let (canon, stores) = distinct(&m);
     let units = Units::of(&m, &canon, &stores);
     let label = |l: &str| w.label(l);
     let make_env = |l: &str| w.env(l);
-    let checker = w.checker(&rec, &label, &make_env);
-    let groups = batches(units.files.len(), w.ctx.jobs);
+    let checker = w.checker(rec, &label, &make_env);
     // Progress counts the distinct stores recovered, batch by batch: the
     // points are judged in a moment once they are.
     w.ctx.tally.planned(units.files.len() as u64);
     w.ctx.tally.phase("recovering");
-    let recovered: Vec<Recovery> =
-        parallel(groups.len(), w.ctx.jobs, &|_| crate::harness::interrupted().is_some(), &|b| {
-            let mine: Vec<&Files> = units.files[groups[b].clone()].iter().collect();
-            let got = checker.recover(&mine, &format!("power{b}")).0;
-            mine.iter().for_each(|_| w.ctx.tally.done());
-            got
-        })
-        .into_iter()
-        .flatten()
-        .collect();
+    let recovered = recover(&checker, &units.files, share.as_deref());
     if crate::harness::interrupted().is_some() {
         return Swept::unplanned(Trial::ended(0, Outcome::Interrupted(Interruption::PowerStates)));
     }
-    let trials = judge_points(&checker, &rec.log, &m, (&canon, &units), &recovered);
+    let mut trials = judge_points(&checker, &rec.log, &m, (&canon, &units), &recovered);
+    if let Some(last) = trials.last_mut() {
+        last.details.extend(states_per_point(power, &m, judged_points(&m, last.index), stores.len()));
+    }
     Swept { planned: Some(points), trials, recorded: true }
+}
+
+/// How many of the model's points were judged: those up to point `last`.
+fn judged_points(m: &Model, last: u32) -> usize {
+    m.points.iter().take_while(|at| at.point <= u64::from(last)).count()
+}
+
+/// The details a power sweep ends with: the model and its bound, and per
+/// judged point (the first `judged` of the model's) how many states it
+/// built there and how many it held once identical ones merged, and how
+/// many distinct stores all of them came to (each one recovery).
+fn states_per_point(power: PowerModel, m: &Model, judged: usize, stores: usize) -> Vec<String> {
+    let at = &m.points[..judged.min(m.points.len())];
+    let built = |i: usize| m.explored.get(i).copied().unwrap_or(at[i].states.len());
+    let counts: Vec<(usize, usize)> = (0..at.len()).map(|i| (built(i), at[i].states.len())).collect();
+    let (most, all) = (counts.iter().map(|c| c.0).max().unwrap_or(0), counts.iter().map(|c| c.0).sum::<usize>());
+    let mut lines = vec![format!(
+        "{}: {all} states built over {} kill points, at most {most} at one point; {stores} distinct stores",
+        power.describe(),
+        at.len(),
+    )];
+    let list: Vec<String> = at.iter().zip(&counts).map(|(p, (b, d))| format!("#{} {b}/{d}", p.point)).collect();
+    lines.push(format!("states per kill point (built/distinct): {}", list.join(", ")));
+    lines
 }
 
 /// What each recovery starts from: a distinct store, with the transport of
@@ -128,7 +210,7 @@ fn judge_points(
     log: &Log,
     m: &Model,
     units: (&[usize], &Units),
-    recovered: &[Recovery],
+    recovered: &[Arc<Recovery>],
 ) -> Vec<Trial> {
     let mut passed: std::collections::HashSet<(usize, usize)> = std::collections::HashSet::new();
     let mut trials = Vec::new();
@@ -152,7 +234,7 @@ fn judge_point(
     m: &Model,
     at: &AtPoint,
     (canon, units): (&[usize], &Units),
-    recovered: &[Recovery],
+    recovered: &[Arc<Recovery>],
     passed: &mut std::collections::HashSet<(usize, usize)>,
 ) -> Trial {
     let point = log.point(at.point);
@@ -164,7 +246,8 @@ fn judge_point(
             continue;
         }
         let mut t = Trial::new(index);
-        let outcome = conclude(&checker.crash(&at.acks), &mut t, || recovered[store].as_ref().map_err(Clone::clone));
+        let recovery = || recovered[store].as_ref().as_ref().map_err(Clone::clone);
+        let outcome = conclude(&checker.crash(&at.acks), &mut t, recovery);
         t.kill_point = Some(point.kill_point(index, t.acked));
         if outcome.is_pass() {
             passed.insert((store, at.acks.len()));

@@ -238,6 +238,7 @@ mod tests {
         let fire = Outcome::Fire(crate::pipeline::outcome::Finding {
             violations: vec![crate::cells::Violation::new("winners", "two won")],
             power: None,
+            fault: None,
         });
         assert_eq!(unreached(Claim::Winning, 31, &f, fire.clone()), fire);
         assert_eq!(unreached(Claim::Losing, 31, &f, Outcome::Pass), Outcome::Pass);

@@ -184,7 +184,11 @@ mod tests {
     }
 
     fn lost(m: &str) -> Outcome {
-        Outcome::Fire(Finding { violations: vec![Violation::new("lost-ack", format!("lost {m}"))], power: None })
+        Outcome::Fire(Finding {
+            violations: vec![Violation::new("lost-ack", format!("lost {m}"))],
+            power: None,
+            fault: None,
+        })
     }
 
     #[test]

@@ -107,7 +107,11 @@ fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) ->
                 // A repro's single point is a real kill, as is every point without replay.
                 KillMode::Syscall if re_execute(ctx) => covered(sweep(ctx, job.seed, &w)),
                 KillMode::Syscall => covered(super::recorded::process_sweep(&w, job.seed)),
-                KillMode::Power => covered(super::power::power_sweep(&w, job.seed)),
+                KillMode::Power | KillMode::Torn => {
+                    let model = super::power::PowerModel::of(kill).expect("a power-loss kill mode");
+                    covered(super::power::power_sweep(&w, job.seed, model))
+                }
+                KillMode::Fault => covered(super::fault::fault_sweep(&w, job.seed)),
                 KillMode::None => (vec![Trial::ended(0, Outcome::Error(Failure::NoKill))], None),
             }
         }
@@ -118,7 +122,8 @@ fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) ->
                 KillMode::None | KillMode::Timed => (in_order(job, ctx, cell, &|i| race.free(i)), None),
                 // A race's states depend on the other racers: always re-executed.
                 KillMode::Syscall => RaceSweep::run(&race),
-                KillMode::Power => (vec![Trial::ended(0, Outcome::Skip(Skip::RacePower))], None),
+                KillMode::Power | KillMode::Torn => (vec![Trial::ended(0, Outcome::Skip(Skip::RacePower))], None),
+                KillMode::Fault => (vec![Trial::ended(0, Outcome::Skip(Skip::RaceFault))], None),
             }
         }
     }
@@ -333,7 +338,8 @@ mod tests {
         let leg = crate::matrix::Matrix::load("default").unwrap().legs.remove(0);
         let env = crate::trialdir::TrialEnv::new(work.path(), &leg, "t0").unwrap();
         let lost = crate::cells::Violation::new("lost-ack", "lost");
-        let fire = Outcome::Fire(crate::pipeline::outcome::Finding { violations: vec![lost], power: None });
+        let fire =
+            Outcome::Fire(crate::pipeline::outcome::Finding { violations: vec![lost], power: None, fault: None });
         let trial = Trial::ended(0, fire).with_env(env);
         let job = first_job();
         let mut result = fold(&job, &c, std::slice::from_ref(&trial));

@@ -95,7 +95,7 @@ mod tests {
     use crate::pipeline::outcome::Finding;
 
     fn fire(p: u64) -> Outcome {
-        Outcome::Fire(Finding { violations: vec![Violation::new("x", format!("at {p}"))], power: None })
+        Outcome::Fire(Finding { violations: vec![Violation::new("x", format!("at {p}"))], power: None, fault: None })
     }
 
     #[test]

@@ -151,5 +151,9 @@ pub fn judged(cell: &dyn Cell, processes: &[Process], recovered: &Recovered, see
         found.insert(0, Violation::new("corrupt", format!("integrity_check says {}", dump.integrity)));
     }
     trial.details.extend(found.iter().skip(1).map(|f| format!("also: {f}")));
-    if found.is_empty() { Outcome::Pass } else { Outcome::Fire(Finding { violations: found, power: None }) }
+    if found.is_empty() {
+        Outcome::Pass
+    } else {
+        Outcome::Fire(Finding { violations: found, power: None, fault: None })
+    }
 }

@@ -42,12 +42,13 @@ pub fn ran(r: &CellResult) -> String {
         return "-".into();
     }
     match (r.verdict, r.kill, r.points_planned, r.points_landed) {
-        (_, KillMode::Syscall | KillMode::Power, Some(planned), Some(landed)) => {
+        (_, kill, Some(planned), Some(landed)) if kill.sweeps_points() => {
             format!("{landed}/{}", plural(planned as usize, "point"))
         }
-        (_, KillMode::Syscall | KillMode::Power, ..) => plural(r.trials as usize, "point"),
+        (_, kill, ..) if kill.sweeps_points() => plural(r.trials as usize, "point"),
         (_, KillMode::None, ..) => plural(r.trials as usize, "race"),
         (_, KillMode::Timed, ..) => plural(r.trials as usize, "trial"),
+        _ => plural(r.trials as usize, "point"),
     }
 }
 

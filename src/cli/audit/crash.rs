@@ -1,12 +1,15 @@
 //! The audit's crash columns: for one leg, whether every workload cell
 //! (cells 1 and 3 today) keeps every acknowledged commit under a process
-//! crash (the recorded syscall sweep) and under a power loss (the power
-//! sweep), each checked at every kill point of the cell's sweep workload.
+//! crash (the recorded syscall sweep), a power loss (the power sweep), a
+//! power loss with torn and reordered writes (the torn sweep) and a failed
+//! write or sync (the fault sweep), each checked at every kill point of the
+//! cell's sweep workload.
 //!
-//! Crash model: the two of [`crate::pipeline::recorded`] and
-//! [`crate::pipeline::power`]; the leg's row says `keeps` when every cell
-//! passed, `LOSES` (with the first cell's reason) when one fired, and `-`
-//! when the leg could not be probed (skipped) or a sweep errored.
+//! Crash model: those of [`crate::pipeline::recorded`],
+//! [`crate::pipeline::power`] (both models) and [`crate::pipeline::fault`];
+//! the leg's row says `keeps` when every cell passed, `LOSES` (with the
+//! first cell's reason and the command that reproduces it) when one fired,
+//! and `-` when the leg could not be probed (skipped) or a sweep errored.
 
 use serde::{Deserialize, Serialize};
 
@@ -35,6 +38,15 @@ pub struct Column {
     pub repro: Option<String>,
 }
 
+/// A leg's crash columns, one per kill mode the audit sweeps.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Columns {
+    pub process: Column,
+    pub power: Column,
+    pub torn: Column,
+    pub fault: Column,
+}
+
 impl Column {
     /// The table's word for it.
     pub fn word(&self) -> &'static str {
@@ -46,26 +58,31 @@ impl Column {
     }
 }
 
-/// How many results the columns of one leg run: each workload cell, under
-/// a process crash and under a power loss (for a progress bar's length).
+/// The kill modes the audit sweeps, a column each, in the table's order.
+pub const KILLS: [KillMode; 4] = [KillMode::Syscall, KillMode::Power, KillMode::Torn, KillMode::Fault];
+
+/// How many results the columns of one leg run: each workload cell under
+/// each of [`KILLS`] (for a progress bar's length).
 pub fn results_per_leg() -> crate::error::Result<usize> {
-    Ok(workload_cells(&Catalog::embedded()?).len() * 2)
+    Ok(workload_cells(&Catalog::embedded()?).len() * KILLS.len())
 }
 
-/// The process-crash and power-loss columns of `leg`, each result told to
-/// `progress` as it runs.
+/// The crash columns of `leg`, each result told to `progress` as it runs.
 pub fn columns(
     ctx: &Context,
     matrix_name: &str,
     leg: &Leg,
     progress: &dyn crate::run::Progress,
-) -> crate::error::Result<(Column, Column)> {
+) -> crate::error::Result<Columns> {
     let catalog = Catalog::embedded()?;
     let matrix = Matrix { name: matrix_name.to_string(), description: String::new(), legs: vec![leg.clone()] };
     let cells = workload_cells(&catalog);
-    let selection = Selection { cells, legs: vec![leg.name.clone()], kills: vec![KillMode::Syscall, KillMode::Power] };
+    let selection = Selection { cells, legs: vec![leg.name.clone()], kills: KILLS.to_vec() };
     let jobs = plan(&catalog, &matrix, &selection, ctx.seed)?;
-    let results = crate::run::execute(&jobs, ctx, ctx.jobs, progress);
+    // The power and torn sweeps of a cell share one recording and its
+    // recoveries; what they share goes with the leg.
+    let ctx = Context { shared: crate::pipeline::Shared::on(), ..ctx.clone() };
+    let results = crate::run::execute(&jobs, &ctx, ctx.jobs, progress);
     let column = |kill: KillMode| {
         let of: Vec<_> = results.iter().filter(|r| r.kill == kill).collect();
         let first_bad = of.iter().find(|r| r.verdict != Verdict::Pass);
@@ -81,7 +98,8 @@ pub fn columns(
             repro: first_bad.filter(|r| r.verdict == Verdict::Fire).map(|r| r.repro.clone()),
         }
     };
-    Ok((column(KillMode::Syscall), column(KillMode::Power)))
+    let [process, power, torn, fault] = KILLS.map(column);
+    Ok(Columns { process, power, torn, fault })
 }
 
 /// The live workload cells (a child that writes until it is killed) whose

@@ -21,13 +21,17 @@
 //!
 //! Identical states (same bytes in every store file) are one state; each
 //! point's states keep the rule of the cause that left them.
+//!
+//! A faulty run's log (a sync made to fail) is the in-order model's
+//! ([`super::failed`]): this one does not carry a lost write's sectors with
+//! a later write to them.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 
 use super::files::Files;
 use super::log::{Effect, Event};
-use super::power::{AtPoint, Disk, Dropped, Model, Op, Pending, PowerState, apply_data, next_points, place};
+use super::power::{Disk, Dropped, Model, Op, Pending, PowerState, apply_data, next_points, place};
 use super::sectors::Write;
 pub use variants::Bound;
 use variants::{Variant, Ways, placed};
@@ -129,8 +133,7 @@ impl<'a> Walk<'a> {
             states.extend(instant.into_iter().filter(|(id, _)| seen.insert(*id)));
         }
         states.reverse();
-        let (acks, transport) = (self.disk.acks.clone(), self.disk.transport.clone());
-        self.m.points.push(AtPoint { point: n, acks, transport, states });
+        self.m.points.push(self.disk.at_point(n, states));
         self.m.explored.push(std::mem::take(&mut self.explored));
     }
 
@@ -243,7 +246,7 @@ impl<'a> Walk<'a> {
 mod tests {
     use super::*;
     use crate::crashstate::log::At;
-    use crate::crashstate::power;
+    use crate::crashstate::power::{self, AtPoint};
     use crate::crashstate::sectors::garbage_at;
     use crate::kill::syscall::FileKind::{self, Acks, Database, Wal};
 

@@ -1,0 +1,570 @@
+//! Fault injection sweeps (`--kill fault`): at each kill point that is a
+//! write or a sync of the store's files, one run of the workload in which
+//! that call fails, and what the store made of it.
+//!
+//! Crash model: no crash but a fault. At kill point N the call does not run
+//! and returns an error instead ([`crate::harness::Traced::fail`]): a write
+//! `ENOSPC` (a full disk), an `fsync`/`fdatasync` `EIO` (a failing disk),
+//! as [`crate::kill::syscall::fault_for`] says; the ack journal and the
+//! transport stand for the world, not the disk, and are never failed. The
+//! child runs on to its own end, whatever that is: an exit with the store's
+//! error is its legitimate reaction. The run is recorded, the failed call
+//! logged as failed ([`crate::crashstate::record`]), and self-checked
+//! against the files it left.
+//!
+//! Clause, for every workload cell, at every such point:
+//! - (a) the operation in flight at N, the one after the acks the journal
+//!   held before N, is never acknowledged (`acked-despite-io-error`);
+//! - (b) what the child left at its end, recovered, passes the cell's own
+//!   check with the acks it gave, by the one verdict path;
+//! - (c) after a failed sync, each power-loss state the failure added
+//!   ([`crate::crashstate::failed`]: Linux loses the writes that sync was
+//!   to make durable for good) keeps every acknowledged operation.
+//!
+//! A fire names the call that failed (for (c), the power loss and the rule
+//! that made its state), keeps the run's folder (for (c), the state) as
+//! evidence, and its repro reruns that point: `--kill fault --point N`.
+
+use nix::errno::Errno;
+
+use super::batch::{Checker, Recovery, batches};
+use super::census::{Filter, trace_outcome};
+use super::outcome::{Failure, Fault, Finding, Interruption, Outcome, PowerLoss, Skip};
+use super::parallel::{parallel, until_first_bad};
+use super::recorded::{Recording, self_check};
+use super::sweep::Swept;
+use super::trial::Trial;
+use super::verdict::conclude;
+use super::workload::Workload;
+use crate::cells::Violation;
+use crate::crashstate::failed::added_by_failure;
+use crate::crashstate::power::{AtPoint, Model, Pending};
+use crate::crashstate::record::record;
+use crate::crashstate::{Effect, Files, Log, Names, State};
+use crate::harness::Exit;
+use crate::kill::syscall::{Driven, FileKind, Goal, Point, fault_for, sweep_points};
+use crate::trialdir::TrialEnv;
+
+/// Runs of the workload per `--jobs` thread between two batched recoveries:
+/// enough that a dump process recovers many stores, few enough that a store
+/// whose first faulty point fires does not first run them all.
+const RUNS_PER_JOB: usize = 16;
+
+/// The violation kind of clause (a).
+pub const ACKED_DESPITE: &str = "acked-despite-io-error";
+
+/// The files whose calls fault injection fails: the store's own.
+const FAILED_FILES: [FileKind; 4] = [FileKind::Database, FileKind::Journal, FileKind::Wal, FileKind::Shm];
+
+/// The errno kill point `p`'s call is made to fail with, if it gets one.
+pub fn fault_of(p: &Point) -> Option<Errno> {
+    p.file.filter(|f| FAILED_FILES.contains(f)).and(fault_for(p.syscall))
+}
+
+/// The trials of a fault sweep of `w`: one per faulted point, up to the
+/// first that does not pass; the last says what the runs did.
+pub fn fault_sweep(w: &Workload, seed: u64) -> Swept {
+    let rec = match w.honoured_recording() {
+        Ok(r) => r,
+        Err(ended) => return *ended,
+    };
+    let points = match planned(&rec.log, w.ctx.options.point, w.ctx.options.points, seed) {
+        Ok(p) => p,
+        Err(outcome) => return Swept::unplanned(Trial::ended(0, outcome)),
+    };
+    w.ctx.tally.planned(points.len() as u64);
+    let sweep = Sweep { w, rec: &rec };
+    let mut trials = Vec::new();
+    let mut seen = Seen::default();
+    for wave in points.chunks(RUNS_PER_JOB * w.ctx.jobs.max(1)) {
+        let bad = sweep.wave(wave, &mut trials, &mut seen);
+        if bad {
+            break;
+        }
+        if crate::harness::interrupted().is_some() {
+            let next = trials.last().map_or(0, |t: &Trial| t.index.saturating_add(1));
+            trials.push(Trial::ended(next, Outcome::Interrupted(Interruption::BetweenBatches)));
+            break;
+        }
+    }
+    if let Some(last) = trials.last_mut() {
+        last.details.push(seen.summary());
+    }
+    Swept { planned: Some(points), trials, recorded: false }
+}
+
+/// The points a sweep faults: `--point N` if its call gets a fault (else
+/// the skip that says why not); else a sample of `--points` of those whose
+/// call does, drawn with the seed; else all of them.
+fn planned(log: &Log, only: Option<u64>, sample: Option<u32>, seed: u64) -> Result<Vec<u64>, Outcome> {
+    let faulted: Vec<u64> = (1..=log.total()).filter(|&n| fault_of(&log.point(n)).is_some()).collect();
+    if let Some(n) = only {
+        if faulted.contains(&n) {
+            return Ok(vec![n]);
+        }
+        let p = log.point(n);
+        let call = match p.file {
+            Some(f) => format!("{} of the {}", p.syscall, f.as_str()),
+            None => "child's own end".into(),
+        };
+        return Err(Outcome::Skip(Skip::NothingToFail { point: n, call }));
+    }
+    let drawn = sweep_points(faulted.len() as u64, None, sample, seed);
+    Ok(drawn.into_iter().map(|i| faulted[i as usize - 1]).collect())
+}
+
+/// What the sweep's runs did, for its last trial's details.
+#[derive(Default)]
+struct Seen {
+    writes: usize,
+    syncs: usize,
+    /// Runs whose child ended with an error (or a signal) after its fault.
+    failed_ends: usize,
+    /// Power states a failed sync added, judged.
+    power_states: usize,
+}
+
+impl Seen {
+    fn summary(&self) -> String {
+        format!(
+            "faulted {} writes (ENOSPC) and {} syncs (EIO) of the store's files, one run each; after the fault the \
+             child ended with an error in {} of them; {} distinct power-loss states after a fault were recovered and judged",
+            self.writes, self.syncs, self.failed_ends, self.power_states
+        )
+    }
+}
+
+/// One workload run with point `n`'s call made to fail.
+struct Run {
+    n: u64,
+    fault: Fault,
+    /// The failed call was a sync: clause (c) applies.
+    sync: bool,
+    env: TrialEnv,
+    log: Log,
+    /// The operation in flight at `n`: the number of operations acked
+    /// before it; none before the ready record (the store was opening).
+    in_flight: Option<u64>,
+    /// Clause (a)'s violation, if the in-flight operation was acked.
+    acked: Option<Violation>,
+    /// The store changed how it commits after the fault: its own files
+    /// contradict the mode its census ran in (said in `fault.then`).
+    changed: bool,
+}
+
+/// A fault sweep's recording and workload.
+struct Sweep<'a> {
+    w: &'a Workload<'a>,
+    rec: &'a Recording,
+}
+
+/// What a wave recovers: the store a run left at its end (b), and the
+/// power states its failed sync added (c).
+struct Stores {
+    files: Vec<Files>,
+    /// Per run: the index of its end state in `files`, and what its failed
+    /// sync added.
+    runs: Vec<(usize, Option<Added>)>,
+}
+
+/// The power states a run's failed sync added ([`added_by_failure`]): the
+/// model, its points after the failure (only the added states), and per
+/// point and state the index of its store in [`Stores::files`].
+struct Added {
+    model: Model,
+    points: Vec<AtPoint>,
+    stores: Vec<Vec<usize>>,
+}
+
+impl Sweep<'_> {
+    /// Runs and judges the points of one wave, appending their trials up to
+    /// the first that does not pass; true if one did not.
+    fn wave(&self, wave: &[u64], trials: &mut Vec<Trial>, seen: &mut Seen) -> bool {
+        let filter = self.rec.filter;
+        let mut ran = until_first_bad(wave.len(), self.w.ctx.jobs, &|i| wave[i], &|i| {
+            let run = self.run(filter, wave[i]);
+            let bad = run.as_ref().map_or(true, |r| r.acked.is_some());
+            (run, bad.then_some(wave[i]))
+        })
+        .outputs;
+        // A run that could not be judged is the wave's lowest bad point: last.
+        let errored = match ran.last() {
+            Some(Err(_)) => ran.pop().and_then(Result::err),
+            _ => None,
+        };
+        let runs: Vec<Run> = ran.into_iter().flatten().collect();
+        let errored = errored.map(|t| *t);
+        let stores = stores_of(&runs);
+        let label = |l: &str| self.w.label(l);
+        let make_env = |l: &str| self.w.env(l);
+        let checker = self.w.checker(self.rec, &label, &make_env);
+        let recovered = recover_all(&checker, &stores.files, wave[0]);
+        for (run, (end, added)) in runs.into_iter().zip(&stores.runs) {
+            seen.count(&run, added.as_ref());
+            let t = judge(&checker, run, &recovered, *end, added.as_ref());
+            self.w.ctx.tally.done();
+            let bad = t.is_bad();
+            trials.push(t);
+            if bad {
+                return true;
+            }
+        }
+        trials.extend(errored);
+        trials.last().is_some_and(Trial::is_bad)
+    }
+
+    /// The workload run with point `n`'s call made to fail, to its own end:
+    /// one unit of the run's pool of child work.
+    fn run(&self, filter: Filter, n: u64) -> Result<Run, Box<Trial>> {
+        self.w.ctx.pool.unit(|| self.faulty(filter, n))
+    }
+
+    fn faulty(&self, filter: Filter, n: u64) -> Result<Run, Box<Trial>> {
+        let w = self.w;
+        let index = u32::try_from(n).unwrap_or(u32::MAX);
+        let errno = fault_of(&self.rec.log.point(n)).expect("a planned point gets a fault");
+        let env = w.env(&format!("f{n}")).map_err(|f| Box::new(Trial::ended(index, Outcome::Error(f))))?;
+        let failed = |o: Outcome, env: TrialEnv| Box::new(Trial::ended(index, o).with_env(env));
+        let args = w.op_args(&env, true);
+        let mut child = match w.ctx.child.spawn_traced(&w.launch(&env, &args), filter, w.ctx.deadline) {
+            Ok(c) => c,
+            Err(e) => return Err(failed(trace_outcome(e, w.ctx), env)),
+        };
+        let (exit, log) = match record(&mut child, &w.targets(&env), Goal::FailAt(n, errno)) {
+            Ok((Driven::Exited { exit, counted }, log)) if counted >= n => (exit, log),
+            Ok((Driven::Exited { exit, counted }, _)) => {
+                let stderr = child.stderr_tail();
+                return Err(failed(
+                    Outcome::Error(Failure::ChildEnded { exit, counted, before: Some(n), stderr }),
+                    env,
+                ));
+            }
+            Ok((Driven::At(p), _)) => return Err(failed(Outcome::Error(Failure::RecordingStopped(p.ordinal)), env)),
+            Err(e) => return Err(failed(trace_outcome(e, w.ctx), env)),
+        };
+        drop(child);
+        let names = Names::new(&env.db, &env.acks, &env.transport);
+        let dir = env.db.parent().expect("a trial's database is in its folder");
+        if let Some(why) = self_check(&log, dir, &names) {
+            return Err(failed(Outcome::Error(Failure::FaultUnlogged(why)), env));
+        }
+        Run::of(n, errno, exit, env, log).map(|r| r.audited(w, self.rec)).map_err(|e| failed(e.0, e.1))
+    }
+}
+
+impl Run {
+    /// A finished faulty run, with clause (a) judged: its in-flight
+    /// operation against the acks it ended with.
+    fn of(n: u64, errno: Errno, exit: Exit, env: TrialEnv, log: Log) -> Result<Run, Box<(Outcome, TrialEnv)>> {
+        let effect = match &log.events[log.at[n as usize - 1]].effect {
+            Effect::Failed { effect, .. } => (**effect).clone(),
+            other => other.clone(),
+        };
+        let sync = matches!(effect, Effect::Sync { .. });
+        let fault = Fault { point: n, call: effect.describe(), errno: format!("{errno:?}"), exit, then: None };
+        let before = Files::after(log.before(n)).get(FileKind::Acks).unwrap_or_default().to_vec();
+        let bad_journal = |error| Outcome::Error(Failure::Journal { process: None, error });
+        let in_flight = match crate::journal::parse(&before) {
+            Ok(j) => j.ready.map(|_| j.acks.iter().map(|a| a.i + 1).max().unwrap_or(0)),
+            Err(e) => return Err(Box::new((bad_journal(e), env))),
+        };
+        let acks = match crate::journal::parse(&std::fs::read(&env.acks).unwrap_or_default()) {
+            Ok(j) => j.acks,
+            Err(e) => return Err(Box::new((bad_journal(e), env))),
+        };
+        let acked = in_flight.and_then(|i| acked_despite(&acks, i, &fault));
+        Ok(Run { n, fault, sync, env, log, in_flight, acked, changed: false })
+    }
+
+    /// The run with its leg audited on its own files: a store that, after
+    /// the fault, reported its mode (its ready record) and then committed in
+    /// another journal mode than its census did (SQLite's switch to WAL is
+    /// a transaction: when it fails the connection stays in a rollback
+    /// journal) has every power state after the fault judged, not only
+    /// those the failed sync added. A store that ended before its ready
+    /// record claimed no mode, and changed none.
+    fn audited(mut self, w: &Workload, rec: &Recording) -> Run {
+        let bytes = std::fs::read(&self.env.acks).unwrap_or_default();
+        let Some(ready) = crate::journal::parse(&bytes).ok().and_then(|j| j.ready) else { return self };
+        let audit = crate::legaudit::audit_leg(&self.env.db, &ready, w.leg);
+        let known = audit.family != crate::dbfiles::Family::Unknown;
+        if known && audit.effective != rec.census.audit.effective {
+            let journal = if audit.family == crate::dbfiles::Family::Wal { "WAL" } else { "a rollback journal" };
+            let was = &rec.census.audit.effective;
+            self.fault.then =
+                Some(format!("then the store ran in {journal}, not {was} as its census did ({})", audit.reason));
+            self.changed = true;
+        }
+        self
+    }
+}
+
+/// Clause (a): the ack of operation `in_flight`, whose write or sync was
+/// made to fail, if the journal holds one.
+fn acked_despite(acks: &[crashcells_protocol::Ack], in_flight: u64, fault: &Fault) -> Option<Violation> {
+    let ack = acks.iter().find(|a| a.i == in_flight)?;
+    Some(Violation::new(
+        ACKED_DESPITE,
+        format!(
+            "{} {} was acknowledged, though the {} at #{} failed with {} while it was in flight",
+            ack.op, ack.i, fault.call, fault.point, fault.errno
+        ),
+    ))
+}
+
+impl Seen {
+    fn count(&mut self, run: &Run, added: Option<&Added>) {
+        if run.sync {
+            self.syncs += 1;
+        } else {
+            self.writes += 1;
+        }
+        if run.fault.exit != Exit::Code(0) {
+            self.failed_ends += 1;
+        }
+        let distinct = |a: &Added| a.stores.iter().flatten().collect::<std::collections::HashSet<_>>().len();
+        self.power_states += added.map_or(0, distinct);
+    }
+}
+
+/// The stores a wave recovers: each run's end (b), and the power states
+/// its fault leaves after it (c), each with the transport as the process
+/// crash at its point left it.
+fn stores_of(runs: &[Run]) -> Stores {
+    let mut stores = Stores { files: Vec::new(), runs: Vec::new() };
+    for run in runs {
+        let end = stores.files.len();
+        stores.files.push(Files::after(run.log.ran()));
+        let added = power_states(run).map(|(model, points)| {
+            // A state reached at several points is recovered once per transport.
+            let mut of: std::collections::HashMap<(usize, Option<&[u8]>), usize> = Default::default();
+            let mut ids = Vec::new();
+            for at in &points {
+                let here = at.states.iter().map(|(id, _)| {
+                    *of.entry((*id, at.transport.as_deref())).or_insert_with(|| {
+                        let mut files = model.states[*id].files.clone();
+                        files.set_transport(at.transport.as_deref());
+                        stores.files.push(files);
+                        stores.files.len() - 1
+                    })
+                });
+                ids.push(here.collect());
+            }
+            Added { model, points, stores: ids }
+        });
+        stores.runs.push((end, added));
+    }
+    stores
+}
+
+/// The power states clause (c) judges after a run's fault, at every point
+/// after it: for a failed sync, those the failure added; for a store that
+/// changed its journal mode after the fault (either kind), every one, since
+/// how it committed from then on is the fault's doing. None otherwise.
+fn power_states(run: &Run) -> Option<(Model, Vec<AtPoint>)> {
+    let wanted: Vec<u64> = (run.n + 1..=run.log.total() + 1).collect();
+    if run.changed {
+        let model = crate::crashstate::power::model(run.log.ran(), &wanted);
+        let points = model.points.clone();
+        return Some((model, points));
+    }
+    run.sync.then(|| added_by_failure(run.log.ran(), &wanted))
+}
+
+/// Recovers `files` in batches over the sweep's threads.
+fn recover_all(checker: &Checker, files: &[Files], first: u64) -> Vec<Recovery> {
+    let groups = batches(files.len(), checker.ctx.jobs);
+    parallel(groups.len(), checker.ctx.jobs, &|_| crate::harness::interrupted().is_some(), &|b| {
+        let mine: Vec<&Files> = files[groups[b].clone()].iter().collect();
+        checker.recover(&mine, &format!("fault{first}-{b}")).0
+    })
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Judges one run: (a), then (b) on its end state, then (c) on the power
+/// states its failed sync added; the first that does not pass decides.
+fn judge(checker: &Checker, run: Run, recovered: &[Recovery], end: usize, added: Option<&Added>) -> Trial {
+    let index = u32::try_from(run.n).unwrap_or(u32::MAX);
+    let point = run.log.point(run.n);
+    let mut t = Trial::new(index);
+    let in_flight = run
+        .in_flight
+        .map_or("the store was opening (no ready record yet)".into(), |i| format!("operation {i} was in flight"));
+    t.details.push(format!("{}; {in_flight}", run.fault));
+    let head = t.details.clone();
+    if let Some(v) = run.acked.clone() {
+        let acks = Files::after(run.log.ran()).get(FileKind::Acks).unwrap_or_default().to_vec();
+        t.acked = crate::journal::parse(&acks).map_or(0, |j| j.acks.len() as u64);
+        t.kill_point = Some(point.kill_point(index, run.in_flight.unwrap_or(0)));
+        return keep_run(checker, t, run, fire(vec![v], None, None), false);
+    }
+    let acks = Files::after(run.log.ran()).get(FileKind::Acks).unwrap_or_default().to_vec();
+    let outcome = conclude(&checker.crash(&acks), &mut t, || recovered.get(end).cloned().unwrap_or_else(missing));
+    // Where the fault struck: after the acks given before it.
+    t.kill_point = Some(point.kill_point(index, run.in_flight.unwrap_or(0)));
+    if !outcome.is_pass() {
+        let outcome = with_fault(outcome, &run.fault, None);
+        return keep_run(checker, t, run, outcome, true);
+    }
+    match added.and_then(|a| judge_power(checker, &run, recovered, a)) {
+        Some((mut bad, state)) => {
+            bad.kill_point = t.kill_point.take();
+            bad.details.splice(0..0, head);
+            let text = fault_note(&run.fault, &bad.details);
+            bad.env = checker.evidence(&state, &format!("f{}-power", run.n), "fault.txt", &text);
+            if let Some(env) = &bad.env {
+                let _ =
+                    checker.ctx.pool.unit(|| crate::recovery::recover(&checker.ctx.child, checker.ctx.deadline, env));
+            }
+            bad
+        }
+        None => t,
+    }
+}
+
+/// A recovery the batch did not return (an interrupted batch).
+fn missing() -> Recovery {
+    Err(Outcome::Interrupted(Interruption::BetweenBatches))
+}
+
+/// Clause (c): the power states the run's failed sync added, point by
+/// point, the one that lost the least first; the first that does not pass,
+/// as a trial, and its state for evidence.
+fn judge_power(checker: &Checker, run: &Run, recovered: &[Recovery], added: &Added) -> Option<(Trial, State)> {
+    let (m, index) = (&added.model, u32::try_from(run.n).unwrap_or(u32::MAX));
+    let mut passed = std::collections::HashSet::new();
+    for (at, stores) in added.points.iter().zip(&added.stores) {
+        for ((id, dropped), &store) in at.states.iter().zip(stores).rev() {
+            if !passed.insert((store, at.acks.len())) {
+                continue;
+            }
+            let mut t = Trial::new(index);
+            let recovery = || recovered.get(store).cloned().unwrap_or_else(missing);
+            let outcome = conclude(&checker.crash(&at.acks), &mut t, recovery);
+            if outcome.is_pass() {
+                continue;
+            }
+            let rules = lost_rules(m, at, dropped, run.changed);
+            let rule =
+                rules.first().cloned().unwrap_or_else(|| "nothing was lost (the process crash's own state)".into());
+            let power = PowerLoss { point: at.point, rule, later: rules.len().saturating_sub(1) };
+            t.details.extend(rules.iter().map(|r| format!("not durable: {r}")));
+            let files = m.states[*id].files.clone();
+            let state = State { point: run.log.point(at.point), acks: at.acks.clone(), files, version: 0, rule: None };
+            return Some((t.conclude(with_fault(outcome, &run.fault, Some(power))), state));
+        }
+    }
+    None
+}
+
+/// The rules of what a state lost, the cause first: the writes the failed
+/// sync lost for good, then the operations the power loss dropped; for a
+/// store that changed its journal mode, the power loss's first (the lost
+/// writes were the change's occasion, not its cause).
+fn lost_rules(m: &Model, at: &AtPoint, dropped: &crate::crashstate::power::Dropped, changed: bool) -> Vec<String> {
+    let (failed, later) = (&m.lost[..at.lost], m.dropped(dropped));
+    let rules: Vec<&Pending> =
+        if changed { later.iter().chain(failed).collect() } else { failed.iter().chain(&later).collect() };
+    rules.into_iter().map(Pending::rule).collect()
+}
+
+/// A fire of these violations, with the fault and the power loss that made
+/// its state.
+fn fire(violations: Vec<Violation>, power: Option<PowerLoss>, fault: Option<Fault>) -> Outcome {
+    Outcome::Fire(Finding { violations, power, fault: fault.map(Box::new) })
+}
+
+/// `outcome` with the fault (and power loss) that led to it: a fire names
+/// them; the harness's error says where it arose.
+fn with_fault(outcome: Outcome, fault: &Fault, power: Option<PowerLoss>) -> Outcome {
+    match outcome {
+        Outcome::Fire(f) => fire(f.violations, power.or(f.power), Some(fault.clone())),
+        Outcome::Error(error) => {
+            let error = match power {
+                Some(power) => Failure::PowerLoss { power, error: Box::new(error) },
+                None => error,
+            };
+            Outcome::Error(Failure::Fault { fault: fault.clone(), error: Box::new(error) })
+        }
+        other => other,
+    }
+}
+
+/// A run's trial that does not pass, its folder kept as evidence with a
+/// note (and, when its end state was judged, the recovery passes beside).
+fn keep_run(checker: &Checker, t: Trial, run: Run, outcome: Outcome, recovered: bool) -> Trial {
+    let mut t = t.conclude(outcome);
+    if let Outcome::Fire(f) = &t.outcome
+        && f.fault.is_none()
+    {
+        t.outcome = fire(f.violations.clone(), f.power.clone(), Some(run.fault.clone()));
+    }
+    let _ = std::fs::write(run.env.path("fault.txt"), format!("{}\n", fault_note(&run.fault, &t.details)));
+    if recovered {
+        let _ = checker.ctx.pool.unit(|| crate::recovery::recover(&checker.ctx.child, checker.ctx.deadline, &run.env));
+    }
+    t.with_env(run.env)
+}
+
+/// The evidence's note: the call that was made to fail, and what followed.
+fn fault_note(fault: &Fault, details: &[String]) -> String {
+    let mut text = format!("{fault}\nthe call never ran: it returned -{} to the child\n", fault.errno);
+    for d in details {
+        text.push_str(&format!("{d}\n"));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crashcells_protocol::Ack;
+
+    fn point(syscall: &'static str, file: FileKind) -> Point {
+        Point { ordinal: 1, syscall, file: Some(file), offset: None, len: None }
+    }
+
+    #[test]
+    fn only_writes_and_syncs_of_the_stores_files_are_made_to_fail() {
+        assert_eq!(fault_of(&point("fdatasync", FileKind::Wal)), Some(Errno::EIO));
+        assert_eq!(fault_of(&point("pwrite64", FileKind::Database)), Some(Errno::ENOSPC));
+        assert_eq!(fault_of(&point("write", FileKind::Acks)), None, "the acks stand for the world");
+        assert_eq!(fault_of(&point("write", FileKind::Transport)), None, "so does the transport");
+        assert_eq!(fault_of(&point("unlink", FileKind::Journal)), None);
+        assert_eq!(fault_of(&Point::end(9)), None);
+    }
+
+    #[test]
+    fn an_ack_of_the_operation_in_flight_is_a_fire_and_later_ones_are_not() {
+        let fault =
+            Fault { point: 57, call: "fsync of the wal".into(), errno: "EIO".into(), exit: Exit::Code(0), then: None };
+        let acks: Vec<Ack> = (0..3).map(|i| Ack::of("append", i)).collect();
+        let v = acked_despite(&acks, 2, &fault).expect("append 2 was in flight");
+        assert_eq!(v.kind, ACKED_DESPITE);
+        assert_eq!(
+            v.text,
+            "append 2 was acknowledged, though the fsync of the wal at #57 failed with EIO while it was in flight"
+        );
+        assert_eq!(acked_despite(&acks, 3, &fault), None, "an operation never acked");
+        assert_eq!(acked_despite(&acks[..2], 2, &fault), None);
+    }
+
+    #[test]
+    fn a_point_whose_call_gets_no_fault_is_skipped_saying_what_it_is() {
+        let mut log = Log::default();
+        log.push(Some(point("pwrite64", FileKind::Database)), Effect::SyncDir);
+        log.push(Some(point("unlink", FileKind::Journal)), Effect::SyncDir);
+        log.push(Some(point("fsync", FileKind::Journal)), Effect::SyncDir);
+        assert_eq!(planned(&log, None, None, 1).unwrap(), [1, 3]);
+        assert_eq!(planned(&log, Some(3), None, 1).unwrap(), [3]);
+        let skip = planned(&log, Some(2), None, 1).unwrap_err();
+        assert_eq!(
+            skip.to_string(),
+            "kill point 2 is the unlink of the journal: fault injection fails only writes (ENOSPC) and syncs (EIO) of \
+             the store's files"
+        );
+        assert_eq!(planned(&log, None, Some(1), 1).unwrap().len(), 1);
+    }
+}
