@@ -47,20 +47,27 @@ def one_transaction(db):
         del db._execute_write
 
 
-def atomic_rotate(hs, db, parent, child, k):
+def atomic_rotate(hs, db, parent, child, k, shapes=False, carried=0):
     """adapter.rotate with its four publishing writes in one transaction."""
-    db.create_session(parent, adapter.SOURCE, model=adapter.MODEL)
+    if not parent.startswith("c"):
+        db.create_session(parent, adapter.SOURCE, model=adapter.MODEL)
     holder = "pid=%d:crashcells:rotate=%d" % (os.getpid(), k)
     if not db.try_acquire_compression_lock(parent, holder, ttl_seconds=300.0):
         raise RuntimeError("could not take the compression lock on %s" % parent)
     try:
         db.append_message(parent, "user", "work %d" % k)
+        if shapes:
+            db.append_message(parent, "assistant", "reply %d" % k)
+        held = db.get_messages(parent)
+        tail = held[len(held) - carried :] if carried else []
         db.get_session_title(parent)
+        compressed = [{"role": "system", "content": "continued from %s" % parent}]
+        compressed += [{"role": m["role"], "content": m["content"]} for m in tail]
         with one_transaction(db):
             db.end_session(parent, "compression")
             db.create_session(child, adapter.SOURCE, model=adapter.MODEL, parent_session_id=parent)
             db.update_system_prompt(child, "You are a crashcells probe (continuation of %s)." % parent)
-            db.replace_messages(child, [{"role": "system", "content": "continued from %s" % parent}])
+            db.replace_messages(child, compressed)
     finally:
         db.release_compression_lock(parent, holder)
 
