@@ -43,6 +43,11 @@ pub struct Params {
     /// them (`--stop-after`) to its own end, and every crash state on the
     /// way, its close included, is checked.
     pub sweep_ops: Option<u64>,
+    /// On a WAL leg, a sweep's workload runs on past `sweep_ops`, doubling,
+    /// until it crosses the store's first automatic checkpoint and the WAL's
+    /// restart, at most this many operations (at the store's own settings:
+    /// the driver never changes its `wal_autocheckpoint`).
+    pub checkpoint_ops: Option<u64>,
 }
 
 /// One cell as the catalog describes it (its TOML file): what it checks,
@@ -85,6 +90,11 @@ impl CellSpec {
             if value == Some(0) {
                 return bad(format!("field `params.{name}`: must be at least 1"));
             }
+        }
+        if let (Some(most), Some(ops)) = (self.params.checkpoint_ops, self.params.sweep_ops)
+            && most < ops
+        {
+            return bad(format!("field `params.checkpoint_ops`: {most} is fewer than sweep_ops ({ops})"));
         }
         Ok(self)
     }

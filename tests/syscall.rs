@@ -41,10 +41,15 @@ fn delete_and_wal_pass_at_every_kill_point_and_record_each() {
         // Every planned point landed: the child was killed at each one.
         assert_eq!(r["points_planned"].as_u64(), Some(points.len() as u64), "{r:#}");
         assert_eq!(r["points_landed"], r["points_planned"], "{r:#}");
-        // The sweep is N = 1..=M+1: every ordinal once, in order; the last
-        // is the state the workload's own end left (no call, no file).
+        // The sweep is N = 1..=M+1 (in WAL, the windows of the workload
+        // grown to cross a checkpoint): each ordinal once, in order; the
+        // last is the state the workload's own end left (no call, no file).
+        let ordinals: Vec<u64> = points.iter().map(|p| p["ordinal"].as_u64().unwrap()).collect();
+        assert!(ordinals.windows(2).all(|w| w[0] < w[1]), "{ordinals:?}");
+        if r["effective_mode"] != "wal" {
+            assert_eq!(ordinals, (1..=points.len() as u64).collect::<Vec<_>>());
+        }
         for (i, p) in points.iter().enumerate() {
-            assert_eq!(p["ordinal"].as_u64(), Some(i as u64 + 1), "{p}");
             let end = i + 1 == points.len();
             assert!(p["syscall"].is_string() && (end || p["file"].is_string()), "{p}");
         }
@@ -56,6 +61,28 @@ fn delete_and_wal_pass_at_every_kill_point_and_record_each() {
     }
     let files: Vec<_> = rs[1]["kill_points"].as_array().unwrap().iter().map(|p| p["file"].clone()).collect();
     assert!(files.contains(&"wal".into()), "a wal leg writes its -wal: {files:?}");
+}
+
+#[test]
+fn a_wal_sweep_crosses_a_checkpoint_and_the_wals_restart() {
+    // At the store's own settings (SQLite's 1000-page autocheckpoint):
+    // the workload grows until it crosses both.
+    let Some((code, rs, _dir)) = syscall_results(&["--cell", "1", "--leg", "wal", "--seed", "11"]) else { return };
+    assert_eq!(code, 0, "{rs:#?}");
+    let r = &rs[0];
+    assert_eq!((&r["verdict"], &r["effective_mode"]), (&"pass".into(), &"wal".into()), "{r:#}");
+    let points = r["kill_points"].as_array().unwrap();
+    let is = |p: &Value, file: &str| p["file"] == file && p["syscall"].as_str().is_some_and(|s| s.contains("write"));
+    // A checkpoint: the database written once appends were acked; then a
+    // restart: the WAL written from its start again.
+    let checkpoint = points.iter().position(|p| is(p, "database") && p["after_acks"].as_u64() > Some(0));
+    let checkpoint = checkpoint.expect("a write to the database after the first ack: a checkpoint");
+    let restart = points[checkpoint..].iter().find(|p| is(p, "wal") && p["offset"] == 0);
+    assert!(restart.is_some(), "a write to the start of the WAL after the checkpoint: {r:#}");
+    let (landed, distinct) = (r["points_landed"].as_u64().unwrap(), r["states_distinct"].as_u64().unwrap());
+    assert!(0 < distinct && distinct <= landed, "{r:#}");
+    let details = r["details"].to_string();
+    assert!(details.contains("the WAL's restart at point"), "{details}");
 }
 
 #[test]

@@ -12,6 +12,8 @@
 //! A call that fault injection made fail ([`Effect::Failed`]) is logged as
 //! failed: it never ran, and no model applies it as if it had.
 
+use std::ops::RangeInclusive;
+
 use crate::kill::syscall::{FileKind, Point};
 
 /// Where a write lands.
@@ -166,6 +168,114 @@ impl Log {
     pub fn ran(&self) -> &[Event] {
         &self.events[..self.ran]
     }
+
+    /// Where the run crossed an automatic checkpoint and the WAL's restart:
+    /// the kill point of the WAL header written again after writes to the
+    /// database (a checkpoint copies WAL frames into the database; in WAL
+    /// mode nothing else writes it), once a frame followed it (later frames
+    /// written from the WAL's beginning again). `None` if it did not.
+    pub fn wal_restart(&self) -> Option<u64> {
+        let (mut header, mut checkpointed, mut restart) = (false, false, None);
+        for e in self.ran() {
+            match &e.effect {
+                Effect::Write { file: FileKind::Wal, at: At::Offset(0), .. } => {
+                    if header && checkpointed {
+                        restart = restart.or(e.point);
+                    }
+                    header = true;
+                }
+                Effect::Write { file: FileKind::Wal, .. } if restart.is_some() => return restart,
+                Effect::Write { file: FileKind::Database, .. } if header => checkpointed = true,
+                _ => {}
+            }
+        }
+        None
+    }
+    /// The points a sweep of a workload grown to cross a checkpoint visits
+    /// ([`Log::wal_restart`]), of `total`: the first `ops` operations (the
+    /// short sweep's, every shape of a WAL append), from the commit frame
+    /// of the transaction that checkpoints to the ack of the operation
+    /// that restarts the WAL (the checkpoint, the restart, and a commit on
+    /// the restarted WAL), and from the last ack to the child's own end
+    /// (its close). The operations between append frames to
+    /// the WAL as the first ones did. Sorted, disjoint; `None` if the run
+    /// crossed no restart.
+    pub fn wal_windows(&self, ops: u64, total: u64) -> Option<Vec<RangeInclusive<u64>>> {
+        let restart = self.wal_restart()?;
+        let acks = self.ack_lines();
+        // The ready record is the journal's first line; operation k's ack its (k+1)th.
+        let acked = |lines: u64| acks.iter().find(|(_, n)| *n >= lines).map(|(p, _)| *p);
+        let checkpoint = self.ran().iter().find_map(|e| match e.effect {
+            Effect::Write { file: FileKind::Database, .. }
+                if e.point.is_some_and(|p| acked(1).is_some_and(|a| p > a)) =>
+            {
+                e.point
+            }
+            _ => None,
+        })?;
+        // The checkpointing transaction's last frame: its commit.
+        let commit = self.ran().iter().rev().filter_map(|e| match e.effect {
+            Effect::Write { file: FileKind::Wal, .. } => e.point.filter(|&p| p < checkpoint),
+            _ => None,
+        });
+        let before = commit.into_iter().next().unwrap_or(checkpoint);
+        let at_restart = acks.iter().rev().find(|(p, _)| *p < restart).map_or(0, |(_, n)| *n);
+        let last = acks.last().map_or(1, |(p, _)| *p);
+        let windows =
+            [1..=acked(ops + 1).unwrap_or(total), before..=acked(at_restart + 1).unwrap_or(total), last..=total];
+        Some(merged(windows.into_iter().map(|w| *w.start()..=(*w.end()).min(total))))
+    }
+
+    /// How many WAL frames each acknowledged operation wrote, on average:
+    /// the WAL's bytes past its header over the frame size its header
+    /// names (its page size and a frame's 24-byte header, walformat.html),
+    /// per ack line after the ready record. `None` without a WAL header or
+    /// an ack.
+    pub fn wal_pages_per_op(&self) -> Option<f64> {
+        let (mut page, mut bytes) = (None, 0u64);
+        for e in self.ran() {
+            if let Effect::Write { file: FileKind::Wal, at: At::Offset(at), data } = &e.effect {
+                match (at, data.get(8..12)) {
+                    (0, Some(b)) => page = Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]])),
+                    _ => bytes += data.len() as u64,
+                }
+            }
+        }
+        let ops = self.ack_lines().last()?.1.checked_sub(1).filter(|&n| n > 0)?;
+        let frame = u64::from(page.filter(|&p| p >= 512)?) + 24;
+        Some(bytes as f64 / frame as f64 / ops as f64).filter(|&r| r > 0.0)
+    }
+
+    /// Each write to the ack journal that completed a line: its point and
+    /// how many lines the journal then held.
+    fn ack_lines(&self) -> Vec<(u64, u64)> {
+        let mut lines = 0;
+        let mut out = Vec::new();
+        for e in self.ran() {
+            if let (Effect::Write { file: FileKind::Acks, data, .. }, Some(p)) = (&e.effect, e.point) {
+                let n = data.iter().filter(|&&b| b == b'\n').count() as u64;
+                if n > 0 {
+                    lines += n;
+                    out.push((p, lines));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// `ranges` sorted and merged where they touch or overlap.
+fn merged(ranges: impl Iterator<Item = RangeInclusive<u64>>) -> Vec<RangeInclusive<u64>> {
+    let mut all: Vec<RangeInclusive<u64>> = ranges.filter(|r| !r.is_empty()).collect();
+    all.sort_by_key(|r| *r.start());
+    let mut out: Vec<RangeInclusive<u64>> = Vec::new();
+    for r in all {
+        match out.last_mut() {
+            Some(l) if *r.start() <= l.end() + 1 => *l = *l.start()..=(*l.end()).max(*r.end()),
+            _ => out.push(r),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -193,6 +303,67 @@ mod tests {
         assert_eq!(log.before(1).len(), 1, "point 1 leaves only the create");
         assert_eq!(log.before(2).len(), 3, "point 2 leaves the create, write 1 and the folder's fsync");
         assert_eq!(log.ran().len(), 3, "the call the child was killed at never ran");
+    }
+
+    #[test]
+    fn a_restart_is_a_wal_header_written_again_after_a_checkpoint_and_a_frame_after_it() {
+        let wal = |at: u64, n: u8| Effect::Write { file: FileKind::Wal, at: At::Offset(at), data: vec![n] };
+        let db = Effect::Write { file: FileKind::Database, at: At::Offset(0), data: vec![0] };
+        let mut log = Log::default();
+        for e in [wal(0, 1), wal(32, 2), db.clone(), wal(32, 3)] {
+            log.push(Some(point()), e);
+        }
+        assert_eq!(log.wal_restart(), None, "frames after a checkpoint, but no new header: no restart");
+        log.push(Some(point()), wal(0, 4));
+        assert_eq!(log.wal_restart(), None, "a restart's header alone: no frame followed it yet");
+        log.push(Some(point()), wal(32, 5));
+        assert_eq!(log.wal_restart(), Some(5), "the restart is the header's point");
+    }
+
+    #[test]
+    fn a_grown_sweep_visits_the_first_operations_the_checkpoint_and_restart_and_the_close() {
+        let wal = |at: u64| Effect::Write { file: FileKind::Wal, at: At::Offset(at), data: vec![1] };
+        let db = Effect::Write { file: FileKind::Database, at: At::Offset(4096), data: vec![2] };
+        let ack = Effect::Write { file: FileKind::Acks, at: At::End, data: b"{}\n".to_vec() };
+        let mut log = Log::default();
+        // 1 ready; op k (k = 1..=6): a frame, then its ack; op 4's commit checkpoints.
+        let mut effects = vec![ack.clone(), wal(0)];
+        for k in 1..=6 {
+            if k == 5 {
+                effects.push(wal(0));
+            }
+            effects.push(wal(32 * k));
+            if k == 4 {
+                effects.push(db.clone());
+            }
+            effects.push(ack.clone());
+        }
+        effects.push(db.clone());
+        for e in effects {
+            log.push(Some(point()), e);
+        }
+        // Points: 1 ready, 2 header, 3-4 op 1, 5-6 op 2, 7-8 op 3, 9-11 op 4 (10 the checkpoint),
+        // 12-14 op 5 (12 the restart's header), 15-16 op 6, 17 the close's checkpoint, 18 the end.
+        assert_eq!(log.wal_restart(), Some(12));
+        // Ops 1-2; op 4's commit frame (before the checkpoint) to op 5's ack (the restart's
+        // operation); the last ack to the end: the close.
+        assert_eq!(log.wal_windows(2, 18), Some(vec![1..=6, 9..=14, 16..=18]));
+        assert_eq!(log.wal_windows(1, 18), Some(vec![1..=4, 9..=14, 16..=18]));
+        assert_eq!(log.wal_pages_per_op(), None, "no page size: the header here is one byte");
+    }
+
+    #[test]
+    fn the_wal_rate_is_its_frames_over_the_acked_operations() {
+        let mut header = vec![0u8; 32];
+        header[8..12].copy_from_slice(&4096u32.to_be_bytes());
+        let ack = Effect::Write { file: FileKind::Acks, at: At::End, data: b"{}\n".to_vec() };
+        let frame = |k: u64| Effect::Write { file: FileKind::Wal, at: At::Offset(32 + k * 4120), data: vec![0; 4120] };
+        let mut log = Log::default();
+        let header = Effect::Write { file: FileKind::Wal, at: At::Offset(0), data: header };
+        for e in [ack.clone(), header, frame(0), frame(1), ack.clone(), frame(2), frame(3), ack] {
+            log.push(Some(point()), e);
+        }
+        assert_eq!(log.wal_pages_per_op(), Some(2.0));
     }
 
     #[test]

@@ -411,14 +411,15 @@ pub fn drive_observed(
     }
 }
 
-/// The points a sweep visits: `only` if given; else `sample` of 1..=total
-/// drawn with `seed` (in order); else every point.
-pub fn sweep_points(total: u64, only: Option<u64>, sample: Option<u32>, seed: u64) -> Vec<u64> {
+/// The points a sweep visits: `only` if given; else `sample` of the
+/// `candidates` (every point of the workload, or the ones its census
+/// chose) drawn with `seed` (in order); else every candidate.
+pub fn sweep_points(candidates: Vec<u64>, only: Option<u64>, sample: Option<u32>, seed: u64) -> Vec<u64> {
     if let Some(n) = only {
         return vec![n];
     }
-    let mut all: Vec<u64> = (1..=total).collect();
-    if let Some(k) = sample.filter(|&k| (k as u64) < total) {
+    let mut all = candidates;
+    if let Some(k) = sample.filter(|&k| (k as usize) < all.len()) {
         fastrand::Rng::with_seed(seed).shuffle(&mut all);
         all.truncate(k as usize);
         all.sort_unstable();
@@ -456,12 +457,12 @@ mod tests {
 
     #[test]
     fn sampled_points_are_seeded_sorted_and_within_range() {
-        let a = sweep_points(100, None, Some(10), 7);
-        assert_eq!(a, sweep_points(100, None, Some(10), 7));
+        let a = sweep_points((1..=100).collect(), None, Some(10), 7);
+        assert_eq!(a, sweep_points((1..=100).collect(), None, Some(10), 7));
         assert_eq!(a.len(), 10);
         assert!(a.windows(2).all(|w| w[0] < w[1]) && a.iter().all(|&p| (1..=100).contains(&p)));
-        assert_eq!(sweep_points(3, None, Some(10), 7), [1, 2, 3]);
-        assert_eq!(sweep_points(3, Some(9), None, 7), [9]);
+        assert_eq!(sweep_points(vec![1, 2, 3], None, Some(10), 7), [1, 2, 3]);
+        assert_eq!(sweep_points(vec![1, 2, 3], Some(9), None, 7), [9]);
     }
 
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]

@@ -29,6 +29,20 @@ pub struct Census {
     pub points: u64,
     pub ready: Ready,
     pub audit: Audit,
+    /// The points a sweep visits, when not every one: a workload grown to
+    /// cross a WAL checkpoint ([`crate::crashstate::Log::wal_windows`]).
+    pub windows: Option<Vec<std::ops::RangeInclusive<u64>>>,
+}
+
+impl Census {
+    /// The points a sweep of this census visits (before `--point` and
+    /// `--points`): its windows', or every one.
+    pub fn candidates(&self) -> Vec<u64> {
+        match &self.windows {
+            Some(w) => w.iter().flat_map(|r| r.clone()).collect(),
+            None => (1..=self.points).collect(),
+        }
+    }
 }
 
 /// Whether syscall kill points can run here at all; `Err` is the skip or

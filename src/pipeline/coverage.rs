@@ -33,6 +33,8 @@ pub struct Coverage {
     pub why: Vec<String>,
     /// The states were rebuilt from a recording (else re-executed).
     pub recorded: bool,
+    /// How many distinct crash states the landed points left, if known.
+    pub distinct: Option<u64>,
 }
 
 /// The coverage of a sweep whose points split into `paths` (none: one path);
@@ -46,6 +48,7 @@ pub fn of(swept: &Swept, paths: &[Path]) -> Option<Coverage> {
         planned: planned.len() as u64,
         landed: landed.len() as u64,
         recorded: swept.recorded,
+        distinct: swept.distinct,
         ..Coverage::default()
     };
     for p in paths {
@@ -114,6 +117,7 @@ mod tests {
             planned: Some(vec![1, 2, 3]),
             trials: (1..=3).map(|n| trial(n, true, Outcome::Pass)).collect(),
             recorded: true,
+            distinct: None,
         };
         let c = of(&swept, &[]).unwrap();
         assert_eq!((c.planned, c.landed, c.why.len(), c.recorded), (3, 3, 0, true));
@@ -123,7 +127,7 @@ mod tests {
     fn a_sweep_stopped_at_a_fire_says_how_many_points_did_not_run() {
         let mut trials: Vec<Trial> = (1..=2).map(|n| trial(n, true, Outcome::Pass)).collect();
         trials.push(trial(3, true, Outcome::Error(crate::pipeline::outcome::Failure::NoKill)));
-        let c = of(&Swept { planned: Some((1..=10).collect()), trials, recorded: false }, &[]).unwrap();
+        let c = of(&Swept { planned: Some((1..=10).collect()), trials, recorded: false, distinct: None }, &[]).unwrap();
         assert_eq!((c.planned, c.landed), (10, 3));
         assert_eq!(
             c.why,
@@ -135,7 +139,8 @@ mod tests {
     fn points_the_child_never_reached_are_counted_per_path() {
         let paths = [Path { name: "winning-claim", points: 1..=3 }, Path { name: "losing-claim", points: 4..=6 }];
         let trials = (1..=6).map(|n| trial(n, n != 6 && n != 5, Outcome::Pass)).collect();
-        let c = of(&Swept { planned: Some((1..=6).collect()), trials, recorded: false }, &paths).unwrap();
+        let c =
+            of(&Swept { planned: Some((1..=6).collect()), trials, recorded: false, distinct: None }, &paths).unwrap();
         assert_eq!((c.planned, c.landed), (6, 4));
         assert_eq!(c.by_path[0], PathPoints { path: "winning-claim".into(), planned: 3, landed: 3 });
         assert_eq!(c.by_path[1], PathPoints { path: "losing-claim".into(), planned: 3, landed: 1 });
@@ -147,6 +152,7 @@ mod tests {
         let swept = Swept {
             recorded: false,
             planned: None,
+            distinct: None,
             trials: vec![trial(0, false, Outcome::Skip(crate::pipeline::outcome::Skip::NoTracing("ptrace".into())))],
         };
         assert_eq!(of(&swept, &[]), None);

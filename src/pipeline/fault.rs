@@ -64,7 +64,7 @@ pub fn fault_of(p: &Point) -> Option<Errno> {
 /// The trials of a fault sweep of `w`: one per faulted point, up to the
 /// first that does not pass; the last says what the runs did.
 pub fn fault_sweep(w: &Workload, seed: u64) -> Swept {
-    let rec = match w.honoured_recording() {
+    let rec = match w.honoured_recording(false) {
         Ok(r) => r,
         Err(ended) => return *ended,
     };
@@ -90,7 +90,7 @@ pub fn fault_sweep(w: &Workload, seed: u64) -> Swept {
     if let Some(last) = trials.last_mut() {
         last.details.push(seen.summary());
     }
-    Swept { planned: Some(points), trials, recorded: false }
+    Swept { planned: Some(points), trials, recorded: false, distinct: None }
 }
 
 /// The points a sweep faults: `--point N` if its call gets a fault (else
@@ -109,7 +109,7 @@ fn planned(log: &Log, only: Option<u64>, sample: Option<u32>, seed: u64) -> Resu
         };
         return Err(Outcome::Skip(Skip::NothingToFail { point: n, call }));
     }
-    let drawn = sweep_points(faulted.len() as u64, None, sample, seed);
+    let drawn = sweep_points((1..=faulted.len() as u64).collect(), None, sample, seed);
     Ok(drawn.into_iter().map(|i| faulted[i as usize - 1]).collect())
 }
 

@@ -90,7 +90,7 @@ pub fn power_sweep(w: &Workload, seed: u64, power: PowerModel) -> Swept {
     let rec = match share.as_deref().and_then(Share::recording) {
         Some(rec) => rec,
         None => {
-            let r = match w.honoured_recording() {
+            let r = match w.honoured_recording(false) {
                 Ok(r) => r,
                 Err(ended) => return *ended,
             };
@@ -103,7 +103,7 @@ pub fn power_sweep(w: &Workload, seed: u64, power: PowerModel) -> Swept {
         }
     };
     let o = &w.ctx.options;
-    let points = sweep_points(rec.census.points, o.point, o.points, seed);
+    let points = sweep_points(rec.census.candidates(), o.point, o.points, seed);
     let m = power.build(rec.log.ran(), &points);
     let (canon, stores) = distinct(&m);
     let units = Units::of(&m, &canon, &stores);
@@ -122,7 +122,7 @@ pub fn power_sweep(w: &Workload, seed: u64, power: PowerModel) -> Swept {
     if let Some(last) = trials.last_mut() {
         last.details.extend(states_per_point(power, &m, judged_points(&m, last.index), stores.len()));
     }
-    Swept { planned: Some(points), trials, recorded: true }
+    Swept { planned: Some(points), trials, recorded: true, distinct: None }
 }
 
 /// How many of the model's points were judged: those up to point `last`.

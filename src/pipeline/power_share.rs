@@ -40,7 +40,7 @@ impl Share {
     /// that asks; none when the caller shares nothing.
     pub fn of(w: &Workload, seed: u64) -> Option<Arc<Share>> {
         let key = format!("power-loss {} {} {seed}", w.job.cell.id, w.leg.name);
-        let rec = || w.honoured_recording().ok().filter(|r| r.disagrees.is_none());
+        let rec = || w.honoured_recording(false).ok().filter(|r| r.disagrees.is_none());
         w.ctx.shared.get(&key, || Share { rec: rec(), recovered: Mutex::default() })
     }
 

@@ -133,9 +133,12 @@ impl<'a> RaceSweep<'a> {
         let losing = if self.race.racers > 1 { self.census_of(filter, Claim::Losing)?.0 } else { 0 };
         let _ = self.split.set(Split { winning, losing });
         match ready_of(&env, 0) {
-            Ok(ready) => {
-                Ok(Census { points: winning + losing, audit: audit_leg(&env.db, &ready, self.race.leg), ready })
-            }
+            Ok(ready) => Ok(Census {
+                points: winning + losing,
+                windows: None,
+                audit: audit_leg(&env.db, &ready, self.race.leg),
+                ready,
+            }),
             Err(f) => Err(ended_with(Some(env), Outcome::Error(f))),
         }
     }

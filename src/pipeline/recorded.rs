@@ -14,6 +14,8 @@
 //! fires is reported only once a real kill at its point fires too; one that
 //! fires only when recorded is an `error` naming the non-determinism.
 
+use std::sync::atomic::Ordering;
+
 use super::batch::Checker;
 use super::census::{Census, Filter, preflight, trace_outcome};
 use super::outcome::{Failure, Outcome};
@@ -36,20 +38,61 @@ pub struct Recording {
     pub disagrees: Option<String>,
     /// The filter it was recorded with, for the real kill that confirms a fire.
     pub filter: Filter,
+    /// What the workload's length crossed, on a WAL leg whose cell asks for
+    /// a checkpoint (`checkpoint_ops`): for the result's details.
+    pub length_note: Option<String>,
 }
+
+/// SQLite's `SQLITE_DEFAULT_WAL_AUTOCHECKPOINT`, in pages: where a store
+/// that keeps SQLite's setting checkpoints.
+const DEFAULT_CHECKPOINT_PAGES: f64 = 1000.0;
 
 impl Workload<'_> {
     /// The recording every recorded sweep starts from, or how the sweep
     /// ends before its first point: tracing refused here, a recording that
-    /// failed, or a leg the child did not honour (a skip).
-    pub fn honoured_recording(&self) -> Result<Recording, Box<Swept>> {
+    /// failed, or a leg the child did not honour (a skip). `grow`: the
+    /// process-crash sweep's workload grows to cross a checkpoint
+    /// ([`Workload::recording`]); power, torn and fault sweeps keep the
+    /// catalog's `sweep_ops`, since their cost grows with what is unsynced
+    /// (in WAL below `synchronous=FULL`, every frame since the checkpoint)
+    /// or, for faults, with every write of the workload.
+    pub fn honoured_recording(&self, grow: bool) -> Result<Recording, Box<Swept>> {
         self.ctx.tally.phase("recording");
         let unplanned = |t: Trial| Box::new(Swept::unplanned(t));
         let filter = preflight().map_err(|outcome| unplanned(Trial::ended(0, outcome)))?;
-        let rec = self.record(filter).map_err(|trial| unplanned(*trial))?;
+        let rec = if grow { self.recording(filter) } else { self.record(filter) };
+        let rec = rec.map_err(|trial| unplanned(*trial))?;
         if !rec.census.audit.honored {
             return Err(Box::new(Swept::skipped(rec.census)));
         }
+        Ok(rec)
+    }
+
+    /// The recording of the sweep's workload at its settled length: the
+    /// catalog's `sweep_ops`, or, on a WAL leg of a cell with
+    /// `checkpoint_ops`, as many more operations (doubling, at most
+    /// `checkpoint_ops`) as the store needs to cross its first automatic
+    /// checkpoint and the WAL's restart, at its own settings: that is where
+    /// WAL crash bugs live (the WAL-reset bug behind the resolver's gate is
+    /// one). The length is kept ([`Workload::length`]): the real kills that
+    /// confirm a fire, and a `--point` repro, run the same workload.
+    pub fn recording(&self, filter: Filter) -> Result<Recording, Box<Trial>> {
+        let mut rec = self.record(filter)?;
+        let Some(most) = self.checkpoint_ops.filter(|_| rec.census.audit.effective == "wal") else {
+            return Ok(rec);
+        };
+        let mut ops = self.length.load(Ordering::SeqCst);
+        while rec.log.wal_restart().is_none() && ops < most {
+            // SQLite's default checkpoint (1,000 pages) at the rate this run
+            // filled the WAL is the first guess; past it, doubling.
+            let guess =
+                rec.log.wal_pages_per_op().map_or(0, |rate| (DEFAULT_CHECKPOINT_PAGES / rate).ceil() as u64 + 2);
+            ops = guess.max(ops * 2).min(most);
+            self.length.store(ops, Ordering::SeqCst);
+            rec = self.record(filter)?;
+        }
+        rec.census.windows = rec.log.wal_windows(self.sweep_acks, rec.census.points);
+        rec.length_note = Some(grown_note(ops, rec.log.wal_restart(), &rec.census));
         Ok(rec)
     }
 
@@ -73,7 +116,7 @@ impl Workload<'_> {
         let names = Names::new(&env.db, &env.acks, &env.transport);
         let dir = env.db.parent().expect("a trial's database is in its folder");
         let disagrees = self_check(&log, dir, &names);
-        Ok(Recording { log, census, env, names, disagrees, filter })
+        Ok(Recording { log, census, env, names, disagrees, filter, length_note: None })
     }
 
     fn record_in(&self, env: &TrialEnv, filter: Filter) -> Result<Log, Outcome> {
@@ -123,10 +166,26 @@ fn fallback_note(why: &str) -> String {
     )
 }
 
+/// What a workload grown to cross a checkpoint ran, and which points its
+/// sweep visits.
+fn grown_note(ops: u64, restart: Option<u64>, census: &Census) -> String {
+    let (Some(restart), Some(windows)) = (restart, &census.windows) else {
+        return format!("the workload ran {ops} operations and reached no automatic checkpoint and WAL restart");
+    };
+    let spans: Vec<String> = windows.iter().map(|w| format!("{}-{}", w.start(), w.end())).collect();
+    format!(
+        "the workload ran {ops} operations, to the store's first automatic checkpoint and the WAL's restart at \
+         point {restart}; the sweep visits points {} of {} (the first operations, the checkpoint and the restart, \
+         the close): the operations between append to the WAL as the first ones did",
+        spans.join(", "),
+        census.points
+    )
+}
+
 /// The trials of a recorded process-crash sweep of `w`; where the log
 /// cannot be trusted, the re-executed sweep's, with the reason.
 pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
-    let rec = match w.honoured_recording() {
+    let rec = match w.honoured_recording(true) {
         Ok(r) => r,
         Err(ended) => return *ended,
     };
@@ -139,10 +198,11 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
         }
         return swept;
     }
-    let points = sweep_points(rec.census.points, None, w.ctx.options.points, seed);
+    let points = sweep_points(rec.census.candidates(), None, w.ctx.options.points, seed);
     w.ctx.tally.planned(points.len() as u64);
     w.ctx.tally.phase("checking");
     let states = process_states(&rec.log, &points);
+    let marks = state_marks(&states);
     let label = |l: &str| w.label(l);
     let make_env = |l: &str| w.env(l);
     let mut trials = w.checker(&rec, &label, &make_env).check(states);
@@ -151,7 +211,32 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
         let real = w.kill_at(rec.filter, u64::from(recorded.index), &rec.census);
         trials.push(decide(recorded, real));
     }
-    Swept { planned: Some(points), trials, recorded: true }
+    if let (Some(last), Some(note)) = (trials.last_mut(), &rec.length_note) {
+        last.details.push(note.clone());
+    }
+    let distinct = distinct_states(&marks, trials.last().map_or(0, |t| u64::from(t.index)));
+    Swept { planned: Some(points), trials, recorded: true, distinct: Some(distinct) }
+}
+
+/// Each state's point and a digest of what a recovery sees in it: the
+/// store (its version) and the acks so far. Two states with one digest
+/// are the same crash state reached at two points.
+fn state_marks(states: &[crate::crashstate::State]) -> Vec<(u64, u64)> {
+    use std::hash::{Hash, Hasher};
+    let digest = |s: &crate::crashstate::State| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (s.version, s.acks.as_slice()).hash(&mut h);
+        h.finish()
+    };
+    states.iter().map(|s| (s.point.ordinal, digest(s))).collect()
+}
+
+/// How many distinct crash states there are among the marks up to point
+/// `last`.
+fn distinct_states(marks: &[(u64, u64)], last: u64) -> u64 {
+    let seen: std::collections::HashSet<u64> =
+        marks.iter().take_while(|(ordinal, _)| *ordinal <= last).map(|(_, d)| *d).collect();
+    seen.len() as u64
 }
 
 /// A recorded state that did not pass, against a real kill at its point:

@@ -101,7 +101,9 @@ fn unsupported(trials: &[Trial], shape: Shape) -> Option<crashcells_protocol::Op
 fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) -> (Vec<Trial>, Option<Coverage>) {
     match (shape, job.kill) {
         (Shape::Workload { op, window, sweep_acks, recovery }, kill) => {
-            let w = Workload { job, leg, cell, ctx, op, sweep_acks, recovery };
+            let checkpoint_ops = job.cell.params.checkpoint_ops;
+            let length = std::sync::atomic::AtomicU64::new(sweep_acks);
+            let w = Workload { job, leg, cell, ctx, op, sweep_acks, recovery, checkpoint_ops, length };
             match kill {
                 KillMode::Timed => (in_order(job, ctx, cell, &|i| w.timed(window, i)), None),
                 // A repro's single point is a real kill, as is every point without replay.
@@ -139,6 +141,7 @@ fn with_coverage(result: &mut CellResult, c: Coverage) {
     result.states = Some(if c.recorded { States::Recorded } else { States::ReExecuted });
     result.points_planned = Some(c.planned);
     result.points_landed = Some(c.landed);
+    result.states_distinct = c.distinct;
     result.points_by_path = c.by_path;
     if c.why.is_empty() {
         return;
@@ -215,6 +218,7 @@ fn base_result(job: &Job, ctx: &Context, verdict: Verdict, reason: String, trial
         reason,
         trials,
         kill_points: Vec::new(),
+        states_distinct: None,
         acked: 0,
         duration_ms: 0,
         evidence: None,

@@ -31,12 +31,16 @@ pub struct Swept {
     pub planned: Option<Vec<u64>>,
     pub trials: Vec<Trial>,
     pub recorded: bool,
+    /// How many distinct crash states its landed points left (the same
+    /// bytes in every file of the store and the same acks count once): a
+    /// recorded sweep's; none for a re-executed one.
+    pub distinct: Option<u64>,
 }
 
 impl Swept {
     /// A sweep that ended before it planned any point.
     pub fn unplanned(trial: Trial) -> Swept {
-        Swept { planned: None, trials: vec![trial], recorded: false }
+        Swept { planned: None, trials: vec![trial], recorded: false, distinct: None }
     }
 
     /// A sweep that ended at its census because the leg was not honored.
@@ -63,14 +67,14 @@ pub fn sweep(ctx: &Context, seed: u64, shape: &dyn Sweepable) -> Swept {
         return Swept::skipped(census);
     }
     let o = &ctx.options;
-    let points = sweep_points(census.points, o.point, o.points, seed);
+    let points = sweep_points(census.candidates(), o.point, o.points, seed);
     ctx.tally.planned(points.len() as u64);
     let trials = each_point(&points, ctx.jobs, &|n| {
         let trial = shape.at(filter, n, &census);
         ctx.tally.done();
         trial
     });
-    Swept { planned: Some(points), trials, recorded: false }
+    Swept { planned: Some(points), trials, recorded: false, distinct: None }
 }
 
 /// Runs `run` for each point, up to the lowest that does not pass, which

@@ -10,6 +10,7 @@
 //! store included (in WAL, the last connection's checkpoint).
 
 use std::ffi::OsString;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crashcells_protocol::{Op, OpArgs, Ready};
 
@@ -39,6 +40,13 @@ pub struct Workload<'a> {
     pub sweep_acks: u64,
     /// The step each recovery pass runs before `dump`, if any.
     pub recovery: Option<Op>,
+    /// The catalog's `checkpoint_ops`: on a WAL leg, how far a sweep's
+    /// workload may run on to cross a checkpoint and the WAL's restart.
+    pub checkpoint_ops: Option<u64>,
+    /// The sweep's workload, in operations, once settled (`sweep_acks`, or
+    /// more on a WAL leg: [`Workload::recording`]); every run of the sweep,
+    /// the real kills that confirm a fire included, runs this many.
+    pub length: AtomicU64,
 }
 
 impl Workload<'_> {
@@ -89,7 +97,7 @@ impl Workload<'_> {
     /// its operations, then the child's own end.
     pub fn op_args(&self, env: &TrialEnv, sweep: bool) -> Vec<OsString> {
         let args = self.args(env);
-        if sweep { args.stop_after(self.sweep_acks) } else { args }.to_args()
+        if sweep { args.stop_after(self.length.load(Ordering::SeqCst)) } else { args }.to_args()
     }
 
     /// The workload's operation `args` in `env`, as the launcher starts it
@@ -124,7 +132,9 @@ impl Workload<'_> {
     pub fn census_of(&self, env: &TrialEnv, total: u64) -> Result<Census, Failure> {
         let bytes = std::fs::read(&env.acks).unwrap_or_default();
         match journal::parse(&bytes).map(|j| j.ready) {
-            Ok(Some(ready)) => Ok(Census { points: total, audit: audit_leg(&env.db, &ready, self.leg), ready }),
+            Ok(Some(ready)) => {
+                Ok(Census { points: total, windows: None, audit: audit_leg(&env.db, &ready, self.leg), ready })
+            }
             Ok(None) => Err(Failure::census(Failure::NoReady)),
             Err(error) => Err(Failure::census(Failure::Journal { process: None, error })),
         }
@@ -183,7 +193,18 @@ mod tests {
         let job = Job { cell: spec, leg: Some(leg.clone()), kill: KillMode::Syscall, seed: 7 };
         let ctx = Context::for_tests(1, Some(ready(operations)));
         let cell = crate::cells::find(id).unwrap();
-        f(&Workload { job: &job, leg: &leg, cell, ctx: &ctx, op, sweep_acks, recovery: None })
+        let length = AtomicU64::new(sweep_acks);
+        f(&Workload {
+            job: &job,
+            leg: &leg,
+            cell,
+            ctx: &ctx,
+            op,
+            sweep_acks,
+            recovery: None,
+            checkpoint_ops: None,
+            length,
+        })
     }
 
     /// The words of `op`'s sweep command in a trial folder, for a child

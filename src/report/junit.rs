@@ -209,6 +209,7 @@ mod tests {
             reason: format!("{} <reason> & more", verdict.as_str()),
             trials: 1,
             kill_points: vec![KillPoint { trial: 0, after_acks: 7, ..KillPoint::default() }],
+            states_distinct: None,
             acked: 7,
             duration_ms: 1500,
             evidence: Some("/ev/x".into()),

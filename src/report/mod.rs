@@ -139,6 +139,11 @@ pub struct CellResult {
     /// A known fire's issue and note, from the known-findings file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub known: Option<Known>,
+    /// Recorded sweeps: how many distinct crash states the landed points
+    /// left (the same bytes in every file the store owns and the same acks
+    /// are one state, checked once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub states_distinct: Option<u64>,
     /// Sweeps: whether the crash states were rebuilt from one recorded run
     /// or the child was re-run to each kill point.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -212,6 +217,9 @@ impl CellResult {
                 .map(|p| format!("{} {} of {}", p.path.replace('-', " "), p.landed, p.planned))
                 .collect();
             s.push_str(&format!(" ({})", paths.join(", ")));
+        }
+        if let Some(n) = self.states_distinct.filter(|&n| n < landed) {
+            s.push_str(&format!("; {n} distinct crash states"));
         }
         Some(s)
     }
@@ -395,6 +403,7 @@ pub(crate) mod tests {
             reason: "trial 0: lost".into(),
             trials: 1,
             kill_points: vec![],
+            states_distinct: None,
             acked: 3,
             duration_ms: 5,
             evidence: None,
