@@ -25,7 +25,6 @@ use super::Exit;
 use super::forkserver::Forked;
 use super::traced::{Stops, TraceError, TraceEvent, Traced};
 use super::tracee::{pin_round_robin, share_cpu};
-use super::watchdog::Watchdog;
 
 impl Traced {
     /// Seizes `forked`, stopped and confirmed fresh, and lets it run to its
@@ -42,18 +41,7 @@ impl Traced {
         let affinity = pin_round_robin();
         // The process exists already: it takes the tracer's CPU explicitly.
         share_cpu(pid);
-        let mut traced = Traced {
-            pid,
-            current: pid,
-            seen: std::collections::HashSet::from([pid]),
-            stderr: stderr.map(Path::to_path_buf),
-            exit: None,
-            watchdog: Watchdog::start(pid, deadline),
-            group_reaped: false,
-            affinity,
-            stops: Stops::Syscalls(test),
-            _forked: Some(forked),
-        };
+        let mut traced = Traced::new(pid, stderr, deadline, affinity, Stops::Syscalls(test), Some(forked));
         let options = Options::PTRACE_O_TRACESYSGOOD
             | Options::PTRACE_O_EXITKILL
             | Options::PTRACE_O_TRACEFORK

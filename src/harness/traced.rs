@@ -118,6 +118,30 @@ pub(super) enum Stops {
 }
 
 impl Traced {
+    /// The handle of a tracee `pid` just started or seized, not yet
+    /// attached: the group's only tracee so far, its deadline running.
+    pub(super) fn new(
+        pid: Pid,
+        stderr: Option<&Path>,
+        deadline: Duration,
+        affinity: Option<libc::cpu_set_t>,
+        stops: Stops,
+        forked: Option<Forked>,
+    ) -> Traced {
+        Traced {
+            pid,
+            current: pid,
+            seen: std::collections::HashSet::from([pid]),
+            stderr: stderr.map(Path::to_path_buf),
+            exit: None,
+            watchdog: Watchdog::start(pid, deadline),
+            group_reaped: false,
+            affinity,
+            stops,
+            _forked: forked,
+        }
+    }
+
     /// Spawns `cmd` traced: before exec the child asks to be traced and
     /// installs `filter` (compiled beforehand, since nothing may allocate
     /// between fork and exec); after exec it stops, the driver sets the
@@ -147,18 +171,7 @@ impl Traced {
         let pid = Pid::from_raw(child.id() as i32);
         // The std handle is dropped unwaited: only waitpid below may wait.
         drop(child);
-        let mut traced = Traced {
-            pid,
-            current: pid,
-            seen: std::collections::HashSet::from([pid]),
-            stderr: stderr.map(Path::to_path_buf),
-            exit: None,
-            watchdog: Watchdog::start(pid, deadline),
-            group_reaped: false,
-            affinity,
-            stops: Stops::Seccomp,
-            _forked: None,
-        };
+        let mut traced = Traced::new(pid, stderr, deadline, affinity, Stops::Seccomp, None);
         traced.start()?;
         Ok(traced)
     }
