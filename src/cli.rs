@@ -198,8 +198,9 @@ struct AuditArgs {
     /// Audit this command as the child instead of the reference store.
     #[arg(long, value_name = "'CMD ARGS'")]
     child: Option<String>,
-    /// Leave out the process-crash and power-loss columns (each a recorded
-    /// sweep of every workload cell on every leg).
+    /// Leave out the crash columns: process crash, power loss, torn power
+    /// loss and failed write or sync (each a sweep of every workload cell on
+    /// every leg; most of the audit's time).
     #[arg(long)]
     no_crash: bool,
 }

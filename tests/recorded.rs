@@ -250,7 +250,10 @@ fn the_audit_says_a_leg_keeps_acked_commits_under_a_process_crash_but_loses_them
     // The human table says what its crash columns are and where each row is explained.
     let human = bin().args(["audit", "--matrix"]).arg(&matrix).arg("--workdir").arg(dir.path()).output().unwrap();
     let human = String::from_utf8_lossy(&human.stdout);
-    assert!(human.contains("process, power: whether cells 1 and 3 keep every acknowledged commit"), "{human}");
+    assert!(
+        human.contains("process, power, torn, fault: whether cells 1 and 3 keep every acknowledged commit"),
+        "{human}"
+    );
     assert!(human.contains("\"The audit's crash columns, row by row\""), "{human}");
     assert!(human.contains(&format!("    power loss repro: {repro}")), "{human}");
 }

@@ -363,9 +363,10 @@ impl AuditReport {
 
 /// The line under a table with crash columns: what they mean, in one line,
 /// and where each row is explained.
-pub const COLUMNS: &str = "process, power: whether cells 1 and 3 keep every acknowledged commit at every kill point of \
-     their sweeps under a process crash (SIGKILL) and under a power loss (keeps, LOSES); docs/DESIGN.md, \
-     \"The audit's crash columns, row by row\", explains each leg";
+pub const COLUMNS: &str = "process, power, torn, fault: whether cells 1 and 3 keep every acknowledged commit at \
+     every kill point of their sweeps under a process crash (SIGKILL), a power loss, a power loss with torn and \
+     reordered writes, and a failed write or sync (keeps, LOSES); docs/DESIGN.md, \"The audit's crash columns, \
+     row by row\", explains each leg";
 
 fn human_row(out: &mut String, r: &Row) {
     let requested =
