@@ -191,39 +191,41 @@ impl Log {
         }
         None
     }
-    /// The points a sweep of a workload grown to cross a checkpoint visits
-    /// ([`Log::wal_restart`]), of `total`: the first `ops` operations (the
-    /// short sweep's, every shape of a WAL append), from the commit frame
-    /// of the transaction that checkpoints to the ack of the operation
-    /// that restarts the WAL (the checkpoint, the restart, and a commit on
-    /// the restarted WAL), and from the last ack to the child's own end
-    /// (its close). The operations between append frames to
-    /// the WAL as the first ones did. Sorted, disjoint; `None` if the run
-    /// crossed no restart.
-    pub fn wal_windows(&self, ops: u64, total: u64) -> Option<Vec<RangeInclusive<u64>>> {
-        let restart = self.wal_restart()?;
+    /// The points a sweep of a workload grown to cross a checkpoint visits,
+    /// of `total`: the first `ops` operations (the short sweep's, every
+    /// shape of a WAL append); if the run crossed a restart
+    /// ([`Log::wal_restart`]), from the commit frame of the transaction
+    /// that checkpointed before it to the ack of the operation that
+    /// restarted the WAL (the checkpoint, the restart, and a commit on the
+    /// restarted WAL); and from the last ack to the child's own end (its
+    /// close). The operations between append frames to the WAL as the
+    /// first ones did. Sorted, disjoint.
+    pub fn wal_windows(&self, ops: u64, total: u64) -> Vec<RangeInclusive<u64>> {
         let acks = self.ack_lines();
         // The ready record is the journal's first line; operation k's ack its (k+1)th.
         let acked = |lines: u64| acks.iter().find(|(_, n)| *n >= lines).map(|(p, _)| *p);
-        let checkpoint = self.ran().iter().find_map(|e| match e.effect {
-            Effect::Write { file: FileKind::Database, .. }
-                if e.point.is_some_and(|p| acked(1).is_some_and(|a| p > a)) =>
-            {
-                e.point
-            }
-            _ => None,
-        })?;
-        // The checkpointing transaction's last frame: its commit.
-        let commit = self.ran().iter().rev().filter_map(|e| match e.effect {
-            Effect::Write { file: FileKind::Wal, .. } => e.point.filter(|&p| p < checkpoint),
-            _ => None,
-        });
-        let before = commit.into_iter().next().unwrap_or(checkpoint);
-        let at_restart = acks.iter().rev().find(|(p, _)| *p < restart).map_or(0, |(_, n)| *n);
         let last = acks.last().map_or(1, |(p, _)| *p);
-        let windows =
-            [1..=acked(ops + 1).unwrap_or(total), before..=acked(at_restart + 1).unwrap_or(total), last..=total];
-        Some(merged(windows.into_iter().map(|w| *w.start()..=(*w.end()).min(total))))
+        let mut windows = vec![1..=acked(ops + 1).unwrap_or(total), last..=total];
+        if let Some(restart) = self.wal_restart() {
+            let at_restart = acks.iter().rev().find(|(p, _)| *p < restart).map_or(0, |(_, n)| *n);
+            windows.push(self.checkpoint_before(restart)..=acked(at_restart + 1).unwrap_or(total));
+        }
+        merged(windows.into_iter().map(|w| *w.start()..=(*w.end()).min(total)))
+    }
+
+    /// The commit frame of the transaction whose checkpoint let the WAL
+    /// restart at `restart`: the last WAL write before the last database
+    /// write before it (in WAL mode only a checkpoint writes the database).
+    fn checkpoint_before(&self, restart: u64) -> u64 {
+        let last_write = |file: FileKind, before: u64| {
+            self.ran()
+                .iter()
+                .filter(|e| matches!(&e.effect, Effect::Write { file: f, .. } if *f == file))
+                .filter_map(|e| e.point.filter(|&p| p < before))
+                .next_back()
+        };
+        let checkpoint = last_write(FileKind::Database, restart).unwrap_or(restart);
+        last_write(FileKind::Wal, checkpoint).unwrap_or(checkpoint)
     }
 
     /// How many WAL frames each acknowledged operation wrote, on average:
@@ -347,8 +349,14 @@ mod tests {
         assert_eq!(log.wal_restart(), Some(12));
         // Ops 1-2; op 4's commit frame (before the checkpoint) to op 5's ack (the restart's
         // operation); the last ack to the end: the close.
-        assert_eq!(log.wal_windows(2, 18), Some(vec![1..=6, 9..=14, 16..=18]));
-        assert_eq!(log.wal_windows(1, 18), Some(vec![1..=4, 9..=14, 16..=18]));
+        assert_eq!(log.wal_windows(2, 18), vec![1..=6, 9..=14, 16..=18]);
+        assert_eq!(log.wal_windows(1, 18), vec![1..=4, 9..=14, 16..=18]);
+        // Without a restart (the WAL never checkpointed): the first operations and the close.
+        let mut short = Log::default();
+        for e in log.ran().iter().take(11) {
+            short.push(e.point.map(|_| point()), e.effect.clone());
+        }
+        assert_eq!(short.wal_windows(2, 12), vec![1..=6, 11..=12]);
         assert_eq!(log.wal_pages_per_op(), None, "no page size: the header here is one byte");
     }
 

@@ -70,12 +70,14 @@ impl Workload<'_> {
 
     /// The recording of the sweep's workload at its settled length: the
     /// catalog's `sweep_ops`, or, on a WAL leg of a cell with
-    /// `checkpoint_ops`, as many more operations (doubling, at most
-    /// `checkpoint_ops`) as the store needs to cross its first automatic
-    /// checkpoint and the WAL's restart, at its own settings: that is where
-    /// WAL crash bugs live (the WAL-reset bug behind the resolver's gate is
-    /// one). The length is kept ([`Workload::length`]): the real kills that
-    /// confirm a fire, and a `--point` repro, run the same workload.
+    /// `checkpoint_ops`, as many more operations (a guess, then doubling,
+    /// at most `checkpoint_ops`) as the store needs to cross its first
+    /// automatic checkpoint and the WAL's restart, at its own settings:
+    /// that is where WAL crash bugs live (the WAL-reset bug behind the
+    /// resolver's gate is one); its sweep visits the windows of
+    /// [`Log::wal_windows`](crate::crashstate::Log::wal_windows). The length
+    /// is kept ([`Workload::length`]): the real kills that confirm a fire,
+    /// and a `--point` repro, run the same workload.
     pub fn recording(&self, filter: Filter) -> Result<Recording, Box<Trial>> {
         let mut rec = self.record(filter)?;
         let Some(most) = self.checkpoint_ops.filter(|_| rec.census.audit.effective == "wal") else {
@@ -91,7 +93,7 @@ impl Workload<'_> {
             self.length.store(ops, Ordering::SeqCst);
             rec = self.record(filter)?;
         }
-        rec.census.windows = rec.log.wal_windows(self.sweep_acks, rec.census.points);
+        rec.census.windows = Some(rec.log.wal_windows(self.sweep_acks, rec.census.points));
         rec.length_note = Some(grown_note(ops, rec.log.wal_restart(), &rec.census));
         Ok(rec)
     }
@@ -169,17 +171,20 @@ fn fallback_note(why: &str) -> String {
 /// What a workload grown to cross a checkpoint ran, and which points its
 /// sweep visits.
 fn grown_note(ops: u64, restart: Option<u64>, census: &Census) -> String {
-    let (Some(restart), Some(windows)) = (restart, &census.windows) else {
-        return format!("the workload ran {ops} operations and reached no automatic checkpoint and WAL restart");
-    };
-    let spans: Vec<String> = windows.iter().map(|w| format!("{}-{}", w.start(), w.end())).collect();
-    format!(
-        "the workload ran {ops} operations, to the store's first automatic checkpoint and the WAL's restart at \
-         point {restart}; the sweep visits points {} of {} (the first operations, the checkpoint and the restart, \
-         the close): the operations between append to the WAL as the first ones did",
-        spans.join(", "),
-        census.points
-    )
+    let spans: Vec<String> = census.windows.iter().flatten().map(|w| format!("{}-{}", w.start(), w.end())).collect();
+    let (spans, total) = (spans.join(", "), census.points);
+    match restart {
+        Some(restart) => format!(
+            "the workload ran {ops} operations, to the store's first automatic checkpoint and the WAL's restart at \
+             point {restart}; the sweep visits points {spans} of {total} (the first operations, the checkpoint and \
+             the restart, the close): the operations between append to the WAL as the first ones did"
+        ),
+        None => format!(
+            "the workload ran {ops} operations (the catalog's checkpoint_ops) and crossed no automatic checkpoint \
+             and WAL restart: the store's wal_autocheckpoint is off or above what they wrote; the sweep visits \
+             points {spans} of {total} (the first operations, the close)"
+        ),
+    }
 }
 
 /// The trials of a recorded process-crash sweep of `w`; where the log
