@@ -191,6 +191,7 @@ impl Log {
         }
         None
     }
+
     /// The points a sweep of a workload grown to cross a checkpoint visits,
     /// of `total`: the first `ops` operations (the short sweep's, every
     /// shape of a WAL append); if the run crossed a restart
