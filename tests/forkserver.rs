@@ -180,8 +180,8 @@ fn a_recorded_forked_run_rebuilds_its_files() {
     assert!(matches!(driven, Driven::Exited { exit: Exit::Code(0), .. }), "{driven:?}");
     let files = crashcells::crashstate::Files::after(log.ran());
     use crashcells::kill::syscall::FileKind;
-    assert_eq!(files.get(FileKind::Database), Some(std::fs::read(&db).unwrap().as_slice()));
-    assert_eq!(files.get(FileKind::Acks), Some(std::fs::read(&acks).unwrap().as_slice()));
+    assert_eq!(files.get(FileKind::Database), Some(std::fs::read(&db).unwrap()));
+    assert_eq!(files.get(FileKind::Acks), Some(std::fs::read(&acks).unwrap()));
 }
 
 #[test]

@@ -53,10 +53,10 @@ fn same_as_disk(state: &Files, dir: &Path, n: u64) {
     let names = Names::new(&dir.join("store.db"), &dir.join("acks.ndjson"), &dir.join("transport.ndjson"));
     for kind in [FileKind::Database, FileKind::Journal, FileKind::Wal] {
         let disk = std::fs::read(dir.join(names.of(kind))).ok();
-        assert_eq!(state.get(kind), disk.as_deref(), "point {n}: the {} differs", kind.as_str());
+        assert_eq!(state.get(kind), disk, "point {n}: the {} differs", kind.as_str());
     }
     let disk = std::fs::read(dir.join("acks.ndjson")).unwrap_or_default();
-    assert_eq!(without_pid(state.get(FileKind::Acks).unwrap_or_default()), without_pid(&disk), "point {n}: acks");
+    assert_eq!(without_pid(&state.get(FileKind::Acks).unwrap_or_default()), without_pid(&disk), "point {n}: acks");
 }
 
 fn equivalence_at_every_point(mode: &str) {

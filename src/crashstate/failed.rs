@@ -68,7 +68,7 @@ mod tests {
 
     /// The bytes of `kind` in each state of `at`.
     fn files(m: &Model, at: &AtPoint, kind: FileKind) -> Vec<Option<Vec<u8>>> {
-        at.states.iter().map(|(id, _)| m.states[*id].files.get(kind).map(<[u8]>::to_vec)).collect()
+        at.states.iter().map(|(id, _)| m.states[*id].files.get(kind)).collect()
     }
 
     #[test]

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::log::{At, Effect, Event};
+use super::pages::Pages;
 use crate::dbfiles::sibling;
 use crate::kill::syscall::FileKind;
 
@@ -29,10 +30,11 @@ use crate::kill::syscall::FileKind;
 pub const MODELLED: [FileKind; 5] =
     [FileKind::Database, FileKind::Journal, FileKind::Wal, FileKind::Acks, FileKind::Transport];
 
-/// The trial's files as a crash left them: each present file's bytes.
+/// The trial's files as a crash left them: each present file's bytes, in
+/// pages a clone shares ([`Pages`]): a state costs what its calls changed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Files {
-    files: BTreeMap<FileKind, Vec<u8>>,
+    files: BTreeMap<FileKind, Pages>,
     /// Counts changes to the store's files (not the acks): two states with
     /// one version hold the same store, so one recovery serves both.
     version: u64,
@@ -48,14 +50,15 @@ impl Files {
         f
     }
 
-    pub fn get(&self, kind: FileKind) -> Option<&[u8]> {
-        self.files.get(&kind).map(Vec::as_slice)
+    /// The bytes of `kind`, if the file is present.
+    pub fn get(&self, kind: FileKind) -> Option<Vec<u8>> {
+        self.files.get(&kind).map(Pages::to_vec)
     }
 
     /// Puts `acks` in as the ack journal (a power state's acks are the
     /// process crash's, not the model's).
     pub fn set_acks(&mut self, acks: &[u8]) {
-        self.files.insert(FileKind::Acks, acks.to_vec());
+        self.files.insert(FileKind::Acks, Pages::from_slice(acks));
     }
 
     /// Puts `bytes` in as the transport (a power state's transport is the
@@ -63,13 +66,13 @@ impl Files {
     /// when nothing was ever sent.
     pub fn set_transport(&mut self, bytes: Option<&[u8]>) {
         match bytes {
-            Some(b) => self.files.insert(FileKind::Transport, b.to_vec()),
+            Some(b) => self.files.insert(FileKind::Transport, Pages::from_slice(b)),
             None => self.files.remove(&FileKind::Transport),
         };
     }
 
     /// The store's files alone, to tell two states' stores apart.
-    pub fn store(&self) -> impl Iterator<Item = (&FileKind, &Vec<u8>)> {
+    pub fn store(&self) -> impl Iterator<Item = (&FileKind, &Pages)> {
         self.files.iter().filter(|(k, _)| **k != FileKind::Acks)
     }
 
@@ -82,7 +85,7 @@ impl Files {
     pub fn apply(&mut self, effect: &Effect) {
         let touched = match effect {
             Effect::Write { file, at, data } => self.write(*file, *at, data),
-            Effect::Truncate { file, len } => self.file(*file).map(|f| f.resize(*len as usize, 0)).is_some(),
+            Effect::Truncate { file, len } => self.file(*file).map(|f| f.resize(*len as usize)).is_some(),
             Effect::Open { file, create, truncate } => self.open(*file, *create, *truncate),
             Effect::Unlink { file } => self.files.remove(file).is_some(),
             Effect::Rename { from, to } => self.rename(*from, *to),
@@ -97,7 +100,7 @@ impl Files {
 
     /// The bytes of `kind` to change, created if missing (a write reaches a
     /// file the driver saw opened); `None` for a file the model does not keep.
-    fn file(&mut self, kind: FileKind) -> Option<&mut Vec<u8>> {
+    fn file(&mut self, kind: FileKind) -> Option<&mut Pages> {
         MODELLED.contains(&kind).then(|| self.files.entry(kind).or_default())
     }
 
@@ -107,10 +110,7 @@ impl Files {
             At::Offset(o) => o as usize,
             At::End => f.len(),
         };
-        if f.len() < offset + data.len() {
-            f.resize(offset + data.len(), 0);
-        }
-        f[offset..offset + data.len()].copy_from_slice(data);
+        f.write(offset, data);
         true
     }
 
@@ -120,7 +120,7 @@ impl Files {
         }
         let f = self.files.entry(kind).or_default();
         if truncate {
-            f.clear();
+            f.resize(0);
         }
         true
     }
@@ -147,7 +147,7 @@ impl Files {
     pub fn write_to(&self, dir: &Path, names: &Names) -> std::io::Result<PathBuf> {
         std::fs::create_dir_all(dir)?;
         for (kind, bytes) in &self.files {
-            std::fs::write(dir.join(names.of(*kind)), bytes)?;
+            write_file(&dir.join(names.of(*kind)), bytes)?;
         }
         Ok(dir.join(&names.db))
     }
@@ -159,7 +159,7 @@ impl Files {
     pub fn write_store_to(&self, dir: &Path, db: &str) -> std::io::Result<PathBuf> {
         let names = Names::store(&dir.join(db));
         for (kind, bytes) in self.store() {
-            std::fs::write(dir.join(names.of(*kind)), bytes)?;
+            write_file(&dir.join(names.of(*kind)), bytes)?;
         }
         Ok(dir.join(db))
     }
@@ -169,9 +169,14 @@ impl Files {
     pub fn differs_from_disk(&self, dir: &Path, names: &Names) -> Option<String> {
         MODELLED.iter().find_map(|&kind| {
             let on_disk = std::fs::read(dir.join(names.of(kind))).ok();
-            difference(kind, self.get(kind), on_disk.as_deref())
+            difference(kind, self.get(kind).as_deref(), on_disk.as_deref())
         })
     }
+}
+
+/// Writes `bytes` as the whole of the file at `path`, as `fs::write` does.
+fn write_file(path: &Path, bytes: &Pages) -> std::io::Result<()> {
+    bytes.write_into(&mut std::fs::File::create(path)?)
 }
 
 /// The files an effect names.
@@ -269,9 +274,9 @@ mod tests {
             write(FileKind::Shm, At::Offset(0), b"ignored"),
         ];
         let f = Files::after(&events);
-        assert_eq!(f.get(FileKind::Journal), Some(&b"\0\0\0\0ab"[..]), "a write past the end fills with zeros");
-        assert_eq!(f.get(FileKind::Acks), Some(&b"x\ny\n"[..]));
-        assert_eq!(f.get(FileKind::Database), Some(&b"db"[..]));
+        assert_eq!(f.get(FileKind::Journal), Some(b"\0\0\0\0ab".to_vec()), "a write past the end fills with zeros");
+        assert_eq!(f.get(FileKind::Acks), Some(b"x\ny\n".to_vec()));
+        assert_eq!(f.get(FileKind::Database), Some(b"db".to_vec()));
         assert_eq!(f.get(FileKind::Shm), None, "the -shm is no part of a state");
         let mut h = f.clone();
         let lost = Effect::Write { file: FileKind::Database, at: At::Offset(0), data: b"XXXX".to_vec() };
@@ -281,7 +286,7 @@ mod tests {
         g.apply(&Effect::Unlink { file: FileKind::Journal });
         assert_eq!(g.get(FileKind::Journal), None);
         g.apply(&Effect::Rename { from: Some(FileKind::Database), to: Some(FileKind::Wal) });
-        assert_eq!((g.get(FileKind::Database), g.get(FileKind::Wal)), (None, Some(&b"db"[..])));
+        assert_eq!((g.get(FileKind::Database), g.get(FileKind::Wal)), (None, Some(b"db".to_vec())));
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! in-order prefixes of what was not ([`power`]), or also writes torn in
 //! sector units and reordered within a sync interval ([`torn`], with
 //! [`sectors`]); after a sync that fault injection made fail, the states
-//! the failure added ([`failed`]).
+//! the failure added ([`failed`]). The states of one recording share the
+//! pages of their files that neither changed ([`pages`]).
 //!
 //! Why a log rather than copies of the folder at each point: the power model
 //! needs the log anyway (what was synced, when), a log costs one pass of the
@@ -16,6 +17,7 @@
 pub mod failed;
 pub mod files;
 pub mod log;
+pub mod pages;
 pub mod power;
 pub mod record;
 pub mod sectors;

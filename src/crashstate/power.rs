@@ -506,7 +506,7 @@ mod tests {
     /// The database's bytes in each state of a point, `None` for no file.
     fn dbs(m: &Model, point: u64) -> Vec<Option<Vec<u8>>> {
         let at = m.points.iter().find(|p| p.point == point).unwrap();
-        at.states.iter().map(|(id, _)| m.states[*id].files.get(FileKind::Database).map(<[u8]>::to_vec)).collect()
+        at.states.iter().map(|(id, _)| m.states[*id].files.get(FileKind::Database)).collect()
     }
 
     #[test]
@@ -545,7 +545,7 @@ mod tests {
         let m = model(&events, &[5]);
         let at = &m.points[0];
         let journals: Vec<_> = at.states.iter().map(|(id, _)| m.states[*id].files.get(FileKind::Journal)).collect();
-        assert_eq!(journals, [Some(&b"hot"[..]), Some(&b"new"[..]), None]);
+        assert_eq!(journals, [Some(b"hot".to_vec()), Some(b"new".to_vec()), None]);
         let rules: Vec<String> = m.dropped(&at.states[1].1).iter().map(Pending::rule).collect();
         assert_eq!(rules, ["unlink of the journal at #4 was never made durable by a directory fsync"]);
     }
@@ -563,6 +563,6 @@ mod tests {
         let wals: Vec<_> = m.points[0].states.iter().map(|(id, _)| m.states[*id].files.get(FileKind::Wal)).collect();
         // After the WAL's fsync but before the folder's: the name may be
         // missing; after the folder's fsync the file is there with its data.
-        assert!(wals.contains(&None) && wals.contains(&Some(&b"w"[..])), "{wals:?}");
+        assert!(wals.contains(&None) && wals.contains(&Some(b"w".to_vec())), "{wals:?}");
     }
 }

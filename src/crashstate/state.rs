@@ -37,7 +37,7 @@ pub fn process_states(log: &Log, points: &[u64]) -> Vec<State> {
             files.apply(&e.effect);
         }
         applied = before.len();
-        let acks = files.get(FileKind::Acks).unwrap_or_default().to_vec();
+        let acks = files.get(FileKind::Acks).unwrap_or_default();
         let point = log.point(n);
         states.push(State { point, acks, files: files.clone(), version: files.version(), rule: None });
     }

@@ -262,7 +262,7 @@ impl Run {
         };
         let sync = matches!(effect, Effect::Sync { .. });
         let fault = Fault { point: n, call: effect.describe(), errno: format!("{errno:?}"), exit, then: None };
-        let before = Files::after(log.before(n)).get(FileKind::Acks).unwrap_or_default().to_vec();
+        let before = Files::after(log.before(n)).get(FileKind::Acks).unwrap_or_default();
         let bad_journal = |error| Outcome::Error(Failure::Journal { process: None, error });
         let in_flight = match crate::journal::parse(&before) {
             Ok(j) => j.ready.map(|_| j.acks.iter().map(|a| a.i + 1).max().unwrap_or(0)),
@@ -395,12 +395,12 @@ fn judge(checker: &Checker, run: Run, recovered: &[Recovery], end: usize, added:
     t.details.push(format!("{}; {in_flight}", run.fault));
     let head = t.details.clone();
     if let Some(v) = run.acked.clone() {
-        let acks = Files::after(run.log.ran()).get(FileKind::Acks).unwrap_or_default().to_vec();
+        let acks = Files::after(run.log.ran()).get(FileKind::Acks).unwrap_or_default();
         t.acked = crate::journal::parse(&acks).map_or(0, |j| j.acks.len() as u64);
         t.kill_point = Some(point.kill_point(index, run.in_flight.unwrap_or(0)));
         return keep_run(checker, t, run, fire(vec![v], None, None), false);
     }
-    let acks = Files::after(run.log.ran()).get(FileKind::Acks).unwrap_or_default().to_vec();
+    let acks = Files::after(run.log.ran()).get(FileKind::Acks).unwrap_or_default();
     let outcome = conclude(&checker.crash(&acks), &mut t, || recovered.get(end).cloned().unwrap_or_else(missing));
     // Where the fault struck: after the acks given before it.
     t.kill_point = Some(point.kill_point(index, run.in_flight.unwrap_or(0)));

@@ -279,7 +279,7 @@ mod tests {
 
     /// The bytes of `kind` in each state of `point`, in the model's order.
     fn files(m: &Model, point: u64, kind: FileKind) -> Vec<Option<Vec<u8>>> {
-        at(m, point).states.iter().map(|(id, _)| m.states[*id].files.get(kind).map(<[u8]>::to_vec)).collect()
+        at(m, point).states.iter().map(|(id, _)| m.states[*id].files.get(kind)).collect()
     }
 
     /// The first rule of each state of `point` ("" for the process crash's own).

@@ -1,0 +1,201 @@
+//! A modelled file's bytes as shared pages: the states of one recording
+//! share every page neither wrote since the other, so a state costs the
+//! pages its calls changed, not a copy of every file. A WAL sweep that
+//! crosses a checkpoint holds hundreds of states of a multi-megabyte WAL;
+//! as whole copies they took hundreds of megabytes and most of the
+//! driver's time in page faults.
+//!
+//! Crash model: none of its own; the bytes are exactly those of a `Vec<u8>`
+//! written the same way ([`super::files`] says what the calls do). The one
+//! invariant: bytes past the length, in the last page, are zero, so that a
+//! file that grows again reads zeros there, as a file extended past its end
+//! does.
+
+use std::io::{IoSlice, Write};
+use std::sync::Arc;
+
+/// The unit of sharing: SQLite's default page size, so that a page write
+/// touches one page here.
+const PAGE: usize = 4096;
+
+type Page = Arc<[u8; PAGE]>;
+
+/// A file's bytes: a length and the pages that hold them.
+#[derive(Clone, Default)]
+pub struct Pages {
+    len: usize,
+    pages: Vec<Page>,
+}
+
+impl Pages {
+    pub fn from_slice(bytes: &[u8]) -> Pages {
+        let mut p = Pages::default();
+        p.write(0, bytes);
+        p
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The bytes in order, each page's share of the length.
+    pub fn slices(&self) -> impl Iterator<Item = &[u8]> {
+        let len = self.len;
+        self.pages.iter().enumerate().map(move |(i, p)| &p[..(len - i * PAGE).min(PAGE)])
+    }
+
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.len);
+        self.slices().for_each(|s| v.extend_from_slice(s));
+        v
+    }
+
+    /// Writes `data` at `offset`, growing the file (with zeros up to
+    /// `offset`) if it ends before; only the pages written are copied.
+    pub fn write(&mut self, offset: usize, data: &[u8]) {
+        let end = offset + data.len();
+        if end > self.len {
+            self.resize(end);
+        }
+        let mut at = offset;
+        for chunk in chunks(offset, data) {
+            let (page, within) = (at / PAGE, at % PAGE);
+            Arc::make_mut(&mut self.pages[page])[within..within + chunk.len()].copy_from_slice(chunk);
+            at += chunk.len();
+        }
+    }
+
+    /// Sets the length: cut (the rest of the last page zeroed) or extended
+    /// with zeros, as `ftruncate` does.
+    pub fn resize(&mut self, len: usize) {
+        if len < self.len {
+            self.pages.truncate(len.div_ceil(PAGE));
+            if let Some(last) = self.pages.last_mut().filter(|_| !len.is_multiple_of(PAGE)) {
+                Arc::make_mut(last)[len % PAGE..].fill(0);
+            }
+        } else {
+            let zero = Arc::new([0u8; PAGE]);
+            self.pages.resize(len.div_ceil(PAGE), zero);
+        }
+        self.len = len;
+    }
+
+    /// Writes the bytes to `out`, as few calls as the pages allow.
+    pub fn write_into(&self, out: &mut impl Write) -> std::io::Result<()> {
+        let slices: Vec<&[u8]> = self.slices().collect();
+        // At most 1,024 buffers a call (the system's IOV_MAX).
+        for group in slices.chunks(1024) {
+            let mut io: Vec<IoSlice> = group.iter().map(|s| IoSlice::new(s)).collect();
+            let mut io = &mut io[..];
+            while !io.is_empty() {
+                match out.write_vectored(io) {
+                    Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                    Ok(n) => IoSlice::advance_slices(&mut io, n),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `data` cut where it crosses a page boundary, written from `offset`.
+fn chunks(offset: usize, data: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = data;
+    let mut at = offset;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let n = (PAGE - at % PAGE).min(rest.len());
+        let (chunk, tail) = rest.split_at(n);
+        (rest, at) = (tail, at + n);
+        Some(chunk)
+    })
+}
+
+impl PartialEq for Pages {
+    fn eq(&self, other: &Pages) -> bool {
+        // The bytes past the length are zero in both: whole pages compare.
+        self.len == other.len && self.pages.iter().zip(&other.pages).all(|(a, b)| Arc::ptr_eq(a, b) || a[..] == b[..])
+    }
+}
+
+impl Eq for Pages {}
+
+impl std::hash::Hash for Pages {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.len.hash(state);
+        self.slices().for_each(|s| state.write(s));
+    }
+}
+
+impl std::fmt::Debug for Pages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let head: Vec<u8> = self.slices().flatten().take(16).copied().collect();
+        write!(f, "Pages({} bytes, starting {head:?})", self.len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The same calls on a `Vec<u8>`, the model the pages must equal.
+    fn vec_write(v: &mut Vec<u8>, offset: usize, data: &[u8]) {
+        if v.len() < offset + data.len() {
+            v.resize(offset + data.len(), 0);
+        }
+        v[offset..offset + data.len()].copy_from_slice(data);
+    }
+
+    #[test]
+    fn writes_and_resizes_give_the_bytes_a_vec_would() {
+        let (mut p, mut v) = (Pages::default(), Vec::new());
+        let steps: [(usize, usize, u8); 6] =
+            [(0, 10, 1), (4090, 20, 2), (9000, 5000, 3), (100, 8192, 4), (20_000, 1, 5), (4096, 4096, 6)];
+        for (offset, len, byte) in steps {
+            let data = vec![byte; len];
+            p.write(offset, &data);
+            vec_write(&mut v, offset, &data);
+            assert_eq!(p.to_vec(), v, "after writing {len} bytes at {offset}");
+        }
+        for len in [20_001, 5000, 4096, 4097, 100, 13_000, 0, 3] {
+            p.resize(len);
+            v.resize(len, 0);
+            assert_eq!(p.to_vec(), v, "after resizing to {len}: the cut bytes come back as zeros");
+        }
+    }
+
+    #[test]
+    fn a_clone_shares_its_pages_until_one_side_writes() {
+        let mut a = Pages::from_slice(&vec![7u8; 3 * PAGE]);
+        let b = a.clone();
+        a.write(PAGE + 1, b"x");
+        assert!(Arc::ptr_eq(&a.pages[0], &b.pages[0]) && Arc::ptr_eq(&a.pages[2], &b.pages[2]));
+        assert!(!Arc::ptr_eq(&a.pages[1], &b.pages[1]), "the written page is copied");
+        assert_eq!(b.to_vec(), vec![7u8; 3 * PAGE], "the clone keeps its bytes");
+        assert_ne!(a, b);
+        a.write(PAGE + 1, &[7]);
+        assert_eq!(a, b, "equal by content, shared or not");
+    }
+
+    #[test]
+    fn equal_bytes_hash_alike_and_write_out_whole() {
+        use std::hash::{BuildHasher, RandomState};
+        let s = RandomState::new();
+        let data: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
+        let (mut a, b) = (Pages::from_slice(&data), Pages::from_slice(&data));
+        assert_eq!(s.hash_one(&a), s.hash_one(&b));
+        let mut out = Vec::new();
+        a.write_into(&mut out).unwrap();
+        assert_eq!(out, data);
+        a.resize(5);
+        assert_ne!(s.hash_one(&a), s.hash_one(&b));
+    }
+}
