@@ -189,7 +189,8 @@ struct AuditArgs {
     matrix: String,
     #[arg(long, value_enum, default_value = "human")]
     format: ListFormat,
-    /// The folder to audit in: the audit is about its filesystem [default: the temp folder].
+    /// The folder to audit in: each leg's row is about its filesystem [default: the temp folder].
+    /// The crash columns' sweeps, model-based, run where `run`'s trials do (/dev/shm where writable).
     #[arg(long, value_name = "DIR")]
     workdir: Option<PathBuf>,
     /// Seconds a leg's child may take to reach its acks before it is an error.

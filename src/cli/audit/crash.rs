@@ -47,6 +47,17 @@ pub struct Columns {
     pub fault: Column,
 }
 
+impl Columns {
+    /// The columns of a leg the audited folder did not honor: `-`, no sweep
+    /// (in the sweeps' own folder the leg might run, and answer for a mode
+    /// the workdir's filesystem would not give the store); the row's `not
+    /// honored` line says why.
+    pub fn not_honored() -> Columns {
+        let none = || Column { keeps: None, reason: String::new(), cells: vec![], repro: None };
+        Columns { process: none(), power: none(), torn: none(), fault: none() }
+    }
+}
+
 impl Column {
     /// The table's word for it.
     pub fn word(&self) -> &'static str {
