@@ -14,7 +14,10 @@
 //! Then, unless `--no-crash`, the leg's crash columns ([`crash`]):
 //! whether the workload cells keep every acknowledged commit under a
 //! process crash, a power loss, a power loss with torn and reordered
-//! writes, and a failed write or sync, each swept at every kill point.
+//! writes, and a failed write or sync, each swept at every kill point, for
+//! each leg the audited folder honored, in a folder of their own where
+//! `run`'s trials go (`crash_folder`: the models' verdicts do not depend
+//! on the workdir's filesystem; the rows do).
 
 pub mod crash;
 
