@@ -2,8 +2,8 @@
 //! share every page neither wrote since the other, so a state costs the
 //! pages its calls changed, not a copy of every file. A WAL sweep that
 //! crosses a checkpoint holds hundreds of states of a multi-megabyte WAL;
-//! as whole copies they took hundreds of megabytes and most of the
-//! driver's time in page faults.
+//! as whole copies they took 314 MB, and a third of that sweep's time went
+//! to copying them (cell 3's WAL result: 1.27 s, 0.83 s with pages).
 //!
 //! Crash model: none of its own; the bytes are exactly those of a `Vec<u8>`
 //! written the same way ([`super::files`] says what the calls do). The one
