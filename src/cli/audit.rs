@@ -177,8 +177,9 @@ pub fn audit_matrix(setup: &AuditSetup, child_arg: Option<&str>) -> Result<Audit
 
 /// Where the crash columns' sweeps run: a folder of their own in the trial
 /// root `run` uses (`/dev/shm` where writable), not in `--workdir`. Their
-/// verdicts are the crash models' (states rebuilt from the recorded calls,
-/// as a `LOSES` row's repro rebuilds them in `run`'s folder), so the
+/// verdicts are the crash models' (states rebuilt from the recorded calls;
+/// a failed write or sync made to fail by the tracer, not the disk; a
+/// `LOSES` row's repro already runs in `run`'s folder), so the
 /// workdir's filesystem plays no part in them, while thousands of syncs on
 /// a disk made the audit three times slower (131 s against 44 s, ext4 and
 /// tmpfs). The rows' own runs, which answer for the workdir, stay there.
