@@ -112,6 +112,11 @@ impl Catalog {
         Self::from_files(EMBEDDED.iter().map(|(f, t)| (f.to_string(), t.to_string())))
     }
 
+    /// The catalog of `--catalog DIR` if given, else the embedded one.
+    pub fn load(dir: Option<&Path>) -> Result<Catalog> {
+        dir.map_or_else(Catalog::embedded, Catalog::from_dir)
+    }
+
     /// Every `*.toml` in `dir`.
     pub fn from_dir(dir: &Path) -> Result<Catalog> {
         let entries = std::fs::read_dir(dir).map_err(Error::io("catalog folder", dir))?;

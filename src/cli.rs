@@ -1,30 +1,35 @@
 //! The command line: argument definitions (clap derive) and the commands
 //! that turn them into calls of the library. `main.rs` only calls [`main`].
-//! What `run` checks before any child runs is in [`checks`]; where text
-//! goes (stdout, stderr, `--out`, the step summary) in [`output`].
+//! What `run` checks before any child runs is in [`checks`]; the child it
+//! runs in [`child`]; where text goes (stdout, stderr, `--out`, the step
+//! summary) in [`output`]; the exit code in [`exit`]; `list` in [`list`].
 
 pub mod audit;
 mod checks;
+mod child;
+mod exit;
+mod list;
 mod output;
 mod prune;
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use crashcells_protocol::{Mutant, Ready};
 
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
-use crate::harness::{ChildCommand, Launcher};
+use crate::harness::Launcher;
 use crate::matrix::Matrix;
 use crate::options::{DEFAULT_DEADLINE_SECS, Replay, RunOptions};
-use crate::pipeline::Context;
 use crate::plan::{Selection, plan};
 use crate::report::{self, Format};
 use crate::run::{self, Bars, RunFacts};
 use checks::workdir_or;
+pub use child::child_command;
+use child::{crowd, fork_server, preflight_failed, run_context, validate_mutant};
+use exit::run_exit_code;
 pub use output::write_atomically;
 use output::{note, stdout};
 
@@ -255,65 +260,10 @@ fn clap_error(e: clap::Error) -> i32 {
     2
 }
 
-fn load_catalog(dir: Option<&Path>) -> Result<Catalog> {
-    match dir {
-        Some(d) => Catalog::from_dir(d),
-        None => Catalog::embedded(),
-    }
-}
-
 fn cmd_list(a: ListArgs) -> Result<i32> {
-    let catalog = load_catalog(a.catalog.as_deref())?;
-    let text = match a.format {
-        ListFormat::Json => {
-            let cells: Vec<ListedCell> = catalog.cells.iter().map(ListedCell::of).collect();
-            serde_json::to_string_pretty(&cells).expect("cells serialize") + "\n"
-        }
-        ListFormat::Human => {
-            let mut text = String::new();
-            for c in &catalog.cells {
-                let status = match &c.reason {
-                    Some(r) => format!("stub: {r}"),
-                    None => format!("{:?} on {:?} legs", c.status, c.legs).to_lowercase(),
-                };
-                text.push_str(&format!("{} {:<20} {}\n    {}\n", c.number, c.id, status, c.clause));
-            }
-            text.push_str("\nmutants (run --mutant NAME: broken variants of the reference store):\n");
-            let width = Mutant::names().iter().map(|n| n.len()).max().unwrap_or(0);
-            for m in Mutant::ALL {
-                text.push_str(&format!("  {:<width$}  cell {}: {}\n", m.as_str(), m.cell(), m.breaks()));
-            }
-            text
-        }
-    };
-    stdout(&text)?;
+    let catalog = Catalog::load(a.catalog.as_deref())?;
+    stdout(&list::render(&catalog, a.format == ListFormat::Json))?;
     Ok(0)
-}
-
-/// A cell as `list --format json` shows it: the catalog's fields, then the
-/// mutants that are for it (an array of cells stays one for its readers).
-#[derive(serde::Serialize)]
-struct ListedCell<'a> {
-    #[serde(flatten)]
-    cell: &'a crate::catalog::CellSpec,
-    mutants: Vec<ListedMutant>,
-}
-
-#[derive(serde::Serialize)]
-struct ListedMutant {
-    name: &'static str,
-    breaks: &'static str,
-}
-
-impl ListedCell<'_> {
-    fn of(cell: &crate::catalog::CellSpec) -> ListedCell<'_> {
-        let mutants = Mutant::ALL
-            .into_iter()
-            .filter(|m| m.cell() == cell.number)
-            .map(|m| ListedMutant { name: m.as_str(), breaks: m.breaks() })
-            .collect();
-        ListedCell { cell, mutants }
-    }
 }
 
 /// `report`: one saved report rendered again, or the partitions of one run
@@ -376,41 +326,6 @@ fn cmd_prune(a: PruneArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// The child to run: `--child` if given, else this binary as the reference child.
-pub fn child_command(arg: Option<&str>) -> Result<ChildCommand> {
-    match arg {
-        None => ChildCommand::reference().map_err(Error::io("own executable", ".")),
-        Some(line) => ChildCommand::parse(line).ok_or_else(|| Error::Usage("--child: empty command".into())),
-    }
-}
-
-/// Checks the mutant's name before any child runs: the names are
-/// crashcells' (docs/PROTOCOL.md), whichever store implements them.
-fn validate_mutant(m: &Option<String>) -> Result<()> {
-    let Some(name) = m else { return Ok(()) };
-    name.parse::<Mutant>().map(drop).map_err(Error::Usage)
-}
-
-/// Why the preflight failed, as the user must hear it. With `--mutant`, a
-/// child that speaks the protocol without it refused the mutant: that is
-/// bad input (the mutants are the reference store's, and a `--child`
-/// implements only those it says it does), not a child that is broken.
-fn preflight_failed(ctx: &Context, e: crate::probe::PreflightError) -> Error {
-    let child = ctx.child.display();
-    if let Some(m) = &ctx.options.mutant
-        && crate::probe::preflight(&ctx.child, &ctx.work_root, ctx.deadline).is_ok()
-    {
-        // The last line of its stderr says why (a usage error's last line).
-        let why = e.to_string();
-        let why = why.rsplit(" | ").next().unwrap_or_default().trim().to_string();
-        return Error::Usage(format!(
-            "--mutant {m}: the child `{child}` refused it before any cell ran (the mutants are the \
-             reference store's; a --child implements only those it accepts, docs/PROTOCOL.md): {why}"
-        ));
-    }
-    Error::Child { child, message: e.to_string() }
-}
-
 fn cmd_run(a: RunArgs) -> Result<i32> {
     // The run's duration is the run's: the preflight counts (a slow child
     // can take seconds to start, and a run interrupted then took them).
@@ -423,7 +338,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     checks::out_path(&a.output.out)?;
     // A malformed file is bad input, said before any child runs.
     let known = a.known.as_deref().map(|f| report::known::load(f).map(|k| (f.display().to_string(), k))).transpose()?;
-    let catalog = load_catalog(o.catalog.as_deref())?;
+    let catalog = Catalog::load(o.catalog.as_deref())?;
     let matrix = Matrix::load(&o.matrix)?;
     let seed = *o.seed.get_or_insert_with(crate::seed::fresh);
     let selection = Selection { cells: o.cells.clone(), legs: o.legs.clone(), kills: o.kill.modes() };
@@ -508,74 +423,6 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     Ok(run_exit_code(&report, jobs.len()))
 }
 
-/// The launcher of a child that offers a fork server (docs/PROTOCOL.md §9):
-/// the server started, and a first operation forked by it as the preflight
-/// ran it exec'd, so that a server whose processes do not start fresh (a
-/// descriptor of the trial's folder held open, say) stops the run here with
-/// one line, before any cell. With it, how long a forked operation took to
-/// write its ready record. `None` for a child without a server.
-fn fork_server(
-    child: &Launcher,
-    ready: &Ready,
-    work: &Path,
-    deadline: Duration,
-) -> Result<Option<(Launcher, Duration)>> {
-    if !crate::harness::serves_forks(ready) || child.server_pid().is_some() {
-        return Ok(None);
-    }
-    let refused = |message: String| Error::Child { child: child.display(), message };
-    let stderr = work.join("fork-server.stderr");
-    let forks = Launcher::with_fork_server((**child).clone(), &stderr, deadline).map_err(|e| refused(e.to_string()))?;
-    let began = Instant::now();
-    crate::probe::preflight(&forks, work, deadline).map_err(|e| match e {
-        // The launcher's refusal already names the server and the descriptor.
-        crate::probe::PreflightError::Start(e) => refused(e.to_string()),
-        e => refused(format!("its fork server: {e}")),
-    })?;
-    Ok(Some((forks, began.elapsed())))
-}
-
-/// The most children one unit of the run's pool starts together: a race's
-/// claimants, or one.
-fn crowd(jobs: &[crate::plan::Job]) -> u32 {
-    let racers = |j: &crate::plan::Job| match crate::plan::shape_of(&j.cell) {
-        Ok(crate::cells::Shape::Race { racers }) => racers,
-        _ => 1,
-    };
-    jobs.iter().filter(|j| j.leg.is_some()).map(racers).max().unwrap_or(1)
-}
-
-/// What every cell of a run needs to know, from the run's options.
-fn run_context(options: RunOptions, seed: u64, work_root: &Path, evidence_root: PathBuf) -> Result<Context> {
-    let mut child = child_command(options.child.as_deref())?;
-    child.cwd = options.cwd.clone();
-    let jobs = options.jobs.map_or_else(default_jobs, |j| j as usize);
-    Ok(Context {
-        child: Launcher::exec(child),
-        work_root: work_root.to_path_buf(),
-        evidence_root,
-        deadline: options.deadline(),
-        jobs,
-        seed,
-        options,
-        child_ready: None,
-        tally: Default::default(),
-        pool: crate::pipeline::pool::Pool::new(jobs),
-        start: Duration::ZERO,
-        crowd: 1,
-        shared: Default::default(),
-    })
-}
-
-/// The line a run that probed nothing ends with, so that a gate that reads
-/// only stderr still sees why it got no evidence.
-fn nothing_ran(s: &report::Summary) -> String {
-    format!(
-        "nothing ran: every planned leg skipped ({} skip, {} stub), so this run is no evidence either way",
-        s.skip, s.stub
-    )
-}
-
 /// `audit`: one short killed run per leg, one row each. Exit 0 once every
 /// leg was audited, whatever the rows say; 2 on bad input or a child that
 /// could not be audited.
@@ -620,30 +467,6 @@ fn cmd_audit(a: AuditArgs) -> Result<i32> {
         ListFormat::Human => stdout(&report.to_human())?,
     }
     Ok(0)
-}
-
-/// The report's exit code; an interrupted run says how much of it ran, and
-/// a share of a partitioned run that holds no result is no failure.
-fn run_exit_code(report: &report::Report, share: usize) -> i32 {
-    if let Some(sig) = report.signal {
-        let name = nix::sys::signal::Signal::try_from(sig).map_or_else(|_| sig.to_string(), |s| s.as_str().to_string());
-        let done = report.results.iter().filter(|r| r.verdict != report::Verdict::Interrupted).count();
-        note(&format!("interrupted by {name}: partial report; {done} of {share} results finished"));
-        return report.exit_code();
-    }
-    if share == 0 {
-        note("this partition holds no result of the plan: nothing to run");
-        return 0;
-    }
-    let code = report.exit_code();
-    if code == 3 {
-        note(&nothing_ran(&report.summary));
-    }
-    code
-}
-
-fn default_jobs() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 /// Writes the report: to `--out` (atomically) in the chosen format with a

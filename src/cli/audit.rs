@@ -20,9 +20,9 @@
 //! on the workdir's filesystem; the rows do).
 
 pub mod crash;
+mod render;
 
 use std::ffi::OsString;
-use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -331,130 +331,6 @@ pub fn filesystem_name(dir: &Path) -> String {
         (NFS_SUPER_MAGIC, "nfs"),
     ];
     known.iter().find(|(m, _)| *m == t).map_or_else(|| format!("{:#x}", t.0), |(_, n)| n.to_string())
-}
-
-impl AuditReport {
-    pub fn to_json(&self) -> String {
-        let mut s = serde_json::to_string_pretty(self).expect("an audit always serializes");
-        s.push('\n');
-        s
-    }
-
-    /// One row per leg, the resolver's and the audit's words under the rows
-    /// that need them, then a summary with the SQLite in use.
-    pub fn to_human(&self) -> String {
-        let mut out = String::new();
-        let crash = self.rows.iter().any(|r| r.process_crash.is_some());
-        let _ = write!(
-            out,
-            "{:<18} {:<15} {:<22} {:<15} {:<36} honored",
-            "leg", "requested", "resolver", "ran", "file shows"
-        );
-        let _ = writeln!(out, "{}", if crash { "  process  power  torn   fault" } else { "" });
-        for r in &self.rows {
-            human_row(&mut out, r);
-        }
-        if crash {
-            out.push_str(COLUMNS);
-            out.push('\n');
-        }
-        let s = &self.summary;
-        let _ = writeln!(
-            out,
-            "{} of {} legs honored (matrix {}, in {} on {}, SQLite {})",
-            s.honored,
-            s.legs,
-            self.matrix,
-            self.workdir,
-            self.filesystem,
-            self.sqlite_versions()
-        );
-        out
-    }
-
-    /// The SQLite versions and source ids the legs' children reported.
-    fn sqlite_versions(&self) -> String {
-        let mut seen: Vec<String> = Vec::new();
-        for r in &self.rows {
-            let v = format!("{} ({})", r.sqlite_version, r.sqlite_source_id.as_deref().unwrap_or("no source id"));
-            if !seen.contains(&v) {
-                seen.push(v);
-            }
-        }
-        seen.join(", ")
-    }
-}
-
-/// The line under a table with crash columns: what they mean, in one line,
-/// and where each row is explained.
-pub const COLUMNS: &str = "process, power, torn, fault: whether cells 1 and 3 keep every acknowledged commit at \
-     every kill point of their sweeps under a process crash (SIGKILL), a power loss, a power loss with torn and \
-     reordered writes, and a failed write or sync (keeps, LOSES); docs/DESIGN.md, \"The audit's crash columns, \
-     row by row\", explains each leg";
-
-fn human_row(out: &mut String, r: &Row) {
-    let requested =
-        format!("{}/{}", r.requested_mode.as_deref().unwrap_or("-"), r.requested_synchronous.as_deref().unwrap_or("-"));
-    let resolver = r.resolver.as_ref().map_or("-".into(), |d| format!("{}: {}", d.decided_by, d.applied));
-    let ran = format!("{}/{}", r.ran_mode, r.ran_synchronous.as_deref().unwrap_or("-"));
-    let honored = if r.honored { "yes" } else { "NO" };
-    // The crash columns follow `honored` when the audit swept them.
-    let word = |c: &Option<Column>| c.as_ref().map_or("", Column::word);
-    let honored = match &r.process_crash {
-        Some(process) => format!(
-            "{honored:<7}  {:<8} {:<6} {:<6} {}",
-            process.word(),
-            word(&r.power_loss),
-            word(&r.torn_power_loss),
-            word(&r.fault_injection)
-        ),
-        None => honored.to_string(),
-    };
-    let _ = writeln!(out, "{:<18} {requested:<15} {resolver:<22} {ran:<15} {:<36} {honored}", r.leg, file_shows(r));
-    let columns = [
-        ("process crash", &r.process_crash),
-        ("power loss", &r.power_loss),
-        ("torn power loss", &r.torn_power_loss),
-        ("fault injection", &r.fault_injection),
-    ];
-    for (what, c) in columns {
-        if let Some(c) = c.as_ref().filter(|c| c.keeps != Some(true) && !c.reason.is_empty()) {
-            let _ = writeln!(out, "    {what}: {}", c.reason);
-            if let Some(repro) = &c.repro {
-                let _ = writeln!(out, "    {what} repro: {repro}");
-            }
-        }
-    }
-    // A refusal's reason already carries the resolver's words.
-    if let Some(d) = r.resolver.as_ref().filter(|d| r.honored && d.decided_by != "config") {
-        let _ = writeln!(out, "    resolver: {}", d.reason);
-    }
-    if !r.honored {
-        let _ = writeln!(out, "    not honored: {}", r.reason);
-    }
-}
-
-/// The header family and the journal files, as one short cell.
-fn file_shows(r: &Row) -> String {
-    let family = match r.header {
-        Family::Wal => "wal header",
-        Family::Rollback => "rollback header",
-        Family::Unknown => "no header",
-    };
-    let a = &r.artefacts;
-    let mut files = Vec::new();
-    if let Some(n) = a.wal {
-        files.push(format!("-wal {n}B"));
-    }
-    match a.journal {
-        Some(n) if a.journal_zeroed => files.push(format!("-journal {n}B zeroed")),
-        Some(n) => files.push(format!("-journal {n}B")),
-        None => {}
-    }
-    if files.is_empty() {
-        files.push("no journal".into());
-    }
-    format!("{family}, {}", files.join(", "))
 }
 
 #[cfg(test)]

@@ -1,0 +1,112 @@
+//! The child a command runs: which command (`--child` or this binary as
+//! the reference store), its `--mutant` checked by name, its fork server
+//! started and checked fresh, a failed preflight as the user must hear it,
+//! and the context every cell of a run shares.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crashcells_protocol::{Mutant, Ready};
+
+use crate::error::{Error, Result};
+use crate::harness::{ChildCommand, Launcher};
+use crate::options::RunOptions;
+use crate::pipeline::Context;
+
+/// The child to run: `--child` if given, else this binary as the reference child.
+pub fn child_command(arg: Option<&str>) -> Result<ChildCommand> {
+    match arg {
+        None => ChildCommand::reference().map_err(Error::io("own executable", ".")),
+        Some(line) => ChildCommand::parse(line).ok_or_else(|| Error::Usage("--child: empty command".into())),
+    }
+}
+
+/// Checks the mutant's name before any child runs: the names are
+/// crashcells' (docs/PROTOCOL.md), whichever store implements them.
+pub(super) fn validate_mutant(m: &Option<String>) -> Result<()> {
+    let Some(name) = m else { return Ok(()) };
+    name.parse::<Mutant>().map(drop).map_err(Error::Usage)
+}
+
+/// Why the preflight failed, as the user must hear it. With `--mutant`, a
+/// child that speaks the protocol without it refused the mutant: that is
+/// bad input (the mutants are the reference store's, and a `--child`
+/// implements only those it says it does), not a child that is broken.
+pub(super) fn preflight_failed(ctx: &Context, e: crate::probe::PreflightError) -> Error {
+    let child = ctx.child.display();
+    if let Some(m) = &ctx.options.mutant
+        && crate::probe::preflight(&ctx.child, &ctx.work_root, ctx.deadline).is_ok()
+    {
+        // The last line of its stderr says why (a usage error's last line).
+        let why = e.to_string();
+        let why = why.rsplit(" | ").next().unwrap_or_default().trim().to_string();
+        return Error::Usage(format!(
+            "--mutant {m}: the child `{child}` refused it before any cell ran (the mutants are the \
+             reference store's; a --child implements only those it accepts, docs/PROTOCOL.md): {why}"
+        ));
+    }
+    Error::Child { child, message: e.to_string() }
+}
+
+/// The launcher of a child that offers a fork server (docs/PROTOCOL.md §9):
+/// the server started, and a first operation forked by it as the preflight
+/// ran it exec'd, so that a server whose processes do not start fresh (a
+/// descriptor of the trial's folder held open, say) stops the run here with
+/// one line, before any cell. With it, how long a forked operation took to
+/// write its ready record. `None` for a child without a server.
+pub(super) fn fork_server(
+    child: &Launcher,
+    ready: &Ready,
+    work: &Path,
+    deadline: Duration,
+) -> Result<Option<(Launcher, Duration)>> {
+    if !crate::harness::serves_forks(ready) || child.server_pid().is_some() {
+        return Ok(None);
+    }
+    let refused = |message: String| Error::Child { child: child.display(), message };
+    let stderr = work.join("fork-server.stderr");
+    let forks = Launcher::with_fork_server((**child).clone(), &stderr, deadline).map_err(|e| refused(e.to_string()))?;
+    let began = Instant::now();
+    crate::probe::preflight(&forks, work, deadline).map_err(|e| match e {
+        // The launcher's refusal already names the server and the descriptor.
+        crate::probe::PreflightError::Start(e) => refused(e.to_string()),
+        e => refused(format!("its fork server: {e}")),
+    })?;
+    Ok(Some((forks, began.elapsed())))
+}
+
+/// The most children one unit of the run's pool starts together: a race's
+/// claimants, or one.
+pub(super) fn crowd(jobs: &[crate::plan::Job]) -> u32 {
+    let racers = |j: &crate::plan::Job| match crate::plan::shape_of(&j.cell) {
+        Ok(crate::cells::Shape::Race { racers }) => racers,
+        _ => 1,
+    };
+    jobs.iter().filter(|j| j.leg.is_some()).map(racers).max().unwrap_or(1)
+}
+
+/// What every cell of a run needs to know, from the run's options.
+pub(super) fn run_context(options: RunOptions, seed: u64, work_root: &Path, evidence_root: PathBuf) -> Result<Context> {
+    let mut child = child_command(options.child.as_deref())?;
+    child.cwd = options.cwd.clone();
+    let jobs = options.jobs.map_or_else(default_jobs, |j| j as usize);
+    Ok(Context {
+        child: Launcher::exec(child),
+        work_root: work_root.to_path_buf(),
+        evidence_root,
+        deadline: options.deadline(),
+        jobs,
+        seed,
+        options,
+        child_ready: None,
+        tally: Default::default(),
+        pool: crate::pipeline::pool::Pool::new(jobs),
+        start: Duration::ZERO,
+        crowd: 1,
+        shared: Default::default(),
+    })
+}
+
+fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}

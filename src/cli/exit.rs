@@ -1,0 +1,35 @@
+//! What a run ends with: its exit code (docs of `crashcells --help`), and
+//! on stderr the line that says why when it is not the report's alone (an
+//! interrupt, an empty share, nothing probed).
+
+use super::output::note;
+use crate::report;
+
+/// The line a run that probed nothing ends with, so that a gate that reads
+/// only stderr still sees why it got no evidence.
+fn nothing_ran(s: &report::Summary) -> String {
+    format!(
+        "nothing ran: every planned leg skipped ({} skip, {} stub), so this run is no evidence either way",
+        s.skip, s.stub
+    )
+}
+
+/// The report's exit code; an interrupted run says how much of it ran, and
+/// a share of a partitioned run that holds no result is no failure.
+pub(super) fn run_exit_code(report: &report::Report, share: usize) -> i32 {
+    if let Some(sig) = report.signal {
+        let name = nix::sys::signal::Signal::try_from(sig).map_or_else(|_| sig.to_string(), |s| s.as_str().to_string());
+        let done = report.results.iter().filter(|r| r.verdict != report::Verdict::Interrupted).count();
+        note(&format!("interrupted by {name}: partial report; {done} of {share} results finished"));
+        return report.exit_code();
+    }
+    if share == 0 {
+        note("this partition holds no result of the plan: nothing to run");
+        return 0;
+    }
+    let code = report.exit_code();
+    if code == 3 {
+        note(&nothing_ran(&report.summary));
+    }
+    code
+}
