@@ -6,7 +6,8 @@
 //!   short runs to their end;
 //! - [`traced`]: children under ptrace with a seccomp filter, stopped at the
 //!   entry of the system calls the filter traps; [`seized`]: a forked
-//!   process traced the same way without the filter;
+//!   process traced the same way without the filter; [`trace_error`]: why
+//!   tracing could not start or go on, a refusal of the machine apart;
 //! - [`tracee`]: the traced child's side of the fork (its filter, its own
 //!   exec) and the CPU it shares with its tracer;
 //! - [`fault`]: a trapped call made to fail with an errno instead of running;
@@ -36,6 +37,7 @@ pub mod reap;
 mod seized;
 mod setup;
 pub mod spawn;
+mod trace_error;
 pub mod traced;
 mod tracee;
 mod watchdog;

@@ -17,29 +17,7 @@ use super::tracee::{Exec, install_filter, pin_round_robin, restore_affinity};
 use super::watchdog::Watchdog;
 use super::{Cut, Exit, KILL_GRACE, POLL, Reaped, stderr_tail};
 
-/// Why a traced child could not be started or driven.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TraceError {
-    /// ptrace or seccomp is refused here (a container's seccomp or yama
-    /// policy); the syscall results are skipped with this reason.
-    NotPermitted(String),
-    /// The trial's deadline passed; the watchdog killed the group.
-    Deadline,
-    /// The run was interrupted; the watchdog killed the group.
-    Interrupted,
-    Io(String),
-}
-
-impl TraceError {
-    pub(super) fn from_errno(step: &str, e: Errno) -> TraceError {
-        match e {
-            Errno::EPERM | Errno::EACCES | Errno::ENOSYS => {
-                TraceError::NotPermitted(format!("{step} is not permitted here ({e})"))
-            }
-            e => TraceError::Io(format!("{step}: {e}")),
-        }
-    }
-}
+pub use super::trace_error::TraceError;
 
 /// What a traced child did next.
 #[derive(Debug)]
