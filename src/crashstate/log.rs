@@ -281,6 +281,29 @@ fn merged(ranges: impl Iterator<Item = RangeInclusive<u64>>) -> Vec<RangeInclusi
     out
 }
 
+/// For each event, the kill point whose crash instants include the moment
+/// just before it: the first counted call at or after it.
+pub(crate) fn next_points(events: &[Event]) -> Vec<Option<u64>> {
+    let mut next = vec![None; events.len()];
+    let mut upcoming = None;
+    for (i, e) in events.iter().enumerate().rev() {
+        upcoming = e.point.or(upcoming);
+        next[i] = upcoming;
+    }
+    next
+}
+
+/// Where an event is, for a reader: its point, or the point it precedes.
+pub(crate) fn place(point: Option<u64>, last: u64, events: &[Event], i: usize) -> String {
+    match point {
+        Some(n) => format!("#{n}"),
+        None => match events[i..].iter().find_map(|e| e.point) {
+            Some(next) => format!("before #{next}"),
+            None => format!("after #{last}"),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

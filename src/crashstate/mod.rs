@@ -3,7 +3,8 @@
 //! data ([`log`]); any crash state is then rebuilt from the log: a process
 //! crash at kill point N is the calls before N applied to the empty folder
 //! ([`files`]), and a power loss at N keeps only what was durable, plus the
-//! in-order prefixes of what was not ([`power`]), or also writes torn in
+//! in-order prefixes of what was not ([`power`], a call's effect on a
+//! durable image in [`image`]), or also writes torn in
 //! sector units and reordered within a sync interval ([`torn`], with
 //! [`sectors`]); after a sync that fault injection made fail, the states
 //! the failure added ([`failed`]). The states of one recording share the
@@ -16,6 +17,7 @@
 
 pub mod failed;
 pub mod files;
+pub mod image;
 pub mod log;
 pub mod pages;
 pub mod power;

@@ -28,7 +28,8 @@
 use std::collections::BTreeMap;
 
 use super::files::{Files, MODELLED};
-use super::log::{At, Effect, Event};
+use super::image::{apply_data, carry, sectors_of, write};
+use super::log::{At, Effect, Event, next_points, place};
 use super::sectors::SECTOR;
 use crate::kill::syscall::FileKind;
 
@@ -224,29 +225,6 @@ pub fn model_with(events: &[Event], wanted: &[u64], failed: FailedSync) -> Model
     m
 }
 
-/// For each event, the kill point whose crash instants include the moment
-/// just before it: the first counted call at or after it.
-pub(super) fn next_points(events: &[Event]) -> Vec<Option<u64>> {
-    let mut next = vec![None; events.len()];
-    let mut upcoming = None;
-    for (i, e) in events.iter().enumerate().rev() {
-        upcoming = e.point.or(upcoming);
-        next[i] = upcoming;
-    }
-    next
-}
-
-/// Where an event is, for a reader: its point, or the point it precedes.
-pub(super) fn place(point: Option<u64>, last: u64, events: &[Event], i: usize) -> String {
-    match point {
-        Some(n) => format!("#{n}"),
-        None => match events[i..].iter().find_map(|e| e.point) {
-            Some(next) => format!("before #{next}"),
-            None => format!("after #{last}"),
-        },
-    }
-}
-
 impl Disk {
     pub(super) fn apply(&mut self, effect: &Effect, place: String) {
         let at = if place.starts_with('#') { "at " } else { "" };
@@ -434,52 +412,6 @@ impl Disk {
             events.push(Event { point: None, effect: Effect::Write { file, at: At::Offset(0), data: bytes } });
         }
         Files::after(&events)
-    }
-}
-
-fn write(bytes: &mut Vec<u8>, at: At, data: &[u8]) {
-    let offset = match at {
-        At::Offset(o) => o as usize,
-        At::End => bytes.len(),
-    };
-    if bytes.len() < offset + data.len() {
-        bytes.resize(offset + data.len(), 0);
-    }
-    bytes[offset..offset + data.len()].copy_from_slice(data);
-}
-
-/// The sectors a write at an offset touches (none for an append: where it
-/// landed is the live file's end, which a durable image does not know).
-fn sectors_of(e: &Effect) -> std::ops::Range<u64> {
-    match e {
-        Effect::Write { at: At::Offset(o), data, .. } if !data.is_empty() => {
-            o / SECTOR..(o + data.len() as u64).div_ceil(SECTOR)
-        }
-        _ => 0..0,
-    }
-}
-
-/// Before write `e` reaches `bytes`: the sectors it touches whose earlier
-/// writes a failed sync lost take their bytes from `lost` (the page the
-/// write dirties again holds them), once; `lost` forgets them.
-fn carry(bytes: &mut Vec<u8>, e: &Effect, lost: &mut BTreeMap<u64, Vec<u8>>) {
-    for s in sectors_of(e) {
-        if let Some(sector) = lost.remove(&s) {
-            let at = (s * SECTOR) as usize;
-            if bytes.len() < at + sector.len() {
-                bytes.resize(at + sector.len(), 0);
-            }
-            bytes[at..at + sector.len()].copy_from_slice(&sector);
-        }
-    }
-}
-
-pub(super) fn apply_data(bytes: &mut Vec<u8>, e: &Effect) {
-    match e {
-        Effect::Write { at, data, .. } => write(bytes, *at, data),
-        Effect::Truncate { len, .. } => bytes.resize(*len as usize, 0),
-        Effect::Open { truncate: true, .. } => bytes.clear(),
-        _ => {}
     }
 }
 

@@ -30,8 +30,9 @@ use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 
 use super::files::Files;
-use super::log::{Effect, Event};
-use super::power::{Disk, Dropped, Model, Op, Pending, PowerState, apply_data, next_points, place};
+use super::image::apply_data;
+use super::log::{Effect, Event, next_points, place};
+use super::power::{Disk, Dropped, Model, Op, Pending, PowerState};
 use super::sectors::Write;
 pub use variants::Bound;
 use variants::{Variant, Ways, placed};
