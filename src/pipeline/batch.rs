@@ -11,12 +11,13 @@
 //! cell's, with determinism and integrity.
 
 use std::borrow::Borrow;
+use std::ops::Range;
 use std::sync::Arc;
 
 use super::census::Census;
 use super::context::Context;
 use super::outcome::{Failure, Interruption, Outcome};
-use super::parallel::until_first_bad;
+use super::parallel::{parallel, until_first_bad};
 use super::trial::Trial;
 use super::verdict::{Acks, Crash, Ended, conclude};
 use crate::cells::{Cell, End};
@@ -155,6 +156,21 @@ impl Checker<'_> {
         };
         let got = recover_batch(&passes, &pairs, self.ctx.batching());
         (got.results.into_iter().map(|r| r.map_err(Outcome::from)).collect(), got.note)
+    }
+
+    /// Recovers `files` in batches spread over the sweep's threads, in
+    /// order, each batch's folders labelled `{label}{b}`; `done` hears the
+    /// range of `files` each batch recovered, as it ends (a progress tick).
+    pub fn recover_spread(&self, files: &[&Files], label: &str, done: &(dyn Fn(Range<usize>) + Sync)) -> Vec<Recovery> {
+        let groups = batches(files.len(), self.ctx.jobs);
+        parallel(groups.len(), self.ctx.jobs, &|_| crate::harness::interrupted().is_some(), &|b| {
+            let got = self.recover(&files[groups[b].clone()], &format!("{label}{b}")).0;
+            done(groups[b].clone());
+            got
+        })
+        .into_iter()
+        .flatten()
+        .collect()
     }
 
     /// A trial folder holding `state` as rebuilt (its store's files and its

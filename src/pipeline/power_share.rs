@@ -16,8 +16,7 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
-use super::batch::{Checker, Recovery, batches};
-use super::parallel::parallel;
+use super::batch::{Checker, Recovery};
 use super::recorded::Recording;
 use super::workload::Workload;
 use crate::crashstate::Files;
@@ -56,7 +55,7 @@ impl Share {
 /// them).
 pub fn recover(checker: &Checker, files: &[Files], share: Option<&Share>) -> Vec<Arc<Recovery>> {
     let Some(share) = share else {
-        return batched(checker, &files.iter().collect::<Vec<_>>()).into_iter().map(Arc::new).collect();
+        return power_batches(checker, &files.iter().collect::<Vec<_>>()).into_iter().map(Arc::new).collect();
     };
     let mut known = share.recovered.lock().expect("no sweep panics holding the recoveries");
     let found = |f: &Files, known: &Known| {
@@ -64,7 +63,7 @@ pub fn recover(checker: &Checker, files: &[Files], share: Option<&Share>) -> Vec
     };
     let missing: Vec<&Files> = files.iter().filter(|f| found(f, &known).is_none()).collect();
     (missing.len()..files.len()).for_each(|_| checker.ctx.tally.done());
-    for (f, r) in missing.iter().zip(batched(checker, &missing)) {
+    for (f, r) in missing.iter().zip(power_batches(checker, &missing)) {
         // An interrupted batch is not kept: a later sweep would take it for a verdict.
         if matches!(r, Err(super::outcome::Outcome::Interrupted(_))) {
             continue;
@@ -75,17 +74,10 @@ pub fn recover(checker: &Checker, files: &[Files], share: Option<&Share>) -> Vec
     files.iter().map(|f| found(f, &known).unwrap_or_else(interrupted)).collect()
 }
 
-/// Recovers `files` in batches over the sweep's threads, in order.
-fn batched(checker: &Checker, files: &[&Files]) -> Vec<Recovery> {
-    let groups = batches(files.len(), checker.ctx.jobs);
-    parallel(groups.len(), checker.ctx.jobs, &|_| crate::harness::interrupted().is_some(), &|b| {
-        let got = checker.recover(&files[groups[b].clone()], &format!("power{b}")).0;
-        groups[b].clone().for_each(|_| checker.ctx.tally.done());
-        got
-    })
-    .into_iter()
-    .flatten()
-    .collect()
+/// Recovers `files` in batches over the sweep's threads, in order, each
+/// batch a step of the sweep's progress.
+fn power_batches(checker: &Checker, files: &[&Files]) -> Vec<Recovery> {
+    checker.recover_spread(files, "power", &|range| range.for_each(|_| checker.ctx.tally.done()))
 }
 
 /// A hash of a state's store (its bytes, the ack journal aside).
