@@ -339,6 +339,14 @@ pub fn fault_for(syscall: &str) -> Option<nix::errno::Errno> {
     }
 }
 
+/// The files whose calls fault injection fails: the store's own.
+const FAILED_FILES: [FileKind; 4] = [FileKind::Database, FileKind::Journal, FileKind::Wal, FileKind::Shm];
+
+/// The errno kill point `p`'s call is made to fail with, if it gets one.
+pub fn fault_of(p: &Point) -> Option<nix::errno::Errno> {
+    p.file.filter(|f| FAILED_FILES.contains(f)).and(fault_for(p.syscall))
+}
+
 /// How a traced run ended.
 #[derive(Debug)]
 pub enum Driven {

@@ -27,10 +27,12 @@
 
 use nix::errno::Errno;
 
-use super::batch::{Checker, Recovery, batches};
+use super::batch::{Checker, Recovery};
 use super::census::{Filter, trace_outcome};
-use super::outcome::{Failure, Fault, Finding, Interruption, Outcome, PowerLoss, Skip};
-use super::parallel::{parallel, until_first_bad};
+pub use super::fault_outcome::ACKED_DESPITE;
+use super::fault_outcome::{acked_despite, fault_note, fire, lost_rules, with_fault};
+use super::outcome::{Failure, Fault, Interruption, Outcome, PowerLoss, Skip};
+use super::parallel::until_first_bad;
 use super::recorded::{Recording, self_check};
 use super::sweep::Swept;
 use super::trial::Trial;
@@ -38,28 +40,17 @@ use super::verdict::conclude;
 use super::workload::Workload;
 use crate::cells::Violation;
 use crate::crashstate::failed::added_by_failure;
-use crate::crashstate::power::{AtPoint, Model, Pending};
+use crate::crashstate::power::{AtPoint, Model};
 use crate::crashstate::record::record;
 use crate::crashstate::{Effect, Files, Log, Names, State};
 use crate::harness::Exit;
-use crate::kill::syscall::{Driven, FileKind, Goal, Point, fault_for, sweep_points};
+use crate::kill::syscall::{Driven, FileKind, Goal, fault_of, sweep_points};
 use crate::trialdir::TrialEnv;
 
 /// Runs of the workload per `--jobs` thread between two batched recoveries:
 /// enough that a dump process recovers many stores, few enough that a store
 /// whose first faulty point fires does not first run them all.
 const RUNS_PER_JOB: usize = 16;
-
-/// The violation kind of clause (a).
-pub const ACKED_DESPITE: &str = "acked-despite-io-error";
-
-/// The files whose calls fault injection fails: the store's own.
-const FAILED_FILES: [FileKind; 4] = [FileKind::Database, FileKind::Journal, FileKind::Wal, FileKind::Shm];
-
-/// The errno kill point `p`'s call is made to fail with, if it gets one.
-pub fn fault_of(p: &Point) -> Option<Errno> {
-    p.file.filter(|f| FAILED_FILES.contains(f)).and(fault_for(p.syscall))
-}
 
 /// The trials of a fault sweep of `w`: one per faulted point, up to the
 /// first that does not pass; the last says what the runs did.
@@ -198,7 +189,8 @@ impl Sweep<'_> {
         let label = |l: &str| self.w.label(l);
         let make_env = |l: &str| self.w.env(l);
         let checker = self.w.checker(self.rec, &label, &make_env);
-        let recovered = recover_all(&checker, &stores.files, wave[0]);
+        let files: Vec<&Files> = stores.files.iter().collect();
+        let recovered = checker.recover_spread(&files, &format!("fault{}-", wave[0]), &|_| {});
         for (run, (end, added)) in runs.into_iter().zip(&stores.runs) {
             seen.count(&run, added.as_ref());
             let t = judge(&checker, run, &recovered, *end, added.as_ref());
@@ -299,19 +291,6 @@ impl Run {
     }
 }
 
-/// Clause (a): the ack of operation `in_flight`, whose write or sync was
-/// made to fail, if the journal holds one.
-fn acked_despite(acks: &[crashcells_protocol::Ack], in_flight: u64, fault: &Fault) -> Option<Violation> {
-    let ack = acks.iter().find(|a| a.i == in_flight)?;
-    Some(Violation::new(
-        ACKED_DESPITE,
-        format!(
-            "{} {} was acknowledged, though the {} at #{} failed with {} while it was in flight",
-            ack.op, ack.i, fault.call, fault.point, fault.errno
-        ),
-    ))
-}
-
 impl Seen {
     fn count(&mut self, run: &Run, added: Option<&Added>) {
         if run.sync {
@@ -369,18 +348,6 @@ fn power_states(run: &Run) -> Option<(Model, Vec<AtPoint>)> {
         return Some((model, points));
     }
     run.sync.then(|| added_by_failure(run.log.ran(), &wanted))
-}
-
-/// Recovers `files` in batches over the sweep's threads.
-fn recover_all(checker: &Checker, files: &[Files], first: u64) -> Vec<Recovery> {
-    let groups = batches(files.len(), checker.ctx.jobs);
-    parallel(groups.len(), checker.ctx.jobs, &|_| crate::harness::interrupted().is_some(), &|b| {
-        let mine: Vec<&Files> = files[groups[b].clone()].iter().collect();
-        checker.recover(&mine, &format!("fault{first}-{b}")).0
-    })
-    .into_iter()
-    .flatten()
-    .collect()
 }
 
 /// Judges one run: (a), then (b) on its end state, then (c) on the power
@@ -459,39 +426,6 @@ fn judge_power(checker: &Checker, run: &Run, recovered: &[Recovery], added: &Add
     None
 }
 
-/// The rules of what a state lost, the cause first: the writes the failed
-/// sync lost for good, then the operations the power loss dropped; for a
-/// store that changed its journal mode, the power loss's first (the lost
-/// writes were the change's occasion, not its cause).
-fn lost_rules(m: &Model, at: &AtPoint, dropped: &crate::crashstate::power::Dropped, changed: bool) -> Vec<String> {
-    let (failed, later) = (&m.lost[..at.lost], m.dropped(dropped));
-    let rules: Vec<&Pending> =
-        if changed { later.iter().chain(failed).collect() } else { failed.iter().chain(&later).collect() };
-    rules.into_iter().map(Pending::rule).collect()
-}
-
-/// A fire of these violations, with the fault and the power loss that made
-/// its state.
-fn fire(violations: Vec<Violation>, power: Option<PowerLoss>, fault: Option<Fault>) -> Outcome {
-    Outcome::Fire(Finding { violations, power, fault: fault.map(Box::new) })
-}
-
-/// `outcome` with the fault (and power loss) that led to it: a fire names
-/// them; the harness's error says where it arose.
-fn with_fault(outcome: Outcome, fault: &Fault, power: Option<PowerLoss>) -> Outcome {
-    match outcome {
-        Outcome::Fire(f) => fire(f.violations, power.or(f.power), Some(fault.clone())),
-        Outcome::Error(error) => {
-            let error = match power {
-                Some(power) => Failure::PowerLoss { power, error: Box::new(error) },
-                None => error,
-            };
-            Outcome::Error(Failure::Fault { fault: fault.clone(), error: Box::new(error) })
-        }
-        other => other,
-    }
-}
-
 /// A run's trial that does not pass, its folder kept as evidence with a
 /// note (and, when its end state was judged, the recovery passes beside).
 fn keep_run(checker: &Checker, t: Trial, run: Run, outcome: Outcome, recovered: bool) -> Trial {
@@ -508,18 +442,10 @@ fn keep_run(checker: &Checker, t: Trial, run: Run, outcome: Outcome, recovered: 
     t.with_env(run.env)
 }
 
-/// The evidence's note: the call that was made to fail, and what followed.
-fn fault_note(fault: &Fault, details: &[String]) -> String {
-    let mut text = format!("{fault}\nthe call never ran: it returned -{} to the child\n", fault.errno);
-    for d in details {
-        text.push_str(&format!("{d}\n"));
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kill::syscall::Point;
     use crashcells_protocol::Ack;
 
     fn point(syscall: &'static str, file: FileKind) -> Point {

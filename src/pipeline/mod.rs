@@ -42,6 +42,7 @@ pub mod census;
 pub mod context;
 pub mod coverage;
 pub mod fault;
+mod fault_outcome;
 pub mod outcome;
 pub mod parallel;
 pub mod pending;
