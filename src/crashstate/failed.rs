@@ -42,21 +42,10 @@ mod tests {
     use nix::errno::Errno;
 
     use super::*;
-    use crate::crashstate::log::{At, Effect};
+    use crate::crashstate::log::Effect;
+    use crate::crashstate::log::build::{ev, open, put};
     use crate::crashstate::power::Pending;
     use crate::kill::syscall::FileKind::{self, Acks, Database, Wal};
-
-    fn ev(point: Option<u64>, effect: Effect) -> Event {
-        Event { point, effect }
-    }
-
-    fn open(file: FileKind) -> Event {
-        ev(None, Effect::Open { file, create: true, truncate: false })
-    }
-
-    fn put(point: u64, file: FileKind, offset: u64, data: &[u8]) -> Event {
-        ev(Some(point), Effect::Write { file, at: At::Offset(offset), data: data.to_vec() })
-    }
 
     fn sync(file: FileKind) -> Effect {
         Effect::Sync { file, data_only: false }

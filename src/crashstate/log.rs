@@ -304,6 +304,27 @@ pub(crate) fn place(point: Option<u64>, last: u64, events: &[Event], i: usize) -
     }
 }
 
+/// Events as the crash models' unit tests write logs by hand.
+#[cfg(test)]
+pub(crate) mod build {
+    use super::{At, Effect, Event};
+    use crate::kill::syscall::FileKind;
+
+    pub fn ev(point: Option<u64>, effect: Effect) -> Event {
+        Event { point, effect }
+    }
+
+    /// `file` opened (created if missing), at no kill point.
+    pub fn open(file: FileKind) -> Event {
+        ev(None, Effect::Open { file, create: true, truncate: false })
+    }
+
+    /// Kill point `point`: `data` written to `file` at `offset`.
+    pub fn put(point: u64, file: FileKind, offset: u64, data: &[u8]) -> Event {
+        ev(Some(point), Effect::Write { file, at: At::Offset(offset), data: data.to_vec() })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

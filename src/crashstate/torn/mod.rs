@@ -246,25 +246,13 @@ impl<'a> Walk<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crashstate::log::At;
+    use crate::crashstate::log::build::{ev, open, put};
     use crate::crashstate::power::{self, AtPoint};
     use crate::crashstate::sectors::garbage_at;
     use crate::kill::syscall::FileKind::{self, Acks, Database, Wal};
 
     /// Sectors of 4 bytes, so that a few bytes make several sectors.
     const SMALL: Bound = Bound { sector: 4, out_of_order: 1, window: 8, tears: 4 };
-
-    fn ev(point: Option<u64>, effect: Effect) -> Event {
-        Event { point, effect }
-    }
-
-    fn open(file: FileKind) -> Event {
-        ev(None, Effect::Open { file, create: true, truncate: false })
-    }
-
-    fn put(point: u64, file: FileKind, offset: u64, data: &[u8]) -> Event {
-        ev(Some(point), Effect::Write { file, at: At::Offset(offset), data: data.to_vec() })
-    }
 
     fn sync(point: u64, file: FileKind) -> Event {
         ev(Some(point), Effect::Sync { file, data_only: false })
