@@ -110,17 +110,8 @@ fn torn_and_fault_are_opt_in_and_a_point_with_nothing_to_fail_is_skipped() {
 #[test]
 fn the_audit_fills_the_torn_and_fault_columns_and_each_loss_has_a_repro_that_fires_again() {
     let dir = scratch();
-    let matrix = dir.path().join("m.toml");
-    let legs = "[[legs]]\nname = \"off\"\njournal_mode = \"off\"\n";
-    std::fs::write(&matrix, format!("name = \"m\"\ndescription = \"one leg\"\n{legs}")).unwrap();
-    let out = crate::common::bin()
-        .args(["audit", "--format", "json", "--matrix"])
-        .arg(&matrix)
-        .arg("--workdir")
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (_, report, matrix) =
+        crate::common::audit_one_leg(dir.path(), "[[legs]]\nname = \"off\"\njournal_mode = \"off\"\n");
     let row = &report["rows"][0];
     if row["process_crash"]["reason"].as_str().unwrap_or("").contains("unavailable") {
         return eprintln!("ptrace is refused here; skipping");

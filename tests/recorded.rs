@@ -218,22 +218,13 @@ fn power_is_opt_in_and_not_part_of_kill_all() {
 #[test]
 fn the_audit_says_a_leg_keeps_acked_commits_under_a_process_crash_but_loses_them_to_a_power_loss() {
     let dir = scratch();
-    let matrix = dir.path().join("m.toml");
     let legs = "[[legs]]\nname = \"wal-normal\"\njournal_mode = \"wal\"\nsynchronous = \"normal\"\n";
-    std::fs::write(&matrix, format!("name = \"m\"\ndescription = \"one leg\"\n{legs}")).unwrap();
-    let out = bin()
-        .args(["audit", "--format", "json", "--matrix"])
-        .arg(&matrix)
-        .arg("--workdir")
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (code, report, matrix) = crate::common::audit_one_leg(dir.path(), legs);
     let row = &report["rows"][0];
     if row["process_crash"]["reason"].as_str().unwrap_or("").contains("unavailable") {
         return eprintln!("ptrace is refused here; skipping");
     }
-    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    assert_eq!(code, 0, "{report:#}");
     assert_eq!(row["process_crash"]["keeps"], true, "{row:#}");
     assert_eq!(row["power_loss"]["keeps"], false, "{row:#}");
     let reason = row["power_loss"]["reason"].as_str().unwrap();
