@@ -33,6 +33,10 @@ pub enum KillMode {
 }
 
 impl KillMode {
+    /// Every kill mode, as reports and known-findings files name them.
+    pub const ALL: [KillMode; 6] =
+        [KillMode::Timed, KillMode::Syscall, KillMode::None, KillMode::Power, KillMode::Torn, KillMode::Fault];
+
     pub fn as_str(self) -> &'static str {
         match self {
             KillMode::Timed => "timed",

@@ -281,8 +281,7 @@ fn fold(job: &Job, ctx: &Context, trials: &[Trial]) -> CellResult {
     }
     // A `--point`/`--points` sweep visited a selection: no whole sweep.
     let o = &ctx.options;
-    result.sampled =
-        matches!(job.kill, KillMode::Syscall | KillMode::Power) && (o.point.is_some() || o.points.is_some());
+    result.sampled = job.kill.sweeps_points() && (o.point.is_some() || o.points.is_some());
     result.integrity = last.integrity.clone();
     result.details = last.details.clone();
     // An interrupted result reruns whole: its last trial decided nothing.

@@ -19,13 +19,12 @@
 use std::fmt;
 
 use super::CellResult;
+use crate::plan::KillMode;
 
 /// The level a child did not report: whatever its store leaves to SQLite.
 pub const DEFAULT_LEVEL: &str = "default";
 /// The mode of a result no leg audit reached (no fire has none).
 const UNAUDITED: &str = "unaudited";
-/// The kill modes a fingerprint may name.
-const KILLS: [&str; 4] = ["timed", "syscall", "none", "power"];
 
 /// A fingerprint, word by word.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -110,8 +109,10 @@ impl std::str::FromStr for Fingerprint {
         {
             return Err(format!("its {empty} is empty"));
         }
-        if !KILLS.contains(&kill) {
-            return Err(format!("its kill `{kill}` is not one of {}", KILLS.join(", ")));
+        // Any kill mode a result can have, so that every fire can be listed.
+        if !KillMode::ALL.iter().any(|k| k.as_str() == kill) {
+            let all: Vec<&str> = KillMode::ALL.iter().map(|k| k.as_str()).collect();
+            return Err(format!("its kill `{kill}` is not one of {}", all.join(", ")));
         }
         let [cell, mode, synchronous, kill, violation] = [cell, mode, synchronous, kill, violation].map(String::from);
         Ok(Fingerprint { cell, mode, synchronous, kill, violation })
@@ -159,6 +160,8 @@ mod tests {
         let e = |s: &str| s.parse::<Fingerprint>().unwrap_err();
         assert!(e("a/b/c").starts_with("has 3 words, not the 5"), "{}", e("a/b/c"));
         assert_eq!(e("a//full/syscall/x"), "its mode is empty");
-        assert_eq!(e("a/wal/full/kill/x"), "its kill `kill` is not one of timed, syscall, none, power");
+        assert_eq!(e("a/wal/full/kill/x"), "its kill `kill` is not one of timed, syscall, none, power, torn, fault");
+        assert!("c/wal/full/torn/lost-ack".parse::<Fingerprint>().is_ok(), "a torn fire can be listed");
+        assert!("c/wal/full/fault/acked-despite-io-error".parse::<Fingerprint>().is_ok(), "so can a fault fire");
     }
 }

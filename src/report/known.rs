@@ -24,7 +24,6 @@ use serde::{Deserialize, Serialize};
 use super::fingerprint::Fingerprint;
 use super::{CellResult, Report, Verdict};
 use crate::error::{Error, Result, toml_message};
-use crate::plan::KillMode;
 
 /// One `[[finding]]` of the file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -197,11 +196,11 @@ fn status(fingerprint: &str, results: &[CellResult]) -> (KnownStatus, String) {
 }
 
 /// Whether `r` visited every kill point of its workload without stopping
-/// early: a sweep (syscall or power, whose points do not depend on timing)
+/// early: a sweep (syscall, power, torn or fault: points that do not depend on timing)
 /// that passed, or whose every planned point landed, and that was no
 /// `--point`/`--points` sample.
 fn whole_sweep(r: &CellResult) -> bool {
-    let sweep = matches!(r.kill, KillMode::Syscall | KillMode::Power) && !r.sampled;
+    let sweep = r.kill.sweeps_points() && !r.sampled;
     let ended = r.verdict == Verdict::Pass
         || (r.verdict.is_fire() && r.points_planned.is_some() && r.points_planned == r.points_landed);
     sweep && ended
@@ -210,6 +209,7 @@ fn whole_sweep(r: &CellResult) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::KillMode;
     use crate::report::tests::{fire, report_of};
 
     const FILE: &str = r##"
@@ -303,5 +303,19 @@ mod tests {
         let mut r = report_of(vec![pass]);
         r.judge_known(None, parse(FILE).unwrap());
         assert_eq!((r.known_findings[0].status, r.exit_code()), (KnownStatus::NotFired, 0));
+    }
+
+    #[test]
+    fn a_whole_torn_or_fault_sweep_that_passes_makes_its_finding_gone() {
+        for kill in [KillMode::Torn, KillMode::Fault] {
+            let mut pass = fired(kill, "lost-ack");
+            (pass.verdict, pass.fingerprint, pass.points_planned, pass.points_landed) =
+                (Verdict::Pass, None, Some(9), Some(9));
+            let file =
+                format!("[[finding]]\nfingerprint = \"c/wal/default/{}/lost-ack\"\nissue = \"#7\"\n", kill.as_str());
+            let mut r = report_of(vec![pass]);
+            r.judge_known(None, parse(&file).unwrap());
+            assert_eq!((r.known_findings[0].status, r.exit_code()), (KnownStatus::Gone, 1), "{kill:?}");
+        }
     }
 }
