@@ -38,11 +38,7 @@ pub(super) fn sectors_of(e: &Effect) -> std::ops::Range<u64> {
 pub(super) fn carry(bytes: &mut Vec<u8>, e: &Effect, lost: &mut BTreeMap<u64, Vec<u8>>) {
     for s in sectors_of(e) {
         if let Some(sector) = lost.remove(&s) {
-            let at = (s * SECTOR) as usize;
-            if bytes.len() < at + sector.len() {
-                bytes.resize(at + sector.len(), 0);
-            }
-            bytes[at..at + sector.len()].copy_from_slice(&sector);
+            write(bytes, At::Offset(s * SECTOR), &sector);
         }
     }
 }

@@ -27,7 +27,7 @@
 
 use nix::errno::Errno;
 
-use super::batch::{Checker, Recovery};
+use super::batch::{Checker, Recovery, interrupted_after};
 use super::census::{Filter, trace_outcome};
 pub use super::fault_outcome::ACKED_DESPITE;
 use super::fault_outcome::{acked_despite, fault_note, fire, lost_rules, with_fault};
@@ -72,9 +72,7 @@ pub fn fault_sweep(w: &Workload, seed: u64) -> Swept {
         if bad {
             break;
         }
-        if crate::harness::interrupted().is_some() {
-            let next = trials.last().map_or(0, |t: &Trial| t.index.saturating_add(1));
-            trials.push(Trial::ended(next, Outcome::Interrupted(Interruption::BetweenBatches)));
+        if interrupted_after(&mut trials) {
             break;
         }
     }
