@@ -198,7 +198,7 @@ impl Store {
                 if create {
                     insert_session(tx, parent, None)?;
                 }
-                messages.iter().try_for_each(|(role, c)| insert_message(tx, parent, role, c).map(drop))?;
+                insert_messages(tx, parent, messages)?;
                 lease(tx, parent)
             },
             &mut || (),
@@ -291,7 +291,7 @@ impl Store {
         self.immediate(
             |tx| {
                 insert_continuation(tx, parent, child)?;
-                insert_carried(tx, child, carried)?;
+                insert_messages(tx, child, carried)?;
                 end_by_compression(tx, parent)
             },
             &mut || (),
@@ -309,7 +309,7 @@ impl Store {
     ) -> rusqlite::Result<()> {
         self.immediate(|tx| end_by_compression(tx, parent), &mut || ())?;
         self.immediate(
-            |tx| insert_continuation(tx, parent, child).and_then(|()| insert_carried(tx, child, carried)),
+            |tx| insert_continuation(tx, parent, child).and_then(|()| insert_messages(tx, child, carried)),
             &mut || (),
         )
     }
@@ -330,7 +330,7 @@ impl Store {
             &mut || (),
         )?;
         self.immediate(
-            |tx| fill_continuation(tx, parent, child).and_then(|()| insert_carried(tx, child, carried)),
+            |tx| fill_continuation(tx, parent, child).and_then(|()| insert_messages(tx, child, carried)),
             &mut || (),
         )
     }
@@ -383,8 +383,8 @@ fn lease(tx: &rusqlite::Transaction<'_>, parent: &str) -> rusqlite::Result<()> {
     expect_one(n)
 }
 
-fn insert_carried(tx: &rusqlite::Transaction<'_>, child: &str, carried: &[(&str, String)]) -> rusqlite::Result<()> {
-    carried.iter().try_for_each(|(role, content)| insert_message(tx, child, role, content).map(drop))
+fn insert_messages(tx: &rusqlite::Transaction<'_>, session: &str, messages: &[(&str, String)]) -> rusqlite::Result<()> {
+    messages.iter().try_for_each(|(role, content)| insert_message(tx, session, role, content).map(drop))
 }
 
 fn end_by_compression(tx: &rusqlite::Transaction<'_>, parent: &str) -> rusqlite::Result<()> {
