@@ -316,21 +316,9 @@ fn a_recorded_sweep_reports_its_phases_and_its_points_as_they_are_judged() {
     let heard = Arc::clone(&steps);
     let child = crashcells::harness::Launcher::exec(reference());
     let ready = crashcells::probe::preflight(&child, &work, Duration::from_secs(30)).unwrap();
-    let ctx = Context {
-        options: crashcells::options::RunOptions { matrix: "default".into(), ..Default::default() },
-        seed: 7,
-        child,
-        work_root: work.clone(),
-        evidence_root: work.join("evidence"),
-        deadline: Duration::from_secs(30),
-        jobs: 2,
-        child_ready: Some(ready),
-        tally: Tally::new(move |s| heard.lock().unwrap().push(s)),
-        pool: crashcells::pipeline::pool::Pool::new(2),
-        start: Duration::ZERO,
-        crowd: 1,
-        shared: Default::default(),
-    };
+    let options = crashcells::options::RunOptions { matrix: "default".into(), ..Default::default() };
+    let ctx = Context::new(options, 7, child, work.clone(), work.join("evidence"), Duration::from_secs(30), 2);
+    let ctx = Context { child_ready: Some(ready), tally: Tally::new(move |s| heard.lock().unwrap().push(s)), ..ctx };
     let result = crashcells::pipeline::run_job(&job, &ctx);
     if result.reason.contains("unavailable") {
         eprintln!("ptrace is refused here; skipping");

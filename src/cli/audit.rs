@@ -218,20 +218,13 @@ fn crash_context(
         deadline: (deadline != crate::options::DEFAULT_DEADLINE_SECS).then_some(deadline),
         ..Default::default()
     };
+    let child = setup.forks.map_or_else(|| crate::harness::Launcher::exec(setup.child.clone()), |f| f.0.clone());
+    let evidence = work_root.join("evidence");
+    let ctx = crate::pipeline::Context::new(options, 1, child, work_root, evidence, setup.deadline, jobs);
     Ok(crate::pipeline::Context {
-        options,
-        seed: 1,
-        child: setup.forks.map_or_else(|| crate::harness::Launcher::exec(setup.child.clone()), |f| f.0.clone()),
-        evidence_root: work_root.join("evidence"),
-        work_root,
-        deadline: setup.deadline,
-        jobs,
         child_ready: Some(ready.clone()),
-        tally: Default::default(),
-        pool: crate::pipeline::pool::Pool::new(jobs),
         start: setup.forks.map_or(Duration::ZERO, |f| f.1),
-        crowd: 1,
-        shared: Default::default(),
+        ..ctx
     })
 }
 

@@ -90,21 +90,8 @@ pub(super) fn run_context(options: RunOptions, seed: u64, work_root: &Path, evid
     let mut child = child_command(options.child.as_deref())?;
     child.cwd = options.cwd.clone();
     let jobs = options.jobs.map_or_else(default_jobs, |j| j as usize);
-    Ok(Context {
-        child: Launcher::exec(child),
-        work_root: work_root.to_path_buf(),
-        evidence_root,
-        deadline: options.deadline(),
-        jobs,
-        seed,
-        options,
-        child_ready: None,
-        tally: Default::default(),
-        pool: crate::pipeline::pool::Pool::new(jobs),
-        start: Duration::ZERO,
-        crowd: 1,
-        shared: Default::default(),
-    })
+    let deadline = options.deadline();
+    Ok(Context::new(options, seed, Launcher::exec(child), work_root.to_path_buf(), evidence_root, deadline, jobs))
 }
 
 fn default_jobs() -> usize {

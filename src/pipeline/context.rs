@@ -54,6 +54,38 @@ pub struct Context {
     pub shared: Shared,
 }
 
+impl Context {
+    /// A run's context before its preflight: nothing heard from the child
+    /// yet (its ready record, its start time), no race seen (a crowd of
+    /// one), nothing shared, a pool of `jobs` units. Callers set the rest
+    /// with struct update syntax.
+    pub fn new(
+        options: RunOptions,
+        seed: u64,
+        child: Launcher,
+        work_root: PathBuf,
+        evidence_root: PathBuf,
+        deadline: Duration,
+        jobs: usize,
+    ) -> Context {
+        Context {
+            options,
+            seed,
+            child,
+            work_root,
+            evidence_root,
+            deadline,
+            jobs,
+            child_ready: None,
+            tally: Tally::default(),
+            pool: Pool::new(jobs),
+            start: Duration::ZERO,
+            crowd: 1,
+            shared: Shared::default(),
+        }
+    }
+}
+
 /// What the jobs of one run may share, by key: each value is made once, by
 /// the first job that asks for it (a second job asking meanwhile waits for
 /// it), and is of the type the module that makes it says. The audit's power
@@ -144,21 +176,10 @@ impl Context {
     /// A context for unit tests that start no child: default options, seed
     /// 1, a one-second deadline, `jobs` threads and what the child said.
     pub(crate) fn for_tests(jobs: usize, child_ready: Option<Ready>) -> Context {
-        Context {
-            options: RunOptions::default(),
-            seed: 1,
-            child: Launcher::exec(crate::harness::ChildCommand { program: "child".into(), prefix: vec![], cwd: None }),
-            work_root: std::env::temp_dir(),
-            evidence_root: std::env::temp_dir(),
-            deadline: Duration::from_secs(1),
-            jobs,
-            child_ready,
-            tally: Default::default(),
-            pool: Pool::new(jobs),
-            start: Duration::ZERO,
-            crowd: 1,
-            shared: Shared::default(),
-        }
+        let child = Launcher::exec(crate::harness::ChildCommand { program: "child".into(), prefix: vec![], cwd: None });
+        let (work, deadline) = (std::env::temp_dir(), Duration::from_secs(1));
+        let ctx = Context::new(RunOptions::default(), 1, child, work.clone(), work, deadline, jobs);
+        Context { child_ready, ..ctx }
     }
 }
 
