@@ -130,13 +130,7 @@ fn known(out: &mut String, r: &CellResult) {
     if let Some(fp) = &r.fingerprint {
         let _ = writeln!(out, "{IN}fingerprint: {fp}");
     }
-    if let Some(e) = &r.evidence {
-        let _ = writeln!(out, "{IN}evidence: {e}");
-    }
-    let _ = writeln!(out, "{IN}repro: {}", r.repro);
-    if let Some(note) = &r.repro_note {
-        let _ = writeln!(out, "{IN}note: {note}");
-    }
+    where_to_start(out, r);
 }
 
 /// One row: padded columns, then the reason.
@@ -168,6 +162,16 @@ fn decisive(out: &mut String, r: &CellResult) {
     for d in &r.details {
         let _ = writeln!(out, "{IN}details: {d}");
     }
+    where_to_start(out, r);
+    if let Some(s) = &r.syscall_repro {
+        let _ = writeln!(out, "{IN}syscall repro: {s}");
+    }
+}
+
+/// Where a fire (known or not) or an error is picked up again: its
+/// evidence, or why none was kept, and its repro with the repro's note.
+fn where_to_start(out: &mut String, r: &CellResult) {
+    const IN: &str = "    ";
     match (&r.evidence, &r.evidence_error) {
         (_, Some(why)) => {
             let _ = writeln!(out, "{IN}evidence: NOT KEPT: {why}");
@@ -180,9 +184,6 @@ fn decisive(out: &mut String, r: &CellResult) {
     let _ = writeln!(out, "{IN}repro: {}", r.repro);
     if let Some(note) = &r.repro_note {
         let _ = writeln!(out, "{IN}note: {note}");
-    }
-    if let Some(s) = &r.syscall_repro {
-        let _ = writeln!(out, "{IN}syscall repro: {s}");
     }
 }
 
@@ -281,6 +282,18 @@ mod tests {
         let row = text.lines().nth(1).unwrap();
         let words: Vec<&str> = row.split_whitespace().collect();
         assert_eq!(words[..8], ["skip", "c", "default", "-", "power", "-", "-", "-"], "{text}");
+    }
+
+    #[test]
+    fn a_known_fire_says_where_to_start_as_a_fire_does_and_when_no_evidence_was_kept() {
+        use crate::report::known::Known;
+        use crate::report::tests::{fire, report_of};
+        let mut r = fire(KillMode::Syscall, "wal");
+        (r.verdict, r.known) = (Verdict::Known, Some(Known { issue: "#31".into(), note: None }));
+        let text = render(&report_of(vec![r]), false);
+        assert!(text.contains("    known: issue #31\n"), "{text}");
+        assert!(text.contains("    evidence: NOT KEPT: could not keep /e: Read-only file system\n"), "{text}");
+        assert!(text.contains("    repro: crashcells run --kill syscall\n"), "{text}");
     }
 
     #[test]
