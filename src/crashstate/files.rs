@@ -76,6 +76,15 @@ impl Files {
         self.files.iter().filter(|(k, _)| **k != FileKind::Acks)
     }
 
+    /// A hash of the store's bytes (the ack journal aside): two states that
+    /// hold one store hash alike, so a map by it finds a store seen before.
+    pub fn store_hash(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.store().for_each(|f| f.hash(&mut h));
+        h.finish()
+    }
+
     /// The store's version: see the field.
     pub fn version(&self) -> u64 {
         self.version

@@ -17,7 +17,6 @@
 //! `docs/DESIGN.md` says what each keeps, drops and does not model.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use super::batch::{Checker, Recovery};
@@ -190,9 +189,7 @@ fn distinct(m: &Model) -> (Vec<usize>, Vec<usize>) {
     let mut stores: Vec<usize> = Vec::new();
     let mut canon = Vec::with_capacity(m.states.len());
     for (i, s) in m.states.iter().enumerate() {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        s.files.store().for_each(|f| f.hash(&mut h));
-        let bucket = seen.entry(h.finish()).or_default();
+        let bucket = seen.entry(s.files.store_hash()).or_default();
         let same = bucket.iter().copied().find(|&j| m.states[stores[j]].files.store().eq(s.files.store()));
         canon.push(same.unwrap_or_else(|| {
             stores.push(i);

@@ -13,7 +13,6 @@
 //! sweep's own, as before.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use super::batch::{Checker, Recovery};
@@ -58,31 +57,28 @@ pub fn recover(checker: &Checker, files: &[Files], share: Option<&Share>) -> Vec
         return power_batches(checker, &files.iter().collect::<Vec<_>>()).into_iter().map(Arc::new).collect();
     };
     let mut known = share.recovered.lock().expect("no sweep panics holding the recoveries");
-    let found = |f: &Files, known: &Known| {
-        known.get(&content(f))?.iter().find(|(g, _)| g.store().eq(f.store())).map(|(_, r)| Arc::clone(r))
+    // Each store hashed once: a WAL state's store is megabytes.
+    let keys: Vec<u64> = files.iter().map(Files::store_hash).collect();
+    let found = |i: usize, known: &Known| {
+        let f = &files[i];
+        known.get(&keys[i])?.iter().find(|(g, _)| g.store().eq(f.store())).map(|(_, r)| Arc::clone(r))
     };
-    let missing: Vec<&Files> = files.iter().filter(|f| found(f, &known).is_none()).collect();
+    let missing: Vec<usize> = (0..files.len()).filter(|&i| found(i, &known).is_none()).collect();
     (missing.len()..files.len()).for_each(|_| checker.ctx.tally.done());
-    for (f, r) in missing.iter().zip(power_batches(checker, &missing)) {
+    let stores: Vec<&Files> = missing.iter().map(|&i| &files[i]).collect();
+    for (&i, r) in missing.iter().zip(power_batches(checker, &stores)) {
         // An interrupted batch is not kept: a later sweep would take it for a verdict.
         if matches!(r, Err(super::outcome::Outcome::Interrupted(_))) {
             continue;
         }
-        known.entry(content(f)).or_default().push(((*f).clone(), Arc::new(r)));
+        known.entry(keys[i]).or_default().push((files[i].clone(), Arc::new(r)));
     }
     let interrupted = || Arc::new(Err(super::outcome::Outcome::Interrupted(super::outcome::Interruption::PowerStates)));
-    files.iter().map(|f| found(f, &known).unwrap_or_else(interrupted)).collect()
+    (0..files.len()).map(|i| found(i, &known).unwrap_or_else(interrupted)).collect()
 }
 
 /// Recovers `files` in batches over the sweep's threads, in order, each
 /// batch a step of the sweep's progress.
 fn power_batches(checker: &Checker, files: &[&Files]) -> Vec<Recovery> {
     checker.recover_spread(files, "power", &|range| range.for_each(|_| checker.ctx.tally.done()))
-}
-
-/// A hash of a state's store (its bytes, the ack journal aside).
-fn content(f: &Files) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    f.store().for_each(|s| s.hash(&mut h));
-    h.finish()
 }

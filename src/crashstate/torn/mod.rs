@@ -27,7 +27,6 @@
 //! a later write to them.
 
 use std::collections::{HashMap, HashSet};
-use std::hash::{Hash, Hasher};
 
 use super::files::Files;
 use super::image::apply_data;
@@ -182,9 +181,7 @@ impl<'a> Walk<'a> {
 
     /// The index of the state holding `files`' store, added if new.
     fn dedup(&mut self, files: Files, reached: usize) -> usize {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        files.store().for_each(|f| f.hash(&mut h));
-        let bucket = self.by_content.entry(h.finish()).or_default();
+        let bucket = self.by_content.entry(files.store_hash()).or_default();
         if let Some(&id) = bucket.iter().find(|&&id| self.m.states[id].files.store().eq(files.store())) {
             return id;
         }
