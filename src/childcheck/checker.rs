@@ -88,12 +88,18 @@ impl Checker<'_> {
     pub(super) fn note(&mut self, check: &'static str, result: Result<String, String>) -> bool {
         let finding = Finding::of(check, result);
         let ok = finding.ok;
-        match self.findings.iter_mut().find(|f| f.check == check) {
-            Some(earlier) if earlier.ok && !ok => *earlier = finding,
+        self.record(finding);
+        ok
+    }
+
+    /// Keeps `finding`: a check's first, or a failure where the check had
+    /// passed so far; an earlier failure stands.
+    fn record(&mut self, finding: Finding) {
+        match self.findings.iter_mut().find(|f| f.check == finding.check) {
+            Some(earlier) if earlier.ok && !finding.ok => *earlier = finding,
             Some(_) => {}
             None => self.pushed(finding),
         }
-        ok
     }
 
     /// A check's first finding, counted on the bar.
@@ -112,12 +118,13 @@ impl Checker<'_> {
     /// Records the store's finding under `check` (`cell` fires on it); a
     /// protocol fault noted under the same check stands.
     pub(super) fn store_finding(&mut self, check: &'static str, cell: &'static str, detail: String) {
-        let finding = Finding::store_finding(check, cell, detail);
-        match self.findings.iter_mut().find(|f| f.check == check) {
-            Some(earlier) if earlier.ok => *earlier = finding,
-            Some(_) => {}
-            None => self.pushed(finding),
-        }
+        self.record(Finding::store_finding(check, cell, detail));
+    }
+
+    /// Says of each of `checks` that it did not run, and why.
+    pub(super) fn skip(&mut self, checks: &[&'static str], why: &str) {
+        self.skipped.extend(checks.iter().map(|&c| (c, why.to_string())));
+        self.tick();
     }
 
     /// Whether `exit` is the protocol's "unsupported operation" (exit 69,
@@ -127,9 +134,10 @@ impl Checker<'_> {
         if exit != Exit::Code(EXIT_UNSUPPORTED) {
             return false;
         }
-        let why = format!("the child does not implement `{op}` (it exited {EXIT_UNSUPPORTED}: unsupported operation)");
-        self.skipped.extend(checks.iter().map(|&c| (c, why.clone())));
-        self.tick();
+        self.skip(
+            checks,
+            &format!("the child does not implement `{op}` (it exited {EXIT_UNSUPPORTED}: unsupported operation)"),
+        );
         true
     }
 
@@ -139,9 +147,7 @@ impl Checker<'_> {
         match ops.iter().find(|&&op| !ready.implements(op)) {
             None => run(self),
             Some(op) => {
-                let why = format!("the child does not implement `{op}` (its ready record does not list it)");
-                self.skipped.extend(checks.iter().map(|&c| (c, why.clone())));
-                self.tick();
+                self.skip(checks, &format!("the child does not implement `{op}` (its ready record does not list it)"))
             }
         }
     }

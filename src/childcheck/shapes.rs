@@ -30,7 +30,7 @@ impl Checker<'_> {
             self.note("rotate-shapes", found);
             return;
         };
-        self.skipped.push(("rotate-shapes", why.into()));
+        self.skip(&["rotate-shapes"], why);
     }
 
     fn shaped_rotations(&mut self) -> Result<String, String> {
