@@ -30,10 +30,10 @@ use nix::errno::Errno;
 use super::batch::{Checker, Recovery, interrupted_after};
 use super::census::{Filter, trace_outcome};
 pub use super::fault_outcome::ACKED_DESPITE;
-use super::fault_outcome::{acked_despite, fault_note, fire, lost_rules, with_fault};
-use super::outcome::{Failure, Fault, Interruption, Outcome, PowerLoss, Skip};
+use super::fault_outcome::{acked_despite, fault_note, fire, lost_rules, planned, with_fault};
+use super::outcome::{Failure, Fault, Interruption, Outcome, PowerLoss};
 use super::parallel::until_first_bad;
-use super::recorded::{Recording, self_check};
+use super::recorded::Recording;
 use super::sweep::Swept;
 use super::trial::Trial;
 use super::verdict::conclude;
@@ -44,7 +44,7 @@ use crate::crashstate::power::{AtPoint, Model};
 use crate::crashstate::record::record;
 use crate::crashstate::{Effect, Files, Log, Names, State};
 use crate::harness::Exit;
-use crate::kill::syscall::{Driven, FileKind, Goal, fault_of, sweep_points};
+use crate::kill::syscall::{Driven, FileKind, Goal, fault_of};
 use crate::trialdir::TrialEnv;
 
 /// Runs of the workload per `--jobs` thread between two batched recoveries:
@@ -82,26 +82,6 @@ pub fn fault_sweep(w: &Workload, seed: u64) -> Swept {
     Swept { planned: Some(points), trials, recorded: false, distinct: None }
 }
 
-/// The points a sweep faults: `--point N` if its call gets a fault (else
-/// the skip that says why not); else a sample of `--points` of those whose
-/// call does, drawn with the seed; else all of them.
-fn planned(log: &Log, only: Option<u64>, sample: Option<u32>, seed: u64) -> Result<Vec<u64>, Outcome> {
-    let faulted: Vec<u64> = (1..=log.total()).filter(|&n| fault_of(&log.point(n)).is_some()).collect();
-    if let Some(n) = only {
-        if faulted.contains(&n) {
-            return Ok(vec![n]);
-        }
-        let p = log.point(n);
-        let call = match p.file {
-            Some(f) => format!("{} of the {}", p.syscall, f.as_str()),
-            None => "child's own end".into(),
-        };
-        return Err(Outcome::Skip(Skip::NothingToFail { point: n, call }));
-    }
-    let drawn = sweep_points((1..=faulted.len() as u64).collect(), None, sample, seed);
-    Ok(drawn.into_iter().map(|i| faulted[i as usize - 1]).collect())
-}
-
 /// What the sweep's runs did, for its last trial's details.
 #[derive(Default)]
 struct Seen {
@@ -136,9 +116,9 @@ struct Run {
     in_flight: Option<u64>,
     /// Clause (a)'s violation, if the in-flight operation was acked.
     acked: Option<Violation>,
-    /// The store changed how it commits after the fault: its own files
-    /// contradict the mode its census ran in (said in `fault.then`).
-    changed: bool,
+    /// The files the run left at its end, replayed from its log once (the
+    /// self-check found them equal to the disk's).
+    end: Files,
 }
 
 /// A fault sweep's recording and workload.
@@ -235,17 +215,31 @@ impl Sweep<'_> {
         drop(child);
         let names = Names::new(&env.db, &env.acks, &env.transport);
         let dir = env.db.parent().expect("a trial's database is in its folder");
-        if let Some(why) = self_check(&log, dir, &names) {
+        let end = Files::after(log.ran());
+        if let Some(why) = end.differs_from_disk(dir, &names) {
             return Err(failed(Outcome::Error(Failure::FaultUnlogged(why)), env));
         }
-        Run::of(n, errno, exit, env, log).map(|r| r.audited(w, self.rec)).map_err(|e| failed(e.0, e.1))
+        Run::of(n, errno, exit, env, log, end).map(|r| r.audited(w, self.rec)).map_err(|e| failed(e.0, e.1))
     }
 }
 
 impl Run {
+    /// Whether the store changed how it commits after the fault: its own
+    /// files contradict the mode its census ran in (`fault.then` says so).
+    fn changed(&self) -> bool {
+        self.fault.then.is_some()
+    }
+
     /// A finished faulty run, with clause (a) judged: its in-flight
     /// operation against the acks it ended with.
-    fn of(n: u64, errno: Errno, exit: Exit, env: TrialEnv, log: Log) -> Result<Run, Box<(Outcome, TrialEnv)>> {
+    fn of(
+        n: u64,
+        errno: Errno,
+        exit: Exit,
+        env: TrialEnv,
+        log: Log,
+        end: Files,
+    ) -> Result<Run, Box<(Outcome, TrialEnv)>> {
         let effect = match &log.events[log.at[n as usize - 1]].effect {
             Effect::Failed { effect, .. } => (**effect).clone(),
             other => other.clone(),
@@ -258,12 +252,12 @@ impl Run {
             Ok(j) => j.ready.map(|_| j.acks.iter().map(|a| a.i + 1).max().unwrap_or(0)),
             Err(e) => return Err(Box::new((bad_journal(e), env))),
         };
-        let acks = match crate::journal::parse(&std::fs::read(&env.acks).unwrap_or_default()) {
+        let acks = match crate::journal::parse(&end.get(FileKind::Acks).unwrap_or_default()) {
             Ok(j) => j.acks,
             Err(e) => return Err(Box::new((bad_journal(e), env))),
         };
         let acked = in_flight.and_then(|i| acked_despite(&acks, i, &fault));
-        Ok(Run { n, fault, sync, env, log, in_flight, acked, changed: false })
+        Ok(Run { n, fault, sync, env, log, in_flight, acked, end })
     }
 
     /// The run with its leg audited on its own files: a store that, after
@@ -274,7 +268,7 @@ impl Run {
     /// those the failed sync added. A store that ended before its ready
     /// record claimed no mode, and changed none.
     fn audited(mut self, w: &Workload, rec: &Recording) -> Run {
-        let bytes = std::fs::read(&self.env.acks).unwrap_or_default();
+        let bytes = self.end.get(FileKind::Acks).unwrap_or_default();
         let Some(ready) = crate::journal::parse(&bytes).ok().and_then(|j| j.ready) else { return self };
         let audit = crate::legaudit::audit_leg(&self.env.db, &ready, w.leg);
         let known = audit.family != crate::dbfiles::Family::Unknown;
@@ -283,7 +277,6 @@ impl Run {
             let was = &rec.census.audit.effective;
             self.fault.then =
                 Some(format!("then the store ran in {journal}, not {was} as its census did ({})", audit.reason));
-            self.changed = true;
         }
         self
     }
@@ -311,7 +304,7 @@ fn stores_of(runs: &[Run]) -> Stores {
     let mut stores = Stores { files: Vec::new(), runs: Vec::new() };
     for run in runs {
         let end = stores.files.len();
-        stores.files.push(Files::after(run.log.ran()));
+        stores.files.push(run.end.clone());
         let added = power_states(run).map(|(model, points)| {
             // A state reached at several points is recovered once per transport.
             let mut of: std::collections::HashMap<(usize, Option<&[u8]>), usize> = Default::default();
@@ -340,7 +333,7 @@ fn stores_of(runs: &[Run]) -> Stores {
 /// how it committed from then on is the fault's doing. None otherwise.
 fn power_states(run: &Run) -> Option<(Model, Vec<AtPoint>)> {
     let wanted: Vec<u64> = (run.n + 1..=run.log.total() + 1).collect();
-    if run.changed {
+    if run.changed() {
         let model = crate::crashstate::power::model(run.log.ran(), &wanted);
         let points = model.points.clone();
         return Some((model, points));
@@ -360,12 +353,12 @@ fn judge(checker: &Checker, run: Run, recovered: &[Recovery], end: usize, added:
     t.details.push(format!("{}; {in_flight}", run.fault));
     let head = t.details.clone();
     if let Some(v) = run.acked.clone() {
-        let acks = Files::after(run.log.ran()).get(FileKind::Acks).unwrap_or_default();
+        let acks = run.end.get(FileKind::Acks).unwrap_or_default();
         t.acked = crate::journal::parse(&acks).map_or(0, |j| j.acks.len() as u64);
         t.kill_point = Some(point.kill_point(index, run.in_flight.unwrap_or(0)));
         return keep_run(checker, t, run, fire(vec![v], None, None), false);
     }
-    let acks = Files::after(run.log.ran()).get(FileKind::Acks).unwrap_or_default();
+    let acks = run.end.get(FileKind::Acks).unwrap_or_default();
     let outcome = conclude(&checker.crash(&acks), &mut t, || recovered.get(end).cloned().unwrap_or_else(missing));
     // Where the fault struck: after the acks given before it.
     t.kill_point = Some(point.kill_point(index, run.in_flight.unwrap_or(0)));
@@ -411,7 +404,7 @@ fn judge_power(checker: &Checker, run: &Run, recovered: &[Recovery], added: &Add
             if outcome.is_pass() {
                 continue;
             }
-            let rules = lost_rules(m, at, dropped, run.changed);
+            let rules = lost_rules(m, at, dropped, run.changed());
             let rule =
                 rules.first().cloned().unwrap_or_else(|| "nothing was lost (the process crash's own state)".into());
             let power = PowerLoss { point: at.point, rule, later: rules.len().saturating_sub(1) };

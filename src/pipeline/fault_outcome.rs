@@ -1,4 +1,5 @@
-//! How a fault sweep's findings read ([`super::fault`]): clause (a)'s
+//! The points a fault sweep faults, and how its findings read
+//! ([`super::fault`]): clause (a)'s
 //! violation (an operation acked though its write or sync failed), a fire
 //! or an error that names the fault and the power loss after it, the rules
 //! of what a power state after the fault lost, and the evidence's note.
@@ -7,9 +8,31 @@
 //! on, and for a failed sync the power-loss states the failure added.
 
 use crate::cells::Violation;
+use crate::crashstate::Log;
 use crate::crashstate::power::{AtPoint, Model, Pending};
+use crate::kill::syscall::{fault_of, sweep_points};
 
-use super::outcome::{Failure, Fault, Finding, Outcome, PowerLoss};
+use super::outcome::{Failure, Fault, Finding, Outcome, PowerLoss, Skip};
+
+/// The points a sweep faults: `--point N` if its call gets a fault (else
+/// the skip that says why not); else a sample of `--points` of those whose
+/// call does, drawn with the seed; else all of them.
+pub(super) fn planned(log: &Log, only: Option<u64>, sample: Option<u32>, seed: u64) -> Result<Vec<u64>, Outcome> {
+    let faulted: Vec<u64> = (1..=log.total()).filter(|&n| fault_of(&log.point(n)).is_some()).collect();
+    if let Some(n) = only {
+        if faulted.contains(&n) {
+            return Ok(vec![n]);
+        }
+        let p = log.point(n);
+        let call = match p.file {
+            Some(f) => format!("{} of the {}", p.syscall, f.as_str()),
+            None => "child's own end".into(),
+        };
+        return Err(Outcome::Skip(Skip::NothingToFail { point: n, call }));
+    }
+    let drawn = sweep_points((1..=faulted.len() as u64).collect(), None, sample, seed);
+    Ok(drawn.into_iter().map(|i| faulted[i as usize - 1]).collect())
+}
 
 /// The violation kind of clause (a).
 pub const ACKED_DESPITE: &str = "acked-despite-io-error";
