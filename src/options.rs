@@ -165,8 +165,10 @@ pub struct RunOptions {
     /// Whether a child that offers a fork server (docs/PROTOCOL.md §9) has
     /// its operations forked by it (on, the default: it pays its imports
     /// once) or exec'd one by one (off: as a child without one). A forked
-    /// process is checked to start as fresh as an exec'd one, so verdicts
-    /// do not depend on it.
+    /// process is checked to start as fresh as an exec'd one, and every fire
+    /// found forked is run again exec'd before it is reported (one that does
+    /// not fire exec'd is an error naming the fork server), so verdicts do
+    /// not depend on it.
     #[arg(long, value_enum, value_name = "on|off")]
     #[serde(skip)]
     pub fork_server: Option<Replay>,

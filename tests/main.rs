@@ -6,6 +6,7 @@ mod ci;
 mod ci_docs;
 mod cli;
 mod common;
+mod confirm;
 mod evidence;
 mod faults;
 mod forkserver;

@@ -213,6 +213,18 @@ impl Context {
     pub fn mutant(&self) -> Option<&str> {
         self.options.mutant.as_deref()
     }
+
+    /// Whether the child's operations are forked by its fork server (a
+    /// fast path whose fires the plain path confirms, [`super::confirm`]).
+    pub fn forked(&self) -> bool {
+        self.child.server_pid().is_some()
+    }
+
+    /// This context on the plain path: every operation exec'd, its progress
+    /// drawn nowhere (a confirmation is no trial the bar planned).
+    pub fn plain(&self) -> Context {
+        Context { child: Launcher::exec((*self.child).clone()), tally: Tally::default(), ..self.clone() }
+    }
 }
 
 #[cfg(test)]

@@ -29,6 +29,8 @@
 //!   cell 2's syscall sweep over both of r0's paths;
 //! - [`sweep`]: the re-executed sweep skeleton, a census then one trial per
 //!   point; [`coverage`]: the points a sweep planned and those that landed;
+//! - [`confirm`]: a fire found through a forked child, run again with every
+//!   operation exec'd before it is reported;
 //! - [`result`]: a job's trials folded into its result, its evidence kept,
 //!   its repro derived from the run's options.
 //!
@@ -39,6 +41,7 @@
 
 pub mod batch;
 pub mod census;
+pub mod confirm;
 pub mod context;
 pub mod coverage;
 pub mod fault;

@@ -265,6 +265,15 @@ pub enum Failure {
     )]
     OnlyRecorded { point: u32, found: Box<Outcome> },
     #[error(
+        "fires only when forked: through the fork server it found {found}, but with every operation exec'd \
+         (--fork-server off) {at} {}; look for state the fork server made before the fork (a module-level cache a \
+         warm-up fills; a random.Random() instance made at import, which a fork does not reseed: \
+         docs/PROTOCOL.md §9){}",
+        plain_said(plain, *runs),
+        if *runs > 1 { ", or a fire too rare for a kill the scheduler places to repeat" } else { "" }
+    )]
+    OnlyForked { at: Site, found: Box<Outcome>, plain: Box<Outcome>, runs: u32 },
+    #[error(
         "recovered in a batch the state found: {found}; recovered alone it passes: its recovery depends on the \
          states recovered beside it"
     )]
@@ -329,6 +338,35 @@ pub enum Unsupported {
     Workload,
     Park,
     Claim,
+}
+
+/// Where a trial stands in its result, as a repro names it: a timed
+/// trial or a race (`--trial N`), a sweep's kill point (`--point N`), or a
+/// sweep's census, which stands for the whole sweep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Site {
+    Trial(u32),
+    Point(u32),
+    Sweep,
+}
+
+impl std::fmt::Display for Site {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Site::Trial(n) => write!(f, "trial {n}"),
+            Site::Point(n) => write!(f, "point {n}"),
+            Site::Sweep => f.write_str("the sweep"),
+        }
+    }
+}
+
+/// What the plain path's last run of a confirmation came to, for a reason.
+fn plain_said(plain: &Outcome, runs: u32) -> String {
+    let times = if runs == 1 { "once".to_string() } else { format!("{runs} times") };
+    match plain {
+        Outcome::Pass => format!("passes (run {times})"),
+        other => format!("does not fire (run {times}; the last: {other})"),
+    }
 }
 
 /// A stderr tail for a reason line; an empty one says so.

@@ -18,7 +18,8 @@ use std::sync::atomic::Ordering;
 
 use super::batch::Checker;
 use super::census::{Census, Filter, preflight, trace_outcome};
-use super::outcome::{Failure, Outcome};
+use super::confirm;
+use super::outcome::{Failure, Outcome, Site};
 use super::sweep::{Swept, sweep};
 use super::trial::Trial;
 use super::workload::{Workload, ended_well, ended_with};
@@ -214,13 +215,29 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
     if trials.last().is_some_and(Trial::is_bad) {
         let recorded = trials.pop().expect("a last trial");
         let real = w.kill_at(rec.filter, u64::from(recorded.index), &rec.census);
-        trials.push(decide(recorded, real));
+        let mut decided = decide(recorded, real);
+        on_plain_path(w, &rec, &mut decided);
+        trials.push(decided);
     }
     if let (Some(last), Some(note)) = (trials.last_mut(), &rec.length_note) {
         last.details.push(note.clone());
     }
     let distinct = distinct_states(&marks, trials.last().map_or(0, |t| u64::from(t.index)));
     Swept { planned: Some(points), trials, recorded: true, distinct: Some(distinct) }
+}
+
+/// A fire the real kill confirmed through the fork server, killed again at
+/// its point with every operation exec'd ([`super::confirm`]), on the
+/// recording's census and length: no census of its own to pay.
+fn on_plain_path(w: &Workload, rec: &Recording, decided: &mut Trial) {
+    if !confirm::needed(w.ctx, decided) {
+        return;
+    }
+    let plain = w.ctx.plain();
+    let exec = w.on(&plain);
+    let n = decided.index;
+    let mut again = || Some(exec.kill_at(rec.filter, u64::from(n), &rec.census).outcome);
+    confirm::confirm(decided, Site::Point(n), 1, &mut again);
 }
 
 /// Each state's point and a digest of what a recovery sees in it: the

@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use super::confirm;
 use super::context::Context;
 use super::coverage::{self, Coverage};
 use super::outcome::{Failure, Interruption, Outcome, Skip};
@@ -75,7 +76,7 @@ fn trials(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context) -> (Vec<Trial>, 
     if let Some(missing) = missing_operation(ctx, &shape) {
         return (vec![Trial::ended(0, Outcome::Skip(Skip::MissingOperation(missing)))], None);
     }
-    let ran = shaped(job, cell, leg, ctx, shape);
+    let ran = on_plain_path(job, cell, leg, ctx, shape, shaped(job, cell, leg, ctx, shape));
     match unsupported(&ran.0, shape) {
         Some(op) => (vec![Trial::ended(0, Outcome::Skip(Skip::MissingOperation(op)))], None),
         None => ran,
@@ -129,6 +130,26 @@ fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) ->
             }
         }
     }
+}
+
+/// A fire found through the fork server, run again at its trial or point
+/// with every operation exec'd before it is reported ([`super::confirm`]):
+/// the same job narrowed to that trial or point, on the plain path.
+fn on_plain_path(
+    job: &Job,
+    cell: &dyn Cell,
+    leg: &Leg,
+    ctx: &Context,
+    shape: Shape,
+    mut ran: (Vec<Trial>, Option<Coverage>),
+) -> (Vec<Trial>, Option<Coverage>) {
+    let Some(found) = ran.0.last_mut().filter(|t| confirm::needed(ctx, t)) else { return ran };
+    let mut plain = ctx.plain();
+    plain.options = ctx.options.narrowed(&job.cell.id, Some(&leg.name), job.kill, Some(found.index));
+    let at = confirm::site(job.kill, found);
+    let mut again = || shaped(job, cell, leg, &plain, shape).0.pop().map(|t| t.outcome);
+    confirm::confirm(found, at, confirm::tries(job.kill), &mut again);
+    ran
 }
 
 /// Adds what a sweep really tested to its result; when fewer points landed

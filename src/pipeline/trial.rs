@@ -21,6 +21,9 @@ pub struct Trial {
     pub integrity: Option<String>,
     pub details: Vec<String>,
     pub env: Option<TrialEnv>,
+    /// A fire found through a forked child that the plain path (every
+    /// operation exec'd) reproduced ([`super::confirm`]).
+    pub plain_confirmed: bool,
 }
 
 impl Trial {
@@ -35,6 +38,7 @@ impl Trial {
             integrity: None,
             details: Vec::new(),
             env: None,
+            plain_confirmed: false,
         }
     }
 

@@ -50,6 +50,22 @@ pub struct Workload<'a> {
 }
 
 impl Workload<'_> {
+    /// This workload run by `ctx` (another launcher: the plain path that
+    /// confirms a fire, [`super::confirm`]), at the length it settled on.
+    pub fn on<'b>(&'b self, ctx: &'b Context) -> Workload<'b> {
+        Workload {
+            job: self.job,
+            leg: self.leg,
+            cell: self.cell,
+            ctx,
+            op: self.op,
+            sweep_acks: self.sweep_acks,
+            recovery: self.recovery,
+            checkpoint_ops: self.checkpoint_ops,
+            length: AtomicU64::new(self.length.load(Ordering::SeqCst)),
+        }
+    }
+
     /// A name for this job's folders: `{cell}-{leg}-{label}`.
     pub fn label(&self, label: &str) -> String {
         format!("{}-{}-{label}", self.job.cell.id, self.leg.name)

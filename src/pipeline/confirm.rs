@@ -1,0 +1,156 @@
+//! A fast path never changes a verdict: a fire found through a forked child
+//! (a timed trial, a race, a sweep's point, a recorded sweep's confirming
+//! kill) is run again on the plain path, every operation exec'd, at the
+//! same trial or point, before it is reported.
+//!
+//! Crash model and clause: the found trial's own; only the launcher
+//! differs. A fork server whose processes do not start as an exec'd child
+//! does (state made in the server before the fork: a cache a warm-up fills,
+//! a `random.Random()` instance every fork shares) can make a store fire
+//! where, exec'd, it does not. Such a fire is an `error` that names the
+//! fork server, never a fire and never dropped; a fire the plain path
+//! reproduces is reported as found, its details saying it was confirmed.
+//! Confirmations cost only where something fired.
+
+use super::context::Context;
+use super::outcome::{Failure, Outcome, Site};
+use super::trial::Trial;
+use crate::plan::KillMode;
+
+/// How many times a trial whose kill lands where the scheduler lets it (a
+/// timed kill, a free race) is run exec'd before its fire counts as the
+/// fork server's: its instant is not repeated, so one run that misses
+/// proves little. A sweep's point is one call: one run says.
+pub const TRIES: u32 = 3;
+
+/// How many exec'd runs a fire of `kill` gets.
+pub fn tries(kill: KillMode) -> u32 {
+    if kill.sweeps_points() { 1 } else { TRIES }
+}
+
+/// Where `trial` stands in a result of `kill`, as its repro names it (a
+/// sweep's trial 0 is its census: the whole sweep runs again).
+pub fn site(kill: KillMode, trial: &Trial) -> Site {
+    match (kill.sweeps_points(), trial.index) {
+        (false, n) => Site::Trial(n),
+        (true, 0) => Site::Sweep,
+        (true, n) => Site::Point(n),
+    }
+}
+
+/// Whether `trial` is a fire the plain path must still confirm: it was
+/// found through the fork server, and nothing exec'd reproduced it yet.
+pub fn needed(ctx: &Context, trial: &Trial) -> bool {
+    ctx.forked() && !trial.plain_confirmed && matches!(trial.outcome, Outcome::Fire(_))
+}
+
+/// Confirms the fire of `found` at `at` on the plain path: `again` runs the
+/// same trial or point exec'd and gives its outcome (`None`: it gave no
+/// trial), up to `tries` times, until one fires. A fire confirms it (its
+/// details say so, and what the plain path found if that differs); an
+/// interrupt leaves it interrupted; anything else makes it an `error`
+/// naming the fork server.
+pub fn confirm(found: &mut Trial, at: Site, tries: u32, again: &mut dyn FnMut() -> Option<Outcome>) {
+    let mut plain = Outcome::Pass;
+    let mut runs = 0;
+    while runs < tries {
+        runs += 1;
+        let Some(outcome) = again() else { break };
+        match outcome {
+            Outcome::Fire(_) => {
+                let times = if runs == 1 { String::new() } else { format!(" (exec'd run {runs} of up to {tries})") };
+                found.details.push(format!("confirmed exec'd (--fork-server off): {at} fired again{times}"));
+                if !same_kinds(&outcome, &found.outcome) {
+                    found.details.push(format!("exec'd, {at} found: {outcome}"));
+                }
+                found.plain_confirmed = true;
+                return;
+            }
+            Outcome::Interrupted(_) => {
+                found.outcome = outcome;
+                return;
+            }
+            other => plain = other,
+        }
+    }
+    let fire = Box::new(std::mem::replace(&mut found.outcome, Outcome::Pass));
+    found.outcome = Outcome::Error(Failure::OnlyForked { at, found: fire, plain: Box::new(plain), runs });
+}
+
+/// Whether two fires violated the same kinds, in the same order (their
+/// sentences may differ: a timed kill's counts do).
+fn same_kinds(a: &Outcome, b: &Outcome) -> bool {
+    let kinds = |o: &Outcome| match o {
+        Outcome::Fire(f) => f.violations.iter().map(|v| v.kind.to_string()).collect(),
+        _ => Vec::new(),
+    };
+    kinds(a) == kinds(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cells::Violation;
+    use crate::pipeline::outcome::{Finding, Interruption};
+
+    fn fire(what: &str) -> Outcome {
+        let kind = if what.starts_with('8') { "winners" } else { "double-claim" };
+        Outcome::Fire(Finding { violations: vec![Violation::new(kind, what)], power: None, fault: None })
+    }
+
+    fn found() -> Trial {
+        Trial::ended(4, fire("8 of 8 racers won"))
+    }
+
+    #[test]
+    fn a_fire_the_plain_path_repeats_is_kept_and_says_so() {
+        let mut t = found();
+        let mut runs = vec![Outcome::Pass, fire("2 of 8 racers won")].into_iter();
+        confirm(&mut t, Site::Trial(4), 3, &mut || runs.next());
+        assert_eq!(t.outcome, fire("8 of 8 racers won"));
+        assert!(t.plain_confirmed);
+        assert_eq!(
+            t.details,
+            [
+                "confirmed exec'd (--fork-server off): trial 4 fired again (exec'd run 2 of up to 3)",
+                "exec'd, trial 4 found: 2 of 8 racers won",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_fire_only_the_fork_server_sees_is_an_error_naming_it() {
+        let mut t = found();
+        let mut runs = 0;
+        confirm(&mut t, Site::Trial(4), 3, &mut || {
+            runs += 1;
+            Some(Outcome::Pass)
+        });
+        assert_eq!(runs, 3, "every try was spent");
+        let Outcome::Error(Failure::OnlyForked { at: Site::Trial(4), found, runs: 3, .. }) = &t.outcome else {
+            panic!("{:?}", t.outcome)
+        };
+        assert_eq!(**found, fire("8 of 8 racers won"));
+        let why = t.outcome.to_string();
+        assert!(why.starts_with("fires only when forked: through the fork server it found 8 of 8"), "{why}");
+        assert!(why.contains("(--fork-server off) trial 4 passes (run 3 times)"), "{why}");
+        assert!(why.contains("state the fork server made before the fork"), "{why}");
+        assert!(!t.plain_confirmed);
+    }
+
+    #[test]
+    fn a_point_runs_once_and_an_interrupt_leaves_no_verdict() {
+        assert_eq!((tries(KillMode::Syscall), tries(KillMode::Timed), tries(KillMode::None)), (1, TRIES, TRIES));
+        let mut t = found();
+        confirm(&mut t, Site::Point(4), 1, &mut || Some(Outcome::Pass));
+        assert!(
+            t.outcome.to_string().contains("exec'd (--fork-server off) point 4 passes (run once)"),
+            "{}",
+            t.outcome
+        );
+        assert!(!t.outcome.to_string().contains("too rare"), "one run of a point: no scheduler to blame");
+        let mut t = found();
+        confirm(&mut t, Site::Trial(4), 3, &mut || Some(Outcome::Interrupted(Interruption::BeforeTrial)));
+        assert_eq!(t.outcome, Outcome::Interrupted(Interruption::BeforeTrial));
+    }
+}

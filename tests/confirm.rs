@@ -1,0 +1,81 @@
+//! A fast path never changes a verdict: a fire found through a fork server
+//! is run again with every operation exec'd before it is reported. Fork
+//! servers written from docs/PROTOCOL.md §9 with state kept between forks
+//! (tests/adapters/: a module-level cache a warm-up fills; a
+//! `random.Random()` instance made at import, which every fork shares) make
+//! the Python example store fire only when forked: the result is an
+//! `error` naming the fork server, never a fire, and the same store exec'd
+//! passes. A real finding forked is reported as a fire, confirmed exec'd.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::common::{results, run_json, scratch, short_catalog};
+
+fn adapter(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/adapters").join(name);
+    format!("python3 {}", path.display())
+}
+
+/// Runs `args` against `child` with its fork server, then with it off: the
+/// only result of each.
+fn forked_and_execd(child: &str, args: &[&str]) -> (Value, Value) {
+    let dir = scratch();
+    let catalog = short_catalog(dir.path());
+    let catalog = catalog.to_str().unwrap();
+    let mut all = [&["run", "--child", child, "--seed", "3", "--trials", "1", "--catalog", catalog], args].concat();
+    let (_, forked) = run_json(&all, dir.path());
+    all.extend(["--fork-server", "off"]);
+    let (_, execd) = run_json(&all, dir.path());
+    let one = |report: Value| report["results"].as_array().expect("results")[0].clone();
+    (one(forked), one(execd))
+}
+
+fn assert_only_forked(forked: &Value, execd: &Value) {
+    assert_eq!(forked["verdict"], "error", "{forked:#}");
+    let reason = forked["reason"].as_str().unwrap();
+    assert!(reason.contains("fires only when forked: through the fork server it found"), "{reason}");
+    assert!(reason.contains("state the fork server made before the fork"), "{reason}");
+    assert!(forked["fingerprint"].is_null(), "an error has no fingerprint: {forked:#}");
+    assert_eq!(execd["verdict"], "pass", "{execd:#}");
+}
+
+/// Every racer draws the same token from the shared generator and wins.
+#[test]
+fn a_shared_random_generator_in_the_fork_server_gives_an_error_not_a_fire() {
+    let child = adapter("shared_rng_forkserver.py");
+    let (forked, execd) = forked_and_execd(&child, &["--cell", "2", "--leg", "default", "--kill", "none"]);
+    assert_only_forked(&forked, &execd);
+    let reason = forked["reason"].as_str().unwrap();
+    assert!(reason.contains("racers won the handoff") && reason.contains("trial 0 passes (run 3 times)"), "{reason}");
+}
+
+/// The warm-up's cache says the session exists: a forked `append` never
+/// creates it, in a timed trial and in the syscall sweep's recording alike.
+#[test]
+fn a_cache_the_fork_servers_warm_up_filled_gives_an_error_not_a_fire() {
+    let child = adapter("cached_forkserver.py");
+    for kill in ["timed", "syscall"] {
+        let (forked, execd) = forked_and_execd(&child, &["--cell", "1", "--leg", "delete", "--kill", kill]);
+        assert_only_forked(&forked, &execd);
+    }
+}
+
+/// A real finding found forked stays a fire, and says it fired exec'd too.
+#[test]
+fn a_fire_found_forked_is_confirmed_execd_and_reported() {
+    let dir = scratch();
+    let catalog = short_catalog(dir.path());
+    let catalog = catalog.to_str().unwrap();
+    let args =
+        ["run", "--cell", "1", "--leg", "delete", "--mutant", "drop-append", "--seed", "7", "--catalog", catalog];
+    let (code, report) = run_json(&args, dir.path());
+    assert_eq!(code, 1, "{report:#}");
+    for r in results(&report, "prefix-durability") {
+        assert_eq!(r["verdict"], "fire", "{r:#}");
+        let details = r["details"].as_array().unwrap();
+        let confirmed = details.iter().any(|d| d.as_str().unwrap().starts_with("confirmed exec'd (--fork-server off)"));
+        assert!(confirmed, "{r:#}");
+    }
+}
