@@ -18,12 +18,12 @@ fn adapter(name: &str) -> String {
     format!("python3 {}", path.display())
 }
 
-/// Runs `args` against `child` with its fork server, then with it off: the
-/// only result of each.
-fn forked_and_execd(child: &str, args: &[&str]) -> (Value, Value) {
+/// Runs `args` against `child` with its fork server, then with it off,
+/// with `catalog` (the short one if `None`): the only result of each.
+fn forked_and_execd(child: &str, catalog: Option<&str>, args: &[&str]) -> (Value, Value) {
     let dir = scratch();
-    let catalog = short_catalog(dir.path());
-    let catalog = catalog.to_str().unwrap();
+    let short = short_catalog(dir.path());
+    let catalog = catalog.unwrap_or(short.to_str().unwrap());
     let mut all = [&["run", "--child", child, "--seed", "3", "--trials", "1", "--catalog", catalog], args].concat();
     let (_, forked) = run_json(&all, dir.path());
     all.extend(["--fork-server", "off"]);
@@ -45,10 +45,17 @@ fn assert_only_forked(forked: &Value, execd: &Value) {
 #[test]
 fn a_shared_random_generator_in_the_fork_server_gives_an_error_not_a_fire() {
     let child = adapter("shared_rng_forkserver.py");
-    let (forked, execd) = forked_and_execd(&child, &["--cell", "2", "--leg", "default", "--kill", "none"]);
+    // Three racers, not the catalog's eight: the exec'd runs that find no
+    // fire start every racer's interpreter.
+    let dir = scratch();
+    let cell =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("cells/2-consume-once.toml")).unwrap();
+    std::fs::write(dir.path().join("2-consume-once.toml"), cell.replace("racers = 8", "racers = 3")).unwrap();
+    let catalog = dir.path().to_str();
+    let (forked, execd) = forked_and_execd(&child, catalog, &["--cell", "2", "--leg", "default", "--kill", "none"]);
     assert_only_forked(&forked, &execd);
     let reason = forked["reason"].as_str().unwrap();
-    assert!(reason.contains("racers won the handoff") && reason.contains("trial 0 passes (run 3 times)"), "{reason}");
+    assert!(reason.contains("racers won the handoff") && reason.contains("trial 0 passes (run 8 times)"), "{reason}");
 }
 
 /// The warm-up's cache says the session exists: a forked `append` never
@@ -57,7 +64,7 @@ fn a_shared_random_generator_in_the_fork_server_gives_an_error_not_a_fire() {
 fn a_cache_the_fork_servers_warm_up_filled_gives_an_error_not_a_fire() {
     let child = adapter("cached_forkserver.py");
     for kill in ["timed", "syscall"] {
-        let (forked, execd) = forked_and_execd(&child, &["--cell", "1", "--leg", "delete", "--kill", kill]);
+        let (forked, execd) = forked_and_execd(&child, None, &["--cell", "1", "--leg", "delete", "--kill", kill]);
         assert_only_forked(&forked, &execd);
     }
 }

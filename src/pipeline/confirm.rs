@@ -17,15 +17,24 @@ use super::outcome::{Failure, Outcome, Site};
 use super::trial::Trial;
 use crate::plan::KillMode;
 
-/// How many times a trial whose kill lands where the scheduler lets it (a
-/// timed kill, a free race) is run exec'd before its fire counts as the
-/// fork server's: its instant is not repeated, so one run that misses
-/// proves little. A sweep's point is one call: one run says.
-pub const TRIES: u32 = 3;
+/// How many exec'd runs, at least, a fire whose kill lands where the
+/// scheduler lets it (a timed kill, a free race) gets before it counts as
+/// the fork server's: its instant is not repeated, so a run that misses
+/// proves little (a fire of every other trial misses 8 runs once in 256).
+pub const TRIES: u32 = 8;
 
-/// How many exec'd runs a fire of `kill` gets.
-pub fn tries(kill: KillMode) -> u32 {
-    if kill.sweeps_points() { 1 } else { TRIES }
+/// The most exec'd runs one fire gets.
+pub const MOST_TRIES: u32 = 64;
+
+/// How many exec'd runs a fire of `kill` found at trial `index` gets: a
+/// sweep's point is one call, and one run says; a kill the scheduler
+/// places gets 4 for every trial the found path took to fire (a rare
+/// fire, found late, is as rare exec'd: with four times the runs it took,
+/// a real one is missed about once in 50), at least [`TRIES`], at most
+/// [`MOST_TRIES`]. The runs stop at the first fire: a real finding costs
+/// about what it took to find, a fork server's artefact the whole budget.
+pub fn tries(kill: KillMode, index: u32) -> u32 {
+    if kill.sweeps_points() { 1 } else { index.saturating_add(1).saturating_mul(4).clamp(TRIES, MOST_TRIES) }
 }
 
 /// Where `trial` stands in a result of `kill`, as its repro names it (a
@@ -140,7 +149,8 @@ mod tests {
 
     #[test]
     fn a_point_runs_once_and_an_interrupt_leaves_no_verdict() {
-        assert_eq!((tries(KillMode::Syscall), tries(KillMode::Timed), tries(KillMode::None)), (1, TRIES, TRIES));
+        assert_eq!((tries(KillMode::Syscall, 9), tries(KillMode::Timed, 0), tries(KillMode::None, 2)), (1, 8, 12));
+        assert_eq!(tries(KillMode::Timed, 99), MOST_TRIES);
         let mut t = found();
         confirm(&mut t, Site::Point(4), 1, &mut || Some(Outcome::Pass));
         assert!(

@@ -148,7 +148,7 @@ fn on_plain_path(
     plain.options = ctx.options.narrowed(&job.cell.id, Some(&leg.name), job.kill, Some(found.index));
     let at = confirm::site(job.kill, found);
     let mut again = || shaped(job, cell, leg, &plain, shape).0.pop().map(|t| t.outcome);
-    confirm::confirm(found, at, confirm::tries(job.kill), &mut again);
+    confirm::confirm(found, at, confirm::tries(job.kill, found.index), &mut again);
     ran
 }
 
