@@ -266,10 +266,10 @@ pub enum Failure {
     OnlyRecorded { point: u32, found: Box<Outcome> },
     #[error(
         "fires only when forked: through the fork server it found {found}, but with every operation exec'd \
-         (--fork-server off) {at} {}; look for state the fork server made before the fork (a module-level cache a \
+         (--fork-server off) {}; look for state the fork server made before the fork (a module-level cache a \
          warm-up fills; a random.Random() instance made at import, which a fork does not reseed: \
          docs/PROTOCOL.md §9){}",
-        plain_said(plain, *runs),
+        plain_said(*at, plain, *runs),
         if *runs > 1 { ", or a fire too rare for a kill the scheduler places to repeat" } else { "" }
     )]
     OnlyForked { at: Site, found: Box<Outcome>, plain: Box<Outcome>, runs: u32 },
@@ -350,6 +350,17 @@ pub enum Site {
     Sweep,
 }
 
+impl Site {
+    /// The site `k` runs after this one: the next trials of a result (a
+    /// new seeded instant each); a point or a sweep is the same each time.
+    pub fn after(self, k: u32) -> Site {
+        match self {
+            Site::Trial(n) => Site::Trial(n.saturating_add(k)),
+            other => other,
+        }
+    }
+}
+
 impl std::fmt::Display for Site {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -360,12 +371,16 @@ impl std::fmt::Display for Site {
     }
 }
 
-/// What the plain path's last run of a confirmation came to, for a reason.
-fn plain_said(plain: &Outcome, runs: u32) -> String {
-    let times = if runs == 1 { "once".to_string() } else { format!("{runs} times") };
+/// What the plain path's runs of a confirmation from `at` came to, for a
+/// reason: `trial 1 passes`, `trials 1 to 8 pass`.
+fn plain_said(at: Site, plain: &Outcome, runs: u32) -> String {
+    let (what, verb) = match (at, runs) {
+        (Site::Trial(n), 2..) => (format!("trials {n} to {}", n.saturating_add(runs - 1)), "pass"),
+        _ => (at.to_string(), "passes"),
+    };
     match plain {
-        Outcome::Pass => format!("passes (run {times})"),
-        other => format!("does not fire (run {times}; the last: {other})"),
+        Outcome::Pass => format!("{what} {verb}"),
+        other => format!("{what} did not fire (the last: {other})"),
     }
 }
 

@@ -236,7 +236,7 @@ fn on_plain_path(w: &Workload, rec: &Recording, decided: &mut Trial) {
     let plain = w.ctx.plain();
     let exec = w.on(&plain);
     let n = decided.index;
-    let mut again = || Some(exec.kill_at(rec.filter, u64::from(n), &rec.census).outcome);
+    let mut again = |_| Some(exec.kill_at(rec.filter, u64::from(n), &rec.census).outcome);
     confirm::confirm(decided, Site::Point(n), 1, &mut again);
 }
 

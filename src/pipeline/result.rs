@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::confirm;
 use super::context::Context;
 use super::coverage::{self, Coverage};
-use super::outcome::{Failure, Interruption, Outcome, Skip};
+use super::outcome::{Failure, Interruption, Outcome, Site, Skip};
 use super::pending::Pending;
 use super::race::Race;
 use super::race_sweep::RaceSweep;
@@ -144,11 +144,23 @@ fn on_plain_path(
     mut ran: (Vec<Trial>, Option<Coverage>),
 ) -> (Vec<Trial>, Option<Coverage>) {
     let Some(found) = ran.0.last_mut().filter(|t| confirm::needed(ctx, t)) else { return ran };
-    let mut plain = ctx.plain();
-    plain.options = ctx.options.narrowed(&job.cell.id, Some(&leg.name), job.kill, Some(found.index));
     let at = confirm::site(job.kill, found);
-    let mut again = || shaped(job, cell, leg, &plain, shape).0.pop().map(|t| t.outcome);
+    let mut again = |site: Site| {
+        let index = match site {
+            Site::Trial(n) | Site::Point(n) => Some(n),
+            Site::Sweep => None,
+        };
+        let mut plain = ctx.plain();
+        plain.options = ctx.options.narrowed(&job.cell.id, Some(&leg.name), job.kill, index);
+        shaped(job, cell, leg, &plain, shape).0.pop().map(|t| t.outcome)
+    };
     confirm::confirm(found, at, confirm::tries(job.kill, found.index), &mut again);
+    if job.kill == KillMode::Timed && !found.plain_confirmed && found.is_bad() {
+        let sweep = Job { kill: KillMode::Syscall, ..job.clone() };
+        let mut plain = ctx.plain();
+        plain.options = ctx.options.narrowed(&job.cell.id, Some(&leg.name), KillMode::Syscall, None);
+        confirm::by_sweep(found, shaped(&sweep, cell, leg, &plain, shape).0.pop());
+    }
     ran
 }
 
