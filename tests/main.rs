@@ -18,3 +18,4 @@ mod recorded;
 mod reports;
 mod robustness;
 mod syscall;
+mod warmpool;

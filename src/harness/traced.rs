@@ -10,8 +10,8 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
-use super::forkserver::Forked;
 use super::reap::reap_group;
+use super::seized::Held;
 use super::setup::{ORPHANED, prepare};
 use super::tracee::{Exec, install_filter, pin_round_robin, restore_affinity};
 use super::watchdog::Watchdog;
@@ -66,9 +66,10 @@ pub struct Traced {
     pub(super) affinity: Option<libc::cpu_set_t>,
     /// How the tracee stops at its trapped calls.
     pub(super) stops: Stops,
-    /// A process a fork server forked, held (never read) so that its drop,
-    /// after this handle's reap, stops the server's bookkeeping of it.
-    pub(super) _forked: Option<Forked>,
+    /// What the launcher of a seized process keeps of it (never read): a
+    /// forked process's drop, after this handle's reap, stops the server's
+    /// bookkeeping of it.
+    pub(super) _held: Option<Held>,
 }
 
 /// Which calls a traced child stops at: the seccomp program an exec'd
@@ -104,7 +105,7 @@ impl Traced {
         deadline: Duration,
         affinity: Option<libc::cpu_set_t>,
         stops: Stops,
-        forked: Option<Forked>,
+        held: Option<Held>,
     ) -> Traced {
         Traced {
             pid,
@@ -116,7 +117,7 @@ impl Traced {
             group_reaped: false,
             affinity,
             stops,
-            _forked: forked,
+            _held: held,
         }
     }
 
