@@ -400,10 +400,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         matrix.name,
         report::human::plural(planned.len(), "result"),
         workdir.display(),
-        match ctx.child.launcher() {
-            l if l == "exec" => String::new(),
-            l => format!(", operations through its {l}"),
-        }
+        ctx.child.warm_pool().map_or(String::new(), |_| format!(", operations through its {}", ctx.child.launcher()))
     ));
     let bars = Bars::new(jobs.len());
     let results = run::execute(&jobs, &ctx, ctx.jobs, &bars);

@@ -476,7 +476,7 @@ fn a_slow_starting_store_gets_verdicts_not_readiness_errors() {
 /// A result run through the Python store's fork server, through its warm
 /// pool, and with every operation exec'd reaches the same verdict at the
 /// same kill points: forking or warming is only where the interpreter's
-/// start is paid. The report says which launcher ran the operations.
+/// start is paid. The report says when a warm pool ran the operations.
 #[test]
 fn a_result_through_the_fork_server_or_warm_pool_matches_the_exec_d_one_point_for_point() {
     let dir = scratch();
@@ -491,13 +491,19 @@ fn a_result_through_the_fork_server_or_warm_pool_matches_the_exec_d_one_point_fo
     };
     let kept = |(code, report): &(i32, Value)| {
         let r = &results(report, "prefix-durability")[0];
-        let points = (r["points_planned"].clone(), r["points_landed"].clone(), r["kill_points"].clone());
+        // A write of the ack journal is as long as its line, and the ready
+        // record's holds the pid: the launchers' pids may differ in digits.
+        let mut kill_points = r["kill_points"].clone();
+        for p in kill_points.as_array_mut().into_iter().flatten().filter(|p| p["file"] == "acks") {
+            p["len"] = Value::Null;
+        }
+        let points = (r["points_planned"].clone(), r["points_landed"].clone(), kill_points);
         (*code, r["verdict"].clone(), points, r["repro"].clone())
     };
     let passes: Vec<_> = LAUNCHERS.iter().map(|l| run(l, &[])).collect();
     let launchers: Vec<_> = passes.iter().map(|(_, r)| r["launcher"].as_str().unwrap_or("exec")).collect();
     assert!(
-        launchers[0] == "fork server" && launchers[1].starts_with("warm pool of ") && launchers[2] == "exec",
+        launchers[0] == "exec" && launchers[1].starts_with("warm pool of ") && launchers[2] == "exec",
         "{launchers:?}"
     );
     assert_eq!(kept(&passes[0]), kept(&passes[2]), "forked: {:#}\nexec'd: {:#}", passes[0].1, passes[2].1);

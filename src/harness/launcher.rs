@@ -24,8 +24,7 @@ use super::forkserver::{FORK_SERVER, ForkServer};
 use super::forkwire::ForkError;
 use super::forkwire::Request;
 use super::fresh::{Expected, Origin, confirm};
-use super::seized::Held;
-use super::traced::Traps;
+use super::traced::{Held, Traps};
 use super::warmpool::{WARM_POOL, Warm, WarmError, WarmPool};
 use super::{ChildCommand, Cut, Exit, Running, TraceError, Traced};
 

@@ -27,8 +27,7 @@ use nix::sys::wait::WaitStatus;
 use nix::unistd::Pid;
 
 use super::Exit;
-use super::forkserver::Forked;
-use super::traced::{Stops, TraceError, TraceEvent, Traced};
+use super::traced::{Held, Stops, TraceError, TraceEvent, Traced};
 
 /// The threads of process `pid`, itself first.
 fn threads(pid: Pid) -> Vec<Pid> {
@@ -42,17 +41,6 @@ fn threads(pid: Pid) -> Vec<Pid> {
     tids
 }
 use super::tracee::{pin_round_robin, share_cpu};
-
-/// What a seized [`Traced`] holds of the launcher that started its process
-/// (never read): a forked process's entry in its server's bookkeeping,
-/// dropped after the reap; a warm process's std handle, which never waits
-/// (the tracer's `waitpid` reaps it).
-#[derive(Debug)]
-#[expect(dead_code, reason = "held for its drop, never read")]
-pub(super) enum Held {
-    Forked(Forked),
-    Warm(std::process::Child),
-}
 
 impl Traced {
     /// Seizes `pid`, stopped (every thread of it) and confirmed fresh, and

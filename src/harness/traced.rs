@@ -10,8 +10,8 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
+use super::forkserver::Forked;
 use super::reap::reap_group;
-use super::seized::Held;
 use super::setup::{ORPHANED, prepare};
 use super::tracee::{Exec, install_filter, pin_round_robin, restore_affinity};
 use super::watchdog::Watchdog;
@@ -70,6 +70,17 @@ pub struct Traced {
     /// forked process's drop, after this handle's reap, stops the server's
     /// bookkeeping of it.
     pub(super) _held: Option<Held>,
+}
+
+/// What a seized [`Traced`] holds of the launcher that started its process
+/// (never read): a forked process's entry in its server's bookkeeping,
+/// dropped after the reap; a warm process's std handle, which never waits
+/// (the tracer's `waitpid` reaps it).
+#[derive(Debug)]
+#[expect(dead_code, reason = "held for its drop, never read")]
+pub(super) enum Held {
+    Forked(Forked),
+    Warm(std::process::Child),
 }
 
 /// Which calls a traced child stops at: the seccomp program an exec'd

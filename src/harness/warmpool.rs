@@ -304,9 +304,7 @@ impl Keeper {
     /// Keeps the pool full until it closes or breaks; then kills and reaps
     /// every process nobody took.
     fn run(mut self) {
-        if let Err(why) = self.step()
-            && !why.is_empty()
-        {
+        if let Err(Some(why)) = self.keep() {
             self.shared.lock().broken.get_or_insert(why);
             self.shared.changed.notify_all();
         }
@@ -317,14 +315,14 @@ impl Keeper {
         drop(unused);
     }
 
-    /// One round: top up, then read what the pending processes wrote.
-    /// `Err("")` when the pool closes, `Err(why)` when it breaks.
-    fn step(&mut self) -> Result<(), String> {
+    /// Rounds of topping up, then reading what the pending processes
+    /// wrote, until the pool closes (`Err(None)`) or breaks (`Err(why)`).
+    fn keep(&mut self) -> Result<std::convert::Infallible, Option<String>> {
         loop {
             let missing = {
                 let st = self.shared.lock();
                 if st.closing {
-                    return Err(String::new());
+                    return Err(None);
                 }
                 self.size.saturating_sub(st.ready.len() + self.pending.len())
             };
@@ -341,7 +339,7 @@ impl Keeper {
                 }
                 continue;
             }
-            self.read_lines()?;
+            self.read_lines().map_err(Some)?;
         }
     }
 
