@@ -12,6 +12,7 @@ mod forkserver;
 mod hermes;
 mod imports;
 mod known;
+mod langgraph;
 mod matrices;
 mod protocol;
 mod recorded;
