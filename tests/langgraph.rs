@@ -8,7 +8,8 @@
 //! transcript that is neither before nor after the rewind).
 //!
 //! Its one finding (a power loss takes acked steps) is in its known.toml,
-//! named by the README's section on it.
+//! named by the README's section on it; the `delete` leg skips with the
+//! resolver's `store` word (the saver imposes WAL).
 //!
 //! The adapter needs Node.js and the packages `examples/langgraph-store/fetch`
 //! installs (`.ci/run` does, before the tests): without them these tests say
@@ -102,6 +103,27 @@ fn torn_fork_fires_cell_4_whose_whole_sweep_the_checkpointer_passes() {
     let Some((verdict, fingerprint, reason)) = sweep("fork-determinism", &["--mutant", "torn-fork"]) else { return };
     assert_eq!(verdict, "fire", "{reason}");
     assert_eq!(fingerprint, "fork-determinism/wal/normal/syscall/not-the-chosen-prefix", "{reason}");
+}
+
+#[test]
+fn the_delete_leg_skips_because_the_store_imposes_wal() {
+    if !fetched("the_delete_leg_skips_because_the_store_imposes_wal") {
+        return;
+    }
+    let dir = scratch();
+    let child = child();
+    let args = [
+        "run", "--child", &child, "--cell", "4", "--leg", "delete", "--kill", "timed", "--trials", "1", "--seed", SEED,
+    ];
+    let (_, report) = run_json(&args, dir.path());
+    let r = results(&report, "fork-determinism")[0];
+    let reason = r["reason"].as_str().unwrap();
+    assert_eq!(r["verdict"], "skip", "{reason}");
+    // The resolver's word, read as `store`, and `ready` written after the
+    // saver's lazy setup set WAL: written before it, the record would say
+    // `delete` and the skip would be the disk contradicting it.
+    assert!(reason.starts_with("requested delete, child ran wal: LangGraph's SqliteSaver sets"), "{reason}");
+    assert!(reason.ends_with("(decided by store)"), "{reason}");
 }
 
 #[test]
