@@ -26,7 +26,7 @@ fn forked_and_execd(child: &str, catalog: Option<&str>, args: &[&str]) -> (Value
     let catalog = catalog.unwrap_or(short.to_str().unwrap());
     let mut all = [&["run", "--child", child, "--seed", "3", "--trials", "1", "--catalog", catalog], args].concat();
     let (_, forked) = run_json(&all, dir.path());
-    all.extend(["--fork-server", "off"]);
+    all.extend(["--fork-server", "off", "--warm-pool", "off"]);
     let (_, execd) = run_json(&all, dir.path());
     let one = |report: Value| report["results"].as_array().expect("results")[0].clone();
     (one(forked), one(execd))
@@ -35,8 +35,8 @@ fn forked_and_execd(child: &str, catalog: Option<&str>, args: &[&str]) -> (Value
 fn assert_only_forked(forked: &Value, execd: &Value) {
     assert_eq!(forked["verdict"], "error", "{forked:#}");
     let reason = forked["reason"].as_str().unwrap();
-    assert!(reason.contains("fires only when forked: through the fork server it found"), "{reason}");
-    assert!(reason.contains("state the fork server made before the fork"), "{reason}");
+    assert!(reason.contains("fires only through the fork server: there it found"), "{reason}");
+    assert!(reason.contains("look for state the fork server's processes made"), "{reason}");
     assert!(forked["fingerprint"].is_null(), "an error has no fingerprint: {forked:#}");
     assert_eq!(execd["verdict"], "pass", "{execd:#}");
 }
@@ -69,6 +69,21 @@ fn a_cache_the_fork_servers_warm_up_filled_gives_an_error_not_a_fire() {
     }
 }
 
+/// A warm process warms up too (docs/PROTOCOL.md §10): the same cache, the
+/// same error, naming the warm pool.
+#[test]
+fn a_cache_each_warm_process_filled_gives_an_error_naming_the_warm_pool() {
+    let dir = scratch();
+    let catalog = short_catalog(dir.path());
+    let child = adapter("cached_forkserver.py");
+    let args = ["run", "--child", &child, "--seed", "3", "--trials", "1", "--cell", "1", "--leg", "delete"];
+    let rest = ["--kill", "timed", "--fork-server", "off", "--catalog", catalog.to_str().unwrap()];
+    let (_, report) = run_json(&[&args[..], &rest[..]].concat(), dir.path());
+    let r = &report["results"][0];
+    assert_eq!(r["verdict"], "error", "{r:#}");
+    assert!(r["reason"].as_str().unwrap().contains("fires only through the warm pool of"), "{r:#}");
+}
+
 /// A real finding found forked stays a fire, and says it fired exec'd too.
 #[test]
 fn a_fire_found_forked_is_confirmed_execd_and_reported() {
@@ -82,7 +97,8 @@ fn a_fire_found_forked_is_confirmed_execd_and_reported() {
     for r in results(&report, "prefix-durability") {
         assert_eq!(r["verdict"], "fire", "{r:#}");
         let details = r["details"].as_array().unwrap();
-        let confirmed = details.iter().any(|d| d.as_str().unwrap().starts_with("confirmed exec'd (--fork-server off)"));
+        let confirmed =
+            details.iter().any(|d| d.as_str().unwrap().starts_with("confirmed exec'd (not through the fork server)"));
         assert!(confirmed, "{r:#}");
     }
 }

@@ -50,7 +50,7 @@ pub fn site(kill: KillMode, trial: &Trial) -> Site {
 /// Whether `trial` is a fire the plain path must still confirm: it was
 /// found through the fork server, and nothing exec'd reproduced it yet.
 pub fn needed(ctx: &Context, trial: &Trial) -> bool {
-    ctx.forked() && !trial.plain_confirmed && matches!(trial.outcome, Outcome::Fire(_))
+    ctx.fast() && !trial.plain_confirmed && matches!(trial.outcome, Outcome::Fire(_))
 }
 
 /// Confirms the fire of `found` at `at` on the plain path: `again` runs a
@@ -61,7 +61,12 @@ pub fn needed(ctx: &Context, trial: &Trial) -> bool {
 /// fire confirms it (its details say where, and what the plain path found
 /// if its kinds differ); an interrupt leaves it interrupted; anything else
 /// makes it an `error` naming the fork server.
-pub fn confirm(found: &mut Trial, at: Site, tries: u32, again: &mut dyn FnMut(Site) -> Option<Outcome>) {
+pub fn confirm(
+    found: &mut Trial,
+    (at, launcher): (Site, &str),
+    tries: u32,
+    again: &mut dyn FnMut(Site) -> Option<Outcome>,
+) {
     let mut plain = Outcome::Pass;
     let mut runs = 0;
     while runs < tries {
@@ -70,7 +75,7 @@ pub fn confirm(found: &mut Trial, at: Site, tries: u32, again: &mut dyn FnMut(Si
         let Some(outcome) = again(site) else { break };
         match outcome {
             Outcome::Fire(_) => {
-                found.details.push(format!("confirmed exec'd (--fork-server off): {site} fired too"));
+                found.details.push(format!("confirmed exec'd (not through the {launcher}): {site} fired too"));
                 if !same_kinds(&outcome, &found.outcome) {
                     found.details.push(format!("exec'd, {site} found: {outcome}"));
                 }
@@ -85,7 +90,8 @@ pub fn confirm(found: &mut Trial, at: Site, tries: u32, again: &mut dyn FnMut(Si
         }
     }
     let fire = Box::new(std::mem::replace(&mut found.outcome, Outcome::Pass));
-    found.outcome = Outcome::Error(Failure::OnlyForked { at, found: fire, plain: Box::new(plain), runs });
+    let launcher = launcher.to_string();
+    found.outcome = Outcome::Error(Failure::OnlyForked { at, launcher, found: fire, plain: Box::new(plain), runs });
 }
 
 /// The last resort for a timed fire the exec'd trials did not repeat (a
@@ -104,7 +110,7 @@ pub fn by_sweep(found: &mut Trial, swept: Option<Trial>) {
     let fire = (**fire).clone();
     let kind = if same_kinds(&fire, &swept.outcome) { "the same kind" } else { "another kind" };
     found.details.push(format!(
-        "confirmed exec'd (--fork-server off) by the syscall sweep of this cell and leg, whose kill points do not \
+        "confirmed exec'd by the syscall sweep of this cell and leg, whose kill points do not \
          depend on time: point {} fired {kind}: {}",
         swept.index, swept.outcome
     ));
@@ -142,7 +148,7 @@ mod tests {
         let mut t = found();
         let mut runs = vec![Outcome::Pass, fire("2 of 8 racers won")].into_iter();
         let mut sites = Vec::new();
-        confirm(&mut t, Site::Trial(4), 3, &mut |site| {
+        confirm(&mut t, (Site::Trial(4), "fork server"), 3, &mut |site| {
             sites.push(site);
             runs.next()
         });
@@ -151,7 +157,10 @@ mod tests {
         assert!(t.plain_confirmed);
         assert_eq!(
             t.details,
-            ["confirmed exec'd (--fork-server off): trial 5 fired too", "exec'd, trial 5 found: 2 of 8 racers won",]
+            [
+                "confirmed exec'd (not through the fork server): trial 5 fired too",
+                "exec'd, trial 5 found: 2 of 8 racers won",
+            ]
         );
     }
 
@@ -159,7 +168,7 @@ mod tests {
     fn a_fire_only_the_fork_server_sees_is_an_error_naming_it() {
         let mut t = found();
         let mut runs = 0;
-        confirm(&mut t, Site::Trial(4), 3, &mut |_| {
+        confirm(&mut t, (Site::Trial(4), "fork server"), 3, &mut |_| {
             runs += 1;
             Some(Outcome::Pass)
         });
@@ -169,16 +178,16 @@ mod tests {
         };
         assert_eq!(**found, fire("8 of 8 racers won"));
         let why = t.outcome.to_string();
-        assert!(why.starts_with("fires only when forked: through the fork server it found 8 of 8"), "{why}");
-        assert!(why.contains("(--fork-server off) trials 4 to 6 pass;"), "{why}");
-        assert!(why.contains("state the fork server made before the fork"), "{why}");
+        assert!(why.starts_with("fires only through the fork server: there it found 8 of 8"), "{why}");
+        assert!(why.contains("exec'd, trials 4 to 6 pass;"), "{why}");
+        assert!(why.contains("state the fork server's processes made before their operation"), "{why}");
         assert!(!t.plain_confirmed);
     }
 
     #[test]
     fn a_timed_fire_the_trials_missed_is_a_fire_again_when_the_execd_sweep_fires() {
         let mut t = found();
-        confirm(&mut t, Site::Trial(4), 8, &mut |_| Some(Outcome::Pass));
+        confirm(&mut t, (Site::Trial(4), "fork server"), 8, &mut |_| Some(Outcome::Pass));
         let error = t.outcome.clone();
         by_sweep(&mut t, Some(Trial::ended(3, Outcome::Pass)));
         assert_eq!(t.outcome, error, "a sweep that passes leaves the error");
@@ -196,11 +205,13 @@ mod tests {
         assert_eq!((tries(KillMode::Syscall, 9), tries(KillMode::Timed, 0), tries(KillMode::None, 2)), (1, 8, 12));
         assert_eq!(tries(KillMode::Timed, 99), MOST_TRIES);
         let mut t = found();
-        confirm(&mut t, Site::Point(4), 1, &mut |_| Some(Outcome::Pass));
-        assert!(t.outcome.to_string().contains("exec'd (--fork-server off) point 4 passes;"), "{}", t.outcome);
+        confirm(&mut t, (Site::Point(4), "fork server"), 1, &mut |_| Some(Outcome::Pass));
+        assert!(t.outcome.to_string().contains("exec'd, point 4 passes;"), "{}", t.outcome);
         assert!(!t.outcome.to_string().contains("too rare"), "one run of a point: no scheduler to blame");
         let mut t = found();
-        confirm(&mut t, Site::Trial(4), 3, &mut |_| Some(Outcome::Interrupted(Interruption::BeforeTrial)));
+        confirm(&mut t, (Site::Trial(4), "fork server"), 3, &mut |_| {
+            Some(Outcome::Interrupted(Interruption::BeforeTrial))
+        });
         assert_eq!(t.outcome, Outcome::Interrupted(Interruption::BeforeTrial));
     }
 }

@@ -214,10 +214,11 @@ impl Context {
         self.options.mutant.as_deref()
     }
 
-    /// Whether the child's operations are forked by its fork server (a
-    /// fast path whose fires the plain path confirms, [`super::confirm`]).
-    pub fn forked(&self) -> bool {
-        self.child.server_pid().is_some()
+    /// Whether the child's operations start on a fast path, forked by its
+    /// fork server or taken from its warm pool (whose fires the plain path
+    /// confirms, [`super::confirm`]).
+    pub fn fast(&self) -> bool {
+        self.child.server_pid().is_some() || self.child.warm_pool().is_some()
     }
 
     /// This context on the plain path: every operation exec'd, its progress

@@ -260,14 +260,13 @@ pub enum Failure {
     )]
     OnlyRecorded { point: u32, found: Box<Outcome> },
     #[error(
-        "fires only when forked: through the fork server it found {found}, but with every operation exec'd \
-         (--fork-server off) {}; look for state the fork server made before the fork (a module-level cache a \
-         warm-up fills; a random.Random() instance made at import, which a fork does not reseed: \
-         docs/PROTOCOL.md §9){}",
+        "fires only through the {launcher}: there it found {found}, but with every operation exec'd, {}; \
+         look for state the {launcher}'s processes made before their operation (a module-level cache a warm-up \
+         fills; a random.Random() instance made at import, which a fork does not reseed: docs/PROTOCOL.md §9){}",
         plain_said(*at, plain, *runs),
         if *runs > 1 { ", or a fire too rare for a kill the scheduler places to repeat" } else { "" }
     )]
-    OnlyForked { at: Site, found: Box<Outcome>, plain: Box<Outcome>, runs: u32 },
+    OnlyForked { at: Site, launcher: String, found: Box<Outcome>, plain: Box<Outcome>, runs: u32 },
     #[error(
         "recovered in a batch the state found: {found}; recovered alone it passes: its recovery depends on the \
          states recovered beside it"

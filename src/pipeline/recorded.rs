@@ -237,7 +237,7 @@ fn on_plain_path(w: &Workload, rec: &Recording, decided: &mut Trial) {
     let exec = w.on(&plain);
     let n = decided.index;
     let mut again = |_| Some(exec.kill_at(rec.filter, u64::from(n), &rec.census).outcome);
-    confirm::confirm(decided, Site::Point(n), 1, &mut again);
+    confirm::confirm(decided, (Site::Point(n), &w.ctx.child.launcher()), 1, &mut again);
 }
 
 /// Each state's point and a digest of what a recovery sees in it: the

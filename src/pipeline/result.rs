@@ -19,7 +19,7 @@ use crate::cells::{Cell, Shape};
 use crate::harness::interrupted;
 use crate::killmode::{Race as RacePolicy, Source};
 use crate::matrix::Leg;
-use crate::plan::Job;
+use crate::plan::{Job, KillMode};
 use crate::report::{CellResult, Fingerprint, States, Verdict};
 
 /// The reason of a result whose trial was cut short by `SIGINT`/`SIGTERM`.
@@ -155,7 +155,8 @@ fn on_plain_path(
         plain.options = ctx.options.narrowed(&job.cell.id, Some(&leg.name), job.kill, index);
         shaped(job, cell, leg, &plain, shape).0.pop().map(|t| t.outcome)
     };
-    confirm::confirm(found, at, confirm::tries(job.kill, found.index), &mut again);
+    let launcher = ctx.child.launcher();
+    confirm::confirm(found, (at, &launcher), confirm::tries(job.kill, found.index), &mut again);
     if job.kill == KillMode::Timed && !found.plain_confirmed && found.is_bad() {
         let sweep = Job { kill: KillMode::Syscall, ..job.clone() };
         let mut plain = ctx.plain();

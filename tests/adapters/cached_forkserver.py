@@ -56,4 +56,7 @@ def warm_up():
 if __name__ == "__main__":
     if sys.argv[-1:] == ["fork-server"]:
         crashcells_forkserver.serve(store.main, preload=warm_up)
+    if sys.argv[-1:] == ["warm-pool"]:
+        # A warm process warms up too: its cache is filled the same way.
+        crashcells_forkserver.warm(store.main, preload=warm_up)
     sys.exit(store.main())

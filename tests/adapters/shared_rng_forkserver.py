@@ -45,4 +45,7 @@ store.Store.claim = token_claim
 if __name__ == "__main__":
     if sys.argv[-1:] == ["fork-server"]:
         crashcells_forkserver.serve(store.main)
+    if sys.argv[-1:] == ["warm-pool"]:
+        # Each warm process imports, and seeds its own generator: no bug.
+        crashcells_forkserver.warm(store.main)
     sys.exit(store.main())
