@@ -19,4 +19,5 @@ mod protocol;
 mod recorded;
 mod reports;
 mod robustness;
+mod shown;
 mod syscall;
