@@ -21,3 +21,4 @@ mod reports;
 mod robustness;
 mod shown;
 mod syscall;
+mod warmpool;
