@@ -19,3 +19,4 @@ mod recorded;
 mod reports;
 mod robustness;
 mod syscall;
+mod timeline;
