@@ -43,7 +43,7 @@ impl Cell for ForkDeterminism {
     }
 
     /// A rewind's atomicity is not about acknowledged commits surviving:
-    /// cells 1 and 3 answer the audit's durability question.
+    /// the cells whose clause is that answer the audit's durability question.
     fn answers_durability(&self) -> bool {
         false
     }

@@ -40,7 +40,7 @@ impl Cell for OutboxExactlyOnce {
     }
 
     /// Exactly-once delivery is its own clause; its marks' durability is
-    /// cells 1 and 3's question in the audit.
+    /// the question of the cells whose clause is durability.
     fn answers_durability(&self) -> bool {
         false
     }

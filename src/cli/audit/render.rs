@@ -30,7 +30,7 @@ impl AuditReport {
             human_row(&mut out, r);
         }
         if crash {
-            out.push_str(COLUMNS);
+            out.push_str(&legend(&super::crash::cell_numbers()));
             out.push('\n');
         }
         let s = &self.summary;
@@ -61,11 +61,26 @@ impl AuditReport {
 }
 
 /// The line under a table with crash columns: what they mean, in one line,
-/// and where each row is explained.
-pub const COLUMNS: &str = "process, power, torn, fault: whether cells 1 and 3 keep every acknowledged commit at \
-     every kill point of their sweeps under a process crash (SIGKILL), a power loss, a power loss with torn and \
-     reordered writes, and a failed write or sync (keeps, LOSES); docs/DESIGN.md, \"The audit's crash columns, \
-     row by row\", explains each leg";
+/// and where each row is explained; `cells` are the numbers of the cells
+/// the columns swept.
+pub fn legend(cells: &[u32]) -> String {
+    format!(
+        "process, power, torn, fault: whether {} every acknowledged commit at every kill point of their sweeps under \
+         a process crash (SIGKILL), a power loss, a power loss with torn and reordered writes, and a failed write or \
+         sync (keeps, LOSES); docs/DESIGN.md, \"The audit's crash columns, row by row\", explains each leg",
+        cells_keep(cells)
+    )
+}
+
+/// `cell 1 keeps`, `cells 1 and 3 keep`, `cells 1, 3 and 6 keep`.
+fn cells_keep(cells: &[u32]) -> String {
+    let n: Vec<String> = cells.iter().map(u32::to_string).collect();
+    match n.as_slice() {
+        [one] => format!("cell {one} keeps"),
+        [rest @ .., last] => format!("cells {} and {last} keep", rest.join(", ")),
+        [] => "the workload cells keep".into(),
+    }
+}
 
 fn human_row(out: &mut String, r: &Row) {
     let requested =
@@ -130,4 +145,18 @@ fn file_shows(r: &Row) -> String {
         files.push("no journal".into());
     }
     format!("{family}, {}", files.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The legend names the cells the columns swept, however many: a cell
+    /// added to the registry that answers durability is named with the rest.
+    #[test]
+    fn the_legend_names_the_swept_cells() {
+        assert!(legend(&[1, 3]).contains("whether cells 1 and 3 keep every acknowledged commit"));
+        assert_eq!(cells_keep(&[1]), "cell 1 keeps");
+        assert_eq!(cells_keep(&[1, 3, 6]), "cells 1, 3 and 6 keep");
+    }
 }
