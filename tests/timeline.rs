@@ -57,7 +57,7 @@ fn a_browser_draws_the_kill_point_of_a_fires_timeline() {
     let (code, report) = run_json(&[&args[..], &["--seed", "3"]].concat(), dir.path());
     let r = &report["results"][0];
     if r["verdict"] == "skip" {
-        return eprintln!("skipped: syscall kill points are unavailable here: {}", r["reason"]);
+        return crate::common::tracing_refused(&r["reason"]);
     }
     assert_eq!((code, r["verdict"].as_str()), (1, Some("fire")), "{report:#}");
     let page = Path::new(r["timeline"].as_str().unwrap());
