@@ -21,3 +21,4 @@ mod reports;
 mod robustness;
 mod syscall;
 mod timeline;
+mod warmpool;
