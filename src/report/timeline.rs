@@ -94,7 +94,7 @@ fn fill(parts: &[(&str, &str)]) -> String {
 fn data<'a>(page: &'a Page, acks: &[String]) -> Data<'a> {
     let acked_at_kill = page.result.deciding_kill().map_or(0, |k| k.after_acks);
     let Some(t) = page.trace else {
-        let no_trace = Some(no_trace(page.result.kill));
+        let no_trace = Some(no_trace(page.result));
         let (label, meaning, source) = ("KILL", "", "");
         let calls = Vec::new();
         return Data {
@@ -143,17 +143,17 @@ fn label(crash: Crash) -> &'static str {
     }
 }
 
-/// Why a result has no call trace, by how it killed.
-fn no_trace(kill: KillMode) -> String {
-    let why = match kill {
+/// Why a result has no call trace, by how it killed: a race (kill mode
+/// `none`, or a syscall sweep with paths) is several processes at once.
+fn no_trace(r: &CellResult) -> String {
+    let race = r.kill == KillMode::None || (r.kill == KillMode::Syscall && !r.points_by_path.is_empty());
+    let why = match r.kill {
+        _ if race => "a race's processes run side by side and its kill lands among them; their calls were not traced",
         KillMode::Timed => {
             "a timed kill lands where the scheduler lets it, after a seeded number of acks; its run was not \
              traced (tracing would move the kill). The syscall result of the same cell and leg has a trace"
         }
-        KillMode::None | KillMode::Syscall => {
-            "a race's processes run side by side and its kill lands among them; their calls were not traced"
-        }
-        _ => "the result ended before a run of its workload was traced",
+        _ => "the result ended before a traced run of its workload reached its crash",
     };
     format!("No call trace was taken: {why}. The kill is marked among the acks above, beside what was recovered.")
 }
@@ -396,6 +396,13 @@ mod tests {
         assert!(d["crash"].is_null());
         assert!(d["no_trace"].as_str().unwrap().starts_with("No call trace was taken: a timed kill"), "{d}");
         assert_eq!(d["acked_at_kill"].as_u64(), Some(1));
+        let race = fire(KillMode::None, "wal");
+        assert!(no_trace(&race).contains("a race's processes"));
+        let mut swept_race = fire(KillMode::Syscall, "wal");
+        assert!(no_trace(&swept_race).contains("before a traced run"), "a workload's sweep that ended early");
+        swept_race.points_by_path =
+            vec![crate::report::PathPoints { path: "winning-claim".into(), planned: 1, landed: 1 }];
+        assert!(no_trace(&swept_race).contains("a race's processes"));
         assert!(
             html.contains("integrity_check: <code>ok</code>") && html.contains("session main: 0 messages"),
             "{html}"
