@@ -21,4 +21,5 @@ mod reports;
 mod robustness;
 mod shown;
 mod syscall;
+mod timeline;
 mod warmpool;
