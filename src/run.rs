@@ -212,7 +212,7 @@ pub fn report(ctx: &Context, facts: RunFacts, results: Vec<CellResult>) -> Repor
         start_folder: facts.start_folder.display().to_string(),
         known_file: None,
         known_findings: vec![],
-        new_only_of: None,
+        new_only: false,
         summary: Summary::of(&results),
         results,
     };

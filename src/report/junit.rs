@@ -252,7 +252,7 @@ mod tests {
             start_folder: String::new(),
             known_file: None,
             known_findings: vec![],
-            new_only_of: None,
+            new_only: false,
             summary: Summary::of(&results),
             results,
         }

@@ -160,6 +160,38 @@ impl Report {
     pub fn gone(&self) -> impl Iterator<Item = &KnownEntry> {
         self.known_findings.iter().filter(|k| k.status == KnownStatus::Gone)
     }
+
+    /// What a new-only report lists, of the whole run: `1 fire not known
+    /// and 1 known finding gone, of the run's 26 results`.
+    pub fn new_only_line(&self) -> String {
+        let count = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+        let (fires, gone) = (self.shown().len(), self.gone().count());
+        let fires = if fires == 0 { "no fire that is not known".into() } else { count(fires, "fire") + " not known" };
+        let gone = if gone == 0 { "no known finding gone".into() } else { count(gone, "known finding") + " gone" };
+        format!("{fires} and {gone}, of the run's {}", count(self.results.len(), "result"))
+    }
+
+    /// The file of known findings in one line, always the whole run's:
+    /// what it lists and what became of them (`` `known.toml` lists 4 known
+    /// findings (1 fired, 1 gone, 2 did not run here) ``); `None` for a run
+    /// judged against no file.
+    pub fn known_line(&self) -> Option<String> {
+        let file = self.known_file.as_ref()?;
+        let all = &self.known_findings;
+        if all.is_empty() {
+            return Some(format!("`{file}` lists no known finding"));
+        }
+        let count = |s: KnownStatus| all.iter().filter(|k| k.status == s).count();
+        let phrases = [
+            (count(KnownStatus::Fired), "fired"),
+            (count(KnownStatus::Gone), "gone"),
+            (count(KnownStatus::NotFired), "ran without firing (not conclusive)"),
+            (count(KnownStatus::NotRun), "did not run here"),
+        ];
+        let said: Vec<String> = phrases.iter().filter(|(n, _)| *n > 0).map(|(n, p)| format!("{n} {p}")).collect();
+        let s = if all.len() == 1 { "" } else { "s" };
+        Some(format!("`{file}` lists {} known finding{s} ({})", all.len(), said.join(", ")))
+    }
 }
 
 /// What became of `finding` among `results`.
@@ -183,7 +215,7 @@ fn status(fingerprint: &str, results: &[CellResult]) -> (KnownStatus, String) {
         return (KnownStatus::NotRun, format!("nothing ran {}", fp.site_phrase()));
     }
     if let Some(r) = site.iter().find(|r| whole_sweep(r)) {
-        let points = r.points_line().map_or(String::new(), |p| format!(" ({p} kill points)"));
+        let points = r.points_phrase().map_or(String::new(), |p| format!(" ({p})"));
         let ended = if r.verdict == Verdict::Pass { "passed" } else { "reached its last point" };
         return (KnownStatus::Gone, format!("the whole {} sweep of leg `{}`{points} {ended}", r.kill.as_str(), r.leg));
     }
@@ -281,6 +313,7 @@ mod tests {
         let mut pass = fired(KillMode::Syscall, "orphan");
         (pass.verdict, pass.fingerprint, pass.points_planned, pass.points_landed) =
             (Verdict::Pass, None, Some(71), Some(71));
+        pass.states_distinct = Some(60);
         let mut timed = pass.clone();
         (timed.kill, timed.points_planned, timed.points_landed) = (KillMode::Timed, None, None);
         let mut skipped = timed.clone();
@@ -292,7 +325,7 @@ mod tests {
         assert_eq!(
             gone.sentence().unwrap(),
             "known finding c/wal/default/syscall/orphan (issue #31) did not fire: the file is wrong (the whole \
-             syscall sweep of leg `wal` (71 of 71 kill points) passed)"
+             syscall sweep of leg `wal` (71 of 71 kill points; 60 distinct crash states) passed)"
         );
         assert_eq!(r.known_findings[1].status, KnownStatus::NotFired);
         assert!(r.known_findings[1].why.contains("no evidence that it is gone"), "{}", r.known_findings[1].why);
