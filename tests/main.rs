@@ -13,6 +13,7 @@ mod hermes;
 mod imports;
 mod known;
 mod matrices;
+mod outputs;
 mod protocol;
 mod recorded;
 mod reports;
