@@ -1,37 +1,45 @@
-//! docs/CI.md as a team runs it. Every snippet of the page is a fenced
-//! block whose info string is `LANG ci-snippet NAME` (NAME: the path the
-//! team keeps it at, or a name): the shell scripts run as a CI job runs
-//! them, with a stand-in for `gh` on PATH that records its arguments and
-//! fails a comment body longer than GitHub takes; the workflows may only
-//! call those scripts; the known-findings file must parse as the
-//! interface says.
+//! docs/CI.md and the CI files it shows, as a team runs them. The files
+//! are the repository's (`.crashcells/`: the known findings, the scripts,
+//! the workflows); the page shows each in a fenced block whose info string
+//! is `LANG ci-file PATH`, unchanged (`scripts/ci-doc-sync` copies them in),
+//! so that page and files cannot drift. The scripts run from a copy of the
+//! folder made as the page says (`cp -rp`, modes kept), each executed as a
+//! CI step executes it, with a stand-in for `gh` on PATH that records its
+//! arguments and fails a comment body longer than GitHub takes; the
+//! workflows may only call those scripts; the known-findings file must
+//! parse as the interface says.
 //!
 //! The known-findings file's fingerprints are real: a run of the audit
 //! matrix's `memory` and `off` legs with it has every fire known.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::common::{scratch, short_catalog};
 
-/// One marked snippet of docs/CI.md.
-struct Snippet {
+/// A path of the repository.
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// One block of docs/CI.md that shows a file.
+struct Shown {
     lang: String,
-    name: String,
+    path: String,
     text: String,
 }
 
-fn snippets() -> Vec<Snippet> {
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/CI.md")).unwrap();
+fn shown() -> Vec<Shown> {
+    let doc = std::fs::read_to_string(repo("docs/CI.md")).unwrap();
     let mut out = Vec::new();
-    let mut open: Option<Snippet> = None;
+    let mut open: Option<Shown> = None;
     for line in doc.lines() {
         match (&mut open, line.strip_prefix("```")) {
             (None, Some(info)) => {
                 let words: Vec<&str> = info.split_whitespace().collect();
-                if let [lang, "ci-snippet", name] = words[..] {
-                    open = Some(Snippet { lang: lang.into(), name: name.into(), text: String::new() });
+                if let [lang, "ci-file", path] = words[..] {
+                    open = Some(Shown { lang: lang.into(), path: path.into(), text: String::new() });
                 }
             }
             (Some(_), Some("")) => out.extend(open.take()),
@@ -42,92 +50,136 @@ fn snippets() -> Vec<Snippet> {
             (None, None) => {}
         }
     }
-    assert!(open.is_none(), "a snippet is not closed");
+    assert!(open.is_none(), "a block of docs/CI.md is not closed");
     out
 }
 
-/// Every snippet is one the test knows how to run or check, the scripts
-/// parse as bash, the gate and the audit judge their fires against the
-/// known findings and post only what is new, the workflows only call the
-/// scripts, and the known-findings file has the documented shape.
+/// The CI files of the repository: every file under `.crashcells/`.
+fn ci_files() -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![repo(".crashcells")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path.strip_prefix(repo("")).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The page shows every CI file once, as it is in the repository: a file
+/// edited without the page (or the page without the file) fails here.
 #[test]
-fn every_ci_snippet_is_checked_and_parses() {
-    let all = snippets();
-    let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            ".crashcells/known.toml",
-            ".crashcells/gate.sh",
-            ".github/workflows/crashcells-gate.yml",
-            ".crashcells/share.sh",
-            ".crashcells/merge.sh",
-            ".github/workflows/crashcells-audit.yml",
-            "plain-runner",
-            "plain-merge"
-        ]
-    );
+fn the_page_shows_every_ci_file_as_it_is() {
+    let all = shown();
+    let mut paths: Vec<String> = all.iter().map(|s| s.path.clone()).collect();
+    paths.sort();
+    assert_eq!(paths, ci_files(), "docs/CI.md shows each file of .crashcells/ once");
+    for s in &all {
+        let file = std::fs::read_to_string(repo(&s.path)).unwrap();
+        assert!(s.text == file, "docs/CI.md shows {} otherwise than the file: run scripts/ci-doc-sync", s.path);
+    }
+}
+
+/// The scripts are executable where a team copies them from: in the
+/// folder, and in git's index (a fresh clone takes the mode from there).
+#[test]
+fn the_ci_scripts_are_executable_in_the_repository() {
+    for path in ci_files().iter().filter(|p| p.ends_with(".sh")) {
+        let mode = std::fs::metadata(repo(path)).unwrap().permissions().mode();
+        assert_eq!(mode & 0o111, 0o111, "{path} is not executable ({mode:o})");
+        let git = Command::new("git").args(["ls-files", "-s", path]).current_dir(repo("")).output();
+        match git {
+            Ok(out) if out.status.success() && !out.stdout.is_empty() => {
+                let index = String::from_utf8_lossy(&out.stdout);
+                assert!(index.starts_with("100755 "), "{path} is not executable in git's index: {index}");
+            }
+            // Not a git checkout (a source archive), or not committed yet: the folder's mode is all there is.
+            _ => eprintln!("{path}: git's index not checked here"),
+        }
+    }
+}
+
+/// Every CI file is one the test knows how to check: the scripts parse as
+/// bash, the gate and the audit judge their fires against the known
+/// findings and post only what is new, the workflows only call the
+/// scripts and compile crashcells in one job at most, and the
+/// known-findings file has the documented shape.
+#[test]
+fn every_ci_file_is_checked_and_parses() {
     for name in [".crashcells/gate.sh", ".crashcells/share.sh"] {
-        let s = all.iter().find(|s| s.name == name).unwrap();
-        assert!(s.text.contains("--known .crashcells/known.toml"), "{name} judges its fires against the file");
+        let text = std::fs::read_to_string(repo(name)).unwrap();
+        assert!(text.contains("--known .crashcells/known.toml"), "{name} judges its fires against the file");
     }
     for name in [".crashcells/gate.sh", ".crashcells/merge.sh"] {
-        let s = all.iter().find(|s| s.name == name).unwrap();
-        assert!(s.text.contains("--new-only --format markdown"), "{name} posts only what is new");
+        let text = std::fs::read_to_string(repo(name)).unwrap();
+        assert!(text.contains("--new-only --format markdown"), "{name} posts only what is new");
     }
-    for s in &all {
+    for s in shown() {
         match s.lang.as_str() {
-            "sh" => shell_snippet(s),
-            "yaml" => workflow(s, &all),
-            "toml" => known_findings(s),
-            other => panic!("{}: a snippet in {other} is run by no test", s.name),
+            "sh" => shell_script(&s.path),
+            "yaml" => workflow(&s),
+            "toml" => known_findings(&s),
+            other => panic!("{}: a file in {other} is run by no test", s.path),
         }
     }
 }
 
-/// A shell snippet: bash parses it.
-fn shell_snippet(s: &Snippet) {
-    let out = Command::new("bash").arg("-n").arg("-c").arg(&s.text).output().unwrap();
-    assert!(out.status.success(), "{}: {}", s.name, String::from_utf8_lossy(&out.stderr));
+/// A shell script: bash parses it.
+fn shell_script(path: &str) {
+    let out = Command::new("bash").arg("-n").arg(repo(path)).output().unwrap();
+    assert!(out.status.success(), "{path}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
-/// A workflow: its steps run the scripts (or install crashcells), with no
-/// `${{ }}` expression inside a step's shell: the scripts read variables.
-fn workflow(s: &Snippet, all: &[Snippet]) {
-    let runs: Vec<&str> = s.text.lines().filter_map(|l| l.trim().strip_prefix("- run: ")).collect();
-    assert!(runs.len() >= 2, "{}", s.name);
-    for run in runs {
-        if run == "cargo install --locked --path ." {
-            continue;
-        }
-        assert!(all.iter().any(|o| o.name == run && o.lang == "sh"), "{}: `{run}` is no script of the page", s.name);
+/// A workflow: its steps run the scripts of `.crashcells/` (no shell of
+/// their own, so no `${{ }}` expression inside a step's shell: the scripts
+/// read variables), crashcells is installed by `install.sh` before any
+/// script uses it, and only a job that saves the cache may compile: every
+/// other one restores it and fails on a miss rather than compile again.
+fn workflow(s: &Shown) {
+    let runs: Vec<&str> =
+        s.text.lines().filter_map(|l| l.trim().trim_start_matches("- ").strip_prefix("run: ")).collect();
+    assert!(runs.len() >= 2, "{}", s.path);
+    for run in &runs {
+        let script = run.split_whitespace().next().unwrap();
+        assert!(script.starts_with(".crashcells/") && repo(script).is_file(), "{}: `{run}` is no CI script", s.path);
     }
-    assert!(!s.text.contains("run: |") && !s.text.contains("run: >"), "{}: shell belongs in the scripts", s.name);
+    assert!(!s.text.contains("run: |") && !s.text.contains("run: >"), "{}: shell belongs in the scripts", s.path);
+    let installs = runs.iter().filter(|r| **r == ".crashcells/install.sh").count();
+    let saves = s.text.matches("uses: actions/cache/save@").count();
+    let restores_only = s.text.matches("fail-on-cache-miss: true").count();
+    assert_eq!(saves, 1, "{}: one job compiles on a miss and saves the binary", s.path);
+    assert_eq!(installs, saves + restores_only, "{}: every other job restores it or fails", s.path);
+    let first_install = runs.iter().position(|r| *r == ".crashcells/install.sh").unwrap();
+    assert_eq!(runs[first_install - 1], ".crashcells/install.sh key", "{}: the key before the cache", s.path);
 }
 
 /// The known-findings file: `[[finding]]` entries with a `fingerprint` and
 /// an `issue`, and an optional `note`, nothing else; each fingerprint one of
 /// a cell of the catalog, as `run --known` reads it.
-fn known_findings(s: &Snippet) {
-    let read = crashcells::report::known::parse(&s.text).unwrap_or_else(|e| panic!("{}: {e}", s.name));
+fn known_findings(s: &Shown) {
+    let read = crashcells::report::known::parse(&s.text).unwrap_or_else(|e| panic!("{}: {e}", s.path));
     let catalog = crashcells::catalog::Catalog::embedded().unwrap();
     for f in &read {
         let fp: crashcells::report::Fingerprint = f.fingerprint.parse().unwrap();
-        assert!(catalog.find(&fp.cell).is_ok(), "{}: no cell `{}`", s.name, fp.cell);
+        assert!(catalog.find(&fp.cell).is_ok(), "{}: no cell `{}`", s.path, fp.cell);
     }
     // `parse` refuses another key, an unknown field and a missing one.
     assert!(read.len() >= 4, "SQLite's documented losses, cells 1 and 3 on memory and off");
 }
 
-/// The page's known findings are what the audit matrix's `memory` and
-/// `off` legs fire on the reference store: with the file, every fire of a
-/// sweep there is known, and the run passes.
+/// The repository's known findings are what the audit matrix's `memory`
+/// and `off` legs fire on the reference store: with the file, every fire
+/// of a sweep there is known, and the run passes.
 #[test]
-fn the_known_findings_of_the_page_are_what_the_audit_matrix_fires() {
-    let all = snippets();
+fn the_known_findings_of_the_repository_are_what_the_audit_matrix_fires() {
     let dir = scratch();
-    let known = dir.path().join("known.toml");
-    std::fs::write(&known, &all.iter().find(|s| s.lang == "toml").unwrap().text).unwrap();
+    let known = repo(".crashcells/known.toml");
     let mut args = vec!["run", "--matrix", "audit", "--leg", "memory", "--leg", "off", "--kill", "syscall"];
     args.extend(["--seed", "4", "--known", known.to_str().unwrap()]);
     let (code, report) = crate::common::run_json(&args, dir.path());
@@ -147,25 +199,22 @@ fn the_known_findings_of_the_page_are_what_the_audit_matrix_fires() {
     assert_eq!(code, 0, "{report:#}");
 }
 
-/// A job's folder: the repository's `.crashcells/` from the page, and PATH
-/// with `crashcells` (this build, each `run` narrowed to keep the test
-/// short: one cell, timed, short trials) and the stand-in `gh`.
+/// A job's folder: the repository's `.crashcells/` copied as the page
+/// says (`cp -rp`), and PATH with `crashcells` (this build, each `run`
+/// narrowed to keep the test short: one cell, timed, short trials) and the
+/// stand-in `gh`.
 struct Job {
     dir: tempfile::TempDir,
     path: String,
 }
 
 impl Job {
-    fn new(all: &[Snippet]) -> Job {
+    fn new() -> Job {
         let dir = scratch();
+        let copied = Command::new("cp").arg("-rp").arg(repo(".crashcells")).arg(dir.path()).status().unwrap();
+        assert!(copied.success(), "cp -rp .crashcells");
         let bin_dir = dir.path().join("bin");
         std::fs::create_dir_all(&bin_dir).unwrap();
-        for s in all.iter().filter(|s| s.lang != "yaml") {
-            let path = dir.path().join(&s.name);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(&path, &s.text).unwrap();
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        }
         let catalog = short_catalog(dir.path());
         let narrowed = format!(
             "#!/bin/sh\n# The real binary; each run narrowed to cell 1, timed, ${{TRIALS:-1}} short trials.\n\
@@ -181,11 +230,12 @@ impl Job {
         Job { dir, path }
     }
 
-    /// Runs `script` (a path in the job's folder) as a CI step: in the job's
-    /// folder, with `env` and the CI's variables GitHub would set.
+    /// Runs `script` (a path in the job's folder) as a CI step does: the
+    /// file itself (its mode decides whether it runs), in the job's folder,
+    /// with `env` and the CI's variables GitHub would set.
     fn step(&self, script: &str, env: &[(&str, &str)]) -> Output {
-        let mut cmd = Command::new("bash");
-        cmd.arg(self.dir.path().join(script)).current_dir(self.dir.path()).env("PATH", &self.path);
+        let mut cmd = Command::new(self.dir.path().join(script));
+        cmd.current_dir(self.dir.path()).env("PATH", &self.path);
         for var in ["GITHUB_SHA", "GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID", "EXTRA", "TRIALS"] {
             cmd.env_remove(var);
         }
@@ -220,9 +270,11 @@ done
 /// The stand-in itself: it records a comment and refuses one too long.
 #[test]
 fn the_stand_in_for_gh_refuses_a_body_github_would() {
-    let all = snippets();
-    let job = Job::new(&all);
-    write_script(&job.dir.path().join("post.sh"), "gh issue comment \"$TRACKING_ISSUE\" --body-file body.md\n");
+    let job = Job::new();
+    write_script(
+        &job.dir.path().join("post.sh"),
+        "#!/bin/sh\ngh issue comment \"$TRACKING_ISSUE\" --body-file body.md\n",
+    );
     std::fs::write(job.dir.path().join("body.md"), "a".repeat(65_536)).unwrap();
     assert_eq!(job.step("post.sh", &[]).status.code(), Some(0));
     std::fs::write(job.dir.path().join("body.md"), "a".repeat(65_537)).unwrap();
@@ -232,17 +284,15 @@ fn the_stand_in_for_gh_refuses_a_body_github_would() {
     assert_eq!(job.file("gh.log").lines().collect::<Vec<_>>(), ["issue comment 15 --body-file body.md"; 2]);
 }
 
-/// Every script of the page, run as the workflows and the plain shell CI
+/// Every script of the repository, run as the workflows and the plain shell CI
 /// run them: the push gate clean and with a fire (posted once, under the
 /// size limit), the audit's shares and their merge (each run once on a job
 /// page), a share whose budget runs out (130, not 124), the plain runner
 /// and merge.
 #[test]
-fn ci_snippets_run_as_a_team_runs_them() {
-    let all = snippets();
-
+fn ci_scripts_run_as_a_team_runs_them() {
     // The push gate: the reference store passes; nothing is posted.
-    let job = Job::new(&all);
+    let job = Job::new();
     let gate = job.step(".crashcells/gate.sh", &[("GITHUB_RUN_ID", "7")]);
     assert_eq!(gate.status.code(), Some(0), "{}", String::from_utf8_lossy(&gate.stderr));
     assert!(job.file("crashcells.xml").contains("<testsuite"), "the JUnit");
@@ -255,7 +305,7 @@ fn ci_snippets_run_as_a_team_runs_them() {
 
     // The audit: two shares and their merge, in one folder as the merge
     // job's downloaded artifacts are.
-    let job = Job::new(&all);
+    let job = Job::new();
     for k in ["1", "2"] {
         let share =
             job.step(".crashcells/share.sh", &[("K", k), ("N", "2"), ("SEED", "9"), ("EXTRA", "--mutant drop-append")]);
@@ -269,19 +319,19 @@ fn ci_snippets_run_as_a_team_runs_them() {
     assert_eq!(job.file("gh.log"), "issue comment 15 --body-file new.md\n");
 
     // A share whose budget runs out ends itself with a partial report: 130.
-    let job = Job::new(&all);
+    let job = Job::new();
     let env = [("K", "1"), ("N", "1"), ("SEED", "9"), ("BUDGET", "1s"), ("TRIALS", "100")];
     let cut = job.step(".crashcells/share.sh", &env);
     assert_eq!(cut.status.code(), Some(130), "{}", String::from_utf8_lossy(&cut.stderr));
     assert!(job.file("part-1.json").contains("\"interrupted\": true"));
 
     // The plain shell CI: a runner's share copied to the shared folder, then the merge there.
-    let job = Job::new(&all);
+    let job = Job::new();
     let shared = job.dir.path().join("shared");
     let shared = shared.to_str().unwrap();
-    let runner = job.step("plain-runner", &[("K", "1"), ("N", "1"), ("SEED", "9"), ("SHARED", shared)]);
+    let runner = job.step(".crashcells/plain-runner.sh", &[("K", "1"), ("N", "1"), ("SEED", "9"), ("SHARED", shared)]);
     assert_eq!(runner.status.code(), Some(0), "{}", String::from_utf8_lossy(&runner.stderr));
-    let merge = job.step("plain-merge", &[("N", "1"), ("SEED", "9"), ("SHARED", shared)]);
+    let merge = job.step(".crashcells/plain-merge.sh", &[("N", "1"), ("SEED", "9"), ("SHARED", shared)]);
     assert_eq!(merge.status.code(), Some(0), "{}", String::from_utf8_lossy(&merge.stderr));
     assert!(Path::new(shared).join("9/crashcells.xml").is_file());
 }

@@ -4,6 +4,7 @@
 mod cells;
 mod ci;
 mod ci_docs;
+mod ci_install;
 mod cli;
 mod common;
 mod evidence;
