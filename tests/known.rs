@@ -241,6 +241,15 @@ fn a_malformed_known_findings_file_is_one_line_and_exit_2_before_any_child_runs(
         ("[[finding]]\nfingerprint = \"a/b/c/syscall/d\"\n", "entry 1: missing field `issue`"),
         ("[[finding]]\nfingerprint = \"a/b/c/d\"\nissue = \"#1\"\n", "entry 1: fingerprint `a/b/c/d` has 4 words"),
         ("[finding\n", "at byte"),
+        (
+            "[[finding]]\nfingerprint = \"rotation-atomicty/wal/full/syscall/orphan\"\nissue = \"#1\"\n",
+            "entry 1: fingerprint `rotation-atomicty/wal/full/syscall/orphan` names an unknown cell \
+             `rotation-atomicty` (did you mean `rotation-atomicity`?)",
+        ),
+        (
+            "[[finding]]\nfingerprint = \"rotation-atomicity/wall/full/syscall/orphan\"\nissue = \"#1\"\n",
+            "names an unknown journal mode `wall` (did you mean `wal`?)",
+        ),
     ];
     for (text, needle) in cases {
         std::fs::write(&bad, text).unwrap();
