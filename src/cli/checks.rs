@@ -87,8 +87,8 @@ pub fn child_folder(o: &mut RunOptions, start: &Path) -> Result<()> {
 }
 
 /// Options that make no sense together: a kill point or a sample of points
-/// for timed kills only, a trial number for syscall kills only, a share of
-/// the plan without a seed to plan it with.
+/// for timed kills only, a trial number for syscall kills only, a kill
+/// point or a share of the plan without a seed to plan it with.
 pub fn options(o: &RunOptions) -> Result<()> {
     let bad = |m: &str| Err(Error::Usage(m.to_string()));
     if o.kill == KillArg::Timed && o.point.is_some() {
@@ -99,6 +99,9 @@ pub fn options(o: &RunOptions) -> Result<()> {
     }
     if o.kill == KillArg::Syscall && o.trial.is_some() {
         return bad("--trial selects a timed trial, and --kill syscall runs kill points (use --point)");
+    }
+    if o.point.is_some() && o.seed.is_none() {
+        return bad("--point N reruns a kill point of the run a seed planned: give its --seed (a repro names both)");
     }
     if o.partition.is_some() && o.seed.is_none() {
         return bad("--partition needs --seed: every share must plan the same run (e.g. --seed $GITHUB_RUN_ID)");
@@ -155,7 +158,10 @@ mod tests {
         assert!(options(&syscall).unwrap_err().to_string().starts_with("--trial"));
         let part = RunOptions { partition: Some("1/2".parse().unwrap()), ..RunOptions::default() };
         assert!(options(&part).unwrap_err().to_string().starts_with("--partition needs --seed"));
-        let all = RunOptions { kill: KillArg::All, point: Some(3), trial: Some(1), ..RunOptions::default() };
+        let unseeded = RunOptions { kill: KillArg::Syscall, point: Some(5), ..RunOptions::default() };
+        assert!(options(&unseeded).unwrap_err().to_string().starts_with("--point N reruns a kill point"));
+        let all =
+            RunOptions { kill: KillArg::All, point: Some(3), trial: Some(1), seed: Some(1), ..RunOptions::default() };
         assert!(options(&all).is_ok(), "each applies to its own kill mode");
     }
 }

@@ -89,7 +89,7 @@ fn chars(s: &str) -> usize {
 /// the text cut at a line, and a note.
 fn cut(text: &str, limit: usize, sources: &[String]) -> String {
     let note =
-        format!("\n**Cut here** to stay under GitHub's 65,536-character limit; {}\n", whole_report(sources, &[]));
+        format!("\n**Cut here** to stay under GitHub's 65,536-character limit. {}\n", whole_report(sources, &[]));
     let room = limit.saturating_sub(chars(&note));
     let end = text.char_indices().nth(room).map_or(text.len(), |(i, _)| i);
     let end = text[..end].rfind('\n').map_or(end, |i| i + 1);

@@ -16,22 +16,30 @@ impl AuditReport {
     }
 
     /// One row per leg, the resolver's and the audit's words under the rows
-    /// that need them, then a summary with the SQLite in use.
+    /// that need them, then a summary with the SQLite in use. Each column
+    /// as wide as its longest word: the audit matrix's table is 112
+    /// columns with its crash columns, within a terminal of 120.
     pub fn to_human(&self) -> String {
         let mut out = String::new();
         let crash = self.rows.iter().any(|r| r.process_crash.is_some());
-        let _ = write!(
-            out,
-            "{:<18} {:<15} {:<22} {:<15} {:<36} honored",
-            "leg", "requested", "resolver", "ran", "file shows"
-        );
-        let _ = writeln!(out, "{}", if crash { "  process  power  torn   fault" } else { "" });
-        for r in &self.rows {
-            human_row(&mut out, r);
+        let mut header = HEADER.map(String::from).to_vec();
+        if crash {
+            header.extend(CRASH_HEADER.map(String::from));
+        }
+        let cells: Vec<Vec<String>> = self.rows.iter().map(|r| cells(r, crash)).collect();
+        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+        for row in &cells {
+            for (w, c) in widths.iter_mut().zip(row) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+        line(&mut out, &header, &widths);
+        for (r, row) in self.rows.iter().zip(&cells) {
+            line(&mut out, row, &widths);
+            notes(&mut out, r);
         }
         if crash {
-            out.push_str(COLUMNS);
-            out.push('\n');
+            out.push_str(&wrapped(COLUMNS, WIDTH));
         }
         let s = &self.summary;
         let _ = writeln!(
@@ -60,32 +68,64 @@ impl AuditReport {
     }
 }
 
-/// The line under a table with crash columns: what they mean, in one line,
-/// and where each row is explained.
+/// The width of a terminal the table is made for.
+pub const WIDTH: usize = 120;
+
+/// The table's columns; the crash columns follow when the audit swept them.
+const HEADER: [&str; 6] = ["leg", "requested", "resolver", "ran", "file shows", "honored"];
+const CRASH_HEADER: [&str; 4] = ["process", "power", "torn", "fault"];
+
+/// The lines under a table with crash columns: what they mean, and where
+/// each row is explained.
 pub const COLUMNS: &str = "process, power, torn, fault: whether cells 1 and 3 keep every acknowledged commit at \
      every kill point of their sweeps under a process crash (SIGKILL), a power loss, a power loss with torn and \
      reordered writes, and a failed write or sync (keeps, LOSES); docs/DESIGN.md, \"The audit's crash columns, \
      row by row\", explains each leg";
 
-fn human_row(out: &mut String, r: &Row) {
+/// `text` in lines of at most `width` columns, broken at spaces.
+fn wrapped(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    out + &line + "\n"
+}
+
+/// One line of the table: each cell padded to its column's width.
+fn line(out: &mut String, cells: &[String], widths: &[usize]) {
+    let padded: Vec<String> = cells.iter().zip(widths).map(|(c, &w)| format!("{c:<w$}")).collect();
+    let _ = writeln!(out, "{}", padded.join(" ").trim_end());
+}
+
+/// A row's cells: the resolver's decision is the mode it applied (who
+/// decided, and why, is the note under the row when it was not the leg's
+/// config).
+fn cells(r: &Row, crash: bool) -> Vec<String> {
     let requested =
         format!("{}/{}", r.requested_mode.as_deref().unwrap_or("-"), r.requested_synchronous.as_deref().unwrap_or("-"));
-    let resolver = r.resolver.as_ref().map_or("-".into(), |d| format!("{}: {}", d.decided_by, d.applied));
+    let resolver = r.resolver.as_ref().map_or("-".into(), |d| d.applied.clone());
     let ran = format!("{}/{}", r.ran_mode, r.ran_synchronous.as_deref().unwrap_or("-"));
     let honored = if r.honored { "yes" } else { "NO" };
-    // The crash columns follow `honored` when the audit swept them.
-    let word = |c: &Option<Column>| c.as_ref().map_or("", Column::word);
-    let honored = match &r.process_crash {
-        Some(process) => format!(
-            "{honored:<7}  {:<8} {:<6} {:<6} {}",
-            process.word(),
-            word(&r.power_loss),
-            word(&r.torn_power_loss),
-            word(&r.fault_injection)
-        ),
-        None => honored.to_string(),
-    };
-    let _ = writeln!(out, "{:<18} {requested:<15} {resolver:<22} {ran:<15} {:<36} {honored}", r.leg, file_shows(r));
+    let mut cells = vec![r.leg.clone(), requested, resolver, ran, file_shows(r), honored.to_string()];
+    if crash {
+        let word = |c: &Option<Column>| c.as_ref().map_or("", Column::word).to_string();
+        cells.extend([&r.process_crash, &r.power_loss, &r.torn_power_loss, &r.fault_injection].map(word));
+    }
+    cells
+}
+
+/// The words a row needs under it: each crash column that lost a commit
+/// (the rule and its repro), the resolver's reason, why not honored.
+fn notes(out: &mut String, r: &Row) {
     let columns = [
         ("process crash", &r.process_crash),
         ("power loss", &r.power_loss),
@@ -109,25 +149,45 @@ fn human_row(out: &mut String, r: &Row) {
     }
 }
 
-/// The header family and the journal files, as one short cell.
+/// The header family and the journal files, as one short cell: `wal,
+/// -wal 406K`, `rollback, -journal 512B zeroed`, `rollback, no journal`.
 fn file_shows(r: &Row) -> String {
     let family = match r.header {
-        Family::Wal => "wal header",
-        Family::Rollback => "rollback header",
+        Family::Wal => "wal",
+        Family::Rollback => "rollback",
         Family::Unknown => "no header",
     };
     let a = &r.artefacts;
     let mut files = Vec::new();
     if let Some(n) = a.wal {
-        files.push(format!("-wal {n}B"));
+        files.push(format!("-wal {}", size(n)));
     }
     match a.journal {
-        Some(n) if a.journal_zeroed => files.push(format!("-journal {n}B zeroed")),
-        Some(n) => files.push(format!("-journal {n}B")),
+        Some(n) if a.journal_zeroed => files.push(format!("-journal {} zeroed", size(n))),
+        Some(n) => files.push(format!("-journal {}", size(n))),
         None => {}
     }
     if files.is_empty() {
         files.push("no journal".into());
     }
     format!("{family}, {}", files.join(", "))
+}
+
+/// A file's size, short: bytes below 10 KiB, else whole KiB (`406K`); the
+/// JSON has the bytes.
+fn size(n: u64) -> String {
+    if n < 10 * 1024 { format!("{n}B") } else { format!("{}K", n / 1024) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_legend_is_lines_of_the_tables_width() {
+        let text = wrapped(COLUMNS, WIDTH);
+        assert!(text.lines().count() > 1 && text.lines().all(|l| l.chars().count() <= WIDTH), "{text}");
+        assert_eq!(text.split_whitespace().collect::<Vec<_>>(), COLUMNS.split_whitespace().collect::<Vec<_>>());
+        assert_eq!((size(512), size(21_032), size(416_152)), ("512B".into(), "20K".into(), "406K".into()));
+    }
 }
