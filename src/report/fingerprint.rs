@@ -97,8 +97,8 @@ impl Fingerprint {
         }
         let kinds = fire_kinds(cell, &operations(cell), self.kill == KillMode::Fault.as_str());
         if !kinds.contains(&self.violation.as_str()) {
-            let what = format!("violation of {} under {} kills", self.cell, self.kill);
-            return Some(unknown(&what, &self.violation, &kinds));
+            let context = format!("for {} under {} kills", self.cell, self.kill);
+            return Some(unknown_in("violation", &self.violation, &context, &kinds));
         }
         None
     }
@@ -118,12 +118,19 @@ fn operations(cell: &dyn Cell) -> Vec<Op> {
 /// `an unknown cell `x` (did you mean `y`?)`: the nearest valid word when
 /// one is near (a typo), else every valid word.
 pub fn unknown(what: &str, word: &str, valid: &[&str]) -> String {
+    unknown_in(what, word, "", valid)
+}
+
+/// [`unknown`] of a word valid only in `context` (`for rotation-atomicity
+/// under syscall kills`), said after the word.
+fn unknown_in(what: &str, word: &str, context: &str, valid: &[&str]) -> String {
+    let named = if context.is_empty() { format!("`{word}`") } else { format!("`{word}` {context}") };
     let nearest = valid.iter().min_by_key(|v| strsim::levenshtein(word, v));
     match nearest {
         Some(n) if strsim::levenshtein(word, n) <= (n.len() / 3).max(2) => {
-            format!("an unknown {what} `{word}` (did you mean `{n}`?)")
+            format!("an unknown {what} {named} (did you mean `{n}`?)")
         }
-        _ => format!("an unknown {what} `{word}` (not one of {})", valid.join(", ")),
+        _ => format!("an unknown {what} {named} (not one of {})", valid.join(", ")),
     }
 }
 
@@ -231,7 +238,7 @@ mod tests {
         );
         assert_eq!(
             e("rotation-atomicity/wal/full/syscall/orphans").unwrap(),
-            "an unknown violation of rotation-atomicity under syscall kills `orphans` (did you mean `orphan`?)"
+            "an unknown violation `orphans` for rotation-atomicity under syscall kills (did you mean `orphan`?)"
         );
         assert!(e("rotation-atomicity/wal/full/syscall/lost-ack").is_some(), "another cell's kind");
         // The pipeline's kinds, for every cell; a store's failure in an operation the cell runs.
