@@ -226,6 +226,24 @@ mod tests {
     }
 
     #[test]
+    fn a_store_that_imposes_its_mode_skips_another_leg_saying_so() {
+        let (_dir, db) = db_with_header(2);
+        let mut r = ready("wal", Some(JournalMode::Delete), FIXED);
+        r.resolver = Some(Decision {
+            requested: Some(JournalMode::Delete),
+            applied: JournalMode::Wal,
+            synchronous: None,
+            decided_by: Decider::Store,
+            reason: "the saver sets journal_mode=WAL in its setup, whatever is asked".into(),
+        });
+        let a = audit(&db, &r, Some(JournalMode::Delete));
+        assert!(!a.honored);
+        let want = "requested delete, child ran wal: the saver sets journal_mode=WAL in its setup, whatever is asked \
+                    (decided by store)";
+        assert_eq!(a.reason, want);
+    }
+
+    #[test]
     fn a_level_the_child_did_not_run_at_is_not_honored() {
         use crashcells_protocol::Synchronous;
         let (_dir, db) = db_with_header(1);

@@ -20,7 +20,7 @@ fn kept(args: &[&str]) -> Option<(i32, Value, tempfile::TempDir)> {
     let (code, report) = run_json(args, dir.path());
     let r = report["results"][0].clone();
     if r["reason"].as_str().unwrap_or("").contains("unavailable") {
-        eprintln!("ptrace is refused here; skipping");
+        crate::common::tracing_refused(&r["reason"]);
         return None;
     }
     Some((code, r, dir))
@@ -116,7 +116,7 @@ fn the_audit_fills_the_torn_and_fault_columns_and_each_loss_has_a_repro_that_fir
         crate::common::audit_one_leg(dir.path(), "[[legs]]\nname = \"off\"\njournal_mode = \"off\"\n");
     let row = &report["rows"][0];
     if row["process_crash"]["reason"].as_str().unwrap_or("").contains("unavailable") {
-        return eprintln!("ptrace is refused here; skipping");
+        return crate::common::tracing_refused(&row["process_crash"]["reason"]);
     }
     for column in ["process_crash", "power_loss", "torn_power_loss", "fault_injection"] {
         assert_eq!(row[column]["keeps"], false, "{column}: {row:#}");

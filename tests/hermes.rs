@@ -63,7 +63,7 @@ fn the_examples_known_findings_are_its_two_findings_by_fingerprint() {
 
 /// A heading's anchor as GitHub makes it: lowercase, punctuation but `-`
 /// and `_` dropped, spaces as `-`.
-fn anchor(heading: &str) -> String {
+pub fn anchor(heading: &str) -> String {
     let text = heading.trim_start_matches('#').trim().to_lowercase();
     text.chars()
         .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))

@@ -5,11 +5,17 @@
 //! How: every file of the library is parsed with `syn` (real paths, not
 //! text: comments and strings cannot fool it); its non-test items are
 //! walked for every path that names a module of the crate (`use` trees,
-//! and paths in code such as `crate::harness::interrupted()`), each
-//! resolved to the file module that defines the item, through the
-//! re-exports of a module's table of contents (`pub use child::Item` in a
-//! `mod.rs` is where its items live, not a dependency of its own). Test
-//! code (`#[cfg(test)]`) is left out: a unit test may use anything.
+//! paths in code such as `crate::harness::interrupted()`, and paths inside
+//! macro bodies, read from their tokens, best effort), each resolved to the
+//! file module that defines the item, through re-exports. A `pub use` is a
+//! dependency of the file that says it, except in a table of contents (a
+//! `mod.rs` re-exporting a file of its own folder: `pub use child::Item` is
+//! where its items live, not a dependency of its own). Test code
+//! (`#[cfg(test)]`) is left out: a unit test may use anything.
+//!
+//! Besides the order: the library never links the reference store's crate
+//! (`crashcells-child` serves `crashcells child` from `main.rs` alone), and
+//! every file of `src/` is named in docs/DESIGN.md's layout.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -38,6 +44,8 @@ type Module = Vec<String>;
 /// One parsed file: its module path and what it imports.
 struct File {
     module: Module,
+    /// A `mod.rs`: its folder's table of contents.
+    toc: bool,
     syntax: syn::File,
 }
 
@@ -56,6 +64,7 @@ fn module_of(rel: &Path) -> Module {
     parts
 }
 
+/// Every file of the library (`main.rs` is the binary's).
 fn files() -> Vec<File> {
     let mut out = Vec::new();
     let mut stack = vec![src()];
@@ -67,7 +76,8 @@ fn files() -> Vec<File> {
             } else if path.extension().is_some_and(|e| e == "rs") && path.file_name().is_some_and(|n| n != "main.rs") {
                 let text = std::fs::read_to_string(&path).unwrap();
                 let syntax = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-                out.push(File { module: module_of(path.strip_prefix(src()).unwrap()), syntax });
+                let toc = path.file_name().is_some_and(|n| n == "mod.rs");
+                out.push(File { module: module_of(path.strip_prefix(src()).unwrap()), toc, syntax });
             }
         }
     }
@@ -110,12 +120,22 @@ fn use_paths(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<(Vec<S
     }
 }
 
-/// What one file says: its private imports and code paths (dependencies),
-/// and its public re-exports (name → path).
+/// What one file says: its imports and code paths (dependencies), and its
+/// public re-exports (name → path), which are dependencies too outside a
+/// table of contents.
 #[derive(Default)]
 struct Said {
     paths: Vec<Vec<String>>,
     reexports: BTreeMap<String, Vec<String>>,
+}
+
+impl Said {
+    /// The paths a file depends on: its own, and its re-exports unless it
+    /// is a table of contents (`toc`) re-exporting from its own folder.
+    fn deps(&self, toc: bool) -> impl Iterator<Item = &Vec<String>> {
+        let outside = |p: &&Vec<String>| matches!(p.first().map(String::as_str), Some("crate" | "super"));
+        self.paths.iter().chain(self.reexports.values().filter(move |p| !toc || outside(p)))
+    }
 }
 
 struct Walker<'a>(&'a mut Said);
@@ -161,12 +181,60 @@ impl<'ast> Visit<'ast> for Walker<'_> {
         self.0.paths.push(path.segments.iter().map(|s| s.ident.to_string()).collect());
         syn::visit::visit_path(self, path);
     }
+
+    /// A macro's body is tokens, not syntax: its paths are read from them.
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        self.visit_path(&mac.path);
+        self.0.paths.extend(token_paths(mac.tokens.clone()));
+    }
+}
+
+/// The paths in a macro's tokens, best effort: each run of identifiers
+/// joined by `::` (`crate::plan::KillMode::Timed` inside `format!(..)`), in
+/// groups too. A metavariable (`$module::$probe`) is no path, and neither
+/// is a lone identifier (a variable as often as a module).
+fn token_paths(tokens: proc_macro2::TokenStream) -> Vec<Vec<String>> {
+    use proc_macro2::TokenTree;
+    fn flush(run: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+        if run.len() > 1 {
+            out.push(run.clone());
+        }
+        run.clear();
+    }
+    let (mut out, mut run) = (Vec::new(), Vec::new());
+    // The `:` seen since the run's last identifier; whether a `$` came just before.
+    let (mut colons, mut after_dollar) = (0, false);
+    for tree in tokens {
+        match &tree {
+            TokenTree::Ident(_) if after_dollar => flush(&mut run, &mut out),
+            TokenTree::Ident(i) if colons == 2 => run.push(i.to_string()),
+            TokenTree::Ident(i) => {
+                flush(&mut run, &mut out);
+                run.push(i.to_string());
+            }
+            TokenTree::Punct(p) if p.as_char() == ':' && !run.is_empty() && colons < 2 => colons += 1,
+            TokenTree::Group(g) => {
+                flush(&mut run, &mut out);
+                out.extend(token_paths(g.stream()));
+            }
+            _ => flush(&mut run, &mut out),
+        }
+        if !matches!(&tree, TokenTree::Punct(p) if p.as_char() == ':') {
+            colons = 0;
+        }
+        after_dollar = matches!(&tree, TokenTree::Punct(p) if p.as_char() == '$');
+    }
+    flush(&mut run, &mut out);
+    out
 }
 
 /// The module graph of the library: each file module → the file modules it
 /// depends on.
 fn graph() -> BTreeMap<Module, BTreeSet<Module>> {
-    let files = files();
+    graph_of(&files())
+}
+
+fn graph_of(files: &[File]) -> BTreeMap<Module, BTreeSet<Module>> {
     let modules: BTreeSet<Module> = files.iter().map(|f| f.module.clone()).collect();
     let said: BTreeMap<Module, Said> = files
         .iter()
@@ -176,11 +244,11 @@ fn graph() -> BTreeMap<Module, BTreeSet<Module>> {
             (f.module.clone(), s)
         })
         .collect();
+    let tocs: BTreeSet<&Module> = files.iter().filter(|f| f.toc).map(|f| &f.module).collect();
     let mut graph = BTreeMap::new();
     for (module, s) in &said {
         let deps: BTreeSet<Module> = s
-            .paths
-            .iter()
+            .deps(tocs.contains(module))
             .filter_map(|p| absolute(module, p, &modules))
             .filter_map(|p| resolve(&p, &modules, &said, 0))
             .filter(|d| d != module)
@@ -334,4 +402,137 @@ fn the_checker_sees_paths_through_re_exports_and_skips_test_code() {
     assert!(of("pipeline::result").iter().any(|d| d.first().is_some_and(|t| t == "harness")));
     // The lowest modules depend on nothing of the crate outside tests.
     assert!(of("seed").is_empty(), "{:?}", of("seed"));
+}
+
+/// A file of a made-up crate, for the checker's own tests.
+fn file(module: &str, toc: bool, text: &str) -> File {
+    let module = if module.is_empty() { vec![] } else { module.split("::").map(String::from).collect() };
+    File { module, toc, syntax: syn::parse_file(text).unwrap() }
+}
+
+/// Each hole the checker once had, shown on a made-up crate: a `pub use`
+/// outside a table of contents, and a path inside a macro's body, are
+/// dependencies; a table of contents' re-export of its own file is not.
+#[test]
+fn a_re_export_and_a_path_in_a_macro_are_dependencies() {
+    let files = [
+        file("", true, "pub mod seed; pub mod cli; pub mod pipeline;"),
+        file("seed", false, "pub use crate::cli::main;"),
+        file("cli", false, "pub fn main() {}"),
+        file("pipeline", true, "pub mod result; pub use result::run;"),
+        file("pipeline::result", false, r#"pub fn run() { println!("{}", crate::seed::derive(1)); }"#),
+    ];
+    let graph = graph_of(&files);
+    let of = |m: &str| graph[&m.split("::").map(String::from).collect::<Module>()].clone();
+    assert_eq!(of("seed"), BTreeSet::from([vec!["cli".to_string()]]));
+    assert_eq!(of("pipeline::result"), BTreeSet::from([vec!["seed".to_string()]]));
+    assert!(of("pipeline").is_empty(), "{:?}", of("pipeline"));
+    let paths = token_paths("$module::$probe, a: b::c, format!(\"{}\", x)".parse().unwrap());
+    assert_eq!(paths, [vec!["b".to_string(), "c".to_string()]]);
+}
+
+/// The library never links the reference store: it reaches every store,
+/// ours included, through the protocol. `main.rs` alone serves `crashcells
+/// child` from the store's crate (the binary and the library share
+/// Cargo.toml's dependencies, so the line is drawn here).
+#[test]
+fn only_main_uses_the_reference_stores_crate() {
+    let manifest = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("crashcells-child = { path = \"child-bin\""), "the binary needs the store's crate");
+    let main = std::fs::read_to_string(src().join("main.rs")).unwrap();
+    assert!(main.contains("crashcells_child::main_from("), "main.rs serves `crashcells child`");
+    let mut users = Vec::new();
+    for f in files().iter().filter(|f| uses_child(f)) {
+        users.push(name(&f.module));
+    }
+    assert!(users.is_empty(), "the library uses the reference store's crate in: {}", users.join(", "));
+    assert!(uses_child(&file(
+        "cli",
+        false,
+        "fn f() { let _ = format!(\"{}\", crashcells_child::main_from(vec![])); }"
+    )));
+}
+
+/// The reference store's crate, as Rust names it.
+const CHILD: &str = "crashcells_child";
+
+/// Whether a file names the reference store's crate: in a path, a `use`,
+/// a macro's body or an `extern crate`.
+fn uses_child(f: &File) -> bool {
+    let mut s = Said::default();
+    Walker(&mut s).visit_file(&f.syntax);
+    let externs = f.syntax.items.iter().any(|i| matches!(i, syn::Item::ExternCrate(e) if e.ident == CHILD));
+    externs || s.deps(false).any(|p| p.first().is_some_and(|f| f == CHILD))
+}
+
+/// Every file of `src/` is named in docs/DESIGN.md's layout: as its path
+/// (`cli/audit/crash.rs`), or as its name in the entry of its folder
+/// (`pipeline/` ... `pool`). A folder's `mod.rs` is named by its folder.
+#[test]
+fn every_file_of_src_is_named_in_the_designs_layout() {
+    let design = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/DESIGN.md")).unwrap();
+    let layout = layout_block(&design);
+    let mut missing = Vec::new();
+    let mut stack = vec![src()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(src()).unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") && !named(&layout, &rel) {
+                missing.push(rel);
+            }
+        }
+    }
+    missing.sort();
+    assert!(missing.is_empty(), "docs/DESIGN.md's layout does not name: {}", missing.join(", "));
+    assert!(!named(&layout, "pipeline/nowhere.rs"), "a file the layout does not name is found missing");
+}
+
+/// The code block under `## Layout`.
+fn layout_block(design: &str) -> String {
+    let after = design.split("## Layout").nth(1).expect("a Layout section");
+    after.split("```").nth(1).expect("the layout's code block").to_string()
+}
+
+/// Whether the layout names the file at `rel` (relative to `src/`).
+fn named(layout: &str, rel: &str) -> bool {
+    let words = |text: &str| -> BTreeSet<String> {
+        text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.' || c == '/'))
+            .map(|w| w.trim_end_matches('.').to_string())
+            .collect()
+    };
+    let (folder, file) = rel.rsplit_once('/').unwrap_or(("", rel));
+    let stem = file.trim_end_matches(".rs");
+    if words(layout).contains(&format!("src/{rel}")) || words(layout).contains(rel) {
+        return true;
+    }
+    if folder.is_empty() {
+        return words(layout).contains(file);
+    }
+    // Within the entry of the folder (`  folder/   ...` up to the next entry).
+    let entry = folder_entry(layout, folder);
+    stem == "mod" && !entry.is_empty() || words(&entry).contains(stem) || words(&entry).contains(file)
+}
+
+/// The text of the layout's entry for `folder` (its first line starts with
+/// `folder/`, indented by two; its text runs until the next entry). A
+/// folder inside another is read in its parent's entry.
+fn folder_entry(layout: &str, folder: &str) -> String {
+    let top = folder.split('/').next().unwrap_or(folder);
+    let mut text = String::new();
+    let mut inside = false;
+    for line in layout.lines() {
+        let entry_start = line.starts_with("  ") && !line.starts_with("   ");
+        if entry_start {
+            inside = line.trim_start().starts_with(&format!("{top}/"))
+                || line.trim_start().starts_with(&format!("{top}.rs"));
+        }
+        if inside {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    text
 }

@@ -13,6 +13,7 @@ mod forkserver;
 mod hermes;
 mod imports;
 mod known;
+mod langgraph;
 mod matrices;
 mod outputs;
 mod protocol;

@@ -18,7 +18,7 @@ fn syscall_results(args: &[&str]) -> Option<(i32, Vec<Value>, tempfile::TempDir)
     let rs: Vec<Value> = report["results"].as_array().expect("results").clone();
     assert!(!rs.is_empty(), "{report:#}");
     if rs.iter().all(|r| r["verdict"] == "skip" && r["reason"].as_str().unwrap_or("").contains("unavailable")) {
-        eprintln!("ptrace is refused here; skipping: {}", rs[0]["reason"]);
+        crate::common::tracing_refused(&rs[0]["reason"]);
         return None;
     }
     for r in &rs {
@@ -322,7 +322,7 @@ fn traced_append(dir: &std::path::Path) -> Option<crashcells::harness::Traced> {
     let filter = crashcells::kill::syscall::filter().unwrap();
     match Traced::spawn(cmd, Some(&dir.join("err")), filter, std::time::Duration::from_secs(20)) {
         Err(TraceError::NotPermitted(why)) => {
-            eprintln!("ptrace is refused here; skipping: {why}");
+            crate::common::tracing_refused(why);
             None
         }
         other => Some(other.unwrap()),

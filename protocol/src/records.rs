@@ -164,6 +164,10 @@ pub enum Decider {
     WalResetGate,
     /// The file is already in WAL and stays there.
     AlreadyWal,
+    /// The store imposes its mode whatever is asked (a library that sets
+    /// `journal_mode` itself on open or on first use): the config is read,
+    /// but nothing in it can change the mode.
+    Store,
     /// Another store's resolver gave a reason of its own. Without it, a
     /// decider we do not know would make the whole record unreadable.
     #[serde(other)]
@@ -178,6 +182,7 @@ impl Decider {
             Decider::Default => "default",
             Decider::WalResetGate => "wal-reset-gate",
             Decider::AlreadyWal => "already-wal",
+            Decider::Store => "store",
             Decider::Other => "other",
         }
     }
@@ -290,9 +295,27 @@ mod tests {
 
     #[test]
     fn decider_names_are_the_serialized_ones() {
-        for d in [Decider::Config, Decider::Default, Decider::WalResetGate, Decider::AlreadyWal, Decider::Other] {
+        let all = [
+            Decider::Config,
+            Decider::Default,
+            Decider::WalResetGate,
+            Decider::AlreadyWal,
+            Decider::Store,
+            Decider::Other,
+        ];
+        for d in all {
             assert_eq!(serde_json::to_value(d).unwrap(), d.as_str());
         }
+    }
+
+    #[test]
+    fn a_store_that_imposes_its_mode_is_read_as_store() {
+        let text = r#"{"requested":"delete","applied":"wal","synchronous":null,"decided_by":"store","reason":"setup sets WAL"}"#;
+        let d: Decision = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            (d.requested, d.applied, d.decided_by),
+            (Some(JournalMode::Delete), JournalMode::Wal, Decider::Store)
+        );
     }
 
     #[test]

@@ -45,12 +45,12 @@ impl Cell for ForkDeterminism {
         sweep_seed(seed, ops)
     }
 
-    /// A rewind's atomicity is not about acknowledged commits surviving:
-    /// cells 1 and 3 answer the audit's durability question.
     fn kinds(&self) -> &'static [&'static str] {
         KINDS
     }
 
+    /// A rewind's atomicity is not about acknowledged commits surviving:
+    /// the cells whose clause is that answer the audit's durability question.
     fn answers_durability(&self) -> bool {
         false
     }

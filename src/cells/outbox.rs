@@ -42,12 +42,12 @@ impl Cell for OutboxExactlyOnce {
         check(seen.dump, &seen.acks().cloned().collect::<Vec<_>>(), seen.deliveries)
     }
 
-    /// Exactly-once delivery is its own clause; its marks' durability is
-    /// cells 1 and 3's question in the audit.
     fn kinds(&self) -> &'static [&'static str] {
         KINDS
     }
 
+    /// Exactly-once delivery is its own clause; its marks' durability is
+    /// the question of the cells whose clause is durability.
     fn answers_durability(&self) -> bool {
         false
     }

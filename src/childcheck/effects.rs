@@ -22,7 +22,7 @@ use crashcells_protocol::{Op, OpArgs, Ready};
 
 use super::checker::{Checker, Failed};
 use super::clauses::{ack_sequence, canonical, expect_exit, parse_dump};
-use crate::cells::{fork, outbox};
+use crate::cells::{Cell, fork, outbox};
 use crate::harness::Exit;
 use crate::journal::{self, Journal};
 use crate::probe::Scratch;
@@ -129,7 +129,7 @@ impl Checker<'_> {
             match self.catch_up_once(arrived) {
                 Ok(detail) => drop(self.note(check, Ok(detail))),
                 Err(Failed::Fault(why)) => drop(self.note(check, Err(why))),
-                Err(Failed::Finding(what)) => self.store_finding(check, "outbox-exactly-once", what),
+                Err(Failed::Finding(what)) => self.store_finding(check, outbox::OutboxExactlyOnce.id(), what),
             }
         }
     }

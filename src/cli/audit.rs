@@ -20,7 +20,7 @@
 //! on the workdir's filesystem; the rows do).
 
 pub mod crash;
-mod render;
+pub mod render;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

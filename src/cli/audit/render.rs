@@ -39,7 +39,7 @@ impl AuditReport {
             notes(&mut out, r);
         }
         if crash {
-            out.push_str(&wrapped(COLUMNS, WIDTH));
+            out.push_str(&wrapped(&legend(&super::crash::cell_numbers()), WIDTH));
         }
         let s = &self.summary;
         let _ = writeln!(
@@ -75,12 +75,27 @@ pub const WIDTH: usize = 120;
 const HEADER: [&str; 6] = ["leg", "requested", "resolver", "ran", "file shows", "honored"];
 const CRASH_HEADER: [&str; 4] = ["process", "power", "torn", "fault"];
 
-/// The lines under a table with crash columns: what they mean, and where
-/// each row is explained.
-pub const COLUMNS: &str = "process, power, torn, fault: whether cells 1 and 3 keep every acknowledged commit at \
-     every kill point of their sweeps under a process crash (SIGKILL), a power loss, a power loss with torn and \
-     reordered writes, and a failed write or sync (keeps, LOSES); docs/DESIGN.md, \"The audit's crash columns, \
-     row by row\", explains each leg";
+/// The text under a table with crash columns (wrapped to [`WIDTH`]): what
+/// they mean, and where each row is explained; `cells` are the numbers of
+/// the cells the columns swept.
+pub fn legend(cells: &[u32]) -> String {
+    format!(
+        "process, power, torn, fault: whether {} every acknowledged commit at every kill point of their sweeps under \
+         a process crash (SIGKILL), a power loss, a power loss with torn and reordered writes, and a failed write or \
+         sync (keeps, LOSES); docs/DESIGN.md, \"The audit's crash columns, row by row\", explains each leg",
+        cells_keep(cells)
+    )
+}
+
+/// `cell 1 keeps`, `cells 1 and 3 keep`, `cells 1, 3 and 6 keep`.
+fn cells_keep(cells: &[u32]) -> String {
+    let n: Vec<String> = cells.iter().map(u32::to_string).collect();
+    match n.as_slice() {
+        [one] => format!("cell {one} keeps"),
+        [rest @ .., last] => format!("cells {} and {last} keep", rest.join(", ")),
+        [] => "the workload cells keep".into(),
+    }
+}
 
 /// `text` in lines of at most `width` columns, broken at spaces.
 fn wrapped(text: &str, width: usize) -> String {
@@ -185,9 +200,19 @@ mod tests {
 
     #[test]
     fn the_legend_is_lines_of_the_tables_width() {
-        let text = wrapped(COLUMNS, WIDTH);
+        let legend = legend(&[1, 3]);
+        let text = wrapped(&legend, WIDTH);
         assert!(text.lines().count() > 1 && text.lines().all(|l| l.chars().count() <= WIDTH), "{text}");
-        assert_eq!(text.split_whitespace().collect::<Vec<_>>(), COLUMNS.split_whitespace().collect::<Vec<_>>());
+        assert_eq!(text.split_whitespace().collect::<Vec<_>>(), legend.split_whitespace().collect::<Vec<_>>());
         assert_eq!((size(512), size(21_032), size(416_152)), ("512B".into(), "20K".into(), "406K".into()));
+    }
+
+    /// The legend names the cells the columns swept, however many: a cell
+    /// added to the registry that answers durability is named with the rest.
+    #[test]
+    fn the_legend_names_the_swept_cells() {
+        assert!(legend(&[1, 3]).contains("whether cells 1 and 3 keep every acknowledged commit"));
+        assert_eq!(cells_keep(&[1]), "cell 1 keeps");
+        assert_eq!(cells_keep(&[1, 3, 6]), "cells 1, 3 and 6 keep");
     }
 }
