@@ -146,15 +146,9 @@ pub fn bar_style(planned: bool) -> ProgressStyle {
 }
 
 /// What a result's bar counts: trials, races, kill points, or (power)
-/// the distinct stores recovered.
+/// the distinct stores recovered, as the kill mode's row says.
 fn unit(kill: crate::plan::KillMode) -> &'static str {
-    match kill {
-        crate::plan::KillMode::Timed => "trials",
-        crate::plan::KillMode::None => "races",
-        crate::plan::KillMode::Syscall => "points",
-        crate::plan::KillMode::Power | crate::plan::KillMode::Torn => "stores",
-        crate::plan::KillMode::Fault => "points",
-    }
+    kill.mode().unit
 }
 
 impl Progress for Bars {
@@ -298,7 +292,7 @@ mod tests {
         let mut longest = String::new();
         for cell in &catalog.cells {
             for leg in &audit.legs {
-                for kill in KillMode::ALL {
+                for kill in KillMode::all() {
                     let label = format!("{}/{}/{}", cell.id, leg.name, kill.as_str());
                     longest = if label.len() > longest.len() { label } else { longest };
                 }
@@ -307,9 +301,8 @@ mod tests {
         assert!(longest.chars().count() > LABEL, "the test cuts a label: {longest}");
         assert_eq!(fit(&longest).chars().count(), LABEL, "{}", fit(&longest));
         assert!(fit(&longest).starts_with(&longest[..10]) && fit(&longest).ends_with(&longest[longest.len() - 10..]));
-        let msgs = KillMode::ALL
-            .iter()
-            .flat_map(|&k| ["recording", "checking", "recovering"].map(|phase| format!("{}, {phase}", unit(k))));
+        let msgs = KillMode::all()
+            .flat_map(|k| ["recording", "checking", "recovering"].map(|phase| format!("{}, {phase}", unit(k))));
         let widest = msgs.map(|m| columns(PLANNED, &m).max(columns(STARTING, &m))).max().unwrap();
         assert!(widest <= 80, "{widest} columns");
         assert_eq!(columns("  {prefix:<40} {bar:20} {pos:>4}/{len:<4} {msg}", "points, checking"), 90, "as before");

@@ -78,8 +78,9 @@ pub fn store_failed(op: Op) -> &'static str {
 
 /// Every kind a fire of `cell` can have: its check's, the pipeline's for
 /// every cell (corrupt, nondeterministic recovery), the store's own failure
-/// in each of `ops` (the operations its shape runs), and under fault
-/// injection (`fault`) clause (a)'s.
+/// in each of `ops` (the operations its shape runs), and under an injected
+/// failure (`fault`: a kill mode that fails a call, the child running on)
+/// clause (a)'s.
 pub fn fire_kinds(cell: &dyn Cell, ops: &[Op], fault: bool) -> Vec<&'static str> {
     let mut kinds = cell.kinds().to_vec();
     kinds.extend([CORRUPT, NONDETERMINISTIC]);

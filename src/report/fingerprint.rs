@@ -23,6 +23,7 @@ use crashcells_protocol::{JournalMode, Op, Synchronous};
 use super::CellResult;
 use crate::catalog::Catalog;
 use crate::cells::{Cell, fire_kinds};
+use crate::killmode::Source;
 use crate::plan::KillMode;
 
 /// The level a child did not report: whatever its store leaves to SQLite.
@@ -95,7 +96,9 @@ impl Fingerprint {
         if !levels.contains(&self.synchronous.as_str()) {
             return Some(unknown("synchronous level", &self.synchronous, &levels));
         }
-        let kinds = fire_kinds(cell, &operations(cell), self.kill == KillMode::Fault.as_str());
+        // An injected failure (a failed write or sync) adds its clause (a).
+        let injected = KillMode::named(&self.kill).is_some_and(|k| matches!(k.mode().source, Source::Injected(_)));
+        let kinds = fire_kinds(cell, &operations(cell), injected);
         if !kinds.contains(&self.violation.as_str()) {
             let context = format!("for {} under {} kills", self.cell, self.kill);
             return Some(unknown_in("violation", &self.violation, &context, &kinds));
@@ -172,8 +175,8 @@ impl std::str::FromStr for Fingerprint {
             return Err(format!("its {empty} is empty"));
         }
         // Any kill mode a result can have, so that every fire can be listed.
-        if !KillMode::ALL.iter().any(|k| k.as_str() == kill) {
-            let all: Vec<&str> = KillMode::ALL.iter().map(|k| k.as_str()).collect();
+        if KillMode::named(kill).is_none() {
+            let all: Vec<&str> = KillMode::all().map(|k| k.as_str()).collect();
             return Err(format!("names {}", unknown("kill", kill, &all)));
         }
         let [cell, mode, synchronous, kill, violation] = [cell, mode, synchronous, kill, violation].map(String::from);

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::crash::Column;
+use super::crash::{Column, Columns};
 use super::{AuditReport, Row};
 use crate::dbfiles::Family;
 
@@ -21,11 +21,9 @@ impl AuditReport {
     /// columns with its crash columns, within a terminal of 120.
     pub fn to_human(&self) -> String {
         let mut out = String::new();
-        let crash = self.rows.iter().any(|r| r.process_crash.is_some());
+        let crash = self.rows.iter().find(|r| !r.crash.is_empty()).map(|r| &r.crash);
         let mut header = HEADER.map(String::from).to_vec();
-        if crash {
-            header.extend(CRASH_HEADER.map(String::from));
-        }
+        header.extend(crash.iter().flat_map(|c| c.0.iter().map(|(c, _)| c.heading.to_string())));
         let cells: Vec<Vec<String>> = self.rows.iter().map(|r| cells(r, crash)).collect();
         let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
         for row in &cells {
@@ -38,8 +36,8 @@ impl AuditReport {
             line(&mut out, row, &widths);
             notes(&mut out, r);
         }
-        if crash {
-            out.push_str(&wrapped(&legend(&super::crash::cell_numbers()), WIDTH));
+        if let Some(c) = crash {
+            out.push_str(&wrapped(&legend(c, &super::crash::cell_numbers()), WIDTH));
         }
         let s = &self.summary;
         let _ = writeln!(
@@ -73,16 +71,21 @@ pub const WIDTH: usize = 120;
 
 /// The table's columns; the crash columns follow when the audit swept them.
 const HEADER: [&str; 6] = ["leg", "requested", "resolver", "ran", "file shows", "honored"];
-const CRASH_HEADER: [&str; 4] = ["process", "power", "torn", "fault"];
 
 /// The text under a table with crash columns (wrapped to [`WIDTH`]): what
 /// they mean, and where each row is explained; `cells` are the numbers of
 /// the cells the columns swept.
-pub fn legend(cells: &[u32]) -> String {
+pub fn legend(columns: &Columns, cells: &[u32]) -> String {
+    let headings: Vec<&str> = columns.0.iter().map(|(c, _)| c.heading).collect();
+    let asks: Vec<&str> = columns.0.iter().map(|(c, _)| c.asks).collect();
+    let asks = match asks.as_slice() {
+        [rest @ .., last] if rest.len() > 1 => format!("{}, and {last}", rest.join(", ")),
+        _ => asks.join(" and "),
+    };
     format!(
-        "process, power, torn, fault: whether {} every acknowledged commit at every kill point of their sweeps under \
-         a process crash (SIGKILL), a power loss, a power loss with torn and reordered writes, and a failed write or \
-         sync (keeps, LOSES); docs/DESIGN.md, \"The audit's crash columns, row by row\", explains each leg",
+        "{}: whether {} every acknowledged commit at every kill point of their sweeps under {asks} (keeps, LOSES); \
+         docs/DESIGN.md, \"The audit's crash columns, row by row\", explains each leg",
+        headings.join(", "),
         cells_keep(cells)
     )
 }
@@ -123,32 +126,24 @@ fn line(out: &mut String, cells: &[String], widths: &[usize]) {
 
 /// A row's cells: the resolver's decision is the mode it applied (who
 /// decided, and why, is the note under the row when it was not the leg's
-/// config).
-fn cells(r: &Row, crash: bool) -> Vec<String> {
+/// config); then its word in each of the table's `crash` columns.
+fn cells(r: &Row, crash: Option<&Columns>) -> Vec<String> {
     let requested =
         format!("{}/{}", r.requested_mode.as_deref().unwrap_or("-"), r.requested_synchronous.as_deref().unwrap_or("-"));
     let resolver = r.resolver.as_ref().map_or("-".into(), |d| d.applied.clone());
     let ran = format!("{}/{}", r.ran_mode, r.ran_synchronous.as_deref().unwrap_or("-"));
     let honored = if r.honored { "yes" } else { "NO" };
     let mut cells = vec![r.leg.clone(), requested, resolver, ran, file_shows(r), honored.to_string()];
-    if crash {
-        let word = |c: &Option<Column>| c.as_ref().map_or("", Column::word).to_string();
-        cells.extend([&r.process_crash, &r.power_loss, &r.torn_power_loss, &r.fault_injection].map(word));
-    }
+    let words = crash.iter().flat_map(|c| c.0.iter().map(|(c, _)| r.crash.get(c.key).map_or("", Column::word)));
+    cells.extend(words.map(String::from));
     cells
 }
 
 /// The words a row needs under it: each crash column that lost a commit
 /// (the rule and its repro), the resolver's reason, why not honored.
 fn notes(out: &mut String, r: &Row) {
-    let columns = [
-        ("process crash", &r.process_crash),
-        ("power loss", &r.power_loss),
-        ("torn power loss", &r.torn_power_loss),
-        ("fault injection", &r.fault_injection),
-    ];
-    for (what, c) in columns {
-        if let Some(c) = c.as_ref().filter(|c| c.keeps != Some(true) && !c.reason.is_empty()) {
+    for (what, c) in r.crash.0.iter().map(|(c, col)| (c.long, col)) {
+        if c.keeps != Some(true) && !c.reason.is_empty() {
             let _ = writeln!(out, "    {what}: {}", c.reason);
             if let Some(repro) = &c.repro {
                 let _ = writeln!(out, "    {what} repro: {repro}");
@@ -198,21 +193,28 @@ fn size(n: u64) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_legend_is_lines_of_the_tables_width() {
-        let legend = legend(&[1, 3]);
-        let text = wrapped(&legend, WIDTH);
-        assert!(text.lines().count() > 1 && text.lines().all(|l| l.chars().count() <= WIDTH), "{text}");
-        assert_eq!(text.split_whitespace().collect::<Vec<_>>(), legend.split_whitespace().collect::<Vec<_>>());
-        assert_eq!((size(512), size(21_032), size(416_152)), ("512B".into(), "20K".into(), "406K".into()));
-    }
-
     /// The legend names the cells the columns swept, however many: a cell
     /// added to the registry that answers durability is named with the rest.
     #[test]
     fn the_legend_names_the_swept_cells() {
-        assert!(legend(&[1, 3]).contains("whether cells 1 and 3 keep every acknowledged commit"));
+        let legend = legend(&Columns::not_honored(), &[1, 3]);
+        assert_eq!(
+            legend,
+            "process, power, torn, fault: whether cells 1 and 3 keep every acknowledged commit at every kill point \
+             of their sweeps under a process crash (SIGKILL), a power loss, a power loss with torn and reordered \
+             writes, and a failed write or sync (keeps, LOSES); docs/DESIGN.md, \"The audit's crash columns, row by \
+             row\", explains each leg"
+        );
         assert_eq!(cells_keep(&[1]), "cell 1 keeps");
         assert_eq!(cells_keep(&[1, 3, 6]), "cells 1, 3 and 6 keep");
+    }
+
+    #[test]
+    fn the_legend_is_lines_of_the_tables_width() {
+        let legend = legend(&Columns::not_honored(), &[1, 3]);
+        let text = wrapped(&legend, WIDTH);
+        assert!(text.lines().count() > 1 && text.lines().all(|l| l.chars().count() <= WIDTH), "{text}");
+        assert_eq!(text.split_whitespace().collect::<Vec<_>>(), legend.split_whitespace().collect::<Vec<_>>());
+        assert_eq!((size(512), size(21_032), size(416_152)), ("512B".into(), "20K".into(), "406K".into()));
     }
 }
