@@ -21,3 +21,4 @@ mod recorded;
 mod reports;
 mod robustness;
 mod syscall;
+mod warmpool;
