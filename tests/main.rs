@@ -21,4 +21,5 @@ mod recorded;
 mod reports;
 mod robustness;
 mod syscall;
+mod timeline;
 mod warmpool;
