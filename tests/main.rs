@@ -20,6 +20,7 @@ mod protocol;
 mod recorded;
 mod reports;
 mod robustness;
+mod shown;
 mod syscall;
 mod timeline;
 mod warmpool;
