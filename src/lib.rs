@@ -16,6 +16,7 @@ pub mod error;
 pub mod harness;
 pub mod journal;
 pub mod kill;
+pub mod killmode;
 pub mod legaudit;
 pub mod matrix;
 pub mod options;

@@ -22,54 +22,74 @@ use crate::plan::KillMode;
 /// `--deadline` when not given; a repro names any other value.
 pub const DEFAULT_DEADLINE_SECS: u64 = 30;
 
-/// `--kill`: which kill modes a run uses. A cell without a timed kill (a
-/// race) runs without a kill where `timed` is asked: its results say `none`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum KillArg {
-    Timed,
-    Syscall,
-    /// Only the results that kill nothing (cell 2's race): what the repro
-    /// of such a result names.
-    None,
-    /// Power loss at every kill point of the recorded workload: opt-in, not
-    /// part of `all`, whose contract is the process crash.
-    Power,
-    /// Power loss with torn and reordered writes (the torn model, bounded):
-    /// opt-in, not part of `all`.
-    Torn,
-    /// At every write (ENOSPC) or sync (EIO) of the store's files, the call
-    /// fails and the child runs on: opt-in, not part of `all`.
-    Fault,
-    #[default]
-    All,
-}
+/// `--kill`: one kill mode of the table (`crate::killmode::MODES`), or
+/// `all`, the modes marked for it (the default). A cell without a timed
+/// kill (a race) runs without a kill where `timed` is asked: its results
+/// say `none`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KillArg(Option<KillMode>);
+
+/// What `all` stands for in `--kill`'s values.
+const ALL: &str = "all";
 
 impl KillArg {
+    /// `--kill all`.
+    pub const ALL: KillArg = KillArg(None);
+
     /// The kill modes it stands for, in the order results are planned.
     pub fn modes(self) -> Vec<KillMode> {
-        match self {
-            KillArg::Timed => vec![KillMode::Timed],
-            KillArg::Syscall => vec![KillMode::Syscall],
-            KillArg::None => vec![KillMode::None],
-            KillArg::Power => vec![KillMode::Power],
-            KillArg::Torn => vec![KillMode::Torn],
-            KillArg::Fault => vec![KillMode::Fault],
-            KillArg::All => vec![KillMode::Timed, KillMode::Syscall],
-        }
+        self.0.map_or_else(KillMode::default_set, |k| vec![k])
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.0.map_or(ALL, KillMode::as_str)
+    }
+
+    /// Every value `--kill` takes: each mode of the table, then `all`.
+    fn values() -> &'static [KillArg] {
+        static VALUES: std::sync::OnceLock<Vec<KillArg>> = std::sync::OnceLock::new();
+        VALUES.get_or_init(|| KillMode::all().map(|k| KillArg(Some(k))).chain([KillArg::ALL]).collect())
     }
 }
 
 impl From<KillMode> for KillArg {
     fn from(k: KillMode) -> KillArg {
-        match k {
-            KillMode::Timed => KillArg::Timed,
-            KillMode::Syscall => KillArg::Syscall,
-            KillMode::None => KillArg::None,
-            KillMode::Power => KillArg::Power,
-            KillMode::Torn => KillArg::Torn,
-            KillMode::Fault => KillArg::Fault,
+        KillArg(Some(k))
+    }
+}
+
+impl ValueEnum for KillArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        KillArg::values()
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let help = match self.0 {
+            Some(k) => k.mode().help.to_string(),
+            None => {
+                let all: Vec<&str> = KillMode::default_set().iter().map(|k| k.as_str()).collect();
+                format!("{} (the default)", all.join(" and "))
+            }
+        };
+        Some(clap::builder::PossibleValue::new(self.as_str()).help(help))
+    }
+}
+
+impl Serialize for KillArg {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for KillArg {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<KillArg, D::Error> {
+        let name = String::deserialize(d)?;
+        if name == ALL {
+            return Ok(KillArg::ALL);
         }
+        KillMode::named(&name)
+            .map(KillArg::from)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown --kill `{name}`")))
     }
 }
 
@@ -96,10 +116,9 @@ pub struct RunOptions {
     /// Run only this leg of the matrix; repeatable.
     #[arg(long = "leg", value_name = "NAME")]
     pub legs: Vec<String>,
-    /// How the child is killed: at a seeded number of acks (timed), at every
-    /// file-mutating system call of a short workload (syscall), or both;
-    /// `none` selects only the races that kill nothing (cell 2 runs one
-    /// where `timed` is asked).
+    /// How the child is killed, or what is done to its calls instead (see
+    /// --help for each mode); cell 2 runs its race without a kill where
+    /// `timed` is asked.
     #[arg(long, value_enum, default_value = "all")]
     pub kill: KillArg,
     /// The run's seed; every kill point derives from it. Default: a fresh one, printed.
@@ -212,17 +231,14 @@ impl RunOptions {
         o.cells = vec![cell.to_string()];
         o.legs = leg.map(|l| vec![l.to_string()]).unwrap_or_default();
         o.kill = kill.into();
-        match kill {
+        if kill.sweeps_points() {
+            // A sweep's trial index is its kill point; the census (0) has none.
+            o.trial = None;
+            o.point = decisive.map(u64::from).filter(|&p| p > 0).or(self.point);
+        } else {
             // Kill points mean nothing to a timed kill or a race: they stay out.
-            KillMode::Timed | KillMode::None => {
-                (o.point, o.points, o.replay) = (None, None, None);
-                o.trial = decisive.or(self.trial);
-            }
-            // A syscall trial's index is its kill point; the census (0) has none.
-            KillMode::Syscall | KillMode::Power | KillMode::Torn | KillMode::Fault => {
-                o.trial = None;
-                o.point = decisive.map(u64::from).filter(|&p| p > 0).or(self.point);
-            }
+            (o.point, o.points, o.replay) = (None, None, None);
+            o.trial = decisive.or(self.trial);
         }
         if o.point.is_some() {
             o.points = None;
@@ -314,7 +330,7 @@ mod tests {
             cells: vec!["cell-a".into()],
             matrix: "audit".into(),
             legs: vec!["wal-sync-off".into()],
-            kill: KillArg::Timed,
+            kill: KillMode::Timed.into(),
             seed: Some(42),
             trials: Some(6),
             trial: Some(3),

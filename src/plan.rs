@@ -1,82 +1,13 @@
 //! The plan of a run: which cell runs on which leg with which kill mode, and
-//! the seed each result derives from the run's seed; the kill modes a result
-//! can run with, and which of them a cell's shape takes.
-
-use serde::{Deserialize, Serialize};
+//! the seed each result derives from the run's seed; which of the kill modes
+//! (`crate::killmode`'s table) a cell's shape takes.
 
 use crate::catalog::{Catalog, CellSpec, Legs, Status};
 use crate::cells::Shape;
 use crate::error::{Error, Result};
 use crate::matrix::{Leg, Matrix};
 
-/// How a result's children met their end.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum KillMode {
-    /// Killed once a seeded number of acks was reached.
-    Timed,
-    /// Killed at the entry of a file-mutating system call, point by point.
-    Syscall,
-    /// Nothing was killed: a race (cell 2) that is its own probe. Reports
-    /// written before this label existed call such a result `timed`.
-    None,
-    /// Power loss at each kill point (`--kill power`): the durable states of
-    /// the recorded run, not a kill of any process.
-    Power,
-    /// Power loss with torn and reordered writes (`--kill torn`): the torn
-    /// model's states of the same recorded run, bounded.
-    Torn,
-    /// Fault injection (`--kill fault`): at each write or sync of the
-    /// store's files, the call fails (`ENOSPC`, `EIO`) instead of running,
-    /// and the child runs on; nothing is killed.
-    Fault,
-}
-
-impl KillMode {
-    /// Every kill mode, as reports and known-findings files name them.
-    pub const ALL: [KillMode; 6] =
-        [KillMode::Timed, KillMode::Syscall, KillMode::None, KillMode::Power, KillMode::Torn, KillMode::Fault];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            KillMode::Timed => "timed",
-            KillMode::Syscall => "syscall",
-            KillMode::None => "none",
-            KillMode::Power => "power",
-            KillMode::Torn => "torn",
-            KillMode::Fault => "fault",
-        }
-    }
-
-    /// What a result's seed is derived with: its name, but the torn model
-    /// sweeps the same recorded run as the in-order one (`power`), so that
-    /// the two share a workload, their sampled points and, where the caller
-    /// shares, one recording.
-    pub fn seed_label(self) -> &'static str {
-        match self {
-            KillMode::Torn => KillMode::Power.as_str(),
-            other => other.as_str(),
-        }
-    }
-
-    /// Whether its trials are a sweep's kill points (its results plan and
-    /// land points), not timed trials or races.
-    pub fn sweeps_points(self) -> bool {
-        matches!(self, KillMode::Syscall | KillMode::Power | KillMode::Torn | KillMode::Fault)
-    }
-
-    /// The mode as a reader says it: `timed kill`, `syscall kill`, `no kill (race)`.
-    pub fn phrase(self) -> &'static str {
-        match self {
-            KillMode::Timed => "timed kill",
-            KillMode::Syscall => "syscall kill",
-            KillMode::None => "no kill: a race",
-            KillMode::Power => "power loss",
-            KillMode::Torn => "torn power loss",
-            KillMode::Fault => "fault injection",
-        }
-    }
-}
+pub use crate::killmode::KillMode;
 
 /// One result to produce.
 #[derive(Clone, Debug)]
@@ -117,7 +48,7 @@ pub fn plan(catalog: &Catalog, matrix: &Matrix, sel: &Selection, seed: u64) -> R
     let mut jobs = Vec::new();
     for cell in cells {
         if cell.status == Status::Stub {
-            let kill = sel.kills.first().copied().unwrap_or(KillMode::Timed);
+            let kill = sel.kills.first().copied().unwrap_or_else(|| KillMode::default_set()[0]);
             jobs.push(Job { cell: cell.clone(), leg: None, kill, seed: crate::seed::derive(seed, &[&cell.id]) });
             continue;
         }
@@ -129,10 +60,14 @@ pub fn plan(catalog: &Catalog, matrix: &Matrix, sel: &Selection, seed: u64) -> R
             }
         }
     }
-    if jobs.is_empty() && sel.kills == [KillMode::None] {
-        return Err(Error::Usage(
-            "nothing to run: --kill none selects only races that kill nothing, and no selected cell is one".into(),
-        ));
+    if let [only] = sel.kills[..]
+        && jobs.is_empty()
+        && !only.kills()
+    {
+        return Err(Error::Usage(format!(
+            "nothing to run: --kill {} selects only races that kill nothing, and no selected cell is one",
+            only.as_str()
+        )));
     }
     if jobs.is_empty() {
         // Only a resolver-default cell filtered to other legs plans nothing:
@@ -173,13 +108,13 @@ fn kills_for(shape: &Shape, asked: &[KillMode]) -> Vec<KillMode> {
 }
 
 /// The kill mode a result of `shape` runs when `asked` is planned: a race
-/// has no timed kill and runs without one (`none`); a workload has nothing
-/// to show without a kill, so `none` plans none of it.
+/// that a mode leaves free (a timed kill's) runs without a kill (`none`); a
+/// workload has nothing to show without a kill, so `none` plans none of it.
 pub fn kill_for(shape: &Shape, asked: KillMode) -> Option<KillMode> {
-    match (shape, asked) {
-        (Shape::Race { .. }, KillMode::Timed | KillMode::None) => Some(KillMode::None),
-        (Shape::Workload { .. }, KillMode::None) => None,
-        (_, kill) => Some(kill),
+    match shape {
+        Shape::Race { .. } if asked.mode().race == crate::killmode::Race::Free => Some(KillMode::free_race()),
+        Shape::Workload { .. } if !asked.kills() => None,
+        _ => Some(asked),
     }
 }
 

@@ -129,15 +129,9 @@ pub fn bar_style(planned: bool) -> ProgressStyle {
 }
 
 /// What a result's bar counts: trials, races, kill points, or (power)
-/// the distinct stores recovered.
+/// the distinct stores recovered, as the kill mode's row says.
 fn unit(kill: crate::plan::KillMode) -> &'static str {
-    match kill {
-        crate::plan::KillMode::Timed => "trials",
-        crate::plan::KillMode::None => "races",
-        crate::plan::KillMode::Syscall => "points",
-        crate::plan::KillMode::Power | crate::plan::KillMode::Torn => "stores",
-        crate::plan::KillMode::Fault => "points",
-    }
+    kill.mode().unit
 }
 
 impl Progress for Bars {

@@ -31,6 +31,7 @@ const LAYERS: &[&[&str]] = &[
     &["kill", "probe"],
     &["crashstate", "recovery"],
     &["cells"],
+    &["killmode"],
     &["plan"],
     &["report"],
     &["options"],

@@ -242,7 +242,8 @@ fn the_audit_says_a_leg_keeps_acked_commits_under_a_process_crash_but_loses_them
     let human = bin().args(["audit", "--matrix"]).arg(&matrix).arg("--workdir").arg(dir.path()).output().unwrap();
     let human = String::from_utf8_lossy(&human.stdout);
     // It names the cells the registry says answer durability, however many.
-    let legend = crashcells::cli::audit::render::legend(&crashcells::cli::audit::crash::cell_numbers());
+    let columns = crashcells::cli::audit::crash::Columns::not_honored();
+    let legend = crashcells::cli::audit::render::legend(&columns, &crashcells::cli::audit::crash::cell_numbers());
     assert!(human.contains(&legend), "{human}");
     assert!(human.contains("\"The audit's crash columns, row by row\""), "{human}");
     assert!(human.contains(&format!("    power loss repro: {repro}")), "{human}");

@@ -335,7 +335,9 @@ fn traced_append(dir: &std::path::Path) -> Option<crashcells::harness::Traced> {
 /// and acknowledges nothing.
 #[test]
 fn a_call_made_to_fail_is_reported_by_sqlite_and_nothing_is_acknowledged() {
-    use crashcells::kill::syscall::{Driven, FileKind, Goal, Point, Targets, drive_observed, fault_for};
+    use crashcells::kill::fault::fault_for;
+    use crashcells::kill::inject::Injected;
+    use crashcells::kill::syscall::{Driven, FileKind, Goal, Point, Targets, drive_observed};
     let root = scratch();
     let root = root.path().canonicalize().unwrap();
     // The census: every kill point, to find the first journal write and sync.
@@ -357,7 +359,13 @@ fn a_call_made_to_fail_is_reported_by_sqlite_and_nothing_is_acknowledged() {
         let (n, syscall) = first(errno);
         let dir = root.join(syscall);
         let mut child = traced_append(&dir).unwrap();
-        let driven = drive_observed(&mut child, &targets(&dir), Goal::FailAt(n, errno), &mut |_, _, _, _| {}).unwrap();
+        let driven = drive_observed(
+            &mut child,
+            &targets(&dir),
+            Goal::InjectAt(n, Injected::Failed(errno)),
+            &mut |_, _, _, _| {},
+        )
+        .unwrap();
         let Driven::Exited { exit, counted } = driven else { panic!("{syscall}: {driven:?}") };
         drop(child);
         let err = std::fs::read_to_string(dir.join("err")).unwrap();

@@ -35,7 +35,6 @@ use crate::harness::{ChildCommand, Running};
 use crate::kill::timed::{WaitError, wait_for_acks};
 use crate::legaudit::{Audit, audit_leg};
 use crate::matrix::{Leg, Matrix};
-use crash::Column;
 
 pub const SCHEMA: &str = "crashcells.audit.v1";
 
@@ -93,20 +92,12 @@ pub struct Row {
     pub sqlite_source_id: Option<String>,
     /// Appends acknowledged before the kill.
     pub acked: u64,
-    /// Whether the workload cells keep every acked commit under a process
-    /// crash (null with `--no-crash`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub process_crash: Option<Column>,
-    /// The same under a power loss.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub power_loss: Option<Column>,
-    /// The same under a power loss with torn and reordered writes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub torn_power_loss: Option<Column>,
-    /// The same under fault injection: a write (ENOSPC) or sync (EIO) of
-    /// the store's files made to fail.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fault_injection: Option<Column>,
+    /// Whether the workload cells keep every acked commit under each kill
+    /// mode the audit sweeps (`process_crash`, `power_loss`,
+    /// `torn_power_loss`, `fault_injection`: a key per column; none with
+    /// `--no-crash`).
+    #[serde(flatten)]
+    pub crash: crash::Columns,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -157,8 +148,7 @@ pub fn audit_matrix(setup: &AuditSetup, child_arg: Option<&str>) -> Result<Audit
                 true => crash::columns(&ctx, &setup.matrix.name, leg, &bars)?,
                 false => crash::Columns::not_honored(),
             };
-            (row.process_crash, row.power_loss) = (Some(c.process), Some(c.power));
-            (row.torn_power_loss, row.fault_injection) = (Some(c.torn), Some(c.fault));
+            row.crash = c;
         }
     }
     bars.clear();
@@ -299,10 +289,7 @@ fn row(leg: &Leg, ready: &Ready, audit: Audit, acked: u64) -> Row {
         sqlite_version: ready.sqlite_version.clone(),
         sqlite_source_id: ready.sqlite_source_id.clone(),
         acked,
-        process_crash: None,
-        power_loss: None,
-        torn_power_loss: None,
-        fault_injection: None,
+        crash: crash::Columns::default(),
     }
 }
 
@@ -356,10 +343,7 @@ mod tests {
             sqlite_version: "3.40.1".into(),
             sqlite_source_id: Some("2022-12-28 abc".into()),
             acked: 20,
-            process_crash: None,
-            power_loss: None,
-            torn_power_loss: None,
-            fault_injection: None,
+            crash: crash::Columns::default(),
         }
     }
 

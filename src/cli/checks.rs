@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::options::{KillArg, RunOptions};
+use crate::options::RunOptions;
 
 /// `--workdir`, or the command's default, checked to be a folder this
 /// process can make folders in (an audit or a run in a read-only folder
@@ -91,14 +91,18 @@ pub fn child_folder(o: &mut RunOptions, start: &Path) -> Result<()> {
 /// the plan without a seed to plan it with.
 pub fn options(o: &RunOptions) -> Result<()> {
     let bad = |m: &str| Err(Error::Usage(m.to_string()));
-    if o.kill == KillArg::Timed && o.point.is_some() {
-        return bad("--point selects a syscall kill point, and --kill timed has none (use --kill syscall)");
+    let modes = o.kill.modes();
+    let (name, sweeps) = (o.kill.as_str(), modes.iter().any(|k| k.sweeps_points()));
+    if !sweeps && o.point.is_some() {
+        return bad(&format!("--point selects a syscall kill point, and --kill {name} has none (use --kill syscall)"));
     }
-    if o.kill == KillArg::Timed && o.points.is_some() {
-        return bad("--points samples syscall kill points, and --kill timed has none (use --kill syscall or all)");
+    if !sweeps && o.points.is_some() {
+        return bad(&format!(
+            "--points samples syscall kill points, and --kill {name} has none (use --kill syscall or all)"
+        ));
     }
-    if o.kill == KillArg::Syscall && o.trial.is_some() {
-        return bad("--trial selects a timed trial, and --kill syscall runs kill points (use --point)");
+    if modes.iter().all(|k| k.sweeps_points()) && o.trial.is_some() {
+        return bad(&format!("--trial selects a timed trial, and --kill {name} runs kill points (use --point)"));
     }
     if o.partition.is_some() && o.seed.is_none() {
         return bad("--partition needs --seed: every share must plan the same run (e.g. --seed $GITHUB_RUN_ID)");
@@ -109,6 +113,8 @@ pub fn options(o: &RunOptions) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::KillArg;
+    use crate::plan::KillMode;
 
     #[test]
     fn a_read_only_place_is_refused_and_a_new_folder_is_not_made() {
@@ -147,15 +153,15 @@ mod tests {
 
     #[test]
     fn options_that_contradict_each_other_are_refused() {
-        let timed = RunOptions { kill: KillArg::Timed, point: Some(3), ..RunOptions::default() };
+        let timed = RunOptions { kill: KillMode::Timed.into(), point: Some(3), ..RunOptions::default() };
         assert!(options(&timed).unwrap_err().to_string().starts_with("--point"));
-        let sampled = RunOptions { kill: KillArg::Timed, points: Some(3), ..RunOptions::default() };
+        let sampled = RunOptions { kill: KillMode::Timed.into(), points: Some(3), ..RunOptions::default() };
         assert!(options(&sampled).unwrap_err().to_string().starts_with("--points"));
-        let syscall = RunOptions { kill: KillArg::Syscall, trial: Some(1), ..RunOptions::default() };
+        let syscall = RunOptions { kill: KillMode::Syscall.into(), trial: Some(1), ..RunOptions::default() };
         assert!(options(&syscall).unwrap_err().to_string().starts_with("--trial"));
         let part = RunOptions { partition: Some("1/2".parse().unwrap()), ..RunOptions::default() };
         assert!(options(&part).unwrap_err().to_string().starts_with("--partition needs --seed"));
-        let all = RunOptions { kill: KillArg::All, point: Some(3), trial: Some(1), ..RunOptions::default() };
+        let all = RunOptions { kill: KillArg::ALL, point: Some(3), trial: Some(1), ..RunOptions::default() };
         assert!(options(&all).is_ok(), "each applies to its own kill mode");
     }
 }

@@ -66,7 +66,7 @@ pub enum Effect {
         syscall: &'static str,
     },
     /// A counted call that fault injection made fail without running
-    /// (`Goal::FailAt`): `effect` is what it was about to do, `errno` what
+    /// (`Goal::InjectAt` with `Injected::Failed`): `effect` is what it was about to do, `errno` what
     /// it returned instead. The files are as the calls before it left them;
     /// for a failed sync the power model says what became of the writes it
     /// was to make durable ([`super::power::FailedSync`]).

@@ -11,6 +11,7 @@
 
 use super::{At, Effect, Log};
 use crate::harness::{TraceError, Traced};
+use crate::kill::inject::Injected;
 use crate::kill::syscall::{
     Driven, FileKind, Goal, Observer, Targets, drive_observed, fd_path, read_path, syscall_name,
 };
@@ -20,18 +21,18 @@ const RWF_APPEND: u64 = 0x10;
 
 /// Drives `child` to `goal` as [`crate::kill::syscall::drive`] does, logging every
 /// trapped call on the trial's files (and the folder's `fsync`). Under
-/// `Goal::FailAt(n, errno)` point n's call is logged as
-/// [`Effect::Failed`]: it never runs, so no model may apply it.
+/// `Goal::InjectAt(n, ..)` point n's call is logged as it was changed: a
+/// failed call as [`Effect::Failed`] (it never runs, so no model may apply it).
 pub fn record(child: &mut Traced, targets: &Targets, goal: Goal) -> Result<(Driven, Log), TraceError> {
     let mut log = Log::default();
-    let failing = match goal {
-        Goal::FailAt(n, errno) => Some((n, errno)),
+    let injecting = match goal {
+        Goal::InjectAt(n, injected) => Some((n, injected)),
         _ => None,
     };
     let mut observe = |pid: u32, nr: i64, args: [u64; 6], point: Option<&crate::kill::syscall::Point>| {
         if let Some(effect) = observe(pid, targets, nr, args, point.and_then(|p| p.file)) {
-            let effect = match (failing, point) {
-                (Some((n, errno)), Some(p)) if p.ordinal == n => Effect::Failed { effect: Box::new(effect), errno },
+            let effect = match (injecting, point) {
+                (Some((n, injected)), Some(p)) if p.ordinal == n => changed(effect, injected),
                 _ => effect,
             };
             log.push(point.cloned(), effect);
@@ -42,6 +43,13 @@ pub fn record(child: &mut Traced, targets: &Targets, goal: Goal) -> Result<(Driv
         log.killed_at_last();
     }
     Ok((driven, log))
+}
+
+/// What a call changed by an injection does to the files.
+fn changed(effect: Effect, injected: Injected) -> Effect {
+    match injected {
+        Injected::Failed(errno) => Effect::Failed { effect: Box::new(effect), errno },
+    }
 }
 
 /// What a trapped call is about to do, if it touches the trial's files.
@@ -184,7 +192,7 @@ mod tests {
             other => other.unwrap(),
         };
         let targets = Targets::new(&dir.join("store.db"), &dir.join("acks.ndjson"));
-        let (driven, log) = record(&mut child, &targets, Goal::FailAt(3, Errno::ENOSPC)).unwrap();
+        let (driven, log) = record(&mut child, &targets, Goal::InjectAt(3, Injected::Failed(Errno::ENOSPC))).unwrap();
         assert!(matches!(driven, Driven::Exited { counted: 4, .. }), "{driven:?}");
         let failed: Vec<&Effect> =
             log.ran().iter().map(|e| &e.effect).filter(|e| matches!(e, Effect::Failed { .. })).collect();

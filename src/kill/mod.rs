@@ -5,10 +5,14 @@
 //!   rarely lands inside a commit);
 //! - [`syscall`]: at the entry of the child's Nth file-mutating system call,
 //!   for every N of a short workload, so that every crash state of its write
-//!   path is visited.
+//!   path is visited;
+//! - [`inject`]: what an injecting mode does to a call instead of a kill,
+//!   and [`fault`], `--kill fault`'s injection (a write or sync fails).
 //!
 //! [`KillPoint`] says where a trial's kill landed, for every report.
 
+pub mod fault;
+pub mod inject;
 pub mod syscall;
 pub mod timed;
 

@@ -21,10 +21,10 @@
 //! interpreter's start never stop the child), and `fsync` of the trial's
 //! folder. They are never counted, so every kill point keeps its number.
 //!
-//! Fault injection (issue 24) drives the same points with `Goal::FailAt`:
-//! the Nth call is not killed but fails without running, with the errno
-//! [`fault_for`] gives it (`EIO` for a sync, `ENOSPC` for a write), and the
-//! child runs on to its own end.
+//! An injecting mode (`--kill fault`, issue 24) drives the same points with
+//! `Goal::InjectAt`: the Nth call is not killed but changed as its
+//! injection says ([`super::inject`]; [`super::fault`] makes it fail without
+//! running), and the child runs on to its own end.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -321,30 +321,40 @@ pub enum Goal {
     Census { acks: u64 },
     /// Count every point until the child ends on its own.
     ToEnd,
-    /// Make the Nth counted call fail with the errno, without running it
-    /// ([`Traced::fail`]), and count on until the child ends on its own:
-    /// `Driven::Exited` with `counted` of at least N if the fault was made.
-    FailAt(u64, nix::errno::Errno),
+    /// Change the Nth counted call as [`Injected`] says (make it fail
+    /// without running, [`Traced::fail`]), and count on until the child
+    /// ends on its own: `Driven::Exited` with `counted` of at least N if
+    /// the injection was made.
+    InjectAt(u64, Injected),
 }
 
-/// The fault a kill point's call gets under fault injection (issue 24): a
-/// sync fails as a failing disk makes it (`EIO`), a write as a full disk
-/// does (`ENOSPC`); other calls (truncations, unlinks, renames) get none.
-pub fn fault_for(syscall: &str) -> Option<nix::errno::Errno> {
-    use nix::errno::Errno;
-    match syscall {
-        "fsync" | "fdatasync" => Some(Errno::EIO),
-        "write" | "pwrite64" | "writev" | "pwritev" | "pwritev2" => Some(Errno::ENOSPC),
-        _ => None,
+/// What the tracer does to a call it injects into, at its entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Injected {
+    /// The call does not run and returns `-errno` (`crate::harness::Traced::fail`).
+    Failed(nix::errno::Errno),
+}
+
+impl Injected {
+    /// Whether the call returned an error: an operation in flight then
+    /// must not be acknowledged.
+    pub fn is_error(self) -> bool {
+        matches!(self, Injected::Failed(_))
     }
-}
 
-/// The files whose calls fault injection fails: the store's own.
-const FAILED_FILES: [FileKind; 4] = [FileKind::Database, FileKind::Journal, FileKind::Wal, FileKind::Shm];
+    /// What the call returned, as a finding says it: `failed with EIO`.
+    pub fn returned(self) -> String {
+        match self {
+            Injected::Failed(errno) => format!("failed with {errno:?}"),
+        }
+    }
 
-/// The errno kill point `p`'s call is made to fail with, if it gets one.
-pub fn fault_of(p: &Point) -> Option<nix::errno::Errno> {
-    p.file.filter(|f| FAILED_FILES.contains(f)).and(fault_for(p.syscall))
+    /// What became of the call, for a fire's evidence note.
+    pub fn note(self) -> String {
+        match self {
+            Injected::Failed(errno) => format!("the call never ran: it returned -{errno:?} to the child"),
+        }
+    }
 }
 
 /// How a traced run ended.
@@ -390,10 +400,12 @@ pub fn drive_observed(
             p
         });
         observe(pid, nr, args, point.as_ref());
-        if let (Some(_), Goal::FailAt(n, errno)) = (&point, goal)
+        if let (Some(_), Goal::InjectAt(n, injected)) = (&point, goal)
             && counted == n
         {
-            child.fail(errno)?;
+            match injected {
+                Injected::Failed(errno) => child.fail(errno)?,
+            }
             continue;
         }
         if let Some(p) = point {
@@ -409,7 +421,7 @@ pub fn drive_observed(
                     }
                     census_end.is_some_and(|m| counted == m + 1)
                 }
-                Goal::ToEnd | Goal::FailAt(..) => false,
+                Goal::ToEnd | Goal::InjectAt(..) => false,
             };
             if at {
                 return Ok(Driven::At(p));
@@ -451,16 +463,6 @@ mod tests {
         let t = t.with(Path::new("/t/transport.ndjson"), FileKind::Transport);
         assert_eq!(t.kind(Path::new("/t/transport.ndjson")), Some(FileKind::Transport));
         assert_eq!(t.kind(Path::new("/t/acks.ndjson")), Some(FileKind::Acks));
-    }
-
-    #[test]
-    fn syncs_fail_with_eio_writes_with_enospc_and_nothing_else_fails() {
-        use nix::errno::Errno;
-        assert_eq!(fault_for("fdatasync"), Some(Errno::EIO));
-        assert_eq!(fault_for("pwrite64"), Some(Errno::ENOSPC));
-        assert_eq!(fault_for("writev"), Some(Errno::ENOSPC));
-        assert_eq!(fault_for("unlink"), None);
-        assert_eq!(fault_for("ftruncate"), None);
     }
 
     #[test]

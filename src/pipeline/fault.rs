@@ -1,11 +1,13 @@
-//! Fault injection sweeps (`--kill fault`): at each kill point that is a
-//! write or a sync of the store's files, one run of the workload in which
-//! that call fails, and what the store made of it.
+//! Injecting sweeps (`--kill fault`, and any mode whose source is an
+//! [`Injection`]): at each kill point whose call the mode's injection
+//! changes, one run of the workload in which that call is changed, and what
+//! the store made of it.
 //!
-//! Crash model: no crash but a fault. At kill point N the call does not run
-//! and returns an error instead ([`crate::harness::Traced::fail`]): a write
-//! `ENOSPC` (a full disk), an `fsync`/`fdatasync` `EIO` (a failing disk),
-//! as [`crate::kill::syscall::fault_for`] says; the ack journal and the
+//! Crash model: no crash but a fault. At kill point N the call is changed
+//! as the injection says; for `--kill fault` it does not run and returns
+//! an error instead ([`crate::harness::Traced::fail`]): a write `ENOSPC` (a
+//! full disk), an `fsync`/`fdatasync` `EIO` (a failing disk), as
+//! [`crate::kill::fault::fault_for`] says; the ack journal and the
 //! transport stand for the world, not the disk, and are never failed. The
 //! child runs on to its own end, whatever that is: an exit with the store's
 //! error is its legitimate reaction. The run is recorded, the failed call
@@ -13,8 +15,9 @@
 //! against the files it left.
 //!
 //! Clause, for every workload cell, at every such point:
-//! - (a) the operation in flight at N, the one after the acks the journal
-//!   held before N, is never acknowledged (`acked-despite-io-error`);
+//! - (a) where the call returned an error, the operation in flight at N,
+//!   the one after the acks the journal held before N, is never
+//!   acknowledged (`acked-despite-io-error`);
 //! - (b) what the child left at its end, recovered, passes the cell's own
 //!   check with the acks it gave, by the one verdict path;
 //! - (c) after a failed sync, each power-loss state the failure added
@@ -24,8 +27,6 @@
 //! A fire names the call that failed (for (c), the power loss and the rule
 //! that made its state), keeps the run's folder (for (c), the state) as
 //! evidence, and its repro reruns that point: `--kill fault --point N`.
-
-use nix::errno::Errno;
 
 use super::batch::{Checker, Recovery, interrupted_after};
 use super::census::{Filter, trace_outcome};
@@ -44,7 +45,8 @@ use crate::crashstate::power::{AtPoint, Model};
 use crate::crashstate::record::record;
 use crate::crashstate::{Effect, Files, Log, Names, State};
 use crate::harness::Exit;
-use crate::kill::syscall::{Driven, FileKind, Goal, fault_of};
+use crate::kill::inject::{Injected, Injection};
+use crate::kill::syscall::{Driven, FileKind, Goal};
 use crate::trialdir::TrialEnv;
 
 /// Runs of the workload per `--jobs` thread between two batched recoveries:
@@ -52,19 +54,20 @@ use crate::trialdir::TrialEnv;
 /// whose first faulty point fires does not first run them all.
 const RUNS_PER_JOB: usize = 16;
 
-/// The trials of a fault sweep of `w`: one per faulted point, up to the
-/// first that does not pass; the last says what the runs did.
-pub fn fault_sweep(w: &Workload, seed: u64) -> Swept {
+/// The trials of an injecting sweep of `w`: one per point whose call
+/// `injection` changes, up to the first that does not pass; the last says
+/// what the runs did. `mode` is the mode's phrase (`fault injection`).
+pub fn fault_sweep(w: &Workload, seed: u64, injection: &'static dyn Injection, mode: &'static str) -> Swept {
     let rec = match w.honoured_recording(false) {
         Ok(r) => r,
         Err(ended) => return *ended,
     };
-    let points = match planned(&rec.log, w.ctx.options.point, w.ctx.options.points, seed) {
+    let points = match planned(&rec.log, injection, mode, w.ctx.options.point, w.ctx.options.points, seed) {
         Ok(p) => p,
         Err(outcome) => return Swept::unplanned(Trial::ended(0, outcome)),
     };
     w.ctx.tally.planned(points.len() as u64);
-    let sweep = Sweep { w, rec: &rec };
+    let sweep = Sweep { w, rec: &rec, injection };
     let mut trials = Vec::new();
     let mut seen = Seen::default();
     for wave in points.chunks(RUNS_PER_JOB * w.ctx.jobs.max(1)) {
@@ -77,7 +80,7 @@ pub fn fault_sweep(w: &Workload, seed: u64) -> Swept {
         }
     }
     if let Some(last) = trials.last_mut() {
-        last.details.push(seen.summary());
+        last.details.push(injection.summary(seen.writes, seen.syncs, seen.failed_ends, seen.power_states));
     }
     Swept { planned: Some(points), trials, recorded: false, distinct: None }
 }
@@ -91,16 +94,6 @@ struct Seen {
     failed_ends: usize,
     /// Power states a failed sync added, judged.
     power_states: usize,
-}
-
-impl Seen {
-    fn summary(&self) -> String {
-        format!(
-            "faulted {} writes (ENOSPC) and {} syncs (EIO) of the store's files, one run each; after the fault the \
-             child ended with an error in {} of them; {} distinct power-loss states after a fault were recovered and judged",
-            self.writes, self.syncs, self.failed_ends, self.power_states
-        )
-    }
 }
 
 /// One workload run with point `n`'s call made to fail.
@@ -121,10 +114,11 @@ struct Run {
     end: Files,
 }
 
-/// A fault sweep's recording and workload.
+/// An injecting sweep's recording, workload and injection.
 struct Sweep<'a> {
     w: &'a Workload<'a>,
     rec: &'a Recording,
+    injection: &'static dyn Injection,
 }
 
 /// What a wave recovers: the store a run left at its end (b), and the
@@ -192,7 +186,7 @@ impl Sweep<'_> {
     fn faulty(&self, filter: Filter, n: u64) -> Result<Run, Box<Trial>> {
         let w = self.w;
         let index = u32::try_from(n).unwrap_or(u32::MAX);
-        let errno = fault_of(&self.rec.log.point(n)).expect("a planned point gets a fault");
+        let injected = self.injection.at(&self.rec.log.point(n)).expect("a planned point gets an injection");
         let env = w.env(&format!("f{n}")).map_err(|f| Box::new(Trial::ended(index, Outcome::Error(f))))?;
         let failed = |o: Outcome, env: TrialEnv| Box::new(Trial::ended(index, o).with_env(env));
         let args = w.op_args(&env, true);
@@ -200,7 +194,7 @@ impl Sweep<'_> {
             Ok(c) => c,
             Err(e) => return Err(failed(trace_outcome(e, w.ctx), env)),
         };
-        let (exit, log) = match record(&mut child, &w.targets(&env), Goal::FailAt(n, errno)) {
+        let (exit, log) = match record(&mut child, &w.targets(&env), Goal::InjectAt(n, injected)) {
             Ok((Driven::Exited { exit, counted }, log)) if counted >= n => (exit, log),
             Ok((Driven::Exited { exit, counted }, _)) => {
                 let stderr = child.stderr_tail();
@@ -219,7 +213,7 @@ impl Sweep<'_> {
         if let Some(why) = end.differs_from_disk(dir, &names) {
             return Err(failed(Outcome::Error(Failure::FaultUnlogged(why)), env));
         }
-        Run::of(n, errno, exit, env, log, end).map(|r| r.audited(w, self.rec)).map_err(|e| failed(e.0, e.1))
+        Run::of(n, injected, exit, env, log, end).map(|r| r.audited(w, self.rec)).map_err(|e| failed(e.0, e.1))
     }
 }
 
@@ -234,7 +228,7 @@ impl Run {
     /// operation against the acks it ended with.
     fn of(
         n: u64,
-        errno: Errno,
+        injected: Injected,
         exit: Exit,
         env: TrialEnv,
         log: Log,
@@ -244,8 +238,9 @@ impl Run {
             Effect::Failed { effect, .. } => (**effect).clone(),
             other => other.clone(),
         };
-        let sync = matches!(effect, Effect::Sync { .. });
-        let fault = Fault { point: n, call: effect.describe(), errno: format!("{errno:?}"), exit, then: None };
+        // Clause (c): a sync that failed lost its writes for good.
+        let sync = matches!(effect, Effect::Sync { .. }) && injected.is_error();
+        let fault = Fault { point: n, call: effect.describe(), injected, exit, then: None };
         let before = Files::after(log.before(n)).get(FileKind::Acks).unwrap_or_default();
         let bad_journal = |error| Outcome::Error(Failure::Journal { process: None, error });
         let in_flight = match crate::journal::parse(&before) {
@@ -256,7 +251,8 @@ impl Run {
             Ok(j) => j.acks,
             Err(e) => return Err(Box::new((bad_journal(e), env))),
         };
-        let acked = in_flight.and_then(|i| acked_despite(&acks, i, &fault));
+        // Clause (a): only a call that returned an error fails its operation.
+        let acked = in_flight.filter(|_| injected.is_error()).and_then(|i| acked_despite(&acks, i, &fault));
         Ok(Run { n, fault, sync, env, log, in_flight, acked, end })
     }
 
@@ -444,19 +440,9 @@ mod tests {
     }
 
     #[test]
-    fn only_writes_and_syncs_of_the_stores_files_are_made_to_fail() {
-        assert_eq!(fault_of(&point("fdatasync", FileKind::Wal)), Some(Errno::EIO));
-        assert_eq!(fault_of(&point("pwrite64", FileKind::Database)), Some(Errno::ENOSPC));
-        assert_eq!(fault_of(&point("write", FileKind::Acks)), None, "the acks stand for the world");
-        assert_eq!(fault_of(&point("write", FileKind::Transport)), None, "so does the transport");
-        assert_eq!(fault_of(&point("unlink", FileKind::Journal)), None);
-        assert_eq!(fault_of(&Point::end(9)), None);
-    }
-
-    #[test]
     fn an_ack_of_the_operation_in_flight_is_a_fire_and_later_ones_are_not() {
-        let fault =
-            Fault { point: 57, call: "fsync of the wal".into(), errno: "EIO".into(), exit: Exit::Code(0), then: None };
+        let injected = Injected::Failed(nix::errno::Errno::EIO);
+        let fault = Fault { point: 57, call: "fsync of the wal".into(), injected, exit: Exit::Code(0), then: None };
         let acks: Vec<Ack> = (0..3).map(|i| Ack::of("append", i)).collect();
         let v = acked_despite(&acks, 2, &fault).expect("append 2 was in flight");
         assert_eq!(v.kind, ACKED_DESPITE);
@@ -474,14 +460,15 @@ mod tests {
         log.push(Some(point("pwrite64", FileKind::Database)), Effect::SyncDir);
         log.push(Some(point("unlink", FileKind::Journal)), Effect::SyncDir);
         log.push(Some(point("fsync", FileKind::Journal)), Effect::SyncDir);
-        assert_eq!(planned(&log, None, None, 1).unwrap(), [1, 3]);
-        assert_eq!(planned(&log, Some(3), None, 1).unwrap(), [3]);
-        let skip = planned(&log, Some(2), None, 1).unwrap_err();
+        let planned = |only, sample| planned(&log, &crate::kill::fault::FAULT, "fault injection", only, sample, 1);
+        assert_eq!(planned(None, None).unwrap(), [1, 3]);
+        assert_eq!(planned(Some(3), None).unwrap(), [3]);
+        let skip = planned(Some(2), None).unwrap_err();
         assert_eq!(
             skip.to_string(),
             "kill point 2 is the unlink of the journal: fault injection fails only writes (ENOSPC) and syncs (EIO) of \
              the store's files"
         );
-        assert_eq!(planned(&log, None, Some(1), 1).unwrap().len(), 1);
+        assert_eq!(planned(None, Some(1)).unwrap().len(), 1);
     }
 }

@@ -10,15 +10,23 @@
 use crate::cells::Violation;
 use crate::crashstate::Log;
 use crate::crashstate::power::{AtPoint, Model, Pending};
-use crate::kill::syscall::{fault_of, sweep_points};
+use crate::kill::inject::Injection;
+use crate::kill::syscall::sweep_points;
 
 use super::outcome::{Failure, Fault, Finding, Outcome, PowerLoss, Skip};
 
-/// The points a sweep faults: `--point N` if its call gets a fault (else
-/// the skip that says why not); else a sample of `--points` of those whose
-/// call does, drawn with the seed; else all of them.
-pub(super) fn planned(log: &Log, only: Option<u64>, sample: Option<u32>, seed: u64) -> Result<Vec<u64>, Outcome> {
-    let faulted: Vec<u64> = (1..=log.total()).filter(|&n| fault_of(&log.point(n)).is_some()).collect();
+/// The points a sweep injects into: `--point N` if the injection changes
+/// its call (else the skip that says why not); else a sample of `--points`
+/// of those whose call it changes, drawn with the seed; else all of them.
+pub(super) fn planned(
+    log: &Log,
+    injection: &dyn Injection,
+    mode: &'static str,
+    only: Option<u64>,
+    sample: Option<u32>,
+    seed: u64,
+) -> Result<Vec<u64>, Outcome> {
+    let faulted: Vec<u64> = (1..=log.total()).filter(|&n| injection.at(&log.point(n)).is_some()).collect();
     if let Some(n) = only {
         if faulted.contains(&n) {
             return Ok(vec![n]);
@@ -28,7 +36,7 @@ pub(super) fn planned(log: &Log, only: Option<u64>, sample: Option<u32>, seed: u
             Some(f) => format!("{} of the {}", p.syscall, f.as_str()),
             None => "child's own end".into(),
         };
-        return Err(Outcome::Skip(Skip::NothingToFail { point: n, call }));
+        return Err(Outcome::Skip(Skip::NothingToInject { point: n, call, mode, changes: injection.changes() }));
     }
     let drawn = sweep_points((1..=faulted.len() as u64).collect(), None, sample, seed);
     Ok(drawn.into_iter().map(|i| faulted[i as usize - 1]).collect())
@@ -44,8 +52,12 @@ pub(super) fn acked_despite(acks: &[crashcells_protocol::Ack], in_flight: u64, f
     Some(Violation::new(
         ACKED_DESPITE,
         format!(
-            "{} {} was acknowledged, though the {} at #{} failed with {} while it was in flight",
-            ack.op, ack.i, fault.call, fault.point, fault.errno
+            "{} {} was acknowledged, though the {} at #{} {} while it was in flight",
+            ack.op,
+            ack.i,
+            fault.call,
+            fault.point,
+            fault.injected.returned()
         ),
     ))
 }
@@ -90,7 +102,7 @@ pub(super) fn with_fault(outcome: Outcome, fault: &Fault, power: Option<PowerLos
 
 /// The evidence's note: the call that was made to fail, and what followed.
 pub(super) fn fault_note(fault: &Fault, details: &[String]) -> String {
-    let mut text = format!("{fault}\nthe call never ran: it returned -{} to the child\n", fault.errno);
+    let mut text = format!("{fault}\n{}\n", fault.injected.note());
     for d in details {
         text.push_str(&format!("{d}\n"));
     }

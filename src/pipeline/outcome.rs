@@ -115,16 +115,17 @@ impl std::fmt::Display for PowerLoss {
     }
 }
 
-/// The call fault injection made fail: its kill point, what it was about
-/// to do, the errno it returned instead, and how the child ended after it
-/// (its own end: an exit with the store's error is its legitimate reaction).
+/// The call an injection changed (made to fail): its kill point, what it
+/// was about to do, what the injection made of it, and how the child ended
+/// after it (its own end: an exit with the store's error is its legitimate
+/// reaction).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fault {
     pub point: u64,
     /// `fsync of the wal`, `write of 4096 bytes to the database at offset 0`.
     pub call: String,
-    /// `EIO`, `ENOSPC`.
-    pub errno: String,
+    /// What the tracer did to it: `Failed(EIO)`, `Failed(ENOSPC)`.
+    pub injected: crate::kill::inject::Injected,
     pub exit: Exit,
     /// What the store did differently after it, when the leg audit of its
     /// own files shows it (it went on in another journal mode).
@@ -135,8 +136,11 @@ impl std::fmt::Display for Fault {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "fault at #{}: the {} failed with {} (the child then ended: {})",
-            self.point, self.call, self.errno, self.exit
+            "fault at #{}: the {} {} (the child then ended: {})",
+            self.point,
+            self.call,
+            self.injected.returned(),
+            self.exit
         )?;
         match &self.then {
             Some(then) => write!(f, "; {then}"),
@@ -158,21 +162,12 @@ pub enum Skip {
     Architecture(String),
     #[error("the child does not implement `{0}`")]
     MissingOperation(Op),
-    #[error(
-        "power-loss states are not modelled for races: a race's crash states depend on the other racers, \
-         which one recording cannot stand for"
-    )]
-    RacePower,
-    #[error(
-        "fault injection is not run on races: its clause is about one workload's own writes and acks, and a \
-         race's store is written by every racer"
-    )]
-    RaceFault,
-    #[error(
-        "kill point {point} is the {call}: fault injection fails only writes (ENOSPC) and syncs (EIO) of the \
-         store's files"
-    )]
-    NothingToFail { point: u64, call: String },
+    /// The kill mode is not run on races, for the table's reason.
+    #[error("{0}")]
+    Race(&'static str),
+    /// A `--point` whose call the mode's injection does not change.
+    #[error("kill point {point} is the {call}: {mode} {changes}")]
+    NothingToInject { point: u64, call: String, mode: &'static str, changes: &'static str },
 }
 
 /// Why the harness could not reach a verdict. The operating system's and
@@ -425,13 +420,14 @@ impl Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kill::inject::Injected;
 
     #[test]
     fn a_census_failure_is_said_once_however_often_it_is_wrapped() {
         let f = Failure::census(Failure::census(Failure::NoReady));
         assert_eq!(f.to_string(), "census: the child wrote no ready record");
         assert_eq!(Outcome::Error(f).of_census().to_string(), "census: the child wrote no ready record");
-        assert_eq!(Outcome::Skip(Skip::RacePower).of_census(), Outcome::Skip(Skip::RacePower));
+        assert_eq!(Outcome::Skip(Skip::Race("power")).of_census(), Outcome::Skip(Skip::Race("power")));
     }
 
     #[test]
@@ -464,8 +460,13 @@ mod tests {
 
     #[test]
     fn a_fault_finding_names_the_failed_call_before_the_power_loss_and_the_violation() {
-        let fault =
-            Fault { point: 57, call: "fsync of the wal".into(), errno: "EIO".into(), exit: Exit::Code(3), then: None };
+        let fault = Fault {
+            point: 57,
+            call: "fsync of the wal".into(),
+            injected: Injected::Failed(nix::errno::Errno::EIO),
+            exit: Exit::Code(3),
+            then: None,
+        };
         let power = PowerLoss { point: 60, rule: "write of 1 byte to the wal at #55 was lost".into(), later: 0 };
         let v = vec![Violation::new("lost-ack", "acked append m3 was lost")];
         let f = Finding { violations: v, power: Some(power), fault: Some(Box::new(fault)) };

@@ -30,7 +30,6 @@ use crate::crashstate::power::{AtPoint, Model};
 use crate::crashstate::torn::Bound;
 use crate::crashstate::{Event, Files, Log, State};
 use crate::kill::syscall::sweep_points;
-use crate::plan::KillMode;
 
 /// The power-loss model a sweep builds its states with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,13 +43,10 @@ pub enum PowerModel {
 }
 
 impl PowerModel {
-    /// The model a kill mode sweeps with, if it is a power loss.
-    pub fn of(kill: KillMode) -> Option<PowerModel> {
-        match kill {
-            KillMode::Power => Some(PowerModel::InOrder),
-            KillMode::Torn => Some(PowerModel::Torn(Bound::default())),
-            _ => None,
-        }
+    /// The model a power-loss kill mode sweeps with: torn (in the
+    /// default bound) or in order, as its row in the table says.
+    pub fn of(torn: bool) -> PowerModel {
+        if torn { PowerModel::Torn(Bound::default()) } else { PowerModel::InOrder }
     }
 
     fn build(self, events: &[Event], points: &[u64]) -> Model {

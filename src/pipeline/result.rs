@@ -16,9 +16,9 @@ use super::workload::Workload;
 use crate::catalog::Status;
 use crate::cells::{Cell, Shape};
 use crate::harness::interrupted;
+use crate::killmode::{Race as RacePolicy, Source};
 use crate::matrix::Leg;
 use crate::plan::Job;
-use crate::plan::KillMode;
 use crate::report::{CellResult, Fingerprint, States, Verdict};
 
 /// The reason of a result whose trial was cut short by `SIGINT`/`SIGTERM`.
@@ -97,35 +97,36 @@ fn unsupported(trials: &[Trial], shape: Shape) -> Option<crashcells_protocol::Op
     }
 }
 
-/// The trials of a live cell's job in `shape`, on a child that implements it.
+/// The trials of a live cell's job in `shape`, on a child that implements
+/// it: a workload's driven by its kill mode's crash source, a race's as the
+/// mode's race policy says (`crate::killmode::MODES`).
 fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) -> (Vec<Trial>, Option<Coverage>) {
-    match (shape, job.kill) {
-        (Shape::Workload { op, window, sweep_acks, recovery }, kill) => {
+    let mode = job.kill.mode();
+    match shape {
+        Shape::Workload { op, window, sweep_acks, recovery } => {
             let checkpoint_ops = job.cell.params.checkpoint_ops;
             let length = std::sync::atomic::AtomicU64::new(sweep_acks);
             let w = Workload { job, leg, cell, ctx, op, sweep_acks, recovery, checkpoint_ops, length };
-            match kill {
-                KillMode::Timed => (in_order(job, ctx, cell, &|i| w.timed(window, i)), None),
+            match mode.source {
+                Source::Timed => (in_order(job, ctx, cell, &|i| w.timed(window, i)), None),
                 // A repro's single point is a real kill, as is every point without replay.
-                KillMode::Syscall if re_execute(ctx) => covered(sweep(ctx, job.seed, &w)),
-                KillMode::Syscall => covered(super::recorded::process_sweep(&w, job.seed)),
-                KillMode::Power | KillMode::Torn => {
-                    let model = super::power::PowerModel::of(kill).expect("a power-loss kill mode");
-                    covered(super::power::power_sweep(&w, job.seed, model))
+                Source::Syscall if re_execute(ctx) => covered(sweep(ctx, job.seed, &w)),
+                Source::Syscall => covered(super::recorded::process_sweep(&w, job.seed)),
+                Source::Power { torn } => {
+                    covered(super::power::power_sweep(&w, job.seed, super::power::PowerModel::of(torn)))
                 }
-                KillMode::Fault => covered(super::fault::fault_sweep(&w, job.seed)),
-                KillMode::None => (vec![Trial::ended(0, Outcome::Error(Failure::NoKill))], None),
+                Source::Injected(injection) => covered(super::fault::fault_sweep(&w, job.seed, injection, mode.phrase)),
+                Source::NoKill => (vec![Trial::ended(0, Outcome::Error(Failure::NoKill))], None),
             }
         }
-        (Shape::Race { racers }, kill) => {
+        Shape::Race { racers } => {
             let race = Race::new(job, leg, cell, ctx, racers);
-            match kill {
+            match mode.race {
                 // Reports before kill mode `none` planned the race as `timed`.
-                KillMode::None | KillMode::Timed => (in_order(job, ctx, cell, &|i| race.free(i)), None),
+                RacePolicy::Free => (in_order(job, ctx, cell, &|i| race.free(i)), None),
                 // A race's states depend on the other racers: always re-executed.
-                KillMode::Syscall => RaceSweep::run(&race),
-                KillMode::Power | KillMode::Torn => (vec![Trial::ended(0, Outcome::Skip(Skip::RacePower))], None),
-                KillMode::Fault => (vec![Trial::ended(0, Outcome::Skip(Skip::RaceFault))], None),
+                RacePolicy::Sweep => RaceSweep::run(&race),
+                RacePolicy::Skip(why) => (vec![Trial::ended(0, Outcome::Skip(Skip::Race(why)))], None),
             }
         }
     }
@@ -263,7 +264,7 @@ fn fold(job: &Job, ctx: &Context, trials: &[Trial]) -> CellResult {
     result.acked = match verdict {
         // A timed pass reports its least acked trial; a sweep, the most acks
         // any of its kill points came after.
-        Verdict::Pass if job.kill != KillMode::Timed => trials.iter().map(|t| t.acked).max().unwrap_or(0),
+        Verdict::Pass if !job.kill.is_timed() => trials.iter().map(|t| t.acked).max().unwrap_or(0),
         Verdict::Pass => trials.iter().map(|t| t.acked).min().unwrap_or(0),
         _ => last.acked,
     };
@@ -359,7 +360,7 @@ mod tests {
         crate::plan::plan(
             &crate::catalog::Catalog::embedded().unwrap(),
             &crate::matrix::Matrix::load("default").unwrap(),
-            &crate::plan::Selection { kills: vec![KillMode::Timed], ..Default::default() },
+            &crate::plan::Selection { kills: vec![crate::plan::KillMode::Timed], ..Default::default() },
             1,
         )
         .unwrap()

@@ -110,8 +110,8 @@ impl std::str::FromStr for Fingerprint {
             return Err(format!("its {empty} is empty"));
         }
         // Any kill mode a result can have, so that every fire can be listed.
-        if !KillMode::ALL.iter().any(|k| k.as_str() == kill) {
-            let all: Vec<&str> = KillMode::ALL.iter().map(|k| k.as_str()).collect();
+        if KillMode::named(kill).is_none() {
+            let all: Vec<&str> = KillMode::all().map(|k| k.as_str()).collect();
             return Err(format!("its kill `{kill}` is not one of {}", all.join(", ")));
         }
         let [cell, mode, synchronous, kill, violation] = [cell, mode, synchronous, kill, violation].map(String::from);

@@ -11,8 +11,6 @@
 
 use std::fmt::Write;
 
-use crate::plan::KillMode;
-
 use super::{CellResult, Report, Verdict};
 
 fn paint(text: &str, verdict: Verdict, color: bool) -> String {
@@ -45,10 +43,7 @@ pub fn ran(r: &CellResult) -> String {
         (_, kill, Some(planned), Some(landed)) if kill.sweeps_points() => {
             format!("{landed}/{}", plural(planned as usize, "point"))
         }
-        (_, kill, ..) if kill.sweeps_points() => plural(r.trials as usize, "point"),
-        (_, KillMode::None, ..) => plural(r.trials as usize, "race"),
-        (_, KillMode::Timed, ..) => plural(r.trials as usize, "trial"),
-        _ => plural(r.trials as usize, "point"),
+        (_, kill, ..) => plural(r.trials as usize, kill.mode().trial),
     }
 }
 
@@ -253,6 +248,7 @@ fn known_findings(out: &mut String, report: &Report) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::KillMode;
 
     #[test]
     fn one_of_anything_is_singular_in_the_table_and_its_lines() {

@@ -19,8 +19,6 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 
-use crate::plan::KillMode;
-
 use super::{CellResult, Report, Verdict};
 use crate::error::{Error, Result};
 
@@ -152,7 +150,7 @@ fn description(r: &CellResult) -> String {
     lines.extend(r.fingerprint.iter().map(|fp| format!("fingerprint: {fp}")));
     match r.deciding_kill() {
         Some(k) => lines.push(format!("kill: {}; {}", r.kill.as_str(), k.describe())),
-        None if r.kill == KillMode::None => lines.push("kill: none; a race without a kill".into()),
+        None if !r.kill.kills() => lines.push("kill: none; a race without a kill".into()),
         None if r.verdict == Verdict::Error => {
             lines.push(format!("kill: {}; the trial ended before its kill point", r.kill.as_str()))
         }

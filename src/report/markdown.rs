@@ -22,7 +22,6 @@ use std::fmt::Write;
 
 use super::human::plural;
 use super::{CellResult, Report, Verdict};
-use crate::plan::KillMode;
 
 /// The most characters a rendering has: below GitHub's 65,536 for an issue
 /// comment, with room for a line that a poster puts before it.
@@ -359,7 +358,7 @@ fn section(r: &CellResult) -> String {
 fn kill_point(r: &CellResult) -> String {
     let Some(k) = r.deciding_kill() else {
         return match r.verdict {
-            _ if r.kill == KillMode::None => "none: a race without a kill (kill mode `none`)".into(),
+            _ if !r.kill.kills() => format!("none: a race without a kill (kill mode `{}`)", r.kill.as_str()),
             Verdict::Error => "not reached: the trial ended before its kill point".into(),
             _ => "none: this cell's trials end without a kill".into(),
         };
@@ -395,6 +394,7 @@ fn cell_text(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::KillMode;
 
     use crate::report::tests::{fire, report_of};
     use crate::report::{CiRun, KillPoint};

@@ -25,14 +25,14 @@ impl Report {
         let syscall: Vec<(String, String, String, Verdict)> = self
             .results
             .iter()
-            .filter(|r| r.kill == KillMode::Syscall)
+            .filter(|r| r.kill.is_syscall())
             .map(|r| (r.cell.clone(), r.leg.clone(), r.repro.clone(), r.verdict))
             .collect();
         for r in self.results.iter_mut().filter(|r| r.verdict.is_fire()) {
             if r.is_race() {
                 r.repro_note = Some(race_note(r.kill).into());
                 r.syscall_repro = None;
-            } else if r.kill == KillMode::Timed {
+            } else if r.kill.is_timed() {
                 let twin = syscall.iter().find(|(c, l, ..)| *c == r.cell && *l == r.leg);
                 r.syscall_repro = twin.map(|t| t.2.clone());
                 r.repro_note = Some(timed_note(twin.map(|t| t.3)));
@@ -45,14 +45,14 @@ impl super::CellResult {
     /// Whether this result is a race's (cell 2): run without a kill, or
     /// swept over the paths of its racer r0 (only a race has several).
     pub fn is_race(&self) -> bool {
-        self.kill == KillMode::None || !self.points_by_path.is_empty()
+        !self.kill.kills() || !self.points_by_path.is_empty()
     }
 }
 
 /// What a race's repro is worth: the interleaving is the scheduler's.
 fn race_note(kill: KillMode) -> &'static str {
-    match kill {
-        KillMode::Syscall | KillMode::Power => {
+    match kill.mode().race {
+        crate::killmode::Race::Sweep => {
             "a race's kill point is racer r0's call, but the other racers' timing decides what the kill leaves: \
              this repro may not fire again (measured: 2 times in 10); rerun it a few times"
         }

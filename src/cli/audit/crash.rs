@@ -1,4 +1,5 @@
-//! The audit's crash columns: for one leg, whether every workload cell
+//! The audit's crash columns, one per kill mode whose row in the kill
+//! modes' table has one (`crate::killmode::MODES`): for one leg, whether every workload cell
 //! that answers durability ([`crate::cells::Cell::answers_durability`]) keeps every acknowledged commit under a process
 //! crash (the recorded syscall sweep), a power loss (the power sweep), a
 //! power loss with torn and reordered writes (the torn sweep) and a failed
@@ -15,10 +16,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Catalog, Status};
 use crate::cells::Shape;
+use crate::killmode::{AuditColumn, MODES};
 use crate::matrix::{Leg, Matrix};
 use crate::pipeline::Context;
-use crate::plan::KillMode;
-use crate::plan::{Selection, plan};
+use crate::plan::{KillMode, Selection, plan};
 use crate::report::Verdict;
 
 /// One crash column of a leg: what the workload cells' sweeps concluded.
@@ -38,14 +39,11 @@ pub struct Column {
     pub repro: Option<String>,
 }
 
-/// A leg's crash columns, one per kill mode the audit sweeps.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Columns {
-    pub process: Column,
-    pub power: Column,
-    pub torn: Column,
-    pub fault: Column,
-}
+/// A leg's crash columns, one per kill mode the audit sweeps, in the kill
+/// modes' table's order, each under its column's key (`process_crash`,
+/// ...); none with `--no-crash`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Columns(pub Vec<(AuditColumn, Column)>);
 
 impl Columns {
     /// The columns of a leg the audited folder did not honor: `-`, no sweep
@@ -54,7 +52,36 @@ impl Columns {
     /// honored` line says why.
     pub fn not_honored() -> Columns {
         let none = || Column { keeps: None, reason: String::new(), cells: vec![], repro: None };
-        Columns { process: none(), power: none(), torn: none(), fault: none() }
+        Columns(swept().into_iter().map(|(_, c)| (c, none())).collect())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The column under `key`, if the audit swept it.
+    pub fn get(&self, key: &str) -> Option<&Column> {
+        self.0.iter().find(|(c, _)| c.key == key).map(|(_, col)| col)
+    }
+}
+
+/// As a JSON object, a key per column in the table's order: flattened into
+/// a row, the same fields the audit always wrote.
+impl Serialize for Columns {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (c, column) in &self.0 {
+            map.serialize_entry(c.key, column)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Columns {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Columns, D::Error> {
+        let mut read = std::collections::BTreeMap::<String, Column>::deserialize(d)?;
+        Ok(Columns(swept().into_iter().filter_map(|(_, c)| read.remove(c.key).map(|col| (c, col))).collect()))
     }
 }
 
@@ -69,13 +96,16 @@ impl Column {
     }
 }
 
-/// The kill modes the audit sweeps, a column each, in the table's order.
-pub const KILLS: [KillMode; 4] = [KillMode::Syscall, KillMode::Power, KillMode::Torn, KillMode::Fault];
+/// The kill modes the audit sweeps, a column each: those whose row in the
+/// kill modes' table has one, in its order.
+pub fn swept() -> Vec<(KillMode, AuditColumn)> {
+    MODES.iter().filter_map(|m| m.audit.map(|c| (m.kill, c))).collect()
+}
 
 /// How many results the columns of one leg run: each workload cell under
-/// each of [`KILLS`] (for a progress bar's length).
+/// each of [`swept`] (for a progress bar's length).
 pub fn results_per_leg() -> crate::error::Result<usize> {
-    Ok(workload_cells(&Catalog::embedded()?).len() * KILLS.len())
+    Ok(workload_cells(&Catalog::embedded()?).len() * swept().len())
 }
 
 /// The crash columns of `leg`, each result told to `progress` as it runs.
@@ -88,7 +118,8 @@ pub fn columns(
     let catalog = Catalog::embedded()?;
     let matrix = Matrix { name: matrix_name.to_string(), description: String::new(), legs: vec![leg.clone()] };
     let cells = workload_cells(&catalog);
-    let selection = Selection { cells, legs: vec![leg.name.clone()], kills: KILLS.to_vec() };
+    let kills: Vec<KillMode> = swept().into_iter().map(|(k, _)| k).collect();
+    let selection = Selection { cells, legs: vec![leg.name.clone()], kills };
     let jobs = plan(&catalog, &matrix, &selection, ctx.seed)?;
     // The power and torn sweeps of a cell share one recording and its
     // recoveries; what they share goes with the leg.
@@ -109,8 +140,7 @@ pub fn columns(
             repro: first_bad.filter(|r| r.verdict == Verdict::Fire).map(|r| r.repro.clone()),
         }
     };
-    let [process, power, torn, fault] = KILLS.map(column);
-    Ok(Columns { process, power, torn, fault })
+    Ok(Columns(swept().into_iter().map(|(kill, c)| (c, column(kill))).collect()))
 }
 
 /// The numbers of the cells the crash columns sweep, in catalog order: what

@@ -4,9 +4,10 @@
 
 use std::fmt::Write;
 
-use super::crash::Column;
+use super::crash::{Column, Columns};
 use super::{AuditReport, Row};
 use crate::dbfiles::Family;
+use crate::killmode::AuditColumn;
 
 impl AuditReport {
     pub fn to_json(&self) -> String {
@@ -19,18 +20,18 @@ impl AuditReport {
     /// that need them, then a summary with the SQLite in use.
     pub fn to_human(&self) -> String {
         let mut out = String::new();
-        let crash = self.rows.iter().any(|r| r.process_crash.is_some());
+        let crash = self.rows.iter().find(|r| !r.crash.is_empty()).map(|r| &r.crash);
         let _ = write!(
             out,
             "{:<18} {:<15} {:<22} {:<15} {:<36} honored",
             "leg", "requested", "resolver", "ran", "file shows"
         );
-        let _ = writeln!(out, "{}", if crash { "  process  power  torn   fault" } else { "" });
+        let _ = writeln!(out, "{}", crash.map_or_else(String::new, |c| format!("  {}", words(c, |c| c.heading))));
         for r in &self.rows {
             human_row(&mut out, r);
         }
-        if crash {
-            out.push_str(&legend(&super::crash::cell_numbers()));
+        if let Some(c) = crash {
+            out.push_str(&legend(c, &super::crash::cell_numbers()));
             out.push('\n');
         }
         let s = &self.summary;
@@ -63,13 +64,30 @@ impl AuditReport {
 /// The line under a table with crash columns: what they mean, in one line,
 /// and where each row is explained; `cells` are the numbers of the cells
 /// the columns swept.
-pub fn legend(cells: &[u32]) -> String {
+pub fn legend(columns: &Columns, cells: &[u32]) -> String {
+    let headings: Vec<&str> = columns.0.iter().map(|(c, _)| c.heading).collect();
+    let asks: Vec<&str> = columns.0.iter().map(|(c, _)| c.asks).collect();
+    let asks = match asks.as_slice() {
+        [rest @ .., last] if rest.len() > 1 => format!("{}, and {last}", rest.join(", ")),
+        _ => asks.join(" and "),
+    };
     format!(
-        "process, power, torn, fault: whether {} every acknowledged commit at every kill point of their sweeps under \
-         a process crash (SIGKILL), a power loss, a power loss with torn and reordered writes, and a failed write or \
-         sync (keeps, LOSES); docs/DESIGN.md, \"The audit's crash columns, row by row\", explains each leg",
+        "{}: whether {} every acknowledged commit at every kill point of their sweeps under {asks} (keeps, LOSES); \
+         docs/DESIGN.md, \"The audit's crash columns, row by row\", explains each leg",
+        headings.join(", "),
         cells_keep(cells)
     )
+}
+
+/// One word per crash column, each padded to its column's width (the
+/// last unpadded): the headings, or a row's words.
+fn words(columns: &Columns, word: impl Fn(&AuditColumn) -> &str) -> String {
+    let n = columns.0.len();
+    let padded = columns.0.iter().enumerate().map(|(i, (c, _))| match i + 1 == n {
+        true => word(c).to_string(),
+        false => format!("{:<width$}", word(c), width = c.heading.len().max(5) + 1),
+    });
+    padded.collect::<Vec<_>>().join(" ")
 }
 
 /// `cell 1 keeps`, `cells 1 and 3 keep`, `cells 1, 3 and 6 keep`.
@@ -89,26 +107,13 @@ fn human_row(out: &mut String, r: &Row) {
     let ran = format!("{}/{}", r.ran_mode, r.ran_synchronous.as_deref().unwrap_or("-"));
     let honored = if r.honored { "yes" } else { "NO" };
     // The crash columns follow `honored` when the audit swept them.
-    let word = |c: &Option<Column>| c.as_ref().map_or("", Column::word);
-    let honored = match &r.process_crash {
-        Some(process) => format!(
-            "{honored:<7}  {:<8} {:<6} {:<6} {}",
-            process.word(),
-            word(&r.power_loss),
-            word(&r.torn_power_loss),
-            word(&r.fault_injection)
-        ),
-        None => honored.to_string(),
+    let honored = match r.crash.is_empty() {
+        false => format!("{honored:<7}  {}", words(&r.crash, |c| r.crash.get(c.key).map_or("", Column::word))),
+        true => honored.to_string(),
     };
     let _ = writeln!(out, "{:<18} {requested:<15} {resolver:<22} {ran:<15} {:<36} {honored}", r.leg, file_shows(r));
-    let columns = [
-        ("process crash", &r.process_crash),
-        ("power loss", &r.power_loss),
-        ("torn power loss", &r.torn_power_loss),
-        ("fault injection", &r.fault_injection),
-    ];
-    for (what, c) in columns {
-        if let Some(c) = c.as_ref().filter(|c| c.keeps != Some(true) && !c.reason.is_empty()) {
+    for (what, c) in r.crash.0.iter().map(|(c, col)| (c.long, col)) {
+        if c.keeps != Some(true) && !c.reason.is_empty() {
             let _ = writeln!(out, "    {what}: {}", c.reason);
             if let Some(repro) = &c.repro {
                 let _ = writeln!(out, "    {what} repro: {repro}");
@@ -155,7 +160,14 @@ mod tests {
     /// added to the registry that answers durability is named with the rest.
     #[test]
     fn the_legend_names_the_swept_cells() {
-        assert!(legend(&[1, 3]).contains("whether cells 1 and 3 keep every acknowledged commit"));
+        let legend = legend(&Columns::not_honored(), &[1, 3]);
+        assert_eq!(
+            legend,
+            "process, power, torn, fault: whether cells 1 and 3 keep every acknowledged commit at every kill point \
+             of their sweeps under a process crash (SIGKILL), a power loss, a power loss with torn and reordered \
+             writes, and a failed write or sync (keeps, LOSES); docs/DESIGN.md, \"The audit's crash columns, row by \
+             row\", explains each leg"
+        );
         assert_eq!(cells_keep(&[1]), "cell 1 keeps");
         assert_eq!(cells_keep(&[1, 3, 6]), "cells 1, 3 and 6 keep");
     }
