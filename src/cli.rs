@@ -28,7 +28,7 @@ use crate::report::{self, Format};
 use crate::run::{self, Bars, RunFacts};
 use checks::workdir_or;
 pub use child::child_command;
-use child::{crowd, fork_server, preflight_failed, run_context, validate_mutant};
+use child::{crowd, fork_server, preflight_failed, run_context, validate_mutant, warm_pool};
 use exit::run_exit_code;
 pub use output::write_atomically;
 use output::{note, stdout};
@@ -382,14 +382,25 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         (ctx.child, ctx.start) = (forks, start);
     }
     ctx.crowd = crowd(&jobs);
+    // Enough warm processes for every unit of the pool to start a race's
+    // claimants at once. The start the deadlines scale with stays the
+    // exec'd one: an operation may wait for a process to get warm.
+    let size = ctx.jobs * ctx.crowd as usize;
+    if let Some(ready) = &ready
+        && ctx.options.warm_pool != Some(Replay::Off)
+        && let Some(warm) = warm_pool(&ctx.child, ready, &ctx.work_root, size, first)?
+    {
+        ctx.child = warm;
+    }
     ctx.deadline = ctx.scaled_deadline(ctx.options.deadline());
     ctx.child_ready = ready.clone();
     let share = partition.map_or(String::new(), |p| format!(" (partition {p}: {} of {})", jobs.len(), planned.len()));
     note(&format!(
-        "run {run_id}, seed {seed}, matrix {}, {}{share}, trials in {}",
+        "run {run_id}, seed {seed}, matrix {}, {}{share}, trials in {}{}",
         matrix.name,
         report::human::plural(planned.len(), "result"),
-        workdir.display()
+        workdir.display(),
+        ctx.child.warm_pool().map_or(String::new(), |_| format!(", operations through its {}", ctx.child.launcher()))
     ));
     let bars = Bars::new(jobs.len());
     let results = run::execute(&jobs, &ctx, ctx.jobs, &bars);

@@ -189,6 +189,16 @@ pub struct RunOptions {
     #[arg(long, value_enum, value_name = "on|off")]
     #[serde(skip)]
     pub fork_server: Option<Replay>,
+    /// Whether a child that offers a warm pool (docs/PROTOCOL.md §10), and
+    /// whose operations no fork server forks, has them run in processes
+    /// started ahead of need, as many as --jobs times a race's claimants
+    /// (on, the default: its imports are paid before an operation needs
+    /// them), or exec'd one by one (off). A warm process is checked to start
+    /// as fresh as an exec'd one and is used once, so verdicts do not
+    /// depend on it.
+    #[arg(long, value_enum, value_name = "on|off")]
+    #[serde(skip)]
+    pub warm_pool: Option<Replay>,
 }
 
 /// A count or a time of at least 1, said as a person would: clap's range
@@ -347,6 +357,7 @@ mod tests {
             evidence: None,
             partition: None,
             fork_server: None,
+            warm_pool: None,
         }
     }
 

@@ -204,6 +204,7 @@ pub fn report(ctx: &Context, facts: RunFacts, results: Vec<CellResult>) -> Repor
         os: os_description(),
         ci: crate::report::CiRun::from_env(),
         start_folder: facts.start_folder.display().to_string(),
+        launcher: ctx.child.warm_pool().map(|_| ctx.child.launcher()),
         known_file: None,
         known_findings: vec![],
         new_only_of: None,

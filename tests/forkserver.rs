@@ -16,14 +16,14 @@ use crashcells_protocol::{Op, OpArgs};
 
 use crate::common::{bin, scratch};
 
-const DEADLINE: Duration = Duration::from_secs(30);
+pub const DEADLINE: Duration = Duration::from_secs(30);
 
-fn python(script: &str) -> ChildCommand {
+pub fn python(script: &str) -> ChildCommand {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(script);
     ChildCommand { program: "python3".into(), prefix: vec![path.into()], cwd: None }
 }
 
-fn store() -> ChildCommand {
+pub fn store() -> ChildCommand {
     python("examples/python-store/store.py")
 }
 
@@ -34,15 +34,15 @@ fn served(child: ChildCommand, root: &Path) -> Launcher {
 /// A trial folder with a config home asking for `delete` (the same mode
 /// on every SQLite, so that two runs write the same calls), and `append`'s
 /// arguments in it.
-struct Trial {
-    dir: PathBuf,
-    home: PathBuf,
-    stderr: PathBuf,
-    args: Vec<OsString>,
+pub struct Trial {
+    pub dir: PathBuf,
+    pub home: PathBuf,
+    pub stderr: PathBuf,
+    pub args: Vec<OsString>,
 }
 
 impl Trial {
-    fn new(root: &Path, name: &str, stop_after: Option<u64>) -> Trial {
+    pub fn new(root: &Path, name: &str, stop_after: Option<u64>) -> Trial {
         let dir = root.join(name);
         let home = dir.join("home");
         std::fs::create_dir_all(&home).unwrap();
@@ -54,12 +54,12 @@ impl Trial {
         Trial { stderr: dir.join("child.stderr"), dir, home, args: args.to_args() }
     }
 
-    fn launch(&self) -> Launch<'_> {
+    pub fn launch(&self) -> Launch<'_> {
         Launch { args: &self.args, home: &self.home, trial: &self.dir, stdout: None, stderr: Some(&self.stderr) }
     }
 
     /// The store as an exec'd `dump` prints it.
-    fn dump(&self) -> String {
+    pub fn dump(&self) -> String {
         let args = OpArgs::new(Op::Dump).db(&self.dir.join("store.db")).to_args();
         let out = self.dir.join("dump.stdout");
         let launch = Launch { args: &args, stdout: Some(&out), ..self.launch() };
@@ -69,7 +69,7 @@ impl Trial {
     }
 
     /// The ack journal, the ready record's pid masked (it is the process's).
-    fn acks(&self) -> String {
+    pub fn acks(&self) -> String {
         let text = std::fs::read_to_string(self.dir.join("acks.ndjson")).unwrap();
         regex::Regex::new(r#""pid":\d+"#).unwrap().replace(&text, r#""pid":0"#).into_owned()
     }
@@ -113,7 +113,7 @@ fn a_killed_forked_process_is_reaped_as_sigkill_and_leaves_nothing() {
 
 /// Every trapped call of a run to its end: its point, if it is one (with
 /// the ready record's length masked: it holds the pid), and its name.
-fn calls(launcher: &Launcher, trial: &Trial) -> Vec<(Option<Point>, i64)> {
+pub fn calls(launcher: &Launcher, trial: &Trial) -> Vec<(Option<Point>, i64)> {
     let traps = trap_set().unwrap();
     let mut child = match launcher.spawn_traced(&trial.launch(), traps, DEADLINE) {
         Err(TraceError::NotPermitted(why)) => panic!("ptrace refused: {why}"),
@@ -134,7 +134,7 @@ fn calls(launcher: &Launcher, trial: &Trial) -> Vec<(Option<Point>, i64)> {
     seen
 }
 
-fn traced_allowed() -> bool {
+pub fn traced_allowed() -> bool {
     crashcells::kill::syscall::unsupported_arch().is_none()
 }
 
@@ -259,7 +259,7 @@ fn a_server_that_dies_gives_errors_not_hangs() {
     assert!(start.elapsed() < DEADLINE / 2, "{:?}", start.elapsed());
 }
 
-fn leaky() -> ChildCommand {
+pub fn leaky() -> ChildCommand {
     python("tests/adapters/leaky_forkserver.py")
 }
 
@@ -310,9 +310,9 @@ fn run_refuses_a_leaky_fork_server_before_any_cell() {
     let line = stderr.lines().find(|l| l.contains("fork server")).unwrap_or_default();
     assert!(line.contains("holds descriptor") && line.contains("cache.db"), "{stderr}");
     assert!(out.stdout.is_empty(), "no report: no cell ran");
-    // With the server off, the same child's operations are exec'd and fine.
+    // With the server (and the pool) off, the same child's operations are exec'd and fine.
     let off = ["run", "--child", &leaky().display(), "--cell", "1", "--leg", "delete", "--seed", "3"];
-    let rest = ["--kill", "timed", "--trials", "1", "--fork-server", "off"];
+    let rest = ["--kill", "timed", "--trials", "1", "--fork-server", "off", "--warm-pool", "off"];
     let out = crate::common::run(&[&off[..], &rest[..]].concat(), dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -20,3 +20,4 @@ mod recorded;
 mod reports;
 mod robustness;
 mod syscall;
+mod warmpool;

@@ -22,7 +22,16 @@ In an adapter (main() reads sys.argv, as a script's main does):
     if __name__ == "__main__":
         if sys.argv[-1:] == ["fork-server"]:
             crashcells_forkserver.serve(main, preload=import_heavy_things)
+        if sys.argv[-1:] == ["warm-pool"]:
+            crashcells_forkserver.warm(main, preload=import_heavy_things)
         sys.exit(main())
+
+`warm()` is the other way to pay the imports ahead (docs/PROTOCOL.md, "Warm
+pool"): the process is exec'd by the driver before its operation is known,
+does its imports, waits for one request and runs it, once. A fork server is
+cheaper where it can be used; a warm process is what a runtime that cannot
+fork uses, and this one lets the harness's tests drive the pool with a real
+store.
 """
 
 import json
@@ -34,6 +43,7 @@ import sys
 
 PROTOCOL = 2
 FORK_SERVER = "fork-server"
+WARM_POOL = "warm-pool"
 # prctl(2)'s option that sets the parent-death signal.
 PR_SET_PDEATHSIG = 1
 # A forked process whose server died before it was set up: not an errno.
@@ -61,6 +71,43 @@ def serve(main, preload=None):
     server = Server(main)
     server.loop()
     os._exit(0)
+
+
+def warm(main, preload=None):
+    """Runs as one warm process (docs/PROTOCOL.md, "Warm pool"): `preload`,
+    the `warm` line, then exactly one request read from stdin, set up as an
+    exec'd child is, a stop for the driver, and `main()`. Never returns."""
+    global signal, traceback
+    import signal
+    import traceback
+
+    base = sys.argv[:-1] if sys.argv[-1:] == [WARM_POOL] else list(sys.argv)
+    if preload is not None:
+        preload()
+    send({"kind": "warm", "protocol": PROTOCOL, "pid": os.getpid()})
+    data = b""
+    while b"\n" not in data:
+        chunk = os.read(0, READ_SIZE)
+        if not chunk:
+            # The pool closed without using this process: nothing to run.
+            os._exit(0)
+        data += chunk
+    try:
+        request = json.loads(data.split(b"\n", 1)[0])
+        if request.get("kind") != "run":
+            raise ValueError("unknown request kind %r" % request.get("kind"))
+        close_inherited()
+        onto(0, os.open(os.devnull, os.O_RDONLY))
+        for fd, path in ((1, request.get("stdout")), (2, request.get("stderr"))):
+            onto(fd, os.open(path or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+        os.environ.update(request.get("env") or {})
+        os.chdir(request.get("cwd") or os.getcwd())
+        sys.argv = base + list(request["argv"])
+    except BaseException:
+        traceback.print_exc()
+        os._exit(EXIT_ERROR)
+    os.kill(os.getpid(), signal.SIGSTOP)
+    os._exit(run(main))
 
 
 class Server:

@@ -16,7 +16,8 @@ branches from, in one transaction. `dump` shows it as `branch_of`, and the
 driver follows those links to the live transcript.
 
 Run as: python3 store.py <append|rotate|park|claim|fork|deliver|catch-up|dump> [flags],
-or python3 store.py fork-server (docs/PROTOCOL.md, "Fork server").
+or python3 store.py fork-server (docs/PROTOCOL.md, "Fork server"),
+or python3 store.py warm-pool (docs/PROTOCOL.md, "Warm pool").
 """
 
 import argparse
@@ -41,7 +42,9 @@ PROTOCOL = 2
 # "dump-batch": its dump takes several --db and prints a line for each,
 # "catch-up-batch": its catch-up takes several --db/--transport pairs,
 # "rotate-shapes": its rotate takes --shapes on (docs/PROTOCOL.md, `rotate`),
-# and "fork-server" when the helper is there to serve forks.
+# and "fork-server" and "warm-pool" when the helper is there to serve forks
+# and warm processes (a run prefers the fork server; the warm pool is for
+# runtimes that cannot fork, and this store offers it for the tests).
 OPERATIONS = (
     "append",
     "rotate",
@@ -55,7 +58,7 @@ OPERATIONS = (
     "catch-up",
     "catch-up-batch",
 ) + (
-    ("fork-server",) if crashcells_forkserver is not None else ()
+    ("fork-server", "warm-pool") if crashcells_forkserver is not None else ()
 )
 EXIT_WON = 0
 EXIT_LOST = 10
@@ -872,5 +875,8 @@ if __name__ == "__main__":
     if crashcells_forkserver is not None and sys.argv[-1:] == ["fork-server"]:
         # The heavy start is paid once, by the server, before its first fork.
         crashcells_forkserver.serve(main, preload=heavy_start)
+    if crashcells_forkserver is not None and sys.argv[-1:] == ["warm-pool"]:
+        # Paid by each warm process before the driver needs it.
+        crashcells_forkserver.warm(main, preload=heavy_start)
     heavy_start()
     sys.exit(main())

@@ -21,7 +21,7 @@ pub use op::{
     OpArgs, Rotation,
 };
 pub use records::{
-    Ack, AckWriter, CATCH_UP_BATCH, DUMP_BATCH, Decider, Decision, FORK_SERVER, ROTATE_SHAPES, Ready, Record,
+    Ack, AckWriter, CATCH_UP_BATCH, DUMP_BATCH, Decider, Decision, FORK_SERVER, ROTATE_SHAPES, Ready, Record, WARM_POOL,
 };
 pub use transport::Delivery;
 

@@ -42,6 +42,12 @@ pub const CATCH_UP_BATCH: &str = "catch-up-batch";
 /// (docs/PROTOCOL.md §9); also the word that starts it.
 pub const FORK_SERVER: &str = "fork-server";
 
+/// What a version-2 child lists in its `operations` when `CMD ARGS
+/// warm-pool` starts a process that does its imports, then waits for one
+/// operation and runs it (docs/PROTOCOL.md §10): for runtimes that cannot
+/// fork. Also the word that starts each such process.
+pub const WARM_POOL: &str = "warm-pool";
+
 /// What a version-2 child lists in its `operations` when its `rotate` takes
 /// `--shapes on` and then rotates by [`crate::Rotation::of`]'s rule with
 /// shapes: rotations that carry messages and rotations that do not, first

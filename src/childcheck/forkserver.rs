@@ -17,7 +17,7 @@ use crate::harness::{Launch, Launcher, serves_forks};
 use crate::probe::Scratch;
 
 /// Appends of the forked and the exec'd run.
-const APPENDS: u64 = 3;
+pub(super) const APPENDS: u64 = 3;
 
 impl Checker<'_> {
     /// Checks the fork server, if `ready` lists one.
@@ -59,7 +59,7 @@ impl Checker<'_> {
 
     /// `append --stop-after 3` in folder `name` of `s`, run to its end: the
     /// folder and the process's pid.
-    fn append_in(&self, l: &Launcher, s: &Scratch, name: &str) -> Result<(std::path::PathBuf, u32), String> {
+    pub(super) fn append_in(&self, l: &Launcher, s: &Scratch, name: &str) -> Result<(std::path::PathBuf, u32), String> {
         let dir = s.path(name);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let args = OpArgs::new(Op::Append).db(&dir.join("store.db")).acks(&dir.join("acks.ndjson")).stop_after(APPENDS);
@@ -75,7 +75,7 @@ impl Checker<'_> {
     }
 
     /// `dump` of the store in `dir`, started by `l`: its stdout.
-    fn dump_with(&self, l: &Launcher, s: &Scratch, dir: &Path, label: &str) -> Result<String, String> {
+    pub(super) fn dump_with(&self, l: &Launcher, s: &Scratch, dir: &Path, label: &str) -> Result<String, String> {
         let args = OpArgs::new(Op::Dump).db(&dir.join("store.db")).to_args();
         let (stdout, stderr) = (s.path(&format!("{label}.stdout")), s.path(&format!("{label}.stderr")));
         let launch = Launch { args: &args, home: &s.home, trial: dir, stdout: Some(&stdout), stderr: Some(&stderr) };
@@ -87,13 +87,13 @@ impl Checker<'_> {
     }
 }
 
-fn ready_pid(acks: &Path) -> Option<u32> {
+pub(super) fn ready_pid(acks: &Path) -> Option<u32> {
     let bytes = std::fs::read(acks).ok()?;
     crate::journal::parse(&bytes).ok()?.ready.map(|r| r.pid)
 }
 
 /// The ack journal with the ready record's pid left out (it is the process's own).
-fn masked_acks(acks: &Path) -> Option<String> {
+pub(super) fn masked_acks(acks: &Path) -> Option<String> {
     let bytes = std::fs::read(acks).ok()?;
     let journal = crate::journal::parse(&bytes).ok()?;
     let ready = journal.ready.map(|r| crashcells_protocol::Ready { pid: 0, ..r });

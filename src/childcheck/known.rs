@@ -46,6 +46,7 @@ pub const KNOWN: &[Known] = &[
     known("catch-up-arrived", "a child that lists `deliver` and `catch-up`"),
     known("catch-up-missing", "a child that lists `deliver` and `catch-up`"),
     known("fork-server", "a child that lists `fork-server`"),
+    known("warm-pool", "a child that lists `warm-pool`"),
 ];
 
 /// The check called `name`, if it is known.

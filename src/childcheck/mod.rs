@@ -17,7 +17,8 @@
 //! an operation that succeeded left), [`shapes`] (`rotate --shapes on`, for
 //! a child that lists `rotate-shapes`), [`claim`] (the barrier and the race),
 //! [`config`] (the config home), [`sampling`] (acks against a stopped
-//! child's store) and [`forkserver`] (a fork server's forks against exec).
+//! child's store), [`forkserver`] (a fork server's forks against exec) and
+//! [`warmpool`] (a warm pool's processes against exec, each used once).
 
 mod append;
 mod batch;
@@ -32,6 +33,7 @@ mod report;
 mod sampling;
 mod shapes;
 mod states;
+mod warmpool;
 
 use std::path::Path;
 use std::time::Duration;
@@ -74,6 +76,7 @@ pub fn check(child: &ChildCommand, work: &Path, deadline: Duration) -> CheckRepo
         c.dump_batch(ready);
         effects::check(&mut c, ready);
         c.fork_server(ready);
+        c.warm_pool(ready);
     }
     c.bar.finish_and_clear();
     let checks = c.every_check();

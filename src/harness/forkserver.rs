@@ -370,6 +370,14 @@ impl Forked {
         self.server.wait_exit(self.pid, until)
     }
 
+    /// How it ended, for one that ended before it stopped for its operation:
+    /// its exit as the server reported it, and the server's stderr.
+    pub(super) fn ended(&self) -> String {
+        let exit = self.wait_exit(Instant::now() + Duration::from_secs(1));
+        let why = exit.map_or("its end was not reported".into(), |e| format!("it ended by {e}"));
+        format!("{why}; the server's stderr: {}", self.server().stderr_tail())
+    }
+
     /// Kills a process that will never run its operation; the server reaps it.
     pub(super) fn discard(self) {
         let _ = killpg(self.pid, Signal::SIGKILL);

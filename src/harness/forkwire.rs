@@ -208,25 +208,8 @@ pub enum ForkError {
     Cwd(std::io::Error),
     #[error("fork server: the run was interrupted")]
     Interrupted,
-    #[error(
-        "fork server: process {pid} holds descriptor {fd} ({target}) when it starts its operation; \
-         a forked process must start as fresh as an exec'd one"
-    )]
-    Stale { pid: i32, fd: i32, target: String },
-    #[error(
-        "fork server: process {pid} holds descriptor {fd} ({target}) where its {stream} should be ({expected}) \
-         when it starts its operation; a forked process must start as fresh as an exec'd one"
-    )]
-    Stdio { pid: i32, fd: i32, stream: &'static str, target: String, expected: String },
-    #[error(
-        "fork server: process {pid} is in process group {pgid}, not one of its own, when it starts its operation; \
-         a forked process must lead its own group as an exec'd one does"
-    )]
-    NotLeader { pid: i32, pgid: i32 },
-    #[error("fork server: process {pid} ended before it stopped for its operation ({why})")]
-    EndedEarly { pid: i32, why: String },
-    #[error("fork server: process {pid} did not stop for its operation within {deadline:?}")]
-    NeverStopped { pid: i32, deadline: Duration },
+    #[error(transparent)]
+    NotFresh(#[from] super::fresh::NotFresh),
 }
 
 #[cfg(test)]

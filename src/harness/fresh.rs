@@ -1,15 +1,17 @@
-//! What makes a forked process as trustworthy as an exec'd one: before its
-//! operation runs, the driver waits until it has stopped itself (`SIGSTOP`,
-//! docs/PROTOCOL.md, "Fork server"), then reads `/proc` to check that it
-//! leads its own process group and holds no descriptor it could not hold
-//! after an exec: its three standard streams are the ones asked for, and no
-//! other descriptor names a file of the trial's folder or a SQLite file.
+//! What makes a forked or a warm process as trustworthy as an exec'd one:
+//! before its operation runs, the driver waits until it has stopped itself
+//! (`SIGSTOP`, docs/PROTOCOL.md, "Fork server" and "Warm pool"), every
+//! thread of it, then reads `/proc` to check that it leads its own process
+//! group and holds no descriptor it could not hold after an exec: its three
+//! standard streams are the ones asked for, and no other descriptor names a
+//! file of the trial's folder or a SQLite file.
 //!
 //! Crash model: a process that inherited an open database, a journal or a
-//! trial's file from its server could write it behind the store's back, or
-//! keep a lock an exec'd process would not hold; the crash states it leaves
-//! would then be no evidence about the store. Such a server is refused, with
-//! one line that names the descriptor.
+//! trial's file from its server (or opened one while it waited in the warm
+//! pool) could write it behind the store's back, or keep a lock an exec'd
+//! process would not hold; the crash states it leaves would then be no
+//! evidence about the store. Such a child is refused, with one line that
+//! names the descriptor.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -17,13 +19,62 @@ use std::time::{Duration, Instant};
 use nix::unistd::Pid;
 
 use super::POLL;
-use super::forkserver::Forked;
-use super::forkwire::ForkError;
 
 /// File names that are SQLite's, wherever they lie.
 const SQLITE_SUFFIXES: &[&str] = &[".db", "-wal", "-journal", "-shm"];
 
-/// What the driver asked the forked process's standard streams to be.
+/// Which launcher started the process: a refusal names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Forked by the child's fork server (docs/PROTOCOL.md §9).
+    Fork,
+    /// Exec'd ahead of need into the warm pool (docs/PROTOCOL.md §10).
+    Warm,
+}
+
+impl Origin {
+    fn launcher(self) -> &'static str {
+        match self {
+            Origin::Fork => "fork server",
+            Origin::Warm => "warm pool",
+        }
+    }
+
+    fn process(self) -> &'static str {
+        match self {
+            Origin::Fork => "a forked process",
+            Origin::Warm => "a warm process",
+        }
+    }
+}
+
+/// Why a forked or warm process was not let run its operation, as one line.
+#[derive(Debug, thiserror::Error)]
+pub enum NotFresh {
+    #[error(
+        "{}: process {pid} holds descriptor {fd} ({target}) when it starts its operation; \
+         {} must start as fresh as an exec'd one", .origin.launcher(), .origin.process()
+    )]
+    Stale { origin: Origin, pid: i32, fd: i32, target: String },
+    #[error(
+        "{}: process {pid} holds descriptor {fd} ({target}) where its {stream} should be ({expected}) \
+         when it starts its operation; {} must start as fresh as an exec'd one", .origin.launcher(), .origin.process()
+    )]
+    Stdio { origin: Origin, pid: i32, fd: i32, stream: &'static str, target: String, expected: String },
+    #[error(
+        "{}: process {pid} is in process group {pgid}, not one of its own, when it starts its operation; \
+         {} must lead its own group as an exec'd one does", .origin.launcher(), .origin.process()
+    )]
+    NotLeader { origin: Origin, pid: i32, pgid: i32 },
+    #[error("{}: process {pid} ended before it stopped for its operation ({why})", .origin.launcher())]
+    EndedEarly { origin: Origin, pid: i32, why: String },
+    #[error("{}: process {pid} did not stop for its operation within {deadline:?}", .origin.launcher())]
+    NeverStopped { origin: Origin, pid: i32, deadline: Duration },
+    #[error("{}: the run was interrupted", .origin.launcher())]
+    Interrupted { origin: Origin },
+}
+
+/// What the driver asked the process's standard streams to be.
 #[derive(Debug)]
 pub(super) struct Expected {
     /// The trial's folder (a file under it is the trial's).
@@ -33,36 +84,41 @@ pub(super) struct Expected {
     pub stderr: Option<PathBuf>,
 }
 
-/// Waits (until `until`) for `forked` to stop before its operation, then
-/// checks it is fresh. A process that ended instead is named with its exit.
+/// Waits (until `until`) for process `pid` to stop before its operation,
+/// every thread of it, then checks it is fresh. A process that ended
+/// instead is named with `ended`'s account of its end.
 pub(super) fn confirm(
-    forked: &Forked,
+    pid: Pid,
+    origin: Origin,
     expected: &Expected,
-    until: Instant,
-    deadline: Duration,
-) -> Result<(), ForkError> {
-    let pid = forked.pid();
+    (until, deadline): (Instant, Duration),
+    ended: impl FnOnce() -> String,
+) -> Result<(), NotFresh> {
     loop {
         match stat(pid) {
-            Some(s) if s.state == 'T' => return check(pid, &s, expected),
+            Some(s) if s.state == 'T' && all_threads_stopped(pid) => return check(pid, origin, &s, expected),
             Some(s) if s.state != 'Z' && s.state != 'X' => {}
-            _ => return Err(ended_early(forked)),
+            _ => return Err(NotFresh::EndedEarly { origin, pid: pid.as_raw(), why: ended() }),
         }
         if Instant::now() >= until {
-            return Err(ForkError::NeverStopped { pid: pid.as_raw(), deadline });
+            return Err(NotFresh::NeverStopped { origin, pid: pid.as_raw(), deadline });
         }
         if super::interrupted().is_some() {
-            return Err(ForkError::Interrupted);
+            return Err(NotFresh::Interrupted { origin });
         }
         std::thread::sleep(POLL);
     }
 }
 
-fn ended_early(forked: &Forked) -> ForkError {
-    let pid = forked.pid().as_raw();
-    let exit = forked.wait_exit(Instant::now() + Duration::from_secs(1));
-    let why = exit.map_or("its end was not reported".into(), |e| format!("it ended by {e}"));
-    ForkError::EndedEarly { pid, why: format!("{why}; the server's stderr: {}", forked.server().stderr_tail()) }
+/// Whether every thread of `pid` is in its stop: a `SIGSTOP` stops the
+/// whole process, but each thread enters the stop on its own, and a thread
+/// still running could start another that no tracer would ever see.
+fn all_threads_stopped(pid: Pid) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return false };
+    tasks.flatten().all(|t| {
+        let text = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+        parse_stat(&text).is_some_and(|s| s.state == 'T' || s.state == 't')
+    })
 }
 
 /// The fields of `/proc/PID/stat` the check reads.
@@ -87,9 +143,9 @@ fn parse_stat(text: &str) -> Option<Stat> {
 }
 
 /// The checks on a stopped process: its group, then each descriptor.
-fn check(pid: Pid, stat: &Stat, expected: &Expected) -> Result<(), ForkError> {
+fn check(pid: Pid, origin: Origin, stat: &Stat, expected: &Expected) -> Result<(), NotFresh> {
     if stat.pgrp != pid.as_raw() {
-        return Err(ForkError::NotLeader { pid: pid.as_raw(), pgid: stat.pgrp });
+        return Err(NotFresh::NotLeader { origin, pid: pid.as_raw(), pgid: stat.pgrp });
     }
     let trial = std::fs::canonicalize(&expected.trial).unwrap_or_else(|_| expected.trial.clone());
     let streams = [
@@ -102,13 +158,13 @@ fn check(pid: Pid, stat: &Stat, expected: &Expected) -> Result<(), ForkError> {
         let refused = match usize::try_from(fd).ok().and_then(|i| streams.get(i)) {
             Some((stream, want)) if target != *want => {
                 let (target, expected) = (shown(&target), shown(want));
-                return Err(ForkError::Stdio { pid: pid.as_raw(), fd, stream, target, expected });
+                return Err(NotFresh::Stdio { origin, pid: pid.as_raw(), fd, stream, target, expected });
             }
             Some(_) => false,
             None => is_refused(&target, &trial),
         };
         if refused {
-            return Err(ForkError::Stale { pid: pid.as_raw(), fd, target: shown(&target) });
+            return Err(NotFresh::Stale { origin, pid: pid.as_raw(), fd, target: shown(&target) });
         }
     }
     Ok(())
@@ -170,10 +226,14 @@ mod tests {
     /// The refusal is one line, for a preflight to print as it is.
     #[test]
     fn a_violation_is_one_line_naming_the_descriptor() {
-        let e = ForkError::Stale { pid: 1234, fd: 5, target: "/dev/shm/t/store.db".into() };
+        let e = NotFresh::Stale { origin: Origin::Fork, pid: 1234, fd: 5, target: "/dev/shm/t/store.db".into() };
         let text = e.to_string();
         assert!(!text.contains('\n'));
         assert!(text.starts_with("fork server: process 1234 holds descriptor 5 (/dev/shm/t/store.db)"), "{text}");
+        assert!(text.ends_with("a forked process must start as fresh as an exec'd one"), "{text}");
+        let e = NotFresh::Stale { origin: Origin::Warm, pid: 1234, fd: 5, target: "/t/store.db".into() };
+        assert!(e.to_string().starts_with("warm pool: process 1234 holds descriptor 5"), "{e}");
+        assert!(e.to_string().ends_with("a warm process must start as fresh as an exec'd one"), "{e}");
     }
 
     #[test]

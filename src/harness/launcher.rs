@@ -1,12 +1,14 @@
-//! Starting one operation of the child, exec'd or forked: the seam the
-//! pipeline calls. A [`Launcher`] holds the child's command and, for a child
-//! that lists `fork-server` (docs/PROTOCOL.md, "Fork server"), the running
-//! server; each method forks through the server when there is one and execs
-//! otherwise, and hands back the same handles ([`Running`], [`Traced`]).
+//! Starting one operation of the child, exec'd, forked or from the warm
+//! pool: the seam the pipeline calls. A [`Launcher`] holds the child's
+//! command and, for a child that lists `fork-server` (docs/PROTOCOL.md §9),
+//! the running server, or for one that lists `warm-pool` (§10), the pool;
+//! each method forks through the server or takes a warm process when there
+//! is one and execs otherwise, and hands back the same handles
+//! ([`Running`], [`Traced`]).
 //!
-//! Crash model: a forked process is trusted as an exec'd one only once the
-//! driver has seen it stopped before its operation, leading its own group
-//! and holding no descriptor it could not hold after an exec
+//! Crash model: a forked or warm process is trusted as an exec'd one only
+//! once the driver has seen it stopped before its operation, leading its
+//! own group and holding no descriptor it could not hold after an exec
 //! ([`super::fresh`]); a process that fails this is killed and named.
 
 use std::ffi::OsString;
@@ -21,8 +23,9 @@ use super::forkserver::Forked;
 use super::forkserver::{FORK_SERVER, ForkServer};
 use super::forkwire::ForkError;
 use super::forkwire::Request;
-use super::fresh::{Expected, confirm};
-use super::traced::Traps;
+use super::fresh::{Expected, Origin, confirm};
+use super::traced::{Held, Traps};
+use super::warmpool::{WARM_POOL, Warm, WarmError, WarmPool};
 use super::{ChildCommand, Cut, Exit, Running, TraceError, Traced};
 
 /// One operation to start: what [`ChildCommand::command`] takes, the
@@ -44,6 +47,8 @@ pub enum LaunchError {
     Exec(#[from] std::io::Error),
     #[error(transparent)]
     Fork(#[from] ForkError),
+    #[error(transparent)]
+    Warm(#[from] WarmError),
 }
 
 impl From<LaunchError> for std::io::Error {
@@ -53,6 +58,7 @@ impl From<LaunchError> for std::io::Error {
         match e {
             LaunchError::Exec(e) => e,
             LaunchError::Fork(e) => std::io::Error::other(e),
+            LaunchError::Warm(e) => std::io::Error::other(e),
         }
     }
 }
@@ -62,9 +68,22 @@ pub fn serves_forks(ready: &Ready) -> bool {
     ready.operations.as_ref().is_some_and(|ops| ops.iter().any(|o| o == FORK_SERVER))
 }
 
-/// The child's command, and its fork server if it runs one. Cheap to clone
-/// and shared across threads: the server is shared (`Arc`), and goes when
-/// the last clone and the last handle it forked go.
+/// Whether `ready` offers a warm pool.
+pub fn serves_warm(ready: &Ready) -> bool {
+    ready.operations.as_ref().is_some_and(|ops| ops.iter().any(|o| o == WARM_POOL))
+}
+
+/// How a launcher starts an operation other than by exec.
+#[derive(Clone, Debug)]
+enum Ahead {
+    Server(Arc<ForkServer>),
+    Pool(Arc<WarmPool>),
+}
+
+/// The child's command, and its fork server or warm pool if it runs one.
+/// Cheap to clone and shared across threads: the server or pool is shared
+/// (`Arc`), and goes when the last clone (and, for a server, the last
+/// handle it forked) goes.
 ///
 /// It dereferences to its [`ChildCommand`], so that a holder of a
 /// `ChildCommand` becomes a holder of a `Launcher` without its other uses
@@ -72,7 +91,7 @@ pub fn serves_forks(ready: &Ready) -> bool {
 #[derive(Clone, Debug)]
 pub struct Launcher {
     child: ChildCommand,
-    server: Option<Arc<ForkServer>>,
+    ahead: Option<Ahead>,
 }
 
 impl std::ops::Deref for Launcher {
@@ -86,7 +105,7 @@ impl std::ops::Deref for Launcher {
 impl Launcher {
     /// Every operation exec'd, as without a fork server.
     pub fn exec(child: ChildCommand) -> Launcher {
-        Launcher { child, server: None }
+        Launcher { child, ahead: None }
     }
 
     /// Starts `child`'s fork server (stderr to `stderr`, its line within
@@ -94,27 +113,70 @@ impl Launcher {
     /// for as long as this launcher, a clone of it or a handle it forked.
     pub fn with_fork_server(child: ChildCommand, stderr: &Path, deadline: Duration) -> Result<Launcher, ForkError> {
         let server = ForkServer::start(&child, stderr, deadline)?;
-        Ok(Launcher { child, server: Some(server) })
+        Ok(Launcher { child, ahead: Some(Ahead::Server(server)) })
+    }
+
+    /// Starts `child`'s warm pool of `size` processes (their start's stderr
+    /// to `stderr`, each's line within `deadline`, the first awaited); every
+    /// operation then runs in a warm process of its own.
+    pub fn with_warm_pool(
+        child: ChildCommand,
+        stderr: &Path,
+        size: usize,
+        deadline: Duration,
+    ) -> Result<Launcher, WarmError> {
+        let pool = WarmPool::start(&child, stderr, size, deadline)?;
+        Ok(Launcher { child, ahead: Some(Ahead::Pool(pool)) })
+    }
+
+    /// How operations start, in a report's words: `exec`, `fork server`,
+    /// or `warm pool of N`.
+    pub fn launcher(&self) -> String {
+        match &self.ahead {
+            None => "exec".into(),
+            Some(Ahead::Server(_)) => "fork server".into(),
+            Some(Ahead::Pool(p)) => format!("warm pool of {}", p.size()),
+        }
     }
 
     /// The fork server's pid, if operations are forked.
     pub fn server_pid(&self) -> Option<u32> {
-        self.server.as_ref().map(|s| s.pid())
+        match &self.ahead {
+            Some(Ahead::Server(s)) => Some(s.pid()),
+            _ => None,
+        }
+    }
+
+    /// The warm pool's size, if operations run in warm processes.
+    pub fn warm_pool(&self) -> Option<usize> {
+        match &self.ahead {
+            Some(Ahead::Pool(p)) => Some(p.size()),
+            _ => None,
+        }
     }
 
     /// Starts the operation, in a process group of its own; a forked one is
     /// confirmed fresh first, within `deadline`.
     pub fn spawn(&self, op: &Launch, deadline: Duration) -> Result<Running, LaunchError> {
-        let Some(server) = &self.server else {
-            let mut cmd = self.child.command(op.args, op.home);
-            if let Some(path) = op.stdout {
-                cmd.stdout(std::fs::File::create(path)?);
+        match &self.ahead {
+            None => {
+                let mut cmd = self.child.command(op.args, op.home);
+                if let Some(path) = op.stdout {
+                    cmd.stdout(std::fs::File::create(path)?);
+                }
+                Ok(Running::spawn(cmd, op.stderr)?)
             }
-            return Ok(Running::spawn(cmd, op.stderr)?);
-        };
-        let forked = fork(server, op, deadline)?;
-        let _ = nix::sys::signal::kill(forked.pid(), Signal::SIGCONT);
-        Ok(Running::forked(forked, op.stderr))
+            Some(Ahead::Server(server)) => {
+                let forked = fork(server, op, deadline)?;
+                let _ = nix::sys::signal::kill(forked.pid(), Signal::SIGCONT);
+                Ok(Running::forked(forked, op.stderr))
+            }
+            Some(Ahead::Pool(pool)) => {
+                let warm = take_warm(pool, op, deadline)?;
+                let _ = nix::sys::signal::kill(warm.pid(), Signal::SIGCONT);
+                Ok(Running::started(warm.into_child(), op.stderr))
+            }
+        }
     }
 
     /// Runs a short operation to its end within `timeout`, as
@@ -134,16 +196,51 @@ impl Launcher {
     /// `PTRACE_SYSCALL`). As for [`Traced::spawn`], every later call on the
     /// handle must come from this thread.
     pub fn spawn_traced(&self, op: &Launch, traps: Traps, deadline: Duration) -> Result<Traced, TraceError> {
-        let Some(server) = &self.server else {
-            let mut cmd = self.child.command(op.args, op.home);
-            if let Some(path) = op.stdout {
-                cmd.stdout(std::fs::File::create(path).map_err(|e| TraceError::Io(format!("child stdout: {e}")))?);
+        match &self.ahead {
+            None => {
+                let mut cmd = self.child.command(op.args, op.home);
+                if let Some(path) = op.stdout {
+                    let file = std::fs::File::create(path).map_err(|e| TraceError::Io(format!("child stdout: {e}")))?;
+                    cmd.stdout(file);
+                }
+                Traced::spawn(cmd, op.stderr, traps.filter, deadline)
             }
-            return Traced::spawn(cmd, op.stderr, traps.filter, deadline);
-        };
-        let forked = fork(server, op, deadline).map_err(|e| TraceError::Io(e.to_string()))?;
-        Traced::seize(forked, op.stderr, traps.test, deadline)
+            Some(Ahead::Server(server)) => {
+                let forked = fork(server, op, deadline).map_err(|e| TraceError::Io(e.to_string()))?;
+                Traced::seize(forked.pid(), Held::Forked(forked), op.stderr, traps.test, deadline)
+            }
+            Some(Ahead::Pool(pool)) => {
+                let warm = take_warm(pool, op, deadline).map_err(|e| TraceError::Io(e.to_string()))?;
+                // Seized while stopped, before its operation's first call.
+                Traced::seize(warm.pid(), Held::Warm(warm.into_child()), op.stderr, traps.test, deadline)
+            }
+        }
     }
+}
+
+/// What the driver asks a forked or warm process's streams to be.
+fn expected(op: &Launch) -> Expected {
+    Expected {
+        trial: op.trial.to_path_buf(),
+        stdout: op.stdout.map(Path::to_path_buf),
+        stderr: op.stderr.map(Path::to_path_buf),
+    }
+}
+
+/// Takes a warm process, sends it the operation and confirms it stopped
+/// and fresh; a process that is not is killed (dropped).
+fn take_warm(pool: &Arc<WarmPool>, op: &Launch, deadline: Duration) -> Result<Warm, WarmError> {
+    let until = Instant::now() + deadline;
+    let request = Request::new(op.args, &[(HOME_ENV, op.home)], pool.cwd(), op.stdout, op.stderr)
+        .map_err(|e| WarmError::Request(e.to_string().trim_start_matches("fork server: ").to_string()))?;
+    let (mut warm, id) = pool.take(until)?;
+    warm.send(&request, id)?;
+    let mut ended = String::new();
+    let fresh = confirm(warm.pid(), Origin::Warm, &expected(op), (until, deadline), || {
+        ended = warm.ended(op.stderr);
+        ended.clone()
+    });
+    fresh.map(|()| warm).map_err(WarmError::from)
 }
 
 /// Forks the operation and confirms the process stopped and fresh; a
@@ -152,16 +249,11 @@ fn fork(server: &Arc<ForkServer>, op: &Launch, deadline: Duration) -> Result<For
     let until = Instant::now() + deadline;
     let request = Request::new(op.args, &[(HOME_ENV, op.home)], server.cwd(), op.stdout, op.stderr)?;
     let forked = server.fork(&request, until)?;
-    let expected = Expected {
-        trial: op.trial.to_path_buf(),
-        stdout: op.stdout.map(Path::to_path_buf),
-        stderr: op.stderr.map(Path::to_path_buf),
-    };
-    match confirm(&forked, &expected, until, deadline) {
+    match confirm(forked.pid(), Origin::Fork, &expected(op), (until, deadline), || forked.ended()) {
         Ok(()) => Ok(forked),
         Err(e) => {
             forked.discard();
-            Err(e)
+            Err(e.into())
         }
     }
 }

@@ -16,9 +16,12 @@
 //!   checking that nothing of the group is left;
 //! - [`interrupt`]: `SIGINT`/`SIGTERM`, which every wait looks at;
 //! - [`forkserver`]: a child's optional fork server, started once, forking
-//!   a process per operation, over the lines of [`forkwire`]; [`fresh`]: the check that a forked process
-//!   starts as fresh as an exec'd one; [`launcher`]: one operation started
-//!   exec'd or forked, the seam the pipeline calls.
+//!   a process per operation, over the lines of [`forkwire`]; [`warmpool`]:
+//!   a child's optional warm pool, processes exec'd ahead of need and used
+//!   once each, for runtimes that cannot fork; [`fresh`]: the check that a
+//!   forked or warm process starts as fresh as an exec'd one; [`launcher`]:
+//!   one operation started exec'd, forked or warm, the seam the pipeline
+//!   calls.
 //!
 //! Crash model: the driver delivers a real `SIGKILL` to the child's whole
 //! process group. A killed trial is valid only if the child is reaped and its
@@ -40,6 +43,7 @@ pub mod spawn;
 mod trace_error;
 pub mod traced;
 mod tracee;
+mod warmpool;
 mod watchdog;
 
 use std::time::Duration;
@@ -48,11 +52,12 @@ pub use command::ChildCommand;
 pub use forkserver::{FORK_SERVER, ForkServer};
 pub use forkwire::ForkError;
 pub use interrupt::{catch_interrupts, interrupted};
-pub use launcher::{Launch, LaunchError, Launcher, serves_forks};
+pub use launcher::{Launch, LaunchError, Launcher, serves_forks, serves_warm};
 pub use reap::{Exit, KILL_GRACE, ReapError, Reaped, group_alive};
 pub use setup::{become_subreaper, stderr_tail};
 pub use spawn::{Cut, Running, run_to_end};
 pub use traced::{TraceError, TraceEvent, Traced, Traps};
+pub use warmpool::{WARM_POOL, WarmError};
 
 /// How often a bounded wait looks again. Pacing only: every wait ends on its
 /// condition or its deadline, never on the passing of this interval.

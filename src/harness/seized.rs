@@ -1,17 +1,22 @@
-//! Tracing a forked process: a process a fork server forked has no seccomp
-//! filter of ours (the server installed none, and no exec came after the
-//! fork), so the driver seizes it (`PTRACE_SEIZE`) while it is stopped
-//! before its operation and stops it at every system call
-//! (`PTRACE_SYSCALL`), passing over all but the entries the filter would
-//! trap: the same calls, with the same flag test on `open`, `openat` and
-//! `creat` (the [`super::traced::Traps`] test the caller gives). A [`Traced`] made here is
-//! driven, killed and reaped exactly as an exec'd one, so kill points
-//! number the same: the Nth trapped call on a target file is point N.
+//! Tracing a process the driver did not exec traced: a process a fork
+//! server forked, or a warm process (exec'd before anyone knew its
+//! operation), has no seccomp filter of ours (the server installed none and
+//! no exec came after the fork; a warm process must run its imports
+//! untraced), so the driver seizes it (`PTRACE_SEIZE`), every thread of it,
+//! while it is stopped before its operation, and stops it at every system
+//! call (`PTRACE_SYSCALL`), passing over all but the entries the filter
+//! would trap: the same calls, with the same flag test on `open`, `openat`
+//! and `creat` (the [`super::traced::Traps`] test the caller gives). A
+//! [`Traced`] made here is driven, killed and reaped exactly as an exec'd
+//! one, so kill points number the same: the Nth trapped call on a target
+//! file is point N.
 //!
 //! Crash model: as for an exec'd traced child, the process is killed while
 //! stopped at a call's entry, so the call never runs. The tracer (the thread
-//! that seized) waits for its end with `waitpid` as its tracer; the server,
-//! its parent, reaps it after that and reports an exit line nobody needs.
+//! that seized) waits for its end with `waitpid` as its tracer; a forked
+//! process's server, its parent, reaps it after that and reports an exit
+//! line nobody needs (a warm process's parent is the driver: the tracer's
+//! `waitpid` reaps it).
 
 use std::path::Path;
 use std::time::Duration;
@@ -22,48 +27,80 @@ use nix::sys::wait::WaitStatus;
 use nix::unistd::Pid;
 
 use super::Exit;
-use super::forkserver::Forked;
-use super::traced::{Stops, TraceError, TraceEvent, Traced};
+use super::traced::{Held, Stops, TraceError, TraceEvent, Traced};
+
+/// The threads of process `pid`, itself first.
+fn threads(pid: Pid) -> Vec<Pid> {
+    let mut tids: Vec<Pid> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|dir| dir.flatten().filter_map(|t| t.file_name().to_str()?.parse().ok()).map(Pid::from_raw).collect())
+        .unwrap_or_default();
+    tids.sort_by_key(|&t| (t != pid, t.as_raw()));
+    if tids.first() != Some(&pid) {
+        tids.insert(0, pid);
+    }
+    tids
+}
 use super::tracee::{pin_round_robin, share_cpu};
 
 impl Traced {
-    /// Seizes `forked`, stopped and confirmed fresh, and lets it run to its
-    /// first trapped call. Every later method must be called from this
-    /// thread (ptrace binds a tracee to its tracer thread).
+    /// Seizes `pid`, stopped (every thread of it) and confirmed fresh, and
+    /// lets it run to its first trapped call. Every later method must be
+    /// called from this thread (ptrace binds a tracee to its tracer thread).
     pub(super) fn seize(
-        forked: Forked,
+        pid: Pid,
+        held: Held,
         stderr: Option<&Path>,
         test: fn(i64, &[u64; 6]) -> bool,
         deadline: Duration,
     ) -> Result<Traced, TraceError> {
         use nix::sys::ptrace::Options;
-        let pid = forked.pid();
         let affinity = pin_round_robin();
         // The process exists already: it takes the tracer's CPU explicitly.
         share_cpu(pid);
-        let mut traced = Traced::new(pid, stderr, deadline, affinity, Stops::Syscalls(test), Some(forked));
+        let mut traced = Traced::new(pid, stderr, deadline, affinity, Stops::Syscalls(test), Some(held));
         let options = Options::PTRACE_O_TRACESYSGOOD
             | Options::PTRACE_O_EXITKILL
             | Options::PTRACE_O_TRACEFORK
             | Options::PTRACE_O_TRACEVFORK
             | Options::PTRACE_O_TRACECLONE
             | Options::PTRACE_O_TRACEEXEC;
-        nix::sys::ptrace::seize(pid, options).map_err(|e| TraceError::from_errno("PTRACE_SEIZE", e))?;
-        traced.leave_stop()?;
+        // Every thread: a runtime that started threads before user code
+        // (a warm Node.js process) may make a trapped call from any of them.
+        // The process is stopped, so no thread starts meanwhile; one
+        // started later is traced by PTRACE_O_TRACECLONE.
+        let threads = threads(pid);
+        for &tid in &threads {
+            match nix::sys::ptrace::seize(tid, options) {
+                Ok(()) => {}
+                Err(Errno::ESRCH) if tid != pid => {}
+                Err(e) => return Err(TraceError::from_errno("PTRACE_SEIZE", e)),
+            }
+        }
+        traced.seen.extend(threads.iter().copied());
+        traced.leave_stop(threads.len())?;
         Ok(traced)
     }
 
-    /// A process seized in its stop (its own `SIGSTOP`) reports that stop to
-    /// its tracer first; it is then resumed under `PTRACE_SYSCALL`, which
-    /// ends the stop without a `SIGCONT`.
-    fn leave_stop(&mut self) -> Result<(), TraceError> {
-        match self.wait()? {
-            Some(_) => self.resume_syscalls(self.pid, None),
-            None => {
+    /// Each thread seized in its stop (the process's own `SIGSTOP`) reports
+    /// that stop to its tracer first; once all of them have, each is
+    /// resumed under `PTRACE_SYSCALL`, which ends the stop without a
+    /// `SIGCONT`. None runs before every stop is in, so that no trapped
+    /// call is taken for a stop of the seizing.
+    fn leave_stop(&mut self, threads: usize) -> Result<(), TraceError> {
+        let mut stopped = Vec::with_capacity(threads);
+        while stopped.len() < threads {
+            if self.wait()?.is_none() {
                 let exit = self.exit.map_or_else(|| "unknown".into(), |e| e.to_string());
-                Err(TraceError::Io(format!("the forked process ended before it was traced ({exit})")))
+                return Err(TraceError::Io(format!("the process ended before it was traced ({exit})")));
+            }
+            if !stopped.contains(&self.current) {
+                stopped.push(self.current);
             }
         }
+        for tid in stopped {
+            self.resume_syscalls(tid, None)?;
+        }
+        Ok(())
     }
 
     /// The next trapped call's entry (or the child's end), passing over

@@ -65,6 +65,13 @@ impl Running {
         Ok(Running { proc: Proc::Exec(child), pgid, stderr: stderr.map(Path::to_path_buf), exit: None, reaped: false })
     }
 
+    /// A child the driver exec'd ahead of need (a warm process), confirmed
+    /// stopped and fresh and just continued; it leads its own group.
+    pub(super) fn started(child: Child, stderr: Option<&Path>) -> Running {
+        let pgid = Pid::from_raw(child.id() as i32);
+        Running { proc: Proc::Exec(child), pgid, stderr: stderr.map(Path::to_path_buf), exit: None, reaped: false }
+    }
+
     /// A forked process that the driver confirmed stopped and fresh, and has
     /// just continued; it leads its own group.
     pub(super) fn forked(forked: Forked, stderr: Option<&Path>) -> Running {

@@ -66,9 +66,21 @@ pub struct Traced {
     pub(super) affinity: Option<libc::cpu_set_t>,
     /// How the tracee stops at its trapped calls.
     pub(super) stops: Stops,
-    /// A process a fork server forked, held (never read) so that its drop,
-    /// after this handle's reap, stops the server's bookkeeping of it.
-    pub(super) _forked: Option<Forked>,
+    /// What the launcher of a seized process keeps of it (never read): a
+    /// forked process's drop, after this handle's reap, stops the server's
+    /// bookkeeping of it.
+    pub(super) _held: Option<Held>,
+}
+
+/// What a seized [`Traced`] holds of the launcher that started its process
+/// (never read): a forked process's entry in its server's bookkeeping,
+/// dropped after the reap; a warm process's std handle, which never waits
+/// (the tracer's `waitpid` reaps it).
+#[derive(Debug)]
+#[expect(dead_code, reason = "held for its drop, never read")]
+pub(super) enum Held {
+    Forked(Forked),
+    Warm(std::process::Child),
 }
 
 /// Which calls a traced child stops at: the seccomp program an exec'd
@@ -104,7 +116,7 @@ impl Traced {
         deadline: Duration,
         affinity: Option<libc::cpu_set_t>,
         stops: Stops,
-        forked: Option<Forked>,
+        held: Option<Held>,
     ) -> Traced {
         Traced {
             pid,
@@ -116,7 +128,7 @@ impl Traced {
             group_reaped: false,
             affinity,
             stops,
-            _forked: forked,
+            _held: held,
         }
     }
 

@@ -197,6 +197,9 @@ fn summary(out: &mut String, report: &Report) {
     if let Some(p) = report.partition {
         let _ = write!(out, ", partition {p}");
     }
+    if let Some(l) = &report.launcher {
+        let _ = write!(out, ", operations through the child's {l}");
+    }
     out.push_str(")\n");
     known_findings(out, report);
     if let Some(of) = report.new_only_of {

@@ -248,6 +248,7 @@ mod tests {
             os: String::new(),
             ci: None,
             start_folder: String::new(),
+            launcher: None,
             known_file: None,
             known_findings: vec![],
             new_only_of: None,

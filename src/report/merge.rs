@@ -124,6 +124,8 @@ fn combine(parts: Vec<Report>) -> Report {
     whole.workdir = joined(parts.iter().map(|p| p.workdir.as_str()));
     whole.os = joined(parts.iter().map(|p| p.os.as_str()));
     whole.start_folder = joined(parts.iter().map(|p| p.start_folder.as_str()));
+    let launchers = joined(parts.iter().filter_map(|p| p.launcher.as_deref()));
+    whole.launcher = (!launchers.is_empty()).then_some(launchers);
     let (file, findings) = known_of(&parts);
     whole.judge_known(file, findings);
     whole.recount();
@@ -179,6 +181,7 @@ mod tests {
             os: "linux".into(),
             ci: None,
             start_folder: String::new(),
+            launcher: None,
             known_file: None,
             known_findings: vec![],
             new_only_of: None,

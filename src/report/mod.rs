@@ -278,6 +278,12 @@ pub struct Report {
     /// options start; empty in reports written before it was recorded.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub start_folder: String,
+    /// `warm pool of N` when the child's operations ran in warm processes
+    /// (docs/PROTOCOL.md §10); absent when each was exec'd or forked by its
+    /// fork server, the long-standing ways. Never a verdict's cause: a
+    /// repro reruns the result with the pool or without it alike.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launcher: Option<String>,
     /// The known-findings file the fires were judged against (`--known`),
     /// as it was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]

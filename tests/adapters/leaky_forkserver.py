@@ -4,9 +4,12 @@ the tests: the Python example store, served by the helper with its
 descriptor hygiene switched off and a SQLite database held open since its
 preload, so that every process it forks inherits that descriptor. The
 driver must refuse each one before its operation runs, naming the
-descriptor; `child-check` must fail its `fork-server` check.
+descriptor; `child-check` must fail its `fork-server` check. Its warm
+processes (docs/PROTOCOL.md, "Warm pool") hold the same database open from
+their preload, and must be refused the same way.
 
-Operations run exec'd (everything but `fork-server`) are the store's own.
+Operations run exec'd (everything but `fork-server` and `warm-pool`) are
+the store's own.
 """
 
 import os
@@ -42,4 +45,7 @@ if __name__ == "__main__":
         # The bug under test: the forked processes keep every descriptor.
         crashcells_forkserver.close_inherited = lambda: None
         crashcells_forkserver.serve(store.main, preload=preload)
+    if sys.argv[-1:] == ["warm-pool"]:
+        crashcells_forkserver.close_inherited = lambda: None
+        crashcells_forkserver.warm(store.main, preload=preload)
     sys.exit(store.main())

@@ -3,6 +3,7 @@ keep or break one rule of docs/PROTOCOL.md, for the integration tests:
 
   python3 variant.py VARIANT[,VARIANT...] <op> [flags]
   python3 variant.py VARIANT[,VARIANT...] fork-server
+  python3 variant.py VARIANT[,VARIANT...] warm-pool
 
 refuse-delete   the resolver applies WAL whatever it is asked, and says so in
                 its `resolver` (as a store that sets WAL on open does)
@@ -143,4 +144,7 @@ for variant in sys.argv.pop(1).split(","):
 if sys.argv[-1:] == ["fork-server"] and store.crashcells_forkserver is not None:
     # Patched before the server forks: every forked process runs the variant.
     store.crashcells_forkserver.serve(store.main)
+if sys.argv[-1:] == ["warm-pool"] and store.crashcells_forkserver is not None:
+    # Patched before the request: the warm process runs the variant.
+    store.crashcells_forkserver.warm(store.main)
 sys.exit(store.main())
