@@ -20,4 +20,5 @@ mod recorded;
 mod reports;
 mod robustness;
 mod syscall;
+mod timeline;
 mod warmpool;
