@@ -5,6 +5,7 @@
 use super::outcome::Outcome;
 use crate::kill::KillPoint;
 use crate::legaudit::Audit;
+use crate::report::Trace;
 use crate::trialdir::TrialEnv;
 
 /// A finished trial.
@@ -24,6 +25,9 @@ pub struct Trial {
     /// A fire found through a forked child that the plain path (every
     /// operation exec'd) reproduced ([`super::confirm`]).
     pub plain_confirmed: bool,
+    /// The calls of its run and where its crash was put, when it is
+    /// evidence and a trace was taken: its timeline's calls.
+    pub trace: Option<Trace>,
 }
 
 impl Trial {
@@ -39,6 +43,7 @@ impl Trial {
             details: Vec::new(),
             env: None,
             plain_confirmed: false,
+            trace: None,
         }
     }
 
