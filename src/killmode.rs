@@ -28,6 +28,7 @@ pub enum KillMode {
     Power,
     Torn,
     Fault,
+    ShortWrite,
 }
 
 /// One kill mode, everything the driver knows of it.
@@ -220,6 +221,26 @@ pub static MODES: &[Mode] = &[
             asks: "a failed write or sync",
         }),
         source: Source::Injected(&crate::kill::fault::FAULT),
+    },
+    Mode {
+        kill: KillMode::ShortWrite,
+        name: "short-write",
+        help: "at every write of the store's files, the write writes only half its bytes, returns that short count \
+               and the child runs on (opt-in)",
+        phrase: "short writes",
+        unit: "points",
+        trial: "point",
+        sweeps_points: true,
+        seed_label: "short-write",
+        in_all: false,
+        race: Race::Skip(
+            "short writes are not run on races: their clause is about one workload's own writes, and a race's \
+             store is written by every racer",
+        ),
+        // SQLite completes a short write itself, whatever the journal mode:
+        // a column would say `keeps` on every leg and nothing about one.
+        audit: None,
+        source: Source::Injected(&crate::kill::short_write::SHORT_WRITE),
     },
 ];
 

@@ -23,11 +23,11 @@ fn files_in(dir: &Path) -> Vec<String> {
 }
 
 /// Checks a kept folder: the crash state, the ack journal, the child's
-/// stderr and the result as JSON, equal to the report's result.
+/// stderr, the timeline and the result as JSON, equal to the report's result.
 fn check_evidence(r: &Value) {
     let dir = PathBuf::from(r["evidence"].as_str().unwrap_or_else(|| panic!("no evidence: {r:#}")));
     let files = files_in(&dir);
-    for name in ["store.db", "acks.ndjson", "child.stderr", "result.json"] {
+    for name in ["store.db", "acks.ndjson", "child.stderr", "result.json", "timeline.html"] {
         assert!(files.contains(&name.to_string()), "{name} missing in {}: {files:?}", dir.display());
     }
     // The child's connection never closed, so the WAL it wrote is part of the
@@ -36,7 +36,8 @@ fn check_evidence(r: &Value) {
         assert!(files.contains(&"store.db-wal".to_string()), "no -wal in {}: {files:?}", dir.display());
     }
     let kept: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap()).unwrap();
-    for field in ["cell", "leg", "verdict", "reason", "repro", "evidence"] {
+    assert_eq!(r["timeline"].as_str(), Some(dir.join("timeline.html").to_str().unwrap()), "the report links it");
+    for field in ["cell", "leg", "verdict", "reason", "repro", "evidence", "timeline"] {
         assert_eq!(kept[field], r[field], "result.json differs in {field}");
     }
 }

@@ -50,6 +50,30 @@ fn the_ack_despite_io_error_mutant_fires_on_every_seed_and_the_reference_store_p
     }
 }
 
+/// `--kill short-write` cuts each write of the store's files short: the
+/// reference store passes (SQLite writes the rest), a store that copies an
+/// image over its database with one write and ignores the count fires,
+/// and its repro, that one point, fires again.
+#[test]
+fn a_short_write_fires_on_a_store_that_ignores_the_count_and_the_reference_store_passes() {
+    let args = ["run", "--cell", "1", "--leg", "wal", "--kill", "short-write", "--seed", "3"];
+    let Some((code, r)) = one(&[&args[..], &["--mutant", "ignore-short-write"]].concat()) else { return };
+    assert_eq!((code, r["verdict"].as_str()), (1, Some("fire")), "{r:#}");
+    assert_eq!(r["kill"], "short-write");
+    let fault = details(&r).into_iter().find(|d| d.starts_with("fault at #")).unwrap();
+    assert!(
+        fault.contains("write of") && fault.contains("to the database") && fault.contains("was cut short"),
+        "{fault}"
+    );
+    let repro = r["repro"].as_str().unwrap();
+    assert!(repro.contains("--kill short-write --seed 3 --point "), "{repro}");
+    let (code, again) = one(&repro.split(' ').skip(1).collect::<Vec<_>>()).unwrap();
+    assert_eq!((code, &again["reason"]), (1, &r["reason"]), "{again:#}");
+    let (code, r) = one(&[&args[..], &["--points", "12"]].concat()).unwrap();
+    assert_eq!((code, r["verdict"].as_str()), (0, Some("pass")), "{r:#}");
+    assert!(details(&r).iter().any(|d| d.starts_with("cut 12 writes of the store's files short")), "{r:#}");
+}
+
 /// A fault fire's repro is that one point, and it fires again with the
 /// same reason; its evidence says which call was made to fail.
 #[test]

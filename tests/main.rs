@@ -19,5 +19,7 @@ mod protocol;
 mod recorded;
 mod reports;
 mod robustness;
+mod shown;
 mod syscall;
+mod timeline;
 mod warmpool;

@@ -222,8 +222,30 @@ fn append(a: WorkArgs) -> Result<(), ChildError> {
             }
             acks.record(&ack("append", i)).map_err(ChildError::io("ack journal"))?;
         }
+        if a.mutant == Some(Mutant::IgnoreShortWrite) && i == 0 {
+            store = compact(store, &a.db)?;
+        }
     }
     Ok(())
+}
+
+/// The ignore-short-write mutant's compaction: the store vacuums itself
+/// into a copy, closes, copies the copy over its database with one
+/// `write(2)`, ignoring how many bytes it wrote, and opens again. A short
+/// count leaves the database short of its last pages.
+fn compact(store: Store, db: &std::path::Path) -> Result<Store, ChildError> {
+    let copy = db.with_extension("compact");
+    let _ = std::fs::remove_file(&copy);
+    store.vacuum_into(&copy)?;
+    drop(store);
+    let bytes = std::fs::read(&copy).map_err(ChildError::io("compacted copy"))?;
+    let mut file = File::create(db).map_err(ChildError::io("database"))?;
+    // The mutant's fault: one write, its count ignored.
+    #[allow(clippy::unused_io_amount)]
+    file.write(&bytes).map_err(ChildError::io("database"))?;
+    drop(file);
+    let _ = std::fs::remove_file(&copy);
+    open(db)
 }
 
 /// Whether SQLite failed for the disk's sake: an I/O error (a failed write

@@ -163,6 +163,12 @@ impl Store {
         }
     }
 
+    /// Writes a vacuumed copy of the database to `path` (the
+    /// ignore-short-write mutant's compaction).
+    pub fn vacuum_into(&self, path: &Path) -> rusqlite::Result<()> {
+        self.conn.execute("VACUUM INTO ?1", [path.to_string_lossy()]).map(drop)
+    }
+
     /// Creates a session (no-op if it exists).
     pub fn create_session(&mut self, id: &str, parent: Option<&str>) -> rusqlite::Result<()> {
         self.immediate(|tx| insert_session(tx, id, parent), &mut || ())

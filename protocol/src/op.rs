@@ -304,10 +304,16 @@ pub enum Mutant {
     /// error (`SQLITE_IOERR` or `SQLITE_FULL`) and goes on (cell 1 fires
     /// under `--kill fault`).
     AckDespiteIoError,
+    /// `append`, after its first ack, compacts the store: it vacuums the
+    /// database into a copy and copies it back over the database with one
+    /// `write(2)` whose count it ignores (cell 1 fires under `--kill
+    /// short-write`, which cuts that write short; a kill at it fires too:
+    /// the copy is not crash-safe).
+    IgnoreShortWrite,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 11] = [
+    pub const ALL: [Mutant; 12] = [
         Mutant::AckBeforeCommit,
         Mutant::RacyClaim,
         Mutant::SplitRotation,
@@ -319,6 +325,7 @@ impl Mutant {
         Mutant::SplitContinuation,
         Mutant::TornBranch,
         Mutant::AckDespiteIoError,
+        Mutant::IgnoreShortWrite,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -334,6 +341,7 @@ impl Mutant {
             Mutant::SplitContinuation => "split-continuation",
             Mutant::TornBranch => "torn-branch",
             Mutant::AckDespiteIoError => "ack-despite-io-error",
+            Mutant::IgnoreShortWrite => "ignore-short-write",
         }
     }
 
@@ -364,6 +372,10 @@ impl Mutant {
             Mutant::AckDespiteIoError => {
                 "`append` acks an append whose commit failed with an I/O error (fires under --kill fault only)"
             }
+            Mutant::IgnoreShortWrite => {
+                "`append` copies a vacuumed image over its database with one write whose count it ignores (found by \
+                 --kill short-write)"
+            }
         }
     }
 
@@ -371,7 +383,11 @@ impl Mutant {
     /// `stall`, the one whose run it stalls).
     pub fn cell(self) -> u32 {
         match self {
-            Mutant::AckBeforeCommit | Mutant::Stall | Mutant::DropAppend | Mutant::AckDespiteIoError => 1,
+            Mutant::AckBeforeCommit
+            | Mutant::Stall
+            | Mutant::DropAppend
+            | Mutant::AckDespiteIoError
+            | Mutant::IgnoreShortWrite => 1,
             Mutant::RacyClaim | Mutant::SplitClaim => 2,
             Mutant::SplitRotation | Mutant::SplitContinuation => 3,
             Mutant::TornFork | Mutant::TornBranch => 4,

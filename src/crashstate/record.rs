@@ -12,6 +12,7 @@
 use super::{At, Effect, Log};
 use crate::harness::{TraceError, Traced};
 use crate::kill::inject::Injected;
+use crate::kill::syscall::short_count;
 use crate::kill::syscall::{
     Driven, FileKind, Goal, Observer, Targets, drive_observed, fd_path, read_path, syscall_name,
 };
@@ -22,7 +23,8 @@ const RWF_APPEND: u64 = 0x10;
 /// Drives `child` to `goal` as [`crate::kill::syscall::drive`] does, logging every
 /// trapped call on the trial's files (and the folder's `fsync`). Under
 /// `Goal::InjectAt(n, ..)` point n's call is logged as it was changed: a
-/// failed call as [`Effect::Failed`] (it never runs, so no model may apply it).
+/// failed call as [`Effect::Failed`] (it never runs, so no model may apply
+/// it), a write cut short as the bytes it wrote.
 pub fn record(child: &mut Traced, targets: &Targets, goal: Goal) -> Result<(Driven, Log), TraceError> {
     let mut log = Log::default();
     let injecting = match goal {
@@ -45,10 +47,16 @@ pub fn record(child: &mut Traced, targets: &Targets, goal: Goal) -> Result<(Driv
     Ok((driven, log))
 }
 
-/// What a call changed by an injection does to the files.
+/// What a call changed by an injection does to the files: a failed one
+/// nothing; a write cut short its first bytes only.
 fn changed(effect: Effect, injected: Injected) -> Effect {
-    match injected {
-        Injected::Failed(errno) => Effect::Failed { effect: Box::new(effect), errno },
+    match (injected, effect) {
+        (Injected::Failed(errno), effect) => Effect::Failed { effect: Box::new(effect), errno },
+        (Injected::Short, Effect::Write { file, at, mut data }) => {
+            data.truncate(short_count(data.len() as u64) as usize);
+            Effect::Write { file, at, data }
+        }
+        (Injected::Short, other) => other,
     }
 }
 

@@ -1,7 +1,8 @@
-//! Fault injection at a trapped call: the child, stopped at the entry of a
-//! call the filter traps, gets an error back instead of the call running,
-//! and goes on (issue 24: an `fsync` that fails with `EIO`, a write that
-//! fails with `ENOSPC`).
+//! Injection at a trapped call: the child, stopped at the entry of a call
+//! the filter traps, gets an error back instead of the call running, and
+//! goes on (issue 24: an `fsync` that fails with `EIO`, a write that fails
+//! with `ENOSPC`); or a write runs on fewer bytes than it asked for and
+//! returns that short count, as a write(2) may.
 //!
 //! Crash model: none; the child is not killed. The call never runs (the
 //! files are as the calls before it left them) and returns `-errno`, as a
@@ -25,6 +26,40 @@ impl Traced {
         skip_with(pid, errno).map_err(|e| TraceError::Io(format!("making the call fail with {errno}: {e}")))?;
         self.resume()
     }
+}
+
+impl Traced {
+    /// Makes the trapped single-buffer write (`write`, `pwrite64`) the child
+    /// is stopped at write only its first `kept` bytes: its count argument
+    /// is set to `kept` before it runs, so it returns `kept`, and the
+    /// child goes on with a short count in hand.
+    pub fn shorten(&mut self, kept: u64) -> Result<(), TraceError> {
+        let pid = Pid::from_raw(self.stopped_pid() as i32);
+        set_count(pid, kept).map_err(|e| TraceError::Io(format!("cutting the write short to {kept} bytes: {e}")))?;
+        self.resume()
+    }
+}
+
+/// Sets the third argument (a write's count) of the call `pid` is stopped at.
+#[cfg(target_arch = "x86_64")]
+fn set_count(pid: Pid, count: u64) -> nix::Result<()> {
+    use nix::sys::ptrace::{getregs, setregs};
+    let mut regs = getregs(pid)?;
+    regs.rdx = count;
+    setregs(pid, regs)
+}
+
+#[cfg(target_arch = "aarch64")]
+fn set_count(pid: Pid, count: u64) -> nix::Result<()> {
+    use nix::sys::ptrace::{getregs, setregs};
+    let mut regs = getregs(pid)?;
+    regs.regs[2] = count;
+    setregs(pid, regs)
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn set_count(_: Pid, _: u64) -> nix::Result<()> {
+    Err(Errno::ENOSYS)
 }
 
 /// The value a failed call returns: `-errno`, in a register's width.
@@ -120,6 +155,35 @@ mod tests {
         let err = std::fs::read_to_string(dir.join("err")).unwrap();
         assert!(err.contains("No space left on device") && err.contains("status 1"), "{err}");
         assert_eq!(std::fs::read(dir.join("g")).unwrap(), b"kept\n", "the calls after it ran");
+    }
+
+    #[test]
+    fn a_write_cut_short_writes_its_first_bytes_and_the_child_sees_the_short_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path().canonicalize().unwrap();
+        // dd writes its block with write(2) and writes the rest after a short count.
+        let script = "printf abcdefgh | dd of=f bs=8 count=1 status=none";
+        let Some(mut t) = traced(&dir, script) else { return };
+        let mut counts = Vec::new();
+        loop {
+            match t.next_syscall().unwrap() {
+                TraceEvent::Syscall { nr, args } if nr == libc::SYS_write => {
+                    let path = crate::kill::syscall::fd_path(t.stopped_pid(), args[0]);
+                    if path.as_deref() == Some(&dir.join("f")) {
+                        counts.push(args[2]);
+                        if counts.len() == 1 {
+                            t.shorten(3).unwrap();
+                            continue;
+                        }
+                    }
+                    t.resume().unwrap();
+                }
+                TraceEvent::Syscall { .. } => t.resume().unwrap(),
+                TraceEvent::Exited(_) => break,
+            }
+        }
+        assert_eq!(counts, [8, 5], "the first write ran on 3 bytes and the child wrote the other 5");
+        assert_eq!(std::fs::read(dir.join("f")).unwrap(), b"abcdefgh");
     }
 
     #[test]

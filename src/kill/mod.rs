@@ -7,12 +7,14 @@
 //!   for every N of a short workload, so that every crash state of its write
 //!   path is visited;
 //! - [`inject`]: what an injecting mode does to a call instead of a kill,
-//!   and [`fault`], `--kill fault`'s injection (a write or sync fails).
+//!   and [`fault`], `--kill fault`'s injection (a write or sync fails), and
+//!   [`short_write`], `--kill short-write`'s (a write is cut short).
 //!
 //! [`KillPoint`] says where a trial's kill landed, for every report.
 
 pub mod fault;
 pub mod inject;
+pub mod short_write;
 pub mod syscall;
 pub mod timed;
 

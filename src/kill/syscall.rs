@@ -333,6 +333,17 @@ pub enum Goal {
 pub enum Injected {
     /// The call does not run and returns `-errno` (`crate::harness::Traced::fail`).
     Failed(nix::errno::Errno),
+    /// A single-buffer write (`write`, `pwrite64`) of two or more bytes
+    /// writes only its first [`short_count`] and returns that count
+    /// (`crate::harness::Traced::shorten`): the child runs on with a short
+    /// write, as write(2) may return one.
+    Short,
+}
+
+/// How many of a write's `len` bytes a short write keeps: the first half,
+/// at least one and never all of two or more.
+pub fn short_count(len: u64) -> u64 {
+    len / 2
 }
 
 impl Injected {
@@ -346,6 +357,9 @@ impl Injected {
     pub fn returned(self) -> String {
         match self {
             Injected::Failed(errno) => format!("failed with {errno:?}"),
+            Injected::Short => {
+                "was cut short to those bytes, the first half of its count, and returned that count".into()
+            }
         }
     }
 
@@ -353,6 +367,7 @@ impl Injected {
     pub fn note(self) -> String {
         match self {
             Injected::Failed(errno) => format!("the call never ran: it returned -{errno:?} to the child"),
+            Injected::Short => "the call ran on the first half of its bytes and returned that short count".into(),
         }
     }
 }
@@ -405,6 +420,8 @@ pub fn drive_observed(
         {
             match injected {
                 Injected::Failed(errno) => child.fail(errno)?,
+                // write and pwrite64 both take their count third.
+                Injected::Short => child.shorten(short_count(args[2]))?,
             }
             continue;
         }

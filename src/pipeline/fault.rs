@@ -47,6 +47,7 @@ use crate::crashstate::{Effect, Files, Log, Names, State};
 use crate::harness::Exit;
 use crate::kill::inject::{Injected, Injection};
 use crate::kill::syscall::{Driven, FileKind, Goal};
+use crate::report::{Crash, Trace};
 use crate::trialdir::TrialEnv;
 
 /// Runs of the workload per `--jobs` thread between two batched recoveries:
@@ -366,6 +367,7 @@ fn judge(checker: &Checker, run: Run, recovered: &[Recovery], end: usize, added:
         Some((mut bad, state)) => {
             bad.kill_point = t.kill_point.take();
             bad.details.splice(0..0, head);
+            bad.trace = Some(Trace::of_log(&run.log, state.point.ordinal, Crash::PowerCut));
             let text = fault_note(&run.fault, &bad.details);
             bad.env = checker.evidence(&state, &format!("f{}-power", run.n), "fault.txt", &text);
             if let Some(env) = &bad.env {
@@ -422,6 +424,7 @@ fn keep_run(checker: &Checker, t: Trial, run: Run, outcome: Outcome, recovered: 
     {
         t.outcome = fire(f.violations.clone(), f.power.clone(), Some(run.fault.clone()));
     }
+    t.trace = Some(Trace::of_log(&run.log, run.n, Crash::Failed));
     let _ = std::fs::write(run.env.path("fault.txt"), format!("{}\n", fault_note(&run.fault, &t.details)));
     if recovered {
         let _ = checker.ctx.pool.unit(|| crate::recovery::recover(&checker.ctx.child, checker.ctx.deadline, &run.env));

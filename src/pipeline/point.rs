@@ -15,7 +15,8 @@ use super::sweep::Sweepable;
 use super::trial::Trial;
 use super::workload::{Workload, ended_well, ended_with};
 use crate::kill::KillPoint;
-use crate::kill::syscall::{Driven, Goal, Point, drive};
+use crate::kill::syscall::{Driven, Goal, Point, drive, drive_observed};
+use crate::report::Trace;
 use crate::trialdir::TrialEnv;
 
 impl Sweepable for Workload<'_> {
@@ -79,7 +80,8 @@ impl Workload<'_> {
             Err(f) => return Trial::ended(index, Outcome::Error(f)),
         };
         let mut trial = Trial::new(index);
-        let outcome = match self.traced_to(&env, filter, Goal::KillAt(n)) {
+        let mut calls = Vec::new();
+        let outcome = match self.traced_to(&env, filter, Goal::KillAt(n), &mut calls) {
             Ok(kp) => {
                 trial.kill_point = Some(kp);
                 self.judge(&env, Some(census), &mut trial)
@@ -91,18 +93,30 @@ impl Workload<'_> {
             if !outcome.is_pass() {
                 let _ =
                     std::fs::write(env.path("kill-point.json"), serde_json::to_string_pretty(kp).unwrap_or_default());
+                // Its calls, for the evidence's timeline: kept only when it
+                // is evidence (a sweep's passing points would add up).
+                let killed = (kp.syscall.as_deref() != Some("exit")).then_some(n);
+                trial.trace = Some(Trace::of_points(&calls, killed));
             }
         }
         trial.conclude(outcome).with_env(env)
     }
 
-    /// Spawns the workload traced, drives it to `goal` and kills it there.
-    fn traced_to(&self, env: &TrialEnv, filter: Filter, goal: Goal) -> Result<KillPoint, Outcome> {
+    /// Spawns the workload traced, drives it to `goal` and kills it there;
+    /// `calls` gets every counted call it made, the killed one included.
+    fn traced_to(
+        &self,
+        env: &TrialEnv,
+        filter: Filter,
+        goal: Goal,
+        calls: &mut Vec<Point>,
+    ) -> Result<KillPoint, Outcome> {
         let args = self.op_args(env, true);
         let launch = self.launch(env, &args);
         let mut child =
             self.ctx.child.spawn_traced(&launch, filter, self.ctx.deadline).map_err(|e| trace_outcome(e, self.ctx))?;
-        let point = match drive(&mut child, &self.targets(env), goal) {
+        let mut seen = |_: u32, _: i64, _: [u64; 6], p: Option<&Point>| calls.extend(p.cloned());
+        let point = match drive_observed(&mut child, &self.targets(env), goal, &mut seen) {
             Ok(Driven::At(p)) => p,
             // The point after the last call: the child's own end is the state.
             Ok(Driven::Exited { exit, counted }) if matches!(goal, Goal::KillAt(n) if n == counted + 1) => {

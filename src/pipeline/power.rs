@@ -30,6 +30,7 @@ use crate::crashstate::power::{AtPoint, Model};
 use crate::crashstate::torn::Bound;
 use crate::crashstate::{Event, Files, Log, State};
 use crate::kill::syscall::sweep_points;
+use crate::report::{Crash, Trace};
 
 /// The power-loss model a sweep builds its states with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,6 +117,10 @@ pub fn power_sweep(w: &Workload, seed: u64, power: PowerModel) -> Swept {
     let mut trials = judge_points(&checker, &rec.log, &m, (&canon, &units), &recovered);
     if let Some(last) = trials.last_mut() {
         last.details.extend(states_per_point(power, &m, judged_points(&m, last.index), stores.len()));
+        if last.is_bad() {
+            let crash = if power == PowerModel::InOrder { Crash::PowerCut } else { Crash::Torn };
+            last.trace = Some(Trace::of_log(&rec.log, u64::from(last.index), crash));
+        }
     }
     Swept { planned: Some(points), trials, recorded: true, distinct: None }
 }

@@ -26,6 +26,7 @@ use crate::crashstate::record::record;
 use crate::crashstate::state::process_states;
 use crate::crashstate::{Files, Log, Names};
 use crate::kill::syscall::{Driven, Goal, sweep_points};
+use crate::report::{Crash, Trace};
 use crate::trialdir::TrialEnv;
 
 /// A workload's recorded run: its log, its census, and the folder it ran in.
@@ -215,6 +216,10 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
         let recorded = trials.pop().expect("a last trial");
         let real = w.kill_at(rec.filter, u64::from(recorded.index), &rec.census);
         trials.push(decide(recorded, real));
+    }
+    // A fire only the recording saw has no real kill's calls: the log's.
+    if let Some(last) = trials.last_mut().filter(|t| t.is_bad() && t.trace.is_none()) {
+        last.trace = Some(Trace::of_log(&rec.log, u64::from(last.index), Crash::Kill));
     }
     if let (Some(last), Some(note)) = (trials.last_mut(), &rec.length_note) {
         last.details.push(note.clone());

@@ -224,6 +224,7 @@ fn base_result(job: &Job, ctx: &Context, verdict: Verdict, reason: String, trial
         duration_ms: 0,
         evidence: None,
         evidence_error: None,
+        timeline: None,
         repro: repro(job, ctx, None),
         repro_note: None,
         syscall_repro: None,
@@ -298,14 +299,31 @@ fn keep_evidence(ctx: &Context, result: &mut CellResult, trials: Vec<Trial>) {
     if !result.verdict.is_decisive() {
         return;
     }
-    let Some(env) = trials.into_iter().last().and_then(|t| t.env) else { return };
+    let Some(last) = trials.into_iter().last() else { return };
+    let Some(env) = last.env else { return };
     let dest = ctx.evidence_root.join(format!("{}-{}-{}", result.cell, result.leg, result.kill.as_str()));
     match env.keep(&dest) {
         Ok(()) => {
             result.evidence = Some(dest.display().to_string());
+            write_timeline(result, last.trace.as_ref(), &dest);
             let _ = std::fs::write(dest.join("result.json"), serde_json::to_string_pretty(result).unwrap_or_default());
         }
         Err(e) => result.evidence_error = Some(format!("could not keep {}: {e}", dest.display())),
+    }
+}
+
+/// Writes the evidence's `timeline.html` from the result, its trace and
+/// the files the crash left (the ack journal, the first recovery's dump);
+/// the result names it once written, or says in its details why not.
+fn write_timeline(result: &mut CellResult, trace: Option<&crate::report::Trace>, dest: &std::path::Path) {
+    let acks = std::fs::read_to_string(dest.join("acks.ndjson")).unwrap_or_default();
+    let recovered = std::fs::read_to_string(dest.join("dump-1.json")).ok();
+    let page = crate::report::timeline::Page { result, trace, acks: &acks, recovered: recovered.as_deref() };
+    let html = crate::report::timeline::render(&page);
+    let path = dest.join("timeline.html");
+    match std::fs::write(&path, html) {
+        Ok(()) => result.timeline = Some(path.display().to_string()),
+        Err(e) => result.details.push(format!("could not write {}: {e}", path.display())),
     }
 }
 

@@ -5,6 +5,7 @@
 use super::outcome::Outcome;
 use crate::kill::KillPoint;
 use crate::legaudit::Audit;
+use crate::report::Trace;
 use crate::trialdir::TrialEnv;
 
 /// A finished trial.
@@ -21,6 +22,9 @@ pub struct Trial {
     pub integrity: Option<String>,
     pub details: Vec<String>,
     pub env: Option<TrialEnv>,
+    /// The calls of its run and where its crash was put, when it is
+    /// evidence and a trace was taken: its timeline's calls.
+    pub trace: Option<Trace>,
 }
 
 impl Trial {
@@ -35,6 +39,7 @@ impl Trial {
             integrity: None,
             details: Vec::new(),
             env: None,
+            trace: None,
         }
     }
 

@@ -160,7 +160,9 @@ mod tests {
         let e = |s: &str| s.parse::<Fingerprint>().unwrap_err();
         assert!(e("a/b/c").starts_with("has 3 words, not the 5"), "{}", e("a/b/c"));
         assert_eq!(e("a//full/syscall/x"), "its mode is empty");
-        assert_eq!(e("a/wal/full/kill/x"), "its kill `kill` is not one of timed, syscall, none, power, torn, fault");
+        let all: Vec<&str> = KillMode::all().map(|k| k.as_str()).collect();
+        assert_eq!(e("a/wal/full/kill/x"), format!("its kill `kill` is not one of {}", all.join(", ")));
+        assert!(all.starts_with(&["timed", "syscall", "none", "power", "torn", "fault"]), "{all:?}");
         assert!("c/wal/full/torn/lost-ack".parse::<Fingerprint>().is_ok(), "a torn fire can be listed");
         assert!("c/wal/full/fault/acked-despite-io-error".parse::<Fingerprint>().is_ok(), "so can a fault fire");
     }

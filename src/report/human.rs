@@ -176,6 +176,9 @@ fn where_to_start(out: &mut String, r: &CellResult) {
         }
         (None, None) => {}
     }
+    if let Some(t) = &r.timeline {
+        let _ = writeln!(out, "{IN}timeline: {t}");
+    }
     let _ = writeln!(out, "{IN}repro: {}", r.repro);
     if let Some(note) = &r.repro_note {
         let _ = writeln!(out, "{IN}note: {note}");

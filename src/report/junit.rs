@@ -212,6 +212,7 @@ mod tests {
             duration_ms: 1500,
             evidence: Some("/ev/x".into()),
             evidence_error: None,
+            timeline: None,
             repro: "crashcells run --cell 1".into(),
             repro_note: None,
             syscall_repro: None,

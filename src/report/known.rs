@@ -306,8 +306,8 @@ mod tests {
     }
 
     #[test]
-    fn a_whole_torn_or_fault_sweep_that_passes_makes_its_finding_gone() {
-        for kill in [KillMode::Torn, KillMode::Fault] {
+    fn every_whole_sweep_that_passes_makes_its_finding_gone() {
+        for kill in KillMode::all().filter(|k| k.sweeps_points()) {
             let mut pass = fired(kill, "lost-ack");
             (pass.verdict, pass.fingerprint, pass.points_planned, pass.points_landed) =
                 (Verdict::Pass, None, Some(9), Some(9));

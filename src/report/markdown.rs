@@ -344,6 +344,9 @@ fn section(r: &CellResult) -> String {
             let _ = writeln!(out, "- **Evidence:** none kept");
         }
     }
+    if let Some(t) = &r.timeline {
+        let _ = writeln!(out, "- **Timeline:** `{t}` (the calls, the acks and the crash on one page, for a browser)");
+    }
     let _ = writeln!(out, "\nReproduce:\n\n```sh\n{}\n```\n", r.repro);
     if let Some(note) = &r.repro_note {
         let _ = writeln!(out, "> **Note:** {}\n", line(note));

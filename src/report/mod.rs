@@ -12,6 +12,8 @@ pub mod merge;
 mod render;
 mod repro;
 mod summary;
+pub mod timeline;
+pub mod trace;
 
 pub use ci::CiRun;
 pub use fingerprint::Fingerprint;
@@ -19,6 +21,7 @@ pub use known::{Known, KnownEntry, KnownFinding, KnownStatus};
 pub use merge::Partition;
 pub use render::{Format, render};
 pub use summary::Summary;
+pub use trace::{Crash, Trace};
 
 use crate::kill::KillPoint;
 use crate::plan::KillMode;
@@ -95,6 +98,9 @@ pub struct CellResult {
     /// could not: said in every format, never only in the details.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence_error: Option<String>,
+    /// The fire's `timeline.html` in its evidence folder, once written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<String>,
     pub repro: String,
     /// What a reader must know before trusting `repro`: a timed kill's
     /// repro repeats its ack target, not its instant, so it may not fire again.
@@ -414,6 +420,7 @@ pub(crate) mod tests {
             duration_ms: 5,
             evidence: None,
             evidence_error: Some("could not keep /e: Read-only file system".into()),
+            timeline: None,
             repro: format!("crashcells run --kill {}", kill.as_str()),
             repro_note: None,
             syscall_repro: None,

@@ -1,0 +1,442 @@
+//! `timeline.html`, one page per kept fire (or error): the store's calls on
+//! its files in order, grouped by the syncs that end them, every ack of the
+//! ack journal, the crash marked where it was put (a kill, a power cut, torn
+//! writes, a failed call: [`super::trace`]), and what was acked against what
+//! was recovered. Self-contained: inline CSS, a script and the data it draws
+//! from, no network; small: at most [`SHOWN`] calls, saying how many were
+//! left out. Where no call trace was taken (a timed kill, a race) the page
+//! says so and marks the kill among the acks.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::CellResult;
+use super::trace::{Call, Crash, Trace};
+use crate::plan::KillMode;
+
+/// At most this many calls are shown: those before the crash, and after a
+/// failed call up to [`AFTER`] more.
+const SHOWN: usize = 400;
+const AFTER: usize = 40;
+/// At most this many acks are listed.
+const ACKS: usize = 300;
+
+const TEMPLATE: &str = include_str!("timeline.html");
+
+/// What a timeline is drawn from: the result, the calls if a trace was
+/// taken, and the files the crash left in the evidence folder.
+pub struct Page<'a> {
+    pub result: &'a CellResult,
+    pub trace: Option<&'a Trace>,
+    /// The ack journal, as the crash left it.
+    pub acks: &'a str,
+    /// The first recovery pass's dump (`dump-1.json`), if recovery ran.
+    pub recovered: Option<&'a str>,
+}
+
+/// The data the page's script draws.
+#[derive(Serialize)]
+struct Data<'a> {
+    crash: Option<Crash>,
+    label: &'static str,
+    meaning: &'static str,
+    source: &'static str,
+    /// Why there is no trace, when there is none.
+    no_trace: Option<String>,
+    calls: Vec<Shown<'a>>,
+    /// The index in `calls` of the marked call (`calls.len()`: after the last).
+    mark: usize,
+    left_before: usize,
+    left_after: usize,
+    total: usize,
+    /// Acks seen when the kill was sent (for a page without calls).
+    acked_at_kill: u64,
+}
+
+/// A call as shown: its place in the whole trace, its sync group, and the
+/// ack-journal line it completed, if it did.
+#[derive(Serialize)]
+struct Shown<'a> {
+    #[serde(flatten)]
+    call: &'a Call,
+    index: usize,
+    group: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ack: Option<String>,
+}
+
+/// The whole page.
+pub fn render(page: &Page) -> String {
+    let r = page.result;
+    let title = format!("crashcells timeline: {} {} {}", r.cell, r.leg, r.kill.as_str());
+    let acks: Vec<String> = page.acks.lines().map(ack_text).collect();
+    let data = serde_json::to_string(&data(page, &acks)).unwrap_or_else(|_| "{}".into());
+    // A string of the data cannot end the script element it is in.
+    let data = data.replace("</", "<\\/");
+    fill(&[("{{TITLE}}", &escape(&title)), ("{{HEAD}}", &head(page, &title, &acks)), ("{{DATA}}", &data)])
+}
+
+/// The template with each marker, in the order they appear, replaced by
+/// its text once: nothing inserted is read for a marker again.
+fn fill(parts: &[(&str, &str)]) -> String {
+    let (mut out, mut rest) = (String::new(), TEMPLATE);
+    for (marker, text) in parts {
+        let (before, after) = rest.split_once(marker).expect("the template has each marker, in order");
+        out.push_str(before);
+        out.push_str(text);
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+fn data<'a>(page: &'a Page, acks: &[String]) -> Data<'a> {
+    let acked_at_kill = page.result.deciding_kill().map_or(0, |k| k.after_acks);
+    let Some(t) = page.trace else {
+        let no_trace = Some(no_trace(page.result));
+        let (label, meaning, source) = ("KILL", "", "");
+        let calls = Vec::new();
+        return Data {
+            crash: None,
+            label,
+            meaning,
+            source,
+            no_trace,
+            calls,
+            mark: 0,
+            left_before: 0,
+            left_after: 0,
+            total: 0,
+            acked_at_kill,
+        };
+    };
+    let end = (t.at + 1 + if t.crash == Crash::Failed { AFTER } else { 0 }).min(t.calls.len());
+    let start = end.saturating_sub(SHOWN).min(t.at);
+    let groups = groups(&t.calls);
+    let completed = ack_lines(&t.calls, page.acks, acks);
+    let calls = (start..end)
+        .map(|i| Shown { call: &t.calls[i], index: i + 1, group: groups[i], ack: completed[i].clone() })
+        .collect();
+    Data {
+        crash: Some(t.crash),
+        label: label(t.crash),
+        meaning: t.crash.meaning(),
+        source: t.source,
+        no_trace: None,
+        calls,
+        mark: t.at - start,
+        left_before: start,
+        left_after: t.calls.len() - end,
+        total: t.calls.len(),
+        acked_at_kill,
+    }
+}
+
+fn label(crash: Crash) -> &'static str {
+    match crash {
+        Crash::Kill => "KILL",
+        Crash::PowerCut => "POWER CUT",
+        Crash::Torn => "POWER CUT, TORN WRITES",
+        Crash::Failed => "FAILED CALL",
+        Crash::End => "END",
+    }
+}
+
+/// Why a result has no call trace, by how it killed: a race (kill mode
+/// `none`, or a syscall sweep with paths) is several processes at once.
+fn no_trace(r: &CellResult) -> String {
+    let race = r.kill == KillMode::None || (r.kill == KillMode::Syscall && !r.points_by_path.is_empty());
+    let why = match r.kill {
+        _ if race => "a race's processes run side by side and its kill lands among them; their calls were not traced",
+        KillMode::Timed => {
+            "a timed kill lands where the scheduler lets it, after a seeded number of acks; its run was not \
+             traced (tracing would move the kill). The syscall result of the same cell and leg has a trace"
+        }
+        _ => "the result ended before a traced run of its workload reached its crash",
+    };
+    format!("No call trace was taken: {why}. The kill is marked among the acks above, beside what was recovered.")
+}
+
+/// Each call's sync group: a group ends with a sync of a store file (the
+/// database, its journal or WAL) or of the folder, which is where SQLite
+/// makes a transaction durable.
+fn groups(calls: &[Call]) -> Vec<usize> {
+    let mut group = 1;
+    calls
+        .iter()
+        .map(|c| {
+            let g = group;
+            if c.sync && !matches!(c.file.as_str(), "acks" | "transport") {
+                group += 1;
+            }
+            g
+        })
+        .collect()
+}
+
+/// For each call, the ack-journal line it completed, if it wrote the
+/// journal's end of a line: the writes to it, in order, add up to its lines.
+fn ack_lines(calls: &[Call], journal: &str, texts: &[String]) -> Vec<Option<String>> {
+    let mut ends = journal.split_inclusive('\n').scan(0u64, |at, line| {
+        *at += line.len() as u64;
+        Some(*at)
+    });
+    let (mut written, mut line, mut next) = (0u64, 0usize, ends.next());
+    calls
+        .iter()
+        .map(|c| {
+            // A failed call never wrote; only writes add to the journal.
+            if c.file != "acks" || !c.call.contains("write") || c.note.contains("made to fail") {
+                return None;
+            }
+            written += c.len.unwrap_or(0);
+            let mut done = None;
+            while next.is_some_and(|end| end <= written) {
+                line += 1;
+                done = Some(format!("ack journal line {line}: {}", texts.get(line - 1).map_or("", String::as_str)));
+                next = ends.next();
+            }
+            done
+        })
+        .collect()
+}
+
+/// One ack-journal line for a reader: `ready (...)`, or the ack's
+/// operation and fields.
+fn ack_text(line: &str) -> String {
+    let Ok(serde_json::Value::Object(m)) = serde_json::from_str::<serde_json::Value>(line) else {
+        return line.chars().take(120).collect();
+    };
+    let field = |k: &str| m.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    if field("kind") == "ready" {
+        return format!("ready: op {}, journal_mode {}", field("op"), field("journal_mode"));
+    }
+    let rest: Vec<String> = m
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "kind" | "op"))
+        .map(|(k, v)| format!("{k}={}", plain(v)))
+        .collect();
+    format!("{} {} {}", field("kind"), field("op"), rest.join(" "))
+}
+
+fn plain(v: &serde_json::Value) -> String {
+    v.as_str().map_or_else(|| v.to_string(), str::to_string)
+}
+
+/// The page's head, drawn here: the result, then what was acked against
+/// what was recovered, and the findings.
+fn head(page: &Page, title: &str, acks: &[String]) -> String {
+    let r = page.result;
+    let mut s = String::new();
+    let _ = writeln!(s, "<h1>{}</h1>", escape(title));
+    let mode = r.effective_mode.as_deref().unwrap_or("?");
+    let sync = r.synchronous.as_deref().unwrap_or("default");
+    let _ = writeln!(
+        s,
+        "<p><span class=\"verdict\">{}</span> cell <b>{}</b> ({}), leg <b>{}</b> (journal_mode {}, synchronous {}), kill <b>{}</b></p>",
+        r.verdict.as_str(),
+        escape(&r.cell),
+        escape(&r.clause),
+        escape(&r.leg),
+        escape(mode),
+        escape(sync),
+        r.kill.as_str()
+    );
+    if let Some(fp) = &r.fingerprint {
+        let _ = writeln!(s, "<p>fingerprint <code>{}</code></p>", escape(fp));
+    }
+    let _ = writeln!(s, "<p class=\"reason\">{}</p>", escape(&r.reason));
+    if let Some(k) = r.deciding_kill() {
+        let _ = writeln!(s, "<p>kill point: {}</p>", escape(&k.describe()));
+    }
+    let _ = writeln!(s, "<h2>Acked against recovered</h2>\n<div class=\"cols\">");
+    acked(&mut s, acks);
+    recovered(&mut s, page.recovered);
+    let _ = writeln!(s, "</div>");
+    if !r.details.is_empty() {
+        let _ = writeln!(s, "<h2>Findings</h2>\n<ul>");
+        for d in &r.details {
+            let _ = writeln!(s, "<li>{}</li>", escape(d));
+        }
+        let _ = writeln!(s, "</ul>");
+    }
+    let _ = writeln!(s, "<p class=\"note\">repro: <code>{}</code></p>", escape(&r.repro));
+    s
+}
+
+fn acked(s: &mut String, acks: &[String]) {
+    let count = acks.iter().filter(|a| a.starts_with("ack ")).count();
+    let _ = writeln!(s, "<div class=\"box\"><h3>Acked: {count} (the ack journal the evidence keeps)</h3>");
+    let _ = writeln!(s, "<ol id=\"ack-list\">");
+    for (i, a) in acks.iter().take(ACKS).enumerate() {
+        let _ = writeln!(s, "<li data-ack=\"{i}\">{}</li>", escape(a));
+    }
+    let _ = writeln!(s, "</ol>");
+    if acks.len() > ACKS {
+        let _ = writeln!(s, "<p class=\"note\">{} more lines left out</p>", acks.len() - ACKS);
+    }
+    let _ = writeln!(s, "</div>");
+}
+
+/// The recovered state, from the first recovery pass's dump: the integrity
+/// check, each session with its messages (first and last), the outbox.
+fn recovered(s: &mut String, dump: Option<&str>) {
+    let _ = writeln!(s, "<div class=\"box\"><h3>Recovered (the first recovery pass's dump)</h3>");
+    match dump.map(serde_json::from_str::<crashcells_protocol::Dump>) {
+        None => {
+            let _ = writeln!(s, "<p>No recovery ran.</p>");
+        }
+        Some(Err(e)) => {
+            let _ = writeln!(s, "<p>The dump could not be read: {}</p>", escape(&e.to_string()));
+        }
+        Some(Ok(d)) => {
+            let _ = writeln!(s, "<p>integrity_check: <code>{}</code></p>\n<ul>", escape(&d.integrity));
+            for session in &d.sessions {
+                let messages: Vec<&str> =
+                    d.messages.iter().filter(|m| m.session_id == session.id).map(|m| m.content.as_str()).collect();
+                let ended = session.end_reason.as_deref().map(|r| format!(", ended: {r}")).unwrap_or_default();
+                let shown = match messages.as_slice() {
+                    [] => String::new(),
+                    [one] => format!(": {one}"),
+                    [first, .., last] => format!(": {first} … {last}"),
+                };
+                let n = messages.len();
+                let _ = writeln!(
+                    s,
+                    "<li>session {}: {n} messages{}{}</li>",
+                    escape(&session.id),
+                    escape(&shown),
+                    escape(&ended)
+                );
+            }
+            if !d.outbox.is_empty() {
+                let _ = writeln!(s, "<li>outbox: {} obligations</li>", d.outbox.len());
+            }
+            let _ = writeln!(s, "</ul>");
+        }
+    }
+    let _ = writeln!(s, "</div>");
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kill::KillPoint;
+    use crate::report::tests::fire;
+
+    fn call(file: &str, name: &str, len: u64, sync: bool) -> Call {
+        let (call, file, note) = (name.to_string(), file.to_string(), String::new());
+        Call { point: None, call, file, offset: None, len: Some(len), sync, note }
+    }
+
+    const JOURNAL: &str = "{\"kind\":\"ready\",\"op\":\"append\",\"journal_mode\":\"wal\"}\n{\"kind\":\"ack\",\"op\":\"append\",\"i\":0}\n";
+
+    /// The data the page's script draws, as JSON.
+    fn data_of(html: &str) -> serde_json::Value {
+        let start = html.find("type=\"application/json\">").unwrap() + "type=\"application/json\">".len();
+        let end = start + html[start..].find("</script>").unwrap();
+        serde_json::from_str(&html[start..end].replace("<\\/", "</")).unwrap()
+    }
+
+    fn killed(n: usize, at: usize) -> Trace {
+        let mut calls: Vec<Call> = (0..n).map(|_| call("wal", "pwrite64", 4096, false)).collect();
+        calls[1].sync = true;
+        Trace { calls, at, crash: Crash::Kill, source: "test" }
+    }
+
+    #[test]
+    fn the_page_carries_the_calls_and_the_crash_and_its_script_draws_the_mark() {
+        let r = fire(KillMode::Syscall, "wal");
+        let trace = killed(5, 4);
+        let html = render(&Page { result: &r, trace: Some(&trace), acks: JOURNAL, recovered: None });
+        let d = data_of(&html);
+        assert_eq!(
+            (d["crash"].as_str(), d["label"].as_str(), d["mark"].as_u64()),
+            (Some("kill"), Some("KILL"), Some(4))
+        );
+        assert_eq!(d["calls"].as_array().unwrap().len(), 5);
+        assert_eq!(
+            (d["calls"][1]["group"].as_u64(), d["calls"][2]["group"].as_u64()),
+            (Some(1), Some(2)),
+            "a sync ends a group"
+        );
+        assert!(!html.contains("id=\"kill-point\""), "the mark is the script's to draw");
+        assert!(html.contains("<li data-ack=\"1\">ack append i=0</li>"), "{html}");
+        let svg_namespace = html.matches("http://www.w3.org/2000/svg").count();
+        assert_eq!(html.matches("http").count(), svg_namespace, "no address but the SVG namespace's name");
+        assert!(!html.contains("src=") && !html.contains("href="), "nothing loaded: no network");
+    }
+
+    #[test]
+    fn a_long_trace_is_cut_to_the_calls_before_its_crash_saying_how_many_were_left_out() {
+        let r = fire(KillMode::Syscall, "wal");
+        let trace = killed(1000, 900);
+        let d = data_of(&render(&Page { result: &r, trace: Some(&trace), acks: "", recovered: None }));
+        assert_eq!(d["calls"].as_array().unwrap().len(), SHOWN);
+        assert_eq!((d["left_before"].as_u64(), d["left_after"].as_u64()), (Some(501), Some(99)));
+        assert_eq!(d["mark"].as_u64(), Some(SHOWN as u64 - 1), "the crash's call is the last shown");
+        assert_eq!(d["calls"][0]["index"].as_u64(), Some(502), "calls keep their place in the whole trace");
+        let failed = Trace { crash: Crash::Failed, ..killed(1000, 900) };
+        let d = data_of(&render(&Page { result: &r, trace: Some(&failed), acks: "", recovered: None }));
+        assert_eq!(d["left_after"].as_u64(), Some(1000 - 901 - AFTER as u64), "a failed call's run goes on");
+    }
+
+    #[test]
+    fn without_a_trace_the_page_says_why_and_where_the_kill_came_among_the_acks() {
+        let mut r = fire(KillMode::Timed, "wal");
+        r.kill_points = vec![KillPoint { after_acks: 1, ..KillPoint::default() }];
+        let dump = r#"{"protocol":2,"integrity":"ok","sessions":[{"id":"main","parent_session_id":null,"ended":false,"end_reason":null,"message_count":0,"handoff_state":null}],"messages":[]}"#;
+        let html = render(&Page { result: &r, trace: None, acks: JOURNAL, recovered: Some(dump) });
+        let d = data_of(&html);
+        assert!(d["crash"].is_null());
+        assert!(d["no_trace"].as_str().unwrap().starts_with("No call trace was taken: a timed kill"), "{d}");
+        assert_eq!(d["acked_at_kill"].as_u64(), Some(1));
+        let race = fire(KillMode::None, "wal");
+        assert!(no_trace(&race).contains("a race's processes"));
+        let mut swept_race = fire(KillMode::Syscall, "wal");
+        assert!(no_trace(&swept_race).contains("before a traced run"), "a workload's sweep that ended early");
+        swept_race.points_by_path =
+            vec![crate::report::PathPoints { path: "winning-claim".into(), planned: 1, landed: 1 }];
+        assert!(no_trace(&swept_race).contains("a race's processes"));
+        assert!(
+            html.contains("integrity_check: <code>ok</code>") && html.contains("session main: 0 messages"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn each_ack_is_the_write_that_completed_its_line_of_the_journal() {
+        let texts: Vec<String> = JOURNAL.lines().map(ack_text).collect();
+        assert_eq!(texts, ["ready: op append, journal_mode wal", "ack append i=0"]);
+        let first = JOURNAL.find('\n').unwrap() as u64 + 1;
+        let calls = [
+            call("acks", "write", first, false),
+            call("wal", "pwrite64", 10, false),
+            call("acks", "write", 5, false),
+            call("acks", "fsync", 0, true),
+            call("acks", "write", JOURNAL.len() as u64 - first - 5, false),
+        ];
+        let done = ack_lines(&calls, JOURNAL, &texts);
+        assert_eq!(done[0].as_deref(), Some("ack journal line 1: ready: op append, journal_mode wal"));
+        assert_eq!((done[1].as_deref(), done[2].as_deref(), done[3].as_deref()), (None, None, None), "half a line");
+        assert_eq!(done[4].as_deref(), Some("ack journal line 2: ack append i=0"));
+        assert_eq!(groups(&calls), [1, 1, 1, 1, 1], "a sync of the ack journal ends no transaction");
+    }
+
+    #[test]
+    fn text_from_the_run_cannot_break_out_of_the_page() {
+        let mut r = fire(KillMode::Syscall, "wal");
+        r.reason = "</script><b>{{DATA}}".into();
+        let mut trace = killed(2, 1);
+        trace.calls[0].note = "</script><img>".into();
+        let html = render(&Page { result: &r, trace: Some(&trace), acks: "", recovered: None });
+        assert!(html.contains("&lt;/script&gt;&lt;b&gt;{{DATA}}"), "the head escapes, and no marker is filled twice");
+        assert_eq!(html.matches("</script>").count(), 2, "the data's and the script's own");
+        assert_eq!(data_of(&html)["calls"][0]["note"].as_str(), Some("</script><img>"));
+    }
+}

@@ -1,0 +1,73 @@
+//! What a user sees, snapshotted with what varies redacted (times, run
+//! ids, folders, the SQLite version): `list` (of a catalog of stubs), `run --help`, a fire of each
+//! kill mode that sweeps points (a mutant's, or the reference store's where
+//! a power loss takes an acked commit in DELETE mode), and a fire a
+//! known-findings file lists. Each run is one kill point (`--point`), so
+//! the whole takes seconds; the timed fire is `every_verdict`'s
+//! (tests/reports.rs).
+
+use std::path::Path;
+
+use crate::common::{bin, run, scratch};
+
+/// One fire per kill mode that sweeps points: cell 1, seed 1, its deciding point.
+const FIRES: &[&[&str]] = &[
+    &["--leg", "delete", "--kill", "syscall", "--point", "81", "--mutant", "ack-before-commit"],
+    &["--leg", "delete", "--kill", "power", "--point", "94"],
+    &["--leg", "delete", "--kill", "torn", "--point", "94"],
+    &["--leg", "wal", "--kill", "fault", "--point", "51", "--mutant", "ack-despite-io-error"],
+    &["--leg", "wal", "--kill", "short-write", "--point", "73", "--mutant", "ignore-short-write"],
+];
+
+fn settings(dir: &Path) -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.set_snapshot_path("snapshots");
+    s.set_prepend_module_to_snapshot(false);
+    s.add_filter(&regex::escape(&dir.display().to_string()), "[SCRATCH]");
+    s.add_filter(r"\d{9,}-\d+", "[RUN-ID]");
+    s.add_filter(r" +\d+\.\d\ds\b", " [TIME]s");
+    s.add_filter(r"SQLite \d+\.\d+\.\d+", "SQLite [VERSION]");
+    s
+}
+
+/// `crashcells run --cell 1 --seed 1 ARGS`, its exit code and what it printed.
+fn shown(dir: &Path, args: &[&str], more: &[&str]) -> String {
+    let all = [&["run", "--cell", "1", "--seed", "1"][..], args, more].concat();
+    let out = run(&all, dir);
+    let code = out.status.code().unwrap_or(-1);
+    format!("$ crashcells {}\nexit {code}\n{}", all.join(" "), String::from_utf8_lossy(&out.stdout))
+}
+
+#[test]
+fn a_fire_of_each_sweeping_kill_mode_and_a_known_one() {
+    let dir = scratch();
+    let mut text = String::new();
+    for args in FIRES {
+        let one = shown(dir.path(), args, &[]);
+        if one.contains("unavailable") {
+            return crate::common::tracing_refused("syscall kill points are unavailable here");
+        }
+        assert!(one.contains("\nexit 1\n"), "{one}");
+        text.push_str(&one);
+        text.push('\n');
+    }
+    let known = dir.path().join("known.toml");
+    let listed = "[[finding]]\nfingerprint = \"prefix-durability/wal/full/short-write/corrupt\"\nissue = \"#28\"\n";
+    std::fs::write(&known, listed).unwrap();
+    let args = FIRES.last().unwrap();
+    text.push_str(&shown(dir.path(), args, &["--known", known.to_str().unwrap()]));
+    settings(dir.path()).bind(|| insta::assert_snapshot!("fires.human", text));
+}
+
+/// `list` of a catalog of its own (two stubs), so that a cell added by
+/// DESIGN.md's recipe changes no snapshot; the mutants are the driver's.
+#[test]
+fn list_and_run_help() {
+    let out = |args: &[&str]| String::from_utf8(bin().args(args).output().unwrap().stdout).unwrap();
+    let dir = scratch();
+    let catalog = crate::common::stub_catalog(dir.path());
+    settings(dir.path()).bind(|| {
+        insta::assert_snapshot!("list.human", out(&["list", "--catalog", &catalog]));
+        insta::assert_snapshot!("run_help", out(&["run", "--help"]));
+    });
+}
