@@ -9,6 +9,7 @@ mod checks;
 mod child;
 mod exit;
 mod list;
+mod outclaim;
 mod output;
 mod prune;
 
@@ -131,7 +132,8 @@ struct OutputArgs {
     /// The report's format.
     #[arg(long, value_enum, default_value = "human")]
     format: Format,
-    /// Write the report to this file; a human summary still goes to the terminal.
+    /// Write the report to this file (`run` still prints its human report; `report` only with --show
+    /// or on a terminal). Refused while another crashcells writes the same file.
     #[arg(long, value_name = "PATH")]
     out: Option<PathBuf>,
 }
@@ -185,6 +187,10 @@ struct ReportArgs {
     /// (the text to post to a tracking issue). Human or Markdown: a JSON or JUnit report is whole.
     #[arg(long)]
     new_only: bool,
+    /// With --out, also print the human report on stdout (done anyway when stdout is a terminal;
+    /// in a CI log, a report rendered again is said in one line on stderr).
+    #[arg(long)]
+    show: bool,
 }
 
 #[derive(Debug, Args)]
@@ -254,6 +260,11 @@ fn clap_error(e: clap::Error) -> i32 {
         let _ = stdout(&e.render().to_string());
         return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 };
     }
+    // A refused command line that names an `--out` leaves no older report
+    // there either (unless another run holds it).
+    if let Some((out, from)) = outclaim::from_raw_args(&std::env::args_os().collect::<Vec<_>>()) {
+        drop(outclaim::OutClaim::take(Some(&out), &from));
+    }
     let text = e.render().to_string();
     let first = text.lines().next().unwrap_or("bad arguments").trim_start_matches("error: ");
     note(&format!("error: {first} (see crashcells --help)"));
@@ -269,6 +280,7 @@ fn cmd_list(a: ListArgs) -> Result<i32> {
 /// `report`: one saved report rendered again, or the partitions of one run
 /// merged first. Exits as the run would have.
 fn cmd_report(a: ReportArgs) -> Result<i32> {
+    let _out = outclaim::OutClaim::take(a.output.out.as_deref(), &a.from)?;
     check_new_only(&a)?;
     let mut reports = Vec::new();
     for from in &a.from {
@@ -281,9 +293,10 @@ fn cmd_report(a: ReportArgs) -> Result<i32> {
         report.judge_known(Some(file.display().to_string()), report::known::load(file)?);
     }
     let sources: Vec<String> = a.from.iter().map(|f| f.display().to_string()).collect();
+    let show = a.show || std::io::stdout().is_terminal();
     match a.new_only {
-        true => emit(&report.new_only(), &a.output, &sources, a.step_summary)?,
-        false => emit(&report, &a.output, &sources, a.step_summary)?,
+        true => emit(&report.new_only(), &a.output, &sources, a.step_summary, show)?,
+        false => emit(&report, &a.output, &sources, a.step_summary, show)?,
     }
     // The whole run's exit code, whatever part of it was shown.
     Ok(report.exit_code())
@@ -330,6 +343,8 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     // The run's duration is the run's: the preflight counts (a slow child
     // can take seconds to start, and a run interrupted then took them).
     let started = Instant::now();
+    // Before anything else can fail: no stale report at --out, no second run on it.
+    let _out = outclaim::OutClaim::take(a.output.out.as_deref(), &[])?;
     let mut o = a.options;
     checks::options(&o)?;
     validate_mutant(&o.mutant)?;
@@ -430,7 +445,8 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         (Some(path), Format::Json) => vec![path.display().to_string()],
         _ => vec![],
     };
-    emit(&report, &a.output, &whole, true)?;
+    // A run's own log shows its human report, wherever the report goes.
+    emit(&report, &a.output, &whole, true, true)?;
     Ok(run_exit_code(&report, jobs.len()))
 }
 
@@ -480,12 +496,12 @@ fn cmd_audit(a: AuditArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// Writes the report: to `--out` (atomically) in the chosen format with a
-/// human summary on stdout, or to stdout in the chosen format; and, when
-/// `step_summary`, its Markdown to the GitHub step summary if there is one.
-/// `whole` names the files that hold the whole report, for a Markdown that
-/// must leave fires out to fit in a comment.
-fn emit(report: &report::Report, out: &OutputArgs, whole: &[String], step_summary: bool) -> Result<()> {
+/// Writes the report: to `--out` (atomically) in the chosen format, with
+/// the human report on stdout when `show`, or to stdout in the chosen
+/// format; and, when `step_summary`, its Markdown to the GitHub step
+/// summary if there is one. `whole` names the files that hold the whole
+/// report, for a Markdown that must leave fires out to fit in a comment.
+fn emit(report: &report::Report, out: &OutputArgs, whole: &[String], step_summary: bool, show: bool) -> Result<()> {
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let markdown = || report::markdown::render_within(report, whole, report::markdown::LIMIT);
     let text = match out.format {
@@ -496,7 +512,9 @@ fn emit(report: &report::Report, out: &OutputArgs, whole: &[String], step_summar
         None => stdout(&text)?,
         Some(path) => {
             write_atomically(path, &text)?;
-            stdout(&report::render(report, Format::Human, color)?)?;
+            if show {
+                stdout(&report::render(report, Format::Human, color)?)?;
+            }
             note(&format!("report written to {}", path.display()));
         }
     }

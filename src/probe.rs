@@ -61,6 +61,18 @@ impl Scratch {
 /// passes or the run is interrupted (its caller looks at the interrupt).
 /// Returns how the child ended, if it did.
 pub fn wait_first_line(child: &mut Running, acks: &Path, deadline: Duration) -> Option<Exit> {
+    wait_first_line_unless(child, acks, deadline, &|| false)
+}
+
+/// [`wait_first_line`], that also stops as soon as `broken` says the child
+/// showed it will write no ready record (the preflight's long wait must not
+/// be spent on a child that printed binary).
+fn wait_first_line_unless(
+    child: &mut Running,
+    acks: &Path,
+    deadline: Duration,
+    broken: &dyn Fn() -> bool,
+) -> Option<Exit> {
     let end = Instant::now() + deadline;
     loop {
         if std::fs::read(acks).is_ok_and(|b| b.contains(&b'\n')) {
@@ -69,11 +81,24 @@ pub fn wait_first_line(child: &mut Running, acks: &Path, deadline: Duration) -> 
         if let Some(exit) = child.try_exit() {
             return Some(exit);
         }
-        if Instant::now() >= end || crate::harness::interrupted().is_some() {
+        if Instant::now() >= end || crate::harness::interrupted().is_some() || broken() {
             return None;
         }
         std::thread::sleep(POLL);
     }
+}
+
+/// Whether what a child wrote so far shows that it does not speak the
+/// protocol, whatever it does next: a journal whose first byte cannot begin
+/// a ready record (JSON, `{`), or bytes that are not text on stdout or in
+/// the journal (a binary printed by mistake). A slow child shows neither,
+/// and keeps its whole wait.
+pub fn not_protocol(acks: &[u8], stdout: &[u8]) -> bool {
+    let binary = |b: &[u8]| {
+        std::str::from_utf8(b).map_or(true, |t| t.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t')))
+    };
+    let first = acks.iter().find(|b| !b.is_ascii_whitespace());
+    first.is_some_and(|&b| b != b'{') || binary(acks) || binary(stdout)
 }
 
 /// Why the preflight found no child speaking the protocol.
@@ -109,18 +134,40 @@ pub fn preflight_with(
     let acks = scratch.path("acks.ndjson");
     let args = scratch.op(Op::Append).acks(&acks).stop_after(1).mutant(mutant);
     let mut running = scratch.spawn(child, &args, "append", deadline).map_err(PreflightError::Start)?;
-    let exited = wait_first_line(&mut running, &acks, deadline);
+    let stdout_path = scratch.path("append.stdout");
+    let read = |p: &Path| std::fs::read(p).unwrap_or_default();
+    let broken = || not_protocol(&read(&acks), &read(&stdout_path));
+    let exited = wait_first_line_unless(&mut running, &acks, deadline, &broken);
+    let stopped_early = exited.is_none() && broken();
     let reaped = running.kill_and_reap();
-    let bytes = std::fs::read(&acks).unwrap_or_default();
+    let bytes = read(&acks);
+    // A journal that holds a line is the protocol's to judge, binary or not.
     let ready = journal::parse(&bytes)?.ready;
     ready.ok_or_else(|| {
-        let stdout = std::fs::read(scratch.path("append.stdout")).unwrap_or_default();
-        PreflightError::NoReady(no_ready(&bytes, &stdout, exited.map(|_| reaped.exit), &reaped.stderr_tail, deadline))
+        let stdout = read(&stdout_path);
+        let exit = exited.map(|_| reaped.exit);
+        let end = match exit {
+            Some(e) => End::Exited(e),
+            None if stopped_early => End::NotProtocol,
+            None => End::Deadline(deadline),
+        };
+        PreflightError::NoReady(no_ready(&bytes, &stdout, end, &reaped.stderr_tail))
     })
 }
 
+/// How the wait for a ready record ended, when there was none.
+#[derive(Clone, Copy, Debug)]
+pub enum End {
+    /// The child ended by itself.
+    Exited(Exit),
+    /// The deadline passed.
+    Deadline(Duration),
+    /// What it wrote showed it does not speak the protocol ([`not_protocol`]).
+    NotProtocol,
+}
+
 /// Says why there is no ready record, with what the child did instead.
-pub fn no_ready(acks: &[u8], stdout: &[u8], exit: Option<Exit>, stderr: &str, deadline: Duration) -> String {
+pub fn no_ready(acks: &[u8], stdout: &[u8], end: End, stderr: &str) -> String {
     let mut why = String::from("wrote no ready record to its ack journal");
     if !acks.is_empty() {
         why.push_str(&format!(" (the journal holds {} without a newline)", snippet(acks)));
@@ -130,9 +177,10 @@ pub fn no_ready(acks: &[u8], stdout: &[u8], exit: Option<Exit>, stderr: &str, de
             snippet(stdout)
         ));
     }
-    match exit {
-        Some(e) => why.push_str(&format!("; it ended with {e}")),
-        None => why.push_str(&format!(" within {deadline:?}")),
+    match end {
+        End::Exited(e) => why.push_str(&format!("; it ended with {e}")),
+        End::Deadline(d) => why.push_str(&format!(" within {d:?}")),
+        End::NotProtocol => why.push_str("; what it wrote is no protocol, so it was not waited for"),
     }
     if !stderr.is_empty() {
         why.push_str(&format!(": {stderr}"));
@@ -147,12 +195,21 @@ mod tests {
     #[test]
     fn no_ready_says_what_came_instead() {
         let d = Duration::from_secs(1);
-        let why = no_ready(b"", b"hello\n", Some(Exit::Code(0)), "", d);
+        let why = no_ready(b"", b"hello\n", End::Exited(Exit::Code(0)), "");
         assert_eq!(
             why,
             r#"wrote no ready record to its ack journal (it printed "hello" on stdout; the ready record belongs in the --acks file); it ended with exit code 0"#
         );
-        let why = no_ready(b"{\"kind\"", b"", None, "boom", d);
+        let why = no_ready(b"{\"kind\"", b"", End::Deadline(d), "boom");
         assert!(why.contains("without a newline") && why.ends_with("within 1s: boom"), "{why}");
+    }
+
+    #[test]
+    fn binary_output_or_a_journal_that_is_no_json_is_no_protocol_and_a_slow_start_is() {
+        assert!(!not_protocol(b"", b""), "nothing yet: a slow start");
+        assert!(!not_protocol(b"{\"kind\":\"rea", b"starting the store\n"), "text, and a record on its way");
+        assert!(not_protocol(b"", b"\x7fELF\x02\x01\x01\x00"), "a binary on stdout");
+        assert!(not_protocol(b"", &[0xff, 0xfe, 0x00]), "not even UTF-8");
+        assert!(not_protocol(b"ready", b""), "a journal that is no JSON record");
     }
 }

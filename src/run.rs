@@ -118,9 +118,26 @@ impl Bars {
 
 /// A result's bar before it knows how many trials or points it plans (a
 /// sweep, while it records): a spinner and the phase, no `0/0` count.
-const STARTING: &str = "  {prefix:<40} {spinner} {elapsed:>4} {msg}";
-/// A result's bar once it knows: done of planned.
-const PLANNED: &str = "  {prefix:<40} {bar:20} {pos:>4}/{len:<4} {msg}";
+const STARTING: &str = "  {prefix:<36} {spinner} {elapsed:>4} {msg}";
+/// A result's bar once it knows: done of planned. Its widest line (a label
+/// of [`LABEL`] characters, 9,999 points, `stores, recovering`) is 79
+/// columns: a terminal of 80 does not wrap it.
+const PLANNED: &str = "  {prefix:<36} {bar:12} {pos:>4}/{len:<4} {msg}";
+/// The most characters of a result's label (`cell/leg/kill`) on its bar;
+/// a longer one is cut in its middle (the templates' `36`).
+const LABEL: usize = 36;
+
+/// A result's label cut to [`LABEL`] characters, its start and its end kept
+/// (`outbox-exactly-onc…-sync-normal/syscall`), so that the line fits.
+fn fit(label: &str) -> String {
+    let chars: Vec<char> = label.chars().collect();
+    if chars.len() <= LABEL {
+        return label.to_string();
+    }
+    let tail = LABEL / 2;
+    let head = LABEL - tail - 1;
+    format!("{}…{}", chars[..head].iter().collect::<String>(), chars[chars.len() - tail..].iter().collect::<String>())
+}
 
 /// The style of a result's bar, before and after its plan is known.
 pub fn bar_style(planned: bool) -> ProgressStyle {
@@ -136,8 +153,12 @@ fn unit(kill: crate::plan::KillMode) -> &'static str {
 
 impl Progress for Bars {
     fn begun(&self, index: usize, job: &Job) -> Tally {
-        let label =
-            format!("{}/{}/{}", job.cell.id, job.leg.as_ref().map_or("-", |l| l.name.as_str()), job.kill.as_str());
+        let label = fit(&format!(
+            "{}/{}/{}",
+            job.cell.id,
+            job.leg.as_ref().map_or("-", |l| l.name.as_str()),
+            job.kill.as_str()
+        ));
         let bar = self
             .multi
             .insert_before(&self.overall, ProgressBar::new(0).with_style(bar_style(false)).with_prefix(label));
@@ -207,7 +228,7 @@ pub fn report(ctx: &Context, facts: RunFacts, results: Vec<CellResult>) -> Repor
         launcher: ctx.child.warm_pool().map(|_| ctx.child.launcher()),
         known_file: None,
         known_findings: vec![],
-        new_only_of: None,
+        new_only: false,
         summary: Summary::of(&results),
         results,
     };
@@ -241,6 +262,52 @@ pub fn os_description() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The columns a template's line takes with `msg` as its message: each
+    /// placeholder its width, the text between them as it is.
+    fn columns(template: &str, msg: &str) -> usize {
+        let mut width = 0;
+        let mut rest = template;
+        while let Some(open) = rest.find('{') {
+            width += rest[..open].chars().count();
+            let close = open + rest[open..].find('}').expect("a closed placeholder");
+            let field = &rest[open + 1..close];
+            width += match field.rsplit_once([':', '<', '>']) {
+                Some((_, n)) => n.parse::<usize>().expect("a width"),
+                None if field == "msg" => msg.chars().count(),
+                None => 1, // the spinner
+            };
+            rest = &rest[close + 1..];
+        }
+        width + rest.chars().count()
+    }
+
+    /// Every result's bar fits a terminal of 80 columns: the longest label
+    /// of the catalog's cells on the audit matrix's legs is cut to fit, and
+    /// the longest message with it.
+    #[test]
+    fn a_results_progress_line_fits_80_columns() {
+        use crate::plan::KillMode;
+        let catalog = crate::catalog::Catalog::embedded().unwrap();
+        let audit = crate::matrix::Matrix::load("audit").unwrap();
+        let mut longest = String::new();
+        for cell in &catalog.cells {
+            for leg in &audit.legs {
+                for kill in KillMode::all() {
+                    let label = format!("{}/{}/{}", cell.id, leg.name, kill.as_str());
+                    longest = if label.len() > longest.len() { label } else { longest };
+                }
+            }
+        }
+        assert!(longest.chars().count() > LABEL, "the test cuts a label: {longest}");
+        assert_eq!(fit(&longest).chars().count(), LABEL, "{}", fit(&longest));
+        assert!(fit(&longest).starts_with(&longest[..10]) && fit(&longest).ends_with(&longest[longest.len() - 10..]));
+        let msgs = KillMode::all()
+            .flat_map(|k| ["recording", "checking", "recovering"].map(|phase| format!("{}, {phase}", unit(k))));
+        let widest = msgs.map(|m| columns(PLANNED, &m).max(columns(STARTING, &m))).max().unwrap();
+        assert!(widest <= 80, "{widest} columns");
+        assert_eq!(columns("  {prefix:<40} {bar:20} {pos:>4}/{len:<4} {msg}", "points, checking"), 90, "as before");
+    }
 
     /// A sweep's bar shows no count before it knows its points (a `0/0`
     /// flashed while it recorded), then done of planned.

@@ -213,7 +213,20 @@ fn readme_names_every_file_of_an_evidence_folder() {
         &["--cell", "1", "--kill", "syscall", "--mutant", "ack-before-commit", "--leg", "delete", "--seed", "3"][..],
         &["--cell", "5", "--kill", "syscall", "--mutant", "resend-on-catch-up", "--leg", "wal", "--seed", "3"],
         &["--cell", "2", "--kill", "none", "--mutant", "racy-claim", "--seed", "3"],
-        &["--cell", "1", "--kill", "fault", "--mutant", "ack-despite-io-error", "--leg", "wal", "--point", "51"],
+        &[
+            "--cell",
+            "1",
+            "--kill",
+            "fault",
+            "--mutant",
+            "ack-despite-io-error",
+            "--leg",
+            "wal",
+            "--seed",
+            "3",
+            "--point",
+            "51",
+        ],
     ] {
         let (code, report) = run_json(&[&["run"][..], args].concat(), dir.path());
         assert_eq!(code, 1, "{args:?}: {report:#}");

@@ -138,29 +138,91 @@ fn a_known_finding_a_whole_sweep_no_longer_fires_is_gone_exit_1_named_in_every_f
     let (code, md) = report(&json, &["--new-only", "--format", "markdown"]);
     assert_eq!(code, 1);
     assert!(
-        md.contains("**New only**: the 0 fires not known and the 1 known finding gone, of the run's 2 results"),
+        md.contains("**New only**: no fire that is not known and 1 known finding gone, of the run's 2 results"),
         "{md}"
     );
     assert!(md.contains("| **gone** |") && !md.contains("| pass |"), "{md}");
 }
 
+/// A run with a new fire, a known fire, a gone finding and two that did
+/// not run here: cell 1 under `ack-before-commit` fires on `delete` (known)
+/// and `wal` (new), cell 3's whole sweep of `delete` passes (its listed
+/// orphan is gone). Two real runs, put together as one report.
+fn mixed_run(dir: &Path) -> (PathBuf, PathBuf) {
+    let json = |name: &str, args: &[&str]| {
+        let path = dir.join(name);
+        let more = ["--kill", "syscall", "--seed", "5", "--format", "json", "--out", path.to_str().unwrap()];
+        run(&[args, &more[..]].concat(), dir);
+        serde_json::from_str::<Value>(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    };
+    let mut fires =
+        json("fires.json", &["run", "--cell", "1", "--leg", "delete", "--leg", "wal", "--mutant", "ack-before-commit"]);
+    let pass = json("pass.json", &["run", "--cell", "3", "--leg", "delete"]);
+    let results = [fires["results"].as_array().unwrap().clone(), pass["results"].as_array().unwrap().clone()].concat();
+    (fires["results"], fires["planned"]) = (Value::from(results), Value::from(3));
+    let path = dir.join("run.json");
+    std::fs::write(&path, fires.to_string()).unwrap();
+    let known = known_file(
+        dir,
+        &[
+            "prefix-durability/delete/full/syscall/lost-ack",
+            ROTATION,
+            "rotation-atomicity/delete/full/timed/orphan",
+            "outbox-exactly-once/wal/full/syscall/double-delivery",
+        ],
+    );
+    (path, known)
+}
+
 #[test]
-fn new_only_shows_the_fires_that_are_not_known() {
+fn a_new_only_post_says_only_what_is_true_of_the_run() {
     let dir = scratch();
-    let known = known_file(dir.path(), &["prefix-durability/delete/full/syscall/lost-ack"]);
-    let json = dir.path().join("run.json");
-    let args = ["run", "--cell", "1", "--leg", "delete", "--leg", "wal", "--kill", "syscall", "--seed", "5"];
-    let more = ["--mutant", "ack-before-commit", "--known", known.to_str().unwrap(), "--format", "json", "--out"];
-    let out = run(&[&args[..], &more[..], &[json.to_str().unwrap()]].concat(), dir.path());
-    assert_eq!(out.status.code(), Some(1), "the wal leg's fire is new: {}", String::from_utf8_lossy(&out.stdout));
-    for format in ["human", "markdown"] {
-        let (code, text) = report(&json, &["--new-only", "--format", format]);
-        assert_eq!(code, 1, "{format}");
-        assert!(text.contains("prefix-durability/wal/full/syscall/lost-ack"), "{format}: {text}");
-        assert!(!text.contains("| known |") && !text.lines().any(|l| l.starts_with("known ")), "{format}: {text}");
-    }
-    let (_, human) = report(&json, &["--new-only"]);
-    assert!(human.contains("new only: 1 fire not known, of the run's 2 results"), "{human}");
+    let (json, known) = mixed_run(dir.path());
+    let (code, md) = report(&json, &["--known", known.to_str().unwrap(), "--new-only", "--format", "markdown"]);
+    assert_eq!(code, 1, "a new fire and a gone finding: {md}");
+    let new = "prefix-durability/wal/full/syscall/lost-ack";
+    // Every sentence of the post, against the run: the whole run's counts...
+    assert!(md.starts_with("## crashcells: 1 fire, 0 error, 1 known, 1 gone, 1 pass, 0 skip, 0 stub\n"), "{md}");
+    assert!(
+        md.contains(
+            "**New only**: 1 fire not known and 1 known finding gone, of the run's 3 results; the counts above are \
+             the whole run's."
+        ),
+        "{md}"
+    );
+    // ...the modes every result ran, not only the shown ones'...
+    assert!(md.contains("| journal modes | delete, wal |"), "{md}");
+    // ...the file as it is, the gone finding named, the new fire alone in the table.
+    assert!(
+        md.contains(&format!("`{}` lists 4 known findings (1 fired, 1 gone, 2 did not run here).", known.display())),
+        "{md}"
+    );
+    assert!(md.contains(&format!("**Gone:** known finding {ROTATION} (issue #31) did not fire")), "{md}");
+    let listed = md.lines().filter(|l| l.starts_with("| `") && l.contains("| #31 |")).count();
+    assert_eq!(listed, 1, "one known finding listed, the gone one: {md}");
+    assert!(md.contains(&format!("| `{ROTATION}` | #31 | **gone** |")), "{md}");
+    assert_eq!(md.matches("| **fire** |").count(), 1, "{md}");
+    assert!(md.contains(&format!("### fire: `{new}` on leg `wal`")), "{md}");
+    assert!(!md.contains("lists none") && !md.contains("none ran") && !md.contains("| known |"), "{md}");
+    let whole = crashcells::report::Report::from_json("run.json", &std::fs::read_to_string(&json).unwrap()).unwrap();
+    crate::reports::settings(dir.path(), &whole).bind(|| insta::assert_snapshot!("mixed_run.new_only.md", md));
+    // The human rendering says the same, in its words.
+    let (_, human) = report(&json, &["--known", known.to_str().unwrap(), "--new-only"]);
+    assert!(human.contains("new only: 1 fire not known and 1 known finding gone, of the run's 3 results"), "{human}");
+    assert!(human.contains(&format!("known findings: {} lists 4 known findings (1 fired, 1 gone", known.display())));
+    // A gone finding alone: no empty table, and still the modes that ran.
+    let known = known_file(
+        dir.path(),
+        &[ROTATION, "prefix-durability/delete/full/syscall/lost-ack", "prefix-durability/wal/full/syscall/lost-ack"],
+    );
+    let (code, md) = report(&json, &["--known", known.to_str().unwrap(), "--new-only", "--format", "markdown"]);
+    assert_eq!(code, 1, "{md}");
+    assert!(
+        md.contains("**New only**: no fire that is not known and 1 known finding gone, of the run's 3 results"),
+        "{md}"
+    );
+    assert!(md.contains("| journal modes | delete, wal |") && !md.contains("### Results"), "{md}");
+    assert!(md.trim_end().ends_with("|"), "ends with the known findings' table: {md}");
     let out = bin().args(["report", "--from"]).arg(&json).args(["--new-only", "--format", "json"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!((out.status.code(), stderr.trim().lines().count()), (Some(2), 1), "{stderr}");
@@ -179,6 +241,15 @@ fn a_malformed_known_findings_file_is_one_line_and_exit_2_before_any_child_runs(
         ("[[finding]]\nfingerprint = \"a/b/c/syscall/d\"\n", "entry 1: missing field `issue`"),
         ("[[finding]]\nfingerprint = \"a/b/c/d\"\nissue = \"#1\"\n", "entry 1: fingerprint `a/b/c/d` has 4 words"),
         ("[finding\n", "at byte"),
+        (
+            "[[finding]]\nfingerprint = \"rotation-atomicty/wal/full/syscall/orphan\"\nissue = \"#1\"\n",
+            "entry 1: fingerprint `rotation-atomicty/wal/full/syscall/orphan` names an unknown cell \
+             `rotation-atomicty` (did you mean `rotation-atomicity`?)",
+        ),
+        (
+            "[[finding]]\nfingerprint = \"rotation-atomicity/wall/full/syscall/orphan\"\nissue = \"#1\"\n",
+            "names an unknown journal mode `wall` (did you mean `wal`?)",
+        ),
     ];
     for (text, needle) in cases {
         std::fs::write(&bad, text).unwrap();

@@ -15,6 +15,7 @@ mod imports;
 mod known;
 mod langgraph;
 mod matrices;
+mod outputs;
 mod protocol;
 mod recorded;
 mod reports;

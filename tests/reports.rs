@@ -143,7 +143,7 @@ fn rendered(from: &Path, format: &str) -> String {
 /// scratch folder, run ids (time and pid), times, how many acks a timed
 /// kill let through, the kernel, the crate's version and the folder the
 /// tests started in.
-fn settings(dir: &Path, report: &Report) -> insta::Settings {
+pub(crate) fn settings(dir: &Path, report: &Report) -> insta::Settings {
     let mut s = insta::Settings::clone_current();
     s.set_snapshot_path("snapshots");
     s.set_prepend_module_to_snapshot(false);

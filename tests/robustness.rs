@@ -155,6 +155,14 @@ fn interrupt_with(signal: Signal, times: usize) {
     assert!(processes_mentioning(&workdir).is_empty(), "children left: {:?}", processes_mentioning(&workdir));
     let left: Vec<_> = std::fs::read_dir(&workdir).unwrap().flatten().map(|e| e.path()).collect();
     assert!(left.is_empty(), "temp folders left: {left:?}");
+    // Its JUnit is no green suite of skipped cases: an error says what did not run.
+    let xml = bin().args(["report", "--format", "junit", "--from"]).arg(&out).output().unwrap();
+    let xml = String::from_utf8_lossy(&xml.stdout);
+    let name = signal.as_str();
+    assert!(xml.contains("<testcase name=\"crashcells/incomplete\" classname=\"crashcells\">"), "{xml}");
+    assert!(xml.contains(&format!("<error message=\"the run was interrupted by {name}: a partial report;")), "{xml}");
+    assert!(xml.contains("type=\"interrupted\"/>"), "{xml}");
+    assert!(xml.contains("errors=\"1\""), "{xml}");
 }
 
 #[test]
@@ -180,6 +188,23 @@ fn a_child_that_exits_at_once_is_refused_before_any_cell_runs() {
     assert_eq!(errors.len(), 1, "{stderr}");
     assert!(errors[0].contains("no ready record") && errors[0].contains("exit code 0"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// A child that prints binary and then blocks speaks no protocol: the
+/// preflight, which waits at least 30 s for a slow start, stops at once.
+#[test]
+fn a_child_that_prints_binary_is_refused_without_waiting_for_the_preflights_floor() {
+    let dir = scratch();
+    let child = dir.path().join("binary-child");
+    std::fs::write(&child, "#!/bin/sh\nprintf '\\177ELF\\002\\001\\000\\000'\nexec sleep 600\n").unwrap();
+    std::fs::set_permissions(&child, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let args = ["run", "--cell", "1", "--seed", "1", "--deadline", "3", "--child", child.to_str().unwrap()];
+    let out = run(&args, dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!((out.status.code(), stderr.trim().lines().count()), (Some(2), 1), "{stderr}");
+    assert!(stderr.contains(r#"(it printed "\u{7f}ELF"#), "{stderr}");
+    assert!(stderr.contains("what it wrote is no protocol, so it was not waited for"), "{stderr}");
+    assert!(processes_mentioning(dir.path()).is_empty(), "{:?}", processes_mentioning(dir.path()));
 }
 
 #[test]

@@ -28,7 +28,7 @@
 // and `main` reads nothing of the process but what it is given.
 
 import { closeSync, existsSync, openSync, writeSync } from "node:fs";
-import { readFileSync, statSync } from "node:fs";
+import { readFileSync, realpathSync, statSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -73,9 +73,9 @@ class Unavailable extends Error {}
 /** `[database]` with `journal_mode` and `synchronous`, anything else refused:
  * LangGraph has no knob for either (see `resolver`), but a leg must never run
  * on a config the adapter did not understand. */
-export function readConfig(env) {
-  const home = env.CRASHCELLS_HOME;
-  if (home === undefined) return { journalMode: null, synchronous: null };
+export function readConfig(env, cwd) {
+  if (env.CRASHCELLS_HOME === undefined) return { journalMode: null, synchronous: null };
+  const home = resolve(cwd, env.CRASHCELLS_HOME);
   if (existsSync(home) && !statSync(home).isDirectory()) throw new Usage(`${home}: CRASHCELLS_HOME is not a folder`);
   const path = resolve(home, "config.toml");
   let text;
@@ -487,7 +487,7 @@ export async function main(argv, env, cwd) {
   try {
     a = parse(argv, cwd);
     if (a.op === "dump") return await opDump(a);
-    const config = readConfig(env);
+    const config = readConfig(env, cwd);
     return await (a.op === "append" ? opAppend : opFork)(a, config);
   } catch (e) {
     const code = e instanceof Usage ? EXIT_USAGE : e instanceof Unavailable ? EXIT_UNAVAILABLE : EXIT_ERROR;
@@ -497,7 +497,17 @@ export async function main(argv, env, cwd) {
   }
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  const code = await main(process.argv.slice(2), process.env, process.cwd());
-  process.exit(code);
+/** Whether node was started on this file (through a symbolic link too:
+ * Node.js resolves the main module's links, so `import.meta.url` names the
+ * real file), rather than imported by a warm pool. */
+function startedAsProgram() {
+  try {
+    return import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href;
+  } catch {
+    return false;
+  }
+}
+
+if (startedAsProgram()) {
+  process.exit(await main(process.argv.slice(2), process.env, process.cwd()));
 }

@@ -22,6 +22,12 @@ pub trait Cell: Sync {
     /// the integrity check are the pipeline's, for every cell.
     fn check(&self, seen: &Seen) -> Violations;
 
+    /// Every kind of violation [`Cell::check`] can find (each cell's tests
+    /// check every kind they see against it): with the pipeline's own kinds
+    /// ([`fire_kinds`]), the kinds a fire of this cell can have, so that a
+    /// known finding naming another is refused as the typo it is.
+    fn kinds(&self) -> &'static [&'static str];
+
     /// The workload seed of a syscall (or power) sweep, from the one derived
     /// for it: a cell whose operation is seeded (`Op::seeded`) may move it,
     /// deterministically, to one whose first `ops` operations show every
@@ -44,6 +50,60 @@ pub trait Cell: Sync {
     /// audit of fifteen legs). Every cell says, so that none is left out
     /// of the audit without a word.
     fn answers_durability(&self) -> bool;
+}
+
+/// The kind of a fire whose recovered file `PRAGMA integrity_check` does
+/// not pass (the pipeline's, for every cell).
+pub const CORRUPT: &str = "corrupt";
+/// The kind of a fire whose two recovery passes disagree (the pipeline's).
+pub const NONDETERMINISTIC: &str = "nondeterministic-recovery";
+/// The kind of fault injection's clause (a): an operation acknowledged
+/// though its write or sync failed (`--kill fault` only).
+pub const ACKED_DESPITE_IO_ERROR: &str = "acked-despite-io-error";
+
+/// The kind of a fire made of the store's own failure in `op`: a kind of
+/// its own per operation, so that its fingerprint names what failed.
+pub fn store_failed(op: Op) -> &'static str {
+    match op {
+        Op::Append => "store-failed-append",
+        Op::Rotate => "store-failed-rotate",
+        Op::Park => "store-failed-park",
+        Op::Claim => "store-failed-claim",
+        Op::Dump => "store-failed-dump",
+        Op::Fork => "store-failed-fork",
+        Op::Deliver => "store-failed-deliver",
+        Op::CatchUp => "store-failed-catch-up",
+    }
+}
+
+/// Every kind a fire of `cell` can have: its check's, the pipeline's for
+/// every cell (corrupt, nondeterministic recovery), the store's own failure
+/// in each of `ops` (the operations its shape runs), and under an injected
+/// failure (`fault`: a kill mode that fails a call, the child running on)
+/// clause (a)'s.
+pub fn fire_kinds(cell: &dyn Cell, ops: &[Op], fault: bool) -> Vec<&'static str> {
+    let mut kinds = cell.kinds().to_vec();
+    kinds.extend([CORRUPT, NONDETERMINISTIC]);
+    kinds.extend(ops.iter().map(|&op| store_failed(op)));
+    if fault {
+        kinds.push(ACKED_DESPITE_IO_ERROR);
+    }
+    kinds
+}
+
+/// A cell's check seen in its tests: every kind it found must be one it
+/// declares (`Cell::kinds`), or a known finding of that kind would be
+/// refused as a typo.
+#[cfg(test)]
+pub fn declared(kinds: &[&str], v: Violations) -> Violations {
+    for f in &v.found {
+        assert!(
+            kinds.contains(&f.kind),
+            "the check found kind `{}`, which its cell does not declare: {kinds:?}",
+            f.kind
+        );
+    }
+    v
 }
 
 /// A parameter a cell's shape needs that its catalog file does not give.
@@ -173,5 +233,19 @@ impl Violations {
     /// The violations' sentences, in order.
     pub fn texts(&self) -> Vec<&str> {
         self.found.iter().map(|v| v.text.as_str()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[should_panic(expected = "the check found kind `typo`, which its cell does not declare")]
+    fn a_kind_a_cell_does_not_declare_is_caught() {
+        let mut v = Violations::default();
+        v.fire("lost-ack", "declared");
+        v.fire("typo", "not declared");
+        declared(&["lost-ack"], v);
     }
 }

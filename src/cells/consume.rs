@@ -19,6 +19,9 @@ use crate::catalog::Params;
 
 pub struct ConsumeOnce;
 
+/// Every kind of violation [`check`] finds.
+const KINDS: &[&str] = &["winners", "claims", "won-without-claim", "state-mismatch"];
+
 impl Cell for ConsumeOnce {
     fn id(&self) -> &'static str {
         "consume-once"
@@ -40,6 +43,10 @@ impl Cell for ConsumeOnce {
 
     /// One claim is about who holds the handoff, not about a commit
     /// surviving; the audit's crash columns sweep workloads only.
+    fn kinds(&self) -> &'static [&'static str] {
+        KINDS
+    }
+
     fn answers_durability(&self) -> bool {
         false
     }
@@ -91,6 +98,12 @@ pub fn check(dump: &Dump, won: u32, racers: usize, killed: bool) -> Violations {
 mod tests {
     use super::*;
     use crashcells_protocol::{DumpMessage, DumpSession};
+    use crate::cells::declared;
+
+    /// The cell's check, every kind it finds one it declares.
+    fn check(dump: &Dump, won: u32, racers: usize, killed: bool) -> Violations {
+        declared(KINDS, super::check(dump, won, racers, killed))
+    }
 
     fn dump(claims: usize, state: &str) -> Dump {
         let session = DumpSession { handoff_state: Some(state.into()), ..DumpSession::new(HANDOFF, claims as i64) };

@@ -25,6 +25,9 @@ const SHOWN: usize = 8;
 
 pub struct ForkDeterminism;
 
+/// Every kind of violation [`check`] finds.
+const KINDS: &[&str] = &["ambiguous-branch", "unexpected-ack", "not-the-chosen-prefix"];
+
 impl Cell for ForkDeterminism {
     fn id(&self) -> &'static str {
         "fork-determinism"
@@ -40,6 +43,10 @@ impl Cell for ForkDeterminism {
 
     fn sweep_seed(&self, seed: u64, ops: u64) -> u64 {
         sweep_seed(seed, ops)
+    }
+
+    fn kinds(&self) -> &'static [&'static str] {
+        KINDS
     }
 
     /// A rewind's atomicity is not about acknowledged commits surviving:
@@ -228,6 +235,12 @@ pub fn check(dump: &Dump, acks: &[Ack], seed: u64) -> Violations {
 mod tests {
     use super::*;
     use crashcells_protocol::{DumpMessage, DumpSession};
+    use crate::cells::declared;
+
+    /// The cell's check, every kind it finds one it declares.
+    fn check(dump: &Dump, acks: &[Ack], seed: u64) -> Violations {
+        declared(KINDS, super::check(dump, acks, seed))
+    }
 
     /// Seed 8: operation 3 rewinds 3 messages to 1 (k = (8 + 3) mod 2).
     const SEED: u64 = 8;

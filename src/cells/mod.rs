@@ -11,7 +11,12 @@
 
 mod cell;
 
-pub use cell::{Cell, End, MissingParam, Process, Seen, Shape, Violation, Violations, need, plural};
+#[cfg(test)]
+pub use cell::declared;
+pub use cell::{
+    ACKED_DESPITE_IO_ERROR, CORRUPT, Cell, End, MissingParam, NONDETERMINISTIC, Process, Seen, Shape, Violation,
+    Violations, fire_kinds, need, plural, store_failed,
+};
 
 /// Declares each cell's module and lists its probe in [`CELLS`], in catalog
 /// order: a cell is one line, `module => Probe`.
@@ -81,6 +86,31 @@ mod tests {
         assert_eq!(shape.operations(), [Op::Deliver, Op::CatchUp, Op::Dump]);
         let plain = Shape::Workload { op: Op::Fork, window: 1, sweep_acks: 1, recovery: None };
         assert_eq!(plain.operations(), [Op::Fork, Op::Dump]);
+    }
+
+    /// A cell's kinds are fingerprint words, each once, none the pipeline's
+    /// own (which every cell has).
+    #[test]
+    fn every_cell_declares_its_kinds_as_words_each_once() {
+        let word = is_word;
+        for cell in CELLS {
+            let kinds = cell.kinds();
+            assert!(!kinds.is_empty(), "{}", cell.id());
+            for (i, k) in kinds.iter().enumerate() {
+                assert!(word(k), "{}: `{k}` is no fingerprint word", cell.id());
+                assert!(!kinds[..i].contains(k), "{}: `{k}` twice", cell.id());
+                assert!(![CORRUPT, NONDETERMINISTIC, ACKED_DESPITE_IO_ERROR].contains(k), "{}: `{k}`", cell.id());
+            }
+        }
+        let kinds = fire_kinds(find("outbox-exactly-once").unwrap(), &[Op::Deliver, Op::CatchUp, Op::Dump], true);
+        for k in ["double-delivery", "corrupt", "store-failed-catch-up", "acked-despite-io-error"] {
+            assert!(kinds.contains(&k), "{k}: {kinds:?}");
+        }
+    }
+
+    /// Lowercase words joined by `-`.
+    fn is_word(k: &str) -> bool {
+        !k.is_empty() && k.split('-').all(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_lowercase()))
     }
 
     #[test]

@@ -26,6 +26,9 @@ use crate::catalog::Params;
 
 pub struct OutboxExactlyOnce;
 
+/// Every kind of violation [`check`] finds.
+const KINDS: &[&str] = &["unkeyed-ack", "double-delivery", "acked-never-delivered", "lost-obligation", "left-undelivered", "unrecorded-delivery"];
+
 impl Cell for OutboxExactlyOnce {
     fn id(&self) -> &'static str {
         "outbox-exactly-once"
@@ -37,6 +40,10 @@ impl Cell for OutboxExactlyOnce {
 
     fn check(&self, seen: &Seen) -> Violations {
         check(seen.dump, &seen.acks().cloned().collect::<Vec<_>>(), seen.deliveries)
+    }
+
+    fn kinds(&self) -> &'static [&'static str] {
+        KINDS
     }
 
     /// Exactly-once delivery is its own clause; its marks' durability is
@@ -107,6 +114,12 @@ pub fn check(dump: &Dump, acks: &[Ack], deliveries: &[Delivery]) -> Violations {
 mod tests {
     use super::*;
     use crashcells_protocol::DumpObligation;
+    use crate::cells::declared;
+
+    /// The cell's check, every kind it finds one it declares.
+    fn check(dump: &Dump, acks: &[Ack], deliveries: &[Delivery]) -> Violations {
+        declared(KINDS, super::check(dump, acks, deliveries))
+    }
 
     fn dump(states: &[(&str, &str)]) -> Dump {
         let outbox = states.iter().map(|&(k, s)| DumpObligation { key: k.into(), state: s.into() }).collect();

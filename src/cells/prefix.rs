@@ -15,6 +15,9 @@ use crate::catalog::Params;
 
 pub struct PrefixDurability;
 
+/// Every kind of violation [`check`] finds.
+const KINDS: &[&str] = &["not-an-append", "hole", "duplicate", "lost-ack", "count-mismatch"];
+
 impl Cell for PrefixDurability {
     fn id(&self) -> &'static str {
         "prefix-durability"
@@ -26,6 +29,10 @@ impl Cell for PrefixDurability {
 
     fn check(&self, seen: &Seen) -> Violations {
         check(seen.dump, &seen.acks().cloned().collect::<Vec<_>>())
+    }
+
+    fn kinds(&self) -> &'static [&'static str] {
+        KINDS
     }
 
     fn answers_durability(&self) -> bool {
@@ -75,6 +82,12 @@ pub fn check(dump: &Dump, acks: &[Ack]) -> Violations {
 mod tests {
     use super::*;
     use crashcells_protocol::{DumpMessage, DumpSession};
+    use crate::cells::declared;
+
+    /// The cell's check, every kind it finds one it declares.
+    fn check(dump: &Dump, acks: &[Ack]) -> Violations {
+        declared(KINDS, super::check(dump, acks))
+    }
 
     fn dump(contents: &[&str], count: i64) -> Dump {
         Dump {

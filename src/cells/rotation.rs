@@ -31,6 +31,9 @@ use crate::catalog::Params;
 
 pub struct RotationAtomicity;
 
+/// Every kind of violation [`check`] finds.
+const KINDS: &[&str] = &["unexpected-ack", "orphan", "dangling-continuation", "incomplete-rotation", "partial-rotation"];
+
 impl Cell for RotationAtomicity {
     fn id(&self) -> &'static str {
         "rotation-atomicity"
@@ -42,6 +45,10 @@ impl Cell for RotationAtomicity {
 
     fn check(&self, seen: &Seen) -> Violations {
         check(seen.dump, &seen.acks().cloned().collect::<Vec<_>>())
+    }
+
+    fn kinds(&self) -> &'static [&'static str] {
+        KINDS
     }
 
     fn answers_durability(&self) -> bool {
@@ -292,6 +299,12 @@ fn rotation_parts(seen: &Recovered, k: u64, shapes: bool) -> (Rotation, Parts) {
 mod tests {
     use super::*;
     use crashcells_protocol::{DumpMessage, DumpSession};
+    use crate::cells::declared;
+
+    /// The cell's check, every kind it finds one it declares.
+    fn check(dump: &Dump, acks: &[Ack]) -> Violations {
+        declared(KINDS, super::check(dump, acks))
+    }
 
     fn session(id: &str, parent: Option<&str>, compressed: bool) -> DumpSession {
         DumpSession {

@@ -7,7 +7,7 @@ use crashcells_protocol::{Op, Ready};
 use super::checker::{APPENDS, Checker, State};
 use super::clauses::{ack_sequence, append_state, expect_exit, ready_fields};
 use crate::journal::{self, JournalError};
-use crate::probe::no_ready;
+use crate::probe::{End, no_ready};
 
 impl Checker<'_> {
     /// `append --stop-after 5`: the ready record, the acks, the state.
@@ -26,8 +26,9 @@ impl Checker<'_> {
         };
         let Some(ready) = journal.ready.clone() else {
             let stdout = std::fs::read(s.path("append.stdout")).unwrap_or_default();
-            let (exit, tail) = ran.clone().map_or((None, String::new()), |(e, t)| (Some(e), t));
-            self.note("ready", Err(no_ready(&bytes, &stdout, exit, &tail, self.deadline)));
+            let (end, tail) =
+                ran.clone().map_or((End::Deadline(self.deadline), String::new()), |(e, t)| (End::Exited(e), t));
+            self.note("ready", Err(no_ready(&bytes, &stdout, end, &tail)));
             return None;
         };
         self.note("ready", Ok(format!("first line is a ready record for `{}`", ready.op)));

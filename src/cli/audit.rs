@@ -369,6 +369,52 @@ mod tests {
         assert_eq!(back, report);
     }
 
+    /// The audit matrix's table with its crash columns, each leg at its
+    /// widest words (a zeroed journal of kilobytes, `truncate` applied,
+    /// `LOSES`), fits a terminal of 120 columns; the words under the rows
+    /// (reasons, repros) may not.
+    #[test]
+    fn the_audit_matrix_table_fits_120_columns() {
+        let matrix = Matrix::load("audit").unwrap();
+        let mut loses = crash::Columns::not_honored();
+        for (_, c) in &mut loses.0 {
+            (c.keeps, c.reason) = (Some(false), "2: lost".into());
+        }
+        let rows: Vec<Row> = matrix
+            .legs
+            .iter()
+            .map(|leg| {
+                let mode = leg.journal_mode.map(|m| m.as_str().to_string());
+                let level = leg.synchronous.map(|l| l.as_str().to_string());
+                let mut r = fixed_row(&leg.name, mode.as_deref(), true);
+                r.requested_synchronous = level.clone();
+                r.ran_mode = mode.unwrap_or_else(|| "wal".into());
+                r.ran_synchronous = level.or(Some("full".into()));
+                r.resolver.as_mut().unwrap().applied = "truncate".into();
+                r.artefacts = Artefacts { wal: None, journal: Some(999_999), journal_zeroed: true };
+                r.crash = loses.clone();
+                r
+            })
+            .collect();
+        let legs = rows.len();
+        let report = AuditReport {
+            schema: SCHEMA.into(),
+            crashcells_version: "0.0.0".into(),
+            matrix: "audit".into(),
+            workdir: "/tmp".into(),
+            filesystem: "ext2/3/4".into(),
+            child: "reference".into(),
+            summary: AuditSummary { legs, honored: legs, not_honored: 0 },
+            rows,
+        };
+        let text = report.to_human();
+        let table: Vec<&str> = text.lines().take_while(|l| !l.starts_with("process, power")).collect();
+        let widest = table.iter().filter(|l| !l.starts_with("    ")).map(|l| l.chars().count()).max().unwrap();
+        assert!(widest <= 120, "{widest} columns:\n{text}");
+        assert!(table[0].ends_with("honored process power torn  fault"), "{}", table[0]);
+        assert!(text.contains("rollback, -journal 976K zeroed") && text.contains("LOSES LOSES"), "{text}");
+    }
+
     #[test]
     fn the_filesystem_of_a_folder_has_a_name() {
         assert_ne!(filesystem_name(&std::env::temp_dir()), "unknown");

@@ -87,8 +87,8 @@ pub fn child_folder(o: &mut RunOptions, start: &Path) -> Result<()> {
 }
 
 /// Options that make no sense together: a kill point or a sample of points
-/// for timed kills only, a trial number for syscall kills only, a share of
-/// the plan without a seed to plan it with.
+/// for timed kills only, a trial number for syscall kills only, a kill
+/// point or a share of the plan without a seed to plan it with.
 pub fn options(o: &RunOptions) -> Result<()> {
     let bad = |m: &str| Err(Error::Usage(m.to_string()));
     let modes = o.kill.modes();
@@ -103,6 +103,9 @@ pub fn options(o: &RunOptions) -> Result<()> {
     }
     if modes.iter().all(|k| k.sweeps_points()) && o.trial.is_some() {
         return bad(&format!("--trial selects a timed trial, and --kill {name} runs kill points (use --point)"));
+    }
+    if o.point.is_some() && o.seed.is_none() {
+        return bad("--point N reruns a kill point of the run a seed planned: give its --seed (a repro names both)");
     }
     if o.partition.is_some() && o.seed.is_none() {
         return bad("--partition needs --seed: every share must plan the same run (e.g. --seed $GITHUB_RUN_ID)");
@@ -161,7 +164,10 @@ mod tests {
         assert!(options(&syscall).unwrap_err().to_string().starts_with("--trial"));
         let part = RunOptions { partition: Some("1/2".parse().unwrap()), ..RunOptions::default() };
         assert!(options(&part).unwrap_err().to_string().starts_with("--partition needs --seed"));
-        let all = RunOptions { kill: KillArg::ALL, point: Some(3), trial: Some(1), ..RunOptions::default() };
+        let unseeded = RunOptions { kill: KillMode::Syscall.into(), point: Some(5), ..RunOptions::default() };
+        assert!(options(&unseeded).unwrap_err().to_string().starts_with("--point N reruns a kill point"));
+        let all =
+            RunOptions { kill: KillArg::ALL, point: Some(3), trial: Some(1), seed: Some(1), ..RunOptions::default() };
         assert!(options(&all).is_ok(), "each applies to its own kill mode");
     }
 }

@@ -43,7 +43,7 @@ pub(super) fn planned(
 }
 
 /// The violation kind of clause (a).
-pub const ACKED_DESPITE: &str = "acked-despite-io-error";
+pub use crate::cells::ACKED_DESPITE_IO_ERROR as ACKED_DESPITE;
 
 /// Clause (a): the ack of operation `in_flight`, whose write or sync was
 /// made to fail, if the journal holds one.

@@ -387,20 +387,7 @@ impl From<RecoveryError> for Outcome {
     }
 }
 
-/// The kind of a fire made of the store's own failure in `op`: a kind of
-/// its own per operation, so that its fingerprint names what failed.
-pub fn store_failed(op: Op) -> &'static str {
-    match op {
-        Op::Append => "store-failed-append",
-        Op::Rotate => "store-failed-rotate",
-        Op::Park => "store-failed-park",
-        Op::Claim => "store-failed-claim",
-        Op::Dump => "store-failed-dump",
-        Op::Fork => "store-failed-fork",
-        Op::Deliver => "store-failed-deliver",
-        Op::CatchUp => "store-failed-catch-up",
-    }
-}
+pub use crate::cells::store_failed;
 
 impl Outcome {
     /// The store's own failure in `op`, after its ready record, where the

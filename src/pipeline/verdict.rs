@@ -145,10 +145,10 @@ pub fn judged(cell: &dyn Cell, processes: &[Process], recovered: &Recovered, see
     trial.integrity = Some(dump.integrity.clone());
     let mut found = v.found;
     if let Some(why) = &recovered.nondeterministic {
-        found.insert(0, Violation::new("nondeterministic-recovery", why.clone()));
+        found.insert(0, Violation::new(crate::cells::NONDETERMINISTIC, why.clone()));
     }
     if dump.integrity != "ok" {
-        found.insert(0, Violation::new("corrupt", format!("integrity_check says {}", dump.integrity)));
+        found.insert(0, Violation::new(crate::cells::CORRUPT, format!("integrity_check says {}", dump.integrity)));
     }
     trial.details.extend(found.iter().skip(1).map(|f| format!("also: {f}")));
     if found.is_empty() {

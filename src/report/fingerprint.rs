@@ -18,7 +18,12 @@
 
 use std::fmt;
 
+use crashcells_protocol::{JournalMode, Op, Synchronous};
+
 use super::CellResult;
+use crate::catalog::Catalog;
+use crate::cells::{Cell, fire_kinds};
+use crate::killmode::Source;
 use crate::plan::KillMode;
 
 /// The level a child did not report: whatever its store leaves to SQLite.
@@ -72,6 +77,66 @@ impl Fingerprint {
     }
 }
 
+impl Fingerprint {
+    /// What this fingerprint names that no fire can have, said with the
+    /// nearest word that is valid: a cell this driver has no probe for, a
+    /// journal mode or synchronous level SQLite does not have, or a kind of
+    /// violation no fire of that cell has under that kill (the cell's
+    /// check's, the pipeline's, the store's own failure in an operation of
+    /// the cell). A known finding misspelt would otherwise be "not run"
+    /// for ever, and its gate green.
+    pub fn unknown_word(&self) -> Option<String> {
+        let cells: Vec<&str> = crate::cells::CELLS.iter().map(|c| c.id()).collect();
+        let Some(cell) = crate::cells::find(&self.cell) else { return Some(unknown("cell", &self.cell, &cells)) };
+        let modes = JournalMode::ALL.map(JournalMode::as_str);
+        if !modes.contains(&self.mode.as_str()) {
+            return Some(unknown("journal mode", &self.mode, &modes));
+        }
+        let levels = [Synchronous::ALL.map(Synchronous::as_str).as_slice(), &[DEFAULT_LEVEL]].concat();
+        if !levels.contains(&self.synchronous.as_str()) {
+            return Some(unknown("synchronous level", &self.synchronous, &levels));
+        }
+        // An injected failure (a failed write or sync) adds its clause (a).
+        let injected = KillMode::named(&self.kill).is_some_and(|k| matches!(k.mode().source, Source::Injected(_)));
+        let kinds = fire_kinds(cell, &operations(cell), injected);
+        if !kinds.contains(&self.violation.as_str()) {
+            let context = format!("for {} under {} kills", self.cell, self.kill);
+            return Some(unknown_in("violation", &self.violation, &context, &kinds));
+        }
+        None
+    }
+}
+
+/// The operations `cell` runs (whose failure is a fire of its own), from
+/// its shape in the built-in catalog (the parameters change no operation);
+/// every operation if that cannot be read.
+fn operations(cell: &dyn Cell) -> Vec<Op> {
+    let shape = Catalog::embedded()
+        .ok()
+        .and_then(|c| c.cells.into_iter().find(|s| s.id == cell.id()))
+        .and_then(|spec| cell.shape(&spec.params).ok());
+    shape.map_or_else(|| Op::ALL.to_vec(), |s| s.operations())
+}
+
+/// `an unknown cell `x` (did you mean `y`?)`: the nearest valid word when
+/// one is near (a typo), else every valid word.
+pub fn unknown(what: &str, word: &str, valid: &[&str]) -> String {
+    unknown_in(what, word, "", valid)
+}
+
+/// [`unknown`] of a word valid only in `context` (`for rotation-atomicity
+/// under syscall kills`), said after the word.
+fn unknown_in(what: &str, word: &str, context: &str, valid: &[&str]) -> String {
+    let named = if context.is_empty() { format!("`{word}`") } else { format!("`{word}` {context}") };
+    let nearest = valid.iter().min_by_key(|v| strsim::levenshtein(word, v));
+    match nearest {
+        Some(n) if strsim::levenshtein(word, n) <= (n.len() / 3).max(2) => {
+            format!("an unknown {what} {named} (did you mean `{n}`?)")
+        }
+        _ => format!("an unknown {what} {named} (not one of {})", valid.join(", ")),
+    }
+}
+
 /// The mode and level `r` effectively ran, as fingerprint words.
 fn site(r: &CellResult) -> (String, String) {
     let mode = r.effective_mode.as_deref().map_or(UNAUDITED.into(), word);
@@ -112,7 +177,7 @@ impl std::str::FromStr for Fingerprint {
         // Any kill mode a result can have, so that every fire can be listed.
         if KillMode::named(kill).is_none() {
             let all: Vec<&str> = KillMode::all().map(|k| k.as_str()).collect();
-            return Err(format!("its kill `{kill}` is not one of {}", all.join(", ")));
+            return Err(format!("names {}", unknown("kill", kill, &all)));
         }
         let [cell, mode, synchronous, kill, violation] = [cell, mode, synchronous, kill, violation].map(String::from);
         Ok(Fingerprint { cell, mode, synchronous, kill, violation })
@@ -156,13 +221,47 @@ mod tests {
     }
 
     #[test]
+    fn a_word_that_no_fire_can_have_is_named_with_the_nearest_valid_one() {
+        let e = |s: &str| s.parse::<Fingerprint>().unwrap().unknown_word();
+        assert_eq!(e("rotation-atomicity/wal/full/syscall/orphan"), None);
+        assert_eq!(
+            e("rotation-atomicty/wal/full/syscall/orphan").unwrap(),
+            "an unknown cell `rotation-atomicty` (did you mean `rotation-atomicity`?)"
+        );
+        assert!(
+            e("cell-nine/wal/full/syscall/orphan").unwrap().contains("(not one of prefix-durability, consume-once")
+        );
+        assert_eq!(
+            e("rotation-atomicity/wall/full/syscall/orphan").unwrap(),
+            "an unknown journal mode `wall` (did you mean `wal`?)"
+        );
+        assert_eq!(
+            e("rotation-atomicity/wal/ful/syscall/orphan").unwrap(),
+            "an unknown synchronous level `ful` (did you mean `full`?)"
+        );
+        assert_eq!(
+            e("rotation-atomicity/wal/full/syscall/orphans").unwrap(),
+            "an unknown violation `orphans` for rotation-atomicity under syscall kills (did you mean `orphan`?)"
+        );
+        assert!(e("rotation-atomicity/wal/full/syscall/lost-ack").is_some(), "another cell's kind");
+        // The pipeline's kinds, for every cell; a store's failure in an operation the cell runs.
+        assert_eq!(e("consume-once/wal/default/none/corrupt"), None);
+        assert_eq!(e("consume-once/wal/default/none/store-failed-claim"), None);
+        assert!(e("consume-once/wal/default/none/store-failed-append").is_some());
+        // Clause (a) of fault injection, under fault kills only.
+        assert_eq!(e("prefix-durability/wal/full/fault/acked-despite-io-error"), None);
+        assert!(e("prefix-durability/wal/full/syscall/acked-despite-io-error").is_some());
+    }
+
+    #[test]
     fn a_malformed_fingerprint_says_what_is_wrong() {
         let e = |s: &str| s.parse::<Fingerprint>().unwrap_err();
         assert!(e("a/b/c").starts_with("has 3 words, not the 5"), "{}", e("a/b/c"));
         assert_eq!(e("a//full/syscall/x"), "its mode is empty");
         let all: Vec<&str> = KillMode::all().map(|k| k.as_str()).collect();
-        assert_eq!(e("a/wal/full/kill/x"), format!("its kill `kill` is not one of {}", all.join(", ")));
+        assert_eq!(e("a/wal/full/kill/x"), format!("names an unknown kill `kill` (not one of {})", all.join(", ")));
         assert!(all.starts_with(&["timed", "syscall", "none", "power", "torn", "fault"]), "{all:?}");
+        assert_eq!(e("a/wal/full/sycall/x"), "names an unknown kill `sycall` (did you mean `syscall`?)");
         assert!("c/wal/full/torn/lost-ack".parse::<Fingerprint>().is_ok(), "a torn fire can be listed");
         assert!("c/wal/full/fault/acked-despite-io-error".parse::<Fingerprint>().is_ok(), "so can a fault fire");
     }

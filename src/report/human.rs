@@ -85,7 +85,8 @@ fn cells(r: &CellResult) -> [String; 8] {
 }
 
 pub fn render(report: &Report, color: bool) -> String {
-    let rows: Vec<[String; 8]> = report.results.iter().map(cells).collect();
+    let shown = report.shown();
+    let rows: Vec<[String; 8]> = shown.iter().map(|r| cells(r)).collect();
     let mut widths = HEADER.map(str::len);
     for row in &rows {
         for (w, c) in widths.iter_mut().zip(row) {
@@ -93,10 +94,10 @@ pub fn render(report: &Report, color: bool) -> String {
         }
     }
     let mut out = String::new();
-    if !report.results.is_empty() {
+    if !shown.is_empty() {
         line(&mut out, &HEADER.map(String::from), &widths, "reason", None);
     }
-    for (r, row) in report.results.iter().zip(&rows) {
+    for (r, row) in shown.iter().zip(&rows) {
         line(&mut out, row, &widths, &r.reason, Some((r.verdict, color)));
         // The `ran` column has landed of planned; a race's paths, or points
         // that did not land, need their line.
@@ -205,13 +206,8 @@ fn summary(out: &mut String, report: &Report) {
     }
     out.push_str(")\n");
     known_findings(out, report);
-    if let Some(of) = report.new_only_of {
-        let _ = writeln!(
-            out,
-            "new only: {} not known, of the run's {}",
-            plural(report.results.len(), "fire"),
-            plural(of, "result")
-        );
+    if report.new_only {
+        let _ = writeln!(out, "new only: {}", report.new_only_line());
     }
     if report.interrupted {
         let missing = report.share().map(|p| p.saturating_sub(report.results.len()));
@@ -225,29 +221,19 @@ fn summary(out: &mut String, report: &Report) {
 }
 
 /// The known findings that did not fire: each one gone on a line of its
-/// own (the gate failed on it), those only noted after them, and the file.
+/// own (the gate failed on it), those that ran without firing noted after
+/// them (not in a new-only report: no news), then the file in one line,
+/// which counts those that did not run here (another matrix's findings: a
+/// line each would bury the report).
 fn known_findings(out: &mut String, report: &Report) {
-    use super::KnownStatus::*;
     for k in report.gone() {
         let _ = writeln!(out, "GONE: {}", k.sentence().unwrap_or_default());
     }
-    for k in report.known_findings.iter().filter(|k| k.status == NotFired) {
+    for k in report.known_shown().into_iter().filter(|k| k.status == super::KnownStatus::NotFired) {
         let _ = writeln!(out, "note: {}", k.sentence().unwrap_or_default());
     }
-    let not_run: Vec<&str> =
-        report.known_findings.iter().filter(|k| k.status == NotRun).map(|k| k.finding.fingerprint.as_str()).collect();
-    if !not_run.is_empty() {
-        let _ = writeln!(
-            out,
-            "note: {} did not run here ({} cell, mode or kill was not in this run): {}",
-            plural(not_run.len(), "known finding"),
-            if not_run.len() == 1 { "its" } else { "their" },
-            not_run.join(", ")
-        );
-    }
-    if let Some(file) = report.known_file.as_ref().filter(|_| report.new_only_of.is_none()) {
-        let fired = report.known_findings.iter().filter(|k| k.status == Fired).count();
-        let _ = writeln!(out, "known findings: {file}, {} of {} fired", fired, report.known_findings.len());
+    if let Some(said) = report.known_line() {
+        let _ = writeln!(out, "known findings: {}", said.replace('`', ""));
     }
 }
 

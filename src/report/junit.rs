@@ -14,6 +14,12 @@
 //! result: it gets a test case of its own (`known/FINGERPRINT`) whose
 //! `<failure type="gone">` says the file is wrong, so that the CI page shows
 //! why the run failed.
+//!
+//! A partial report (an interrupted run, or a merge of shares one of which
+//! was) gets one more test case, `crashcells/incomplete`, an `<error
+//! type="interrupted">` that says what did not run: its cut-short results
+//! alone are skipped cases, and a suite of passes and skips would read
+//! green on a CI page that shows no exit code.
 
 use std::time::Duration;
 
@@ -74,7 +80,40 @@ fn suite(report: &Report) -> TestSuite {
     suite.add_properties(props.into_iter().map(|(k, v)| Property::new(k, v)));
     suite.add_test_cases(report.results.iter().map(case));
     suite.add_test_cases(report.gone().map(gone));
+    suite.add_test_cases(incomplete(report));
     suite
+}
+
+/// The error case of a partial report, saying what did not run; none for
+/// a report whose every planned result reached a verdict.
+fn incomplete(report: &Report) -> Option<TestCase> {
+    let cut = report.results.iter().filter(|r| r.verdict == Verdict::Interrupted).count();
+    let missing = report.share().map_or(0, |n| n.saturating_sub(report.results.len()));
+    if !report.interrupted && cut == 0 && missing == 0 {
+        return None;
+    }
+    let by = match report.signal.map(|s| nix::sys::signal::Signal::try_from(s).map(|s| s.as_str())) {
+        Some(Ok(name)) => format!("interrupted by {name}"),
+        _ => "interrupted".into(),
+    };
+    let mut said = Vec::new();
+    if missing > 0 {
+        let s = if missing == 1 { "" } else { "s" };
+        said.push(format!("{missing} planned result{s} did not start"));
+    }
+    if cut > 0 {
+        let (s, were) = if cut == 1 { ("", "was") } else { ("s", "were") };
+        said.push(format!("{cut} result{s} {were} cut short (skipped, type interrupted)"));
+    }
+    if said.is_empty() {
+        said.push("results not listed did not run".into());
+    }
+    let message = format!("the run was {by}: a partial report; {}: rerun it", said.join(", "));
+    let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+    status.set_type("interrupted").set_message(message);
+    let mut case = TestCase::new("crashcells/incomplete", status);
+    case.set_classname("crashcells");
+    Some(case)
 }
 
 /// The test case of a known finding that is gone: a failure, as the exit
@@ -252,10 +291,32 @@ mod tests {
             launcher: None,
             known_file: None,
             known_findings: vec![],
-            new_only_of: None,
+            new_only: false,
             summary: Summary::of(&results),
             results,
         }
+    }
+
+    #[test]
+    fn a_partial_report_is_an_error_saying_what_did_not_run() {
+        let mut r = report(vec![result(Verdict::Pass, "a"), result(Verdict::Interrupted, "b")]);
+        (r.interrupted, r.signal, r.planned) = (true, Some(libc::SIGTERM), Some(5));
+        let back = quick_junit::Report::deserialize_from_str(&render(&r).unwrap()).unwrap();
+        assert_eq!((back.tests, back.failures, back.errors), (3, 0, 1));
+        let case = back.test_suites[0].test_cases.last().unwrap();
+        assert_eq!(case.name.as_str(), "crashcells/incomplete");
+        let TestCaseStatus::NonSuccess { message, kind: NonSuccessKind::Error, .. } = &case.status else {
+            panic!("an error")
+        };
+        assert_eq!(
+            message.as_deref(),
+            Some(
+                "the run was interrupted by SIGTERM: a partial report; 3 planned results did not start, 1 result \
+                 was cut short (skipped, type interrupted): rerun it"
+            )
+        );
+        let whole = report(vec![result(Verdict::Pass, "a")]);
+        assert!(!render(&whole).unwrap().contains("incomplete"), "a whole run has no such case");
     }
 
     #[test]

@@ -100,8 +100,21 @@ pub fn load(path: &Path) -> Result<Vec<KnownFinding>> {
     parse(&text).map_err(bad)
 }
 
-/// The findings of a file's text, or what is wrong with it.
+/// The findings of a file's text, or what is wrong with it: its form,
+/// then each fingerprint's words against what exists ([`Fingerprint::unknown_word`]).
 pub fn parse(text: &str) -> std::result::Result<Vec<KnownFinding>, String> {
+    let found = read(text)?;
+    for (i, f) in found.iter().enumerate() {
+        let fp: Fingerprint = f.fingerprint.parse()?;
+        if let Some(what) = fp.unknown_word() {
+            return Err(format!("entry {}: fingerprint `{}` names {what}", i + 1, f.fingerprint));
+        }
+    }
+    Ok(found)
+}
+
+/// The findings of a file's text as written, or what is wrong with its form.
+fn read(text: &str) -> std::result::Result<Vec<KnownFinding>, String> {
     let table: toml::Table = text.parse().map_err(|e| toml_message(&e))?;
     if let Some(key) = table.keys().find(|k| *k != "finding") {
         return Err(format!("unknown key `{key}` (the file holds [[finding]] entries)"));
@@ -160,6 +173,38 @@ impl Report {
     pub fn gone(&self) -> impl Iterator<Item = &KnownEntry> {
         self.known_findings.iter().filter(|k| k.status == KnownStatus::Gone)
     }
+
+    /// What a new-only report lists, of the whole run: `1 fire not known
+    /// and 1 known finding gone, of the run's 26 results`.
+    pub fn new_only_line(&self) -> String {
+        let count = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+        let (fires, gone) = (self.shown().len(), self.gone().count());
+        let fires = if fires == 0 { "no fire that is not known".into() } else { count(fires, "fire") + " not known" };
+        let gone = if gone == 0 { "no known finding gone".into() } else { count(gone, "known finding") + " gone" };
+        format!("{fires} and {gone}, of the run's {}", count(self.results.len(), "result"))
+    }
+
+    /// The file of known findings in one line, always the whole run's:
+    /// what it lists and what became of them (`` `known.toml` lists 4 known
+    /// findings (1 fired, 1 gone, 2 did not run here) ``); `None` for a run
+    /// judged against no file.
+    pub fn known_line(&self) -> Option<String> {
+        let file = self.known_file.as_ref()?;
+        let all = &self.known_findings;
+        if all.is_empty() {
+            return Some(format!("`{file}` lists no known finding"));
+        }
+        let count = |s: KnownStatus| all.iter().filter(|k| k.status == s).count();
+        let phrases = [
+            (count(KnownStatus::Fired), "fired"),
+            (count(KnownStatus::Gone), "gone"),
+            (count(KnownStatus::NotFired), "ran without firing (not conclusive)"),
+            (count(KnownStatus::NotRun), "did not run here"),
+        ];
+        let said: Vec<String> = phrases.iter().filter(|(n, _)| *n > 0).map(|(n, p)| format!("{n} {p}")).collect();
+        let s = if all.len() == 1 { "" } else { "s" };
+        Some(format!("`{file}` lists {} known finding{s} ({})", all.len(), said.join(", ")))
+    }
 }
 
 /// What became of `finding` among `results`.
@@ -183,7 +228,7 @@ fn status(fingerprint: &str, results: &[CellResult]) -> (KnownStatus, String) {
         return (KnownStatus::NotRun, format!("nothing ran {}", fp.site_phrase()));
     }
     if let Some(r) = site.iter().find(|r| whole_sweep(r)) {
-        let points = r.points_line().map_or(String::new(), |p| format!(" ({p} kill points)"));
+        let points = r.points_phrase().map_or(String::new(), |p| format!(" ({p})"));
         let ended = if r.verdict == Verdict::Pass { "passed" } else { "reached its last point" };
         return (KnownStatus::Gone, format!("the whole {} sweep of leg `{}`{points} {ended}", r.kill.as_str(), r.leg));
     }
@@ -225,11 +270,32 @@ mod tests {
 
     #[test]
     fn a_file_reads_as_its_findings() {
-        let found = parse(FILE).unwrap();
+        let found = read(FILE).unwrap();
         assert_eq!(found.len(), 2);
         assert_eq!(found[0].note.as_deref(), Some("rotation is two transactions"));
         assert_eq!(found[1].note, None);
         assert_eq!(parse("").unwrap(), vec![], "no finding is known");
+    }
+
+    #[test]
+    fn a_misspelt_word_names_the_entry_and_the_nearest_valid_one() {
+        let file = |fp: &str| {
+            format!(
+                "[[finding]]\nfingerprint = \"prefix-durability/wal/full/syscall/lost-ack\"\nissue = \"#1\"\n\n[[finding]]\nfingerprint = \"{fp}\"\nissue = \"#2\"\n"
+            )
+        };
+        assert!(parse(&file("rotation-atomicity/wal/full/syscall/orphan")).is_ok());
+        assert_eq!(
+            parse(&file("rotation-atomicty/wal/full/syscall/orphan")).unwrap_err(),
+            "entry 2: fingerprint `rotation-atomicty/wal/full/syscall/orphan` names an unknown cell \
+             `rotation-atomicty` (did you mean `rotation-atomicity`?)"
+        );
+        assert!(
+            parse(&file("rotation-atomicity/wal/full/syscall/orpan")).unwrap_err().contains("did you mean `orphan`?")
+        );
+        assert!(
+            parse(&file("rotation-atomicity/wall/full/syscall/orphan")).unwrap_err().contains("did you mean `wal`?")
+        );
     }
 
     #[test]
@@ -261,7 +327,7 @@ mod tests {
     #[test]
     fn a_listed_fire_is_known_and_a_run_of_known_fires_passes() {
         let mut r = report_of(vec![fired(KillMode::Syscall, "orphan"), fired(KillMode::Syscall, "lost-ack")]);
-        r.judge_known(Some("known.toml".into()), parse(FILE).unwrap());
+        r.judge_known(Some("known.toml".into()), read(FILE).unwrap());
         let verdicts: Vec<Verdict> = r.results.iter().map(|r| r.verdict).collect();
         assert_eq!(verdicts, [Verdict::Known, Verdict::Fire], "the unlisted kind is new");
         assert_eq!(r.results[0].known.as_ref().unwrap().issue, "#31");
@@ -269,7 +335,7 @@ mod tests {
         assert_eq!(r.known_findings[0].status, KnownStatus::Fired);
         assert_eq!(r.known_findings[1].status, KnownStatus::NotRun, "nothing ran timed");
         r.results.truncate(1);
-        r.judge_known(Some("known.toml".into()), parse(FILE).unwrap());
+        r.judge_known(Some("known.toml".into()), read(FILE).unwrap());
         assert_eq!((r.summary.known, r.summary.fire, r.exit_code()), (1, 0, 0), "known alone exits 0");
         // Judged again with no finding listed: the fire is new again.
         r.judge_known(Some("empty.toml".into()), vec![]);
@@ -281,18 +347,19 @@ mod tests {
         let mut pass = fired(KillMode::Syscall, "orphan");
         (pass.verdict, pass.fingerprint, pass.points_planned, pass.points_landed) =
             (Verdict::Pass, None, Some(71), Some(71));
+        pass.states_distinct = Some(60);
         let mut timed = pass.clone();
         (timed.kill, timed.points_planned, timed.points_landed) = (KillMode::Timed, None, None);
         let mut skipped = timed.clone();
         (skipped.verdict, skipped.leg) = (Verdict::Skip, "delete".into());
         let mut r = report_of(vec![pass.clone(), timed, skipped]);
-        r.judge_known(Some("known.toml".into()), parse(FILE).unwrap());
+        r.judge_known(Some("known.toml".into()), read(FILE).unwrap());
         let gone = &r.known_findings[0];
         assert_eq!(gone.status, KnownStatus::Gone);
         assert_eq!(
             gone.sentence().unwrap(),
             "known finding c/wal/default/syscall/orphan (issue #31) did not fire: the file is wrong (the whole \
-             syscall sweep of leg `wal` (71 of 71 kill points) passed)"
+             syscall sweep of leg `wal` (71 of 71 kill points; 60 distinct crash states) passed)"
         );
         assert_eq!(r.known_findings[1].status, KnownStatus::NotFired);
         assert!(r.known_findings[1].why.contains("no evidence that it is gone"), "{}", r.known_findings[1].why);
@@ -301,7 +368,7 @@ mod tests {
         // A sample of the sweep is not conclusive.
         pass.sampled = true;
         let mut r = report_of(vec![pass]);
-        r.judge_known(None, parse(FILE).unwrap());
+        r.judge_known(None, read(FILE).unwrap());
         assert_eq!((r.known_findings[0].status, r.exit_code()), (KnownStatus::NotFired, 0));
     }
 
@@ -314,7 +381,7 @@ mod tests {
             let file =
                 format!("[[finding]]\nfingerprint = \"c/wal/default/{}/lost-ack\"\nissue = \"#7\"\n", kill.as_str());
             let mut r = report_of(vec![pass]);
-            r.judge_known(None, parse(&file).unwrap());
+            r.judge_known(None, read(&file).unwrap());
             assert_eq!((r.known_findings[0].status, r.exit_code()), (KnownStatus::Gone, 1), "{kill:?}");
         }
     }

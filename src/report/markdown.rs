@@ -41,16 +41,23 @@ pub fn render_within(report: &Report, sources: &[String], limit: usize) -> Strin
     let mut head = String::new();
     heading(&mut head, report);
     known_findings(&mut head, report);
-    let decisive: Vec<&CellResult> = report.results.iter().filter(|r| r.verdict.is_decisive()).collect();
+    let shown = report.shown();
+    let decisive: Vec<&CellResult> = shown.iter().copied().filter(|r| r.verdict.is_decisive()).collect();
     let sections: Vec<String> = decisive.iter().map(|r| section(r)).collect();
-    let every_row = table(&report.results.iter().collect::<Vec<_>>());
+    // No empty heading: a new-only post with no new fire lists none, and a
+    // run with no result (interrupted at once, an empty share) says so.
+    let every_row = match (shown.is_empty(), report.new_only) {
+        (true, true) => String::new(),
+        (true, false) => "### Results\n\nNo result finished.\n\n".to_string(),
+        (false, _) => table(&shown),
+    };
     let whole = format!("{head}{every_row}{}", sections.concat());
     if chars(&whole) <= limit {
         return whole;
     }
     // Whole sections from the end, until the rest and the note fit; a
     // table too long for even that keeps only the fires' and errors' rows.
-    let short_table = table(&decisive) + &rows_note(report.results.len() - decisive.len());
+    let short_table = table(&decisive) + &rows_note(shown.len() - decisive.len());
     for rows in [every_row, short_table] {
         let base = chars(&head) + chars(&rows);
         let mut kept_chars = 0;
@@ -81,7 +88,7 @@ fn chars(s: &str) -> usize {
 /// the text cut at a line, and a note.
 fn cut(text: &str, limit: usize, sources: &[String]) -> String {
     let note =
-        format!("\n**Cut here** to stay under GitHub's 65,536-character limit; {}\n", whole_report(sources, &[]));
+        format!("\n**Cut here** to stay under GitHub's 65,536-character limit. {}\n", whole_report(sources, &[]));
     let room = limit.saturating_sub(chars(&note));
     let end = text.char_indices().nth(room).map_or(text.len(), |(i, _)| i);
     let end = text[..end].rfind('\n').map_or(end, |i| i + 1);
@@ -141,16 +148,8 @@ fn whole_report(sources: &[String], left_out: &[&CellResult]) -> String {
 
 fn heading(out: &mut String, report: &Report) {
     let _ = writeln!(out, "## crashcells: {}\n", report.summary.counts());
-    if let Some(of) = report.new_only_of {
-        let gone = report.gone().count();
-        let _ = writeln!(
-            out,
-            "**New only**: the {} not known and the {} gone, of the run's {}; the counts above are the \
-             whole run's.\n",
-            plural(report.results.len(), "fire"),
-            plural(gone, "known finding"),
-            plural(of, "result")
-        );
+    if report.new_only {
+        let _ = writeln!(out, "**New only**: {}; the counts above are the whole run's.\n", report.new_only_line());
     }
     if report.interrupted {
         let _ = writeln!(out, "**The run was interrupted**: results that had not finished are missing.\n");
@@ -194,20 +193,24 @@ fn heading(out: &mut String, report: &Report) {
 }
 
 /// The known findings and what became of each, gone ones first (they
-/// failed the run), when the run was judged against a file of them.
+/// failed the run), when the run was judged against a file of them: the
+/// file's line (the whole run's, in a new-only post too), then each one
+/// shown (a new-only post shows those gone).
 fn known_findings(out: &mut String, report: &Report) {
     use super::KnownStatus::*;
     let Some(file) = &report.known_file else { return };
-    if report.known_findings.is_empty() {
-        let _ = writeln!(out, "Known findings: `{}` lists none.\n", line(file));
+    let said = report.known_line().unwrap_or_default();
+    let mut entries = report.known_shown();
+    if entries.is_empty() {
+        let _ = writeln!(out, "Known findings: {}.\n", line(&said));
         return;
     }
     let _ = writeln!(out, "### Known findings (`{}`)\n", line(file));
+    let _ = writeln!(out, "{}.\n", line(&said));
     for k in report.gone() {
         let _ = writeln!(out, "**Gone:** {}\n", line(&k.sentence().unwrap_or_default()));
     }
     let _ = writeln!(out, "| fingerprint | issue | status | |\n|---|---|---|---|");
-    let mut entries: Vec<&super::KnownEntry> = report.known_findings.iter().collect();
     entries.sort_by_key(|k| k.status != Gone);
     for k in entries {
         let (status, text) = match k.status {

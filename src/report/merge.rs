@@ -184,7 +184,7 @@ mod tests {
             launcher: None,
             known_file: None,
             known_findings: vec![],
-            new_only_of: None,
+            new_only: false,
             results: vec![],
             summary: Summary::default(),
         }

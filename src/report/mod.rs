@@ -213,8 +213,19 @@ impl CellResult {
     /// landed"; `None` for a result that planned none (timed, none, or a
     /// sweep that never got past its census).
     pub fn points_line(&self) -> Option<String> {
+        self.points_said("")
+    }
+
+    /// The same in a sentence: `305 of 305 kill points; 269 distinct crash
+    /// states`.
+    pub fn points_phrase(&self) -> Option<String> {
+        self.points_said(" kill points")
+    }
+
+    /// Landed of planned, then `noun`, the paths and the distinct states.
+    fn points_said(&self, noun: &str) -> Option<String> {
         let (planned, landed) = (self.points_planned?, self.points_landed?);
-        let mut s = format!("{landed} of {planned}");
+        let mut s = format!("{landed} of {planned}{noun}");
         if !self.points_by_path.is_empty() {
             let paths: Vec<String> = self
                 .points_by_path
@@ -299,10 +310,12 @@ pub struct Report {
     pub known_findings: Vec<KnownEntry>,
     pub results: Vec<CellResult>,
     pub summary: Summary,
-    /// Set by [`Report::new_only`]: this report shows only what is new of a
-    /// run of that many results (never written: a JSON report is whole).
+    /// Set by [`Report::new_only`]: a rendering lists only what is new
+    /// ([`Report::shown`]); everything else it says (counts, journal modes,
+    /// known findings) stays the whole run's. Never written: a JSON report
+    /// is whole.
     #[serde(skip)]
-    pub new_only_of: Option<usize>,
+    pub new_only: bool,
 }
 
 impl Report {
@@ -320,14 +333,24 @@ impl Report {
     }
 
     /// What `report --new-only` shows, for posting to a tracking issue: the
-    /// fires that are not known and the known findings that are gone; the
-    /// summary stays the whole run's.
+    /// fires that are not known and the known findings that are gone. The
+    /// report itself stays whole (a post's every other sentence, its counts,
+    /// journal modes and known-findings line, is about the whole run); only
+    /// what the renderings list is filtered, by [`Report::shown`].
     pub fn new_only(&self) -> Report {
-        let mut r = self.clone();
-        r.new_only_of = Some(self.results.len());
-        r.results.retain(|x| x.verdict == Verdict::Fire);
-        r.known_findings.retain(|k| k.status == KnownStatus::Gone);
-        r
+        Report { new_only: true, ..self.clone() }
+    }
+
+    /// The results a rendering lists: every one, or in a new-only report
+    /// the fires that are not known.
+    pub fn shown(&self) -> Vec<&CellResult> {
+        self.results.iter().filter(|r| !self.new_only || r.verdict == Verdict::Fire).collect()
+    }
+
+    /// The known findings a rendering lists: every one, or in a new-only
+    /// report those gone.
+    pub fn known_shown(&self) -> Vec<&KnownEntry> {
+        self.known_findings.iter().filter(|k| !self.new_only || k.status == KnownStatus::Gone).collect()
     }
 
     /// How many results this report should hold: its share of the plan.

@@ -7,7 +7,6 @@ use std::fmt::Write;
 use super::crash::{Column, Columns};
 use super::{AuditReport, Row};
 use crate::dbfiles::Family;
-use crate::killmode::AuditColumn;
 
 impl AuditReport {
     pub fn to_json(&self) -> String {
@@ -17,22 +16,28 @@ impl AuditReport {
     }
 
     /// One row per leg, the resolver's and the audit's words under the rows
-    /// that need them, then a summary with the SQLite in use.
+    /// that need them, then a summary with the SQLite in use. Each column
+    /// as wide as its longest word: the audit matrix's table is 112
+    /// columns with its crash columns, within a terminal of 120.
     pub fn to_human(&self) -> String {
         let mut out = String::new();
         let crash = self.rows.iter().find(|r| !r.crash.is_empty()).map(|r| &r.crash);
-        let _ = write!(
-            out,
-            "{:<18} {:<15} {:<22} {:<15} {:<36} honored",
-            "leg", "requested", "resolver", "ran", "file shows"
-        );
-        let _ = writeln!(out, "{}", crash.map_or_else(String::new, |c| format!("  {}", words(c, |c| c.heading))));
-        for r in &self.rows {
-            human_row(&mut out, r);
+        let mut header = HEADER.map(String::from).to_vec();
+        header.extend(crash.iter().flat_map(|c| c.0.iter().map(|(c, _)| c.heading.to_string())));
+        let cells: Vec<Vec<String>> = self.rows.iter().map(|r| cells(r, crash)).collect();
+        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+        for row in &cells {
+            for (w, c) in widths.iter_mut().zip(row) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+        line(&mut out, &header, &widths);
+        for (r, row) in self.rows.iter().zip(&cells) {
+            line(&mut out, row, &widths);
+            notes(&mut out, r);
         }
         if let Some(c) = crash {
-            out.push_str(&legend(c, &super::crash::cell_numbers()));
-            out.push('\n');
+            out.push_str(&wrapped(&legend(c, &super::crash::cell_numbers()), WIDTH));
         }
         let s = &self.summary;
         let _ = writeln!(
@@ -61,9 +66,15 @@ impl AuditReport {
     }
 }
 
-/// The line under a table with crash columns: what they mean, in one line,
-/// and where each row is explained; `cells` are the numbers of the cells
-/// the columns swept.
+/// The width of a terminal the table is made for.
+pub const WIDTH: usize = 120;
+
+/// The table's columns; the crash columns follow when the audit swept them.
+const HEADER: [&str; 6] = ["leg", "requested", "resolver", "ran", "file shows", "honored"];
+
+/// The text under a table with crash columns (wrapped to [`WIDTH`]): what
+/// they mean, and where each row is explained; `cells` are the numbers of
+/// the cells the columns swept.
 pub fn legend(columns: &Columns, cells: &[u32]) -> String {
     let headings: Vec<&str> = columns.0.iter().map(|(c, _)| c.heading).collect();
     let asks: Vec<&str> = columns.0.iter().map(|(c, _)| c.asks).collect();
@@ -79,17 +90,6 @@ pub fn legend(columns: &Columns, cells: &[u32]) -> String {
     )
 }
 
-/// One word per crash column, each padded to its column's width (the
-/// last unpadded): the headings, or a row's words.
-fn words(columns: &Columns, word: impl Fn(&AuditColumn) -> &str) -> String {
-    let n = columns.0.len();
-    let padded = columns.0.iter().enumerate().map(|(i, (c, _))| match i + 1 == n {
-        true => word(c).to_string(),
-        false => format!("{:<width$}", word(c), width = c.heading.len().max(5) + 1),
-    });
-    padded.collect::<Vec<_>>().join(" ")
-}
-
 /// `cell 1 keeps`, `cells 1 and 3 keep`, `cells 1, 3 and 6 keep`.
 fn cells_keep(cells: &[u32]) -> String {
     let n: Vec<String> = cells.iter().map(u32::to_string).collect();
@@ -100,18 +100,48 @@ fn cells_keep(cells: &[u32]) -> String {
     }
 }
 
-fn human_row(out: &mut String, r: &Row) {
+/// `text` in lines of at most `width` columns, broken at spaces.
+fn wrapped(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    out + &line + "\n"
+}
+
+/// One line of the table: each cell padded to its column's width.
+fn line(out: &mut String, cells: &[String], widths: &[usize]) {
+    let padded: Vec<String> = cells.iter().zip(widths).map(|(c, &w)| format!("{c:<w$}")).collect();
+    let _ = writeln!(out, "{}", padded.join(" ").trim_end());
+}
+
+/// A row's cells: the resolver's decision is the mode it applied (who
+/// decided, and why, is the note under the row when it was not the leg's
+/// config); then its word in each of the table's `crash` columns.
+fn cells(r: &Row, crash: Option<&Columns>) -> Vec<String> {
     let requested =
         format!("{}/{}", r.requested_mode.as_deref().unwrap_or("-"), r.requested_synchronous.as_deref().unwrap_or("-"));
-    let resolver = r.resolver.as_ref().map_or("-".into(), |d| format!("{}: {}", d.decided_by, d.applied));
+    let resolver = r.resolver.as_ref().map_or("-".into(), |d| d.applied.clone());
     let ran = format!("{}/{}", r.ran_mode, r.ran_synchronous.as_deref().unwrap_or("-"));
     let honored = if r.honored { "yes" } else { "NO" };
-    // The crash columns follow `honored` when the audit swept them.
-    let honored = match r.crash.is_empty() {
-        false => format!("{honored:<7}  {}", words(&r.crash, |c| r.crash.get(c.key).map_or("", Column::word))),
-        true => honored.to_string(),
-    };
-    let _ = writeln!(out, "{:<18} {requested:<15} {resolver:<22} {ran:<15} {:<36} {honored}", r.leg, file_shows(r));
+    let mut cells = vec![r.leg.clone(), requested, resolver, ran, file_shows(r), honored.to_string()];
+    let words = crash.iter().flat_map(|c| c.0.iter().map(|(c, _)| r.crash.get(c.key).map_or("", Column::word)));
+    cells.extend(words.map(String::from));
+    cells
+}
+
+/// The words a row needs under it: each crash column that lost a commit
+/// (the rule and its repro), the resolver's reason, why not honored.
+fn notes(out: &mut String, r: &Row) {
     for (what, c) in r.crash.0.iter().map(|(c, col)| (c.long, col)) {
         if c.keeps != Some(true) && !c.reason.is_empty() {
             let _ = writeln!(out, "    {what}: {}", c.reason);
@@ -129,27 +159,34 @@ fn human_row(out: &mut String, r: &Row) {
     }
 }
 
-/// The header family and the journal files, as one short cell.
+/// The header family and the journal files, as one short cell: `wal,
+/// -wal 406K`, `rollback, -journal 512B zeroed`, `rollback, no journal`.
 fn file_shows(r: &Row) -> String {
     let family = match r.header {
-        Family::Wal => "wal header",
-        Family::Rollback => "rollback header",
+        Family::Wal => "wal",
+        Family::Rollback => "rollback",
         Family::Unknown => "no header",
     };
     let a = &r.artefacts;
     let mut files = Vec::new();
     if let Some(n) = a.wal {
-        files.push(format!("-wal {n}B"));
+        files.push(format!("-wal {}", size(n)));
     }
     match a.journal {
-        Some(n) if a.journal_zeroed => files.push(format!("-journal {n}B zeroed")),
-        Some(n) => files.push(format!("-journal {n}B")),
+        Some(n) if a.journal_zeroed => files.push(format!("-journal {} zeroed", size(n))),
+        Some(n) => files.push(format!("-journal {}", size(n))),
         None => {}
     }
     if files.is_empty() {
         files.push("no journal".into());
     }
     format!("{family}, {}", files.join(", "))
+}
+
+/// A file's size, short: bytes below 10 KiB, else whole KiB (`406K`); the
+/// JSON has the bytes.
+fn size(n: u64) -> String {
+    if n < 10 * 1024 { format!("{n}B") } else { format!("{}K", n / 1024) }
 }
 
 #[cfg(test)]
@@ -170,5 +207,14 @@ mod tests {
         );
         assert_eq!(cells_keep(&[1]), "cell 1 keeps");
         assert_eq!(cells_keep(&[1, 3, 6]), "cells 1, 3 and 6 keep");
+    }
+
+    #[test]
+    fn the_legend_is_lines_of_the_tables_width() {
+        let legend = legend(&Columns::not_honored(), &[1, 3]);
+        let text = wrapped(&legend, WIDTH);
+        assert!(text.lines().count() > 1 && text.lines().all(|l| l.chars().count() <= WIDTH), "{text}");
+        assert_eq!(text.split_whitespace().collect::<Vec<_>>(), legend.split_whitespace().collect::<Vec<_>>());
+        assert_eq!((size(512), size(21_032), size(416_152)), ("512B".into(), "20K".into(), "406K".into()));
     }
 }
