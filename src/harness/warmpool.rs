@@ -113,6 +113,18 @@ impl Warm {
         format!("{why}; its stderr: {}", tail.iter().filter(|t| !t.is_empty()).cloned().collect::<Vec<_>>().join(" | "))
     }
 
+    /// Why it is no longer warm, if it ended while it waited in the pool.
+    fn ended_waiting(&mut self) -> Option<String> {
+        let status = self.child.as_mut()?.try_wait().ok()??;
+        let pid = self.pid;
+        Some(format!(
+            "warm pool: process {pid} ended by {} while it waited for its request; a warm process must wait \
+             for one: {}",
+            Exit::from_status(status),
+            stderr_tail(&self.stderr)
+        ))
+    }
+
     /// The driver's handle of the process, once it runs its operation: the
     /// caller waits for it (or traces it) as for any exec'd child.
     pub(super) fn into_child(mut self) -> Child {
@@ -247,15 +259,21 @@ impl WarmPool {
         let began = Instant::now();
         let mut st = self.shared.lock();
         loop {
-            if let Some(warm) = st.ready.pop_front() {
+            if let Some(why) = &st.broken {
+                return Err(WarmError::Broken(why.clone()));
+            }
+            if let Some(mut warm) = st.ready.pop_front() {
+                if let Some(why) = warm.ended_waiting() {
+                    // A warm process must wait for its request: one that
+                    // did not breaks the pool, as a wrong line does.
+                    st.broken.get_or_insert(why);
+                    continue;
+                }
                 st.next_id += 1;
                 let id = st.next_id;
                 drop(st);
                 self.shared.changed.notify_all();
                 return Ok((warm, id));
-            }
-            if let Some(why) = &st.broken {
-                return Err(WarmError::Broken(why.clone()));
             }
             if super::interrupted().is_some() {
                 return Err(WarmError::Interrupted);
@@ -321,7 +339,8 @@ impl Keeper {
         loop {
             let missing = {
                 let st = self.shared.lock();
-                if st.closing {
+                // Closed, or broken by a taker: no more processes.
+                if st.closing || st.broken.is_some() {
                     return Err(None);
                 }
                 self.size.saturating_sub(st.ready.len() + self.pending.len())
@@ -507,6 +526,22 @@ mod tests {
         for pid in waiting.into_iter().chain(taken) {
             assert!(!super::super::group_alive(pid), "{pid} was left running");
         }
+    }
+
+    #[test]
+    fn a_process_that_ends_before_its_request_breaks_the_pool() {
+        let dir = tempfile::tempdir().unwrap();
+        let leaves = r#"echo "{\"kind\":\"warm\",\"protocol\":2,\"pid\":$$}"; echo bye >&2; exit 0"#;
+        let pool = WarmPool::start(&sh(leaves), &dir.path().join("warm.stderr"), 1, Duration::from_secs(20)).unwrap();
+        // It has ended (a zombie, unreaped) by the time it is taken.
+        let pid = pool.shared.lock().ready[0].pid();
+        let ended = || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "));
+        while !ended() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let e = pool.take(Instant::now() + Duration::from_secs(20)).unwrap_err().to_string();
+        assert!(e.contains("ended by exit code 0 while it waited for its request"), "{e}");
+        assert!(e.ends_with("a warm process must wait for one: bye"), "{e}");
     }
 
     #[test]
