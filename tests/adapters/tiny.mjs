@@ -65,6 +65,12 @@ function tx(db, cfg, body) {
 function dump(f) {
   if (!fs.existsSync(f.db)) throw new Error(`tiny: no database at ${f.db}`);
   const integrity = rows(f.db, "PRAGMA integrity_check;").map((r) => r.integrity_check).join("; ");
+  // A crash before the schema's commit leaves a database without tables: an empty store.
+  const tables = rows(f.db, "SELECT name FROM sqlite_master WHERE type = 'table';").map((r) => r.name);
+  if (!tables.includes("s") || !tables.includes("m")) {
+    process.stdout.write(JSON.stringify({ protocol: PROTOCOL, integrity, sessions: [], messages: [] }) + "\n");
+    return 0;
+  }
   const sessions = rows(f.db, "SELECT id, parent, ended, reason, n, state FROM s ORDER BY id;").map((r) => ({
     id: r.id, parent_session_id: r.parent, ended: Boolean(r.ended), end_reason: r.reason,
     message_count: r.n, handoff_state: r.state,
