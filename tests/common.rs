@@ -147,3 +147,19 @@ fn refused_tracing_fails_a_test_where_it_is_required() {
 fn refused_tracing_only_says_so_elsewhere() {
     refused("PTRACE_TRACEME is not permitted here", false);
 }
+
+/// The entry `name` of `crashcells child-check --format json` on `child`:
+/// the fork-server and warm-pool tests read their launcher's check so.
+pub fn child_check_entry(child: &crashcells::harness::ChildCommand, name: &str) -> Value {
+    let dir = scratch();
+    let out = bin()
+        .args(["child-check", "--format", "json", "--workdir"])
+        .arg(dir.path())
+        .arg("--child")
+        .arg(child.display())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let checks = report["checks"].as_array().unwrap();
+    checks.iter().find(|c| c["check"] == name).unwrap_or_else(|| panic!("no {name} check: {report}")).clone()
+}

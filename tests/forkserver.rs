@@ -279,17 +279,7 @@ fn a_server_that_leaks_a_descriptor_is_refused_naming_it() {
 #[test]
 fn child_check_checks_the_server_and_refuses_a_leaky_one() {
     for (child, ok) in [(store(), true), (leaky(), false)] {
-        let dir = scratch();
-        let out = bin()
-            .args(["child-check", "--format", "json", "--workdir"])
-            .arg(dir.path())
-            .arg("--child")
-            .arg(child.display())
-            .output()
-            .unwrap();
-        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let checks = report["checks"].as_array().unwrap();
-        let check = checks.iter().find(|c| c["check"] == "fork-server").expect("a fork-server check");
+        let check = crate::common::child_check_entry(&child, "fork-server");
         assert_eq!(check["ok"], ok, "{check}");
         if !ok {
             assert!(check["detail"].as_str().unwrap().contains("holds descriptor"), "{check}");

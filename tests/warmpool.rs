@@ -116,17 +116,7 @@ fn run_refuses_a_leaky_warm_pool_before_any_cell() {
 }
 
 fn warm_pool_check(child: &ChildCommand) -> serde_json::Value {
-    let dir = scratch();
-    let out = bin()
-        .args(["child-check", "--format", "json", "--workdir"])
-        .arg(dir.path())
-        .arg("--child")
-        .arg(child.display())
-        .output()
-        .unwrap();
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let checks = report["checks"].as_array().unwrap();
-    checks.iter().find(|c| c["check"] == "warm-pool").expect("a warm-pool check").clone()
+    crate::common::child_check_entry(child, "warm-pool")
 }
 
 #[test]
