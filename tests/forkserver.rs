@@ -14,7 +14,7 @@ use crashcells::harness::{ChildCommand, Exit, ForkError, Launch, LaunchError, La
 use crashcells::kill::syscall::{Driven, Goal, Point, Targets, drive_observed, trap_set};
 use crashcells_protocol::{Op, OpArgs};
 
-use crate::common::{bin, scratch};
+use crate::common::scratch;
 
 pub const DEADLINE: Duration = Duration::from_secs(30);
 

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use crashcells::harness::{ChildCommand, Exit, Launcher, group_alive};
 
-use crate::common::{bin, scratch};
+use crate::common::scratch;
 use crate::forkserver::{DEADLINE, Trial, calls, leaky, store, traced_allowed};
 
 fn warm(child: ChildCommand, root: &Path, size: usize) -> Launcher {
