@@ -319,6 +319,8 @@ fn every_bad_input_is_one_line_and_exit_2() {
     fails_with(&run(&["--cell", "9"]), &[], &["unknown cell `9`", "1 prefix-durability"]);
     fails_with(&run(&["--kill", "timed", "--point", "3"]), &[], &["--point", "--kill timed"]);
     fails_with(&run(&["--kill", "syscall", "--trial", "3"]), &[], &["--trial", "--kill syscall"]);
+    fails_with(&run(&["--kill", "timed", "--trial", "3"]), &[], &["--trial N reruns a trial", "--seed"]);
+    fails_with(&run(&["--kill", "syscall", "--point", "3"]), &[], &["--point N reruns a kill point", "--seed"]);
     fails_with(&run(&["--child", " "]), &[], &["--child", "empty"]);
     fails_with(&["report", "--from", &d("bad.toml")], &[], &["report", "bad.toml"]);
     let home = Path::new(&afile);

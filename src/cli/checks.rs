@@ -87,8 +87,8 @@ pub fn child_folder(o: &mut RunOptions, start: &Path) -> Result<()> {
 }
 
 /// Options that make no sense together: a kill point or a sample of points
-/// for timed kills only, a trial number for syscall kills only, a kill
-/// point or a share of the plan without a seed to plan it with.
+/// for timed kills only, a trial number for syscall kills only, a trial,
+/// a kill point or a share of the plan without a seed to plan it with.
 pub fn options(o: &RunOptions) -> Result<()> {
     let bad = |m: &str| Err(Error::Usage(m.to_string()));
     let modes = o.kill.modes();
@@ -103,6 +103,9 @@ pub fn options(o: &RunOptions) -> Result<()> {
     }
     if modes.iter().all(|k| k.sweeps_points()) && o.trial.is_some() {
         return bad(&format!("--trial selects a timed trial, and --kill {name} runs kill points (use --point)"));
+    }
+    if o.trial.is_some() && o.seed.is_none() {
+        return bad("--trial N reruns a trial of the run a seed planned: give its --seed (a repro names both)");
     }
     if o.point.is_some() && o.seed.is_none() {
         return bad("--point N reruns a kill point of the run a seed planned: give its --seed (a repro names both)");
@@ -161,7 +164,9 @@ mod tests {
         let sampled = RunOptions { kill: KillMode::Timed.into(), points: Some(3), ..RunOptions::default() };
         assert!(options(&sampled).unwrap_err().to_string().starts_with("--points"));
         let syscall = RunOptions { kill: KillMode::Syscall.into(), trial: Some(1), ..RunOptions::default() };
-        assert!(options(&syscall).unwrap_err().to_string().starts_with("--trial"));
+        assert!(options(&syscall).unwrap_err().to_string().starts_with("--trial selects a timed trial"));
+        let alone = RunOptions { kill: KillMode::Timed.into(), trial: Some(1), ..RunOptions::default() };
+        assert!(options(&alone).unwrap_err().to_string().starts_with("--trial N reruns a trial"));
         let part = RunOptions { partition: Some("1/2".parse().unwrap()), ..RunOptions::default() };
         assert!(options(&part).unwrap_err().to_string().starts_with("--partition needs --seed"));
         let unseeded = RunOptions { kill: KillMode::Syscall.into(), point: Some(5), ..RunOptions::default() };
