@@ -4,7 +4,9 @@
 //! as an exec'd child is, a traced one meets the same kill points, a server
 //! that dies gives errors rather than hangs, and a server that leaks a
 //! descriptor into its forks is refused, by the launcher and by
-//! `child-check`, with one line naming the descriptor.
+//! `child-check`, with one line naming the descriptor; `child-check` also
+//! refuses servers whose forks differ from exec'd runs, and one with a
+//! second thread at ready.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -276,13 +278,45 @@ fn a_server_that_leaks_a_descriptor_is_refused_naming_it() {
     assert!(!trial.dir.join("acks.ndjson").exists());
 }
 
+/// `child-check` runs every operation the child lists exec'd and forked,
+/// twice through one server, and names what differs: a leaked descriptor, a
+/// cache the warm-up filled (the forked `append` fails), a shared
+/// `random.Random()` (the second claimant wins too), a second thread at
+/// ready. The example's own server passes.
 #[test]
-fn child_check_checks_the_server_and_refuses_a_leaky_one() {
-    for (child, ok) in [(store(), true), (leaky(), false)] {
-        let check = crate::common::child_check_entry(&child, "fork-server");
-        assert_eq!(check["ok"], ok, "{check}");
-        if !ok {
-            assert!(check["detail"].as_str().unwrap().contains("holds descriptor"), "{check}");
+fn child_check_checks_the_server_and_refuses_broken_ones() {
+    let cases = [
+        (store(), None),
+        (leaky(), Some("holds descriptor")),
+        (
+            python("tests/adapters/cached_forkserver.py"),
+            Some(
+                "the forked `append` (round 1 of 2, request 1 of the server): `append` ended with exit code 3 forked, exit code 0 exec'd; look for state the server made before the fork",
+            ),
+        ),
+        (
+            python("tests/adapters/shared_rng_forkserver.py"),
+            Some(
+                "two claims` (round 1 of 2, request 9 of the server): `r1` ended with exit code 0 forked, exit code 10 exec'd",
+            ),
+        ),
+        (python("tests/adapters/threaded_forkserver.py"), Some("runs 2 threads when it says it is ready")),
+    ];
+    let checks: Vec<_> = std::thread::scope(|scope| {
+        let runs: Vec<_> = cases
+            .iter()
+            .map(|(child, _)| scope.spawn(|| crate::common::child_check_entry(child, "fork-server")))
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    for ((child, refused), check) in cases.iter().zip(checks) {
+        let detail = check["detail"].as_str().unwrap();
+        match refused {
+            None => assert_eq!(check["ok"], true, "{}: {check}", child.display()),
+            Some(why) => {
+                assert_eq!(check["ok"], false, "{}: {check}", child.display());
+                assert!(detail.contains(why), "{}: {detail}", child.display());
+            }
         }
     }
 }

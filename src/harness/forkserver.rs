@@ -97,7 +97,7 @@ impl ForkServer {
             command,
             keeper: Mutex::new(Some(keeper)),
         };
-        if let Err(e) = server.await_hello(deadline) {
+        if let Err(e) = server.await_hello(deadline).and_then(one_thread) {
             // Not worth the grace a healthy server gets to exit on its own.
             let _ = killpg(server.pgid, Signal::SIGKILL);
             return Err(e);
@@ -105,10 +105,11 @@ impl ForkServer {
         Ok(Arc::new(server))
     }
 
-    fn await_hello(&self, deadline: Duration) -> Result<(), ForkError> {
+    /// Waits for the `fork-server` line: the pid it names.
+    fn await_hello(&self, deadline: Duration) -> Result<u32, ForkError> {
         let until = Instant::now() + deadline;
         let seen = self.shared.wait_for(until, |st| match (&st.hello, &st.ended) {
-            (Some(_), _) => Some(Ok(())),
+            (Some(pid), _) => Some(Ok(*pid)),
             (None, Some(why)) => Some(Err(ForkError::Ended(format!("{why}: {}", self.stderr_tail())))),
             (None, None) => super::interrupted().map(|_| Err(ForkError::Interrupted)),
         });
@@ -223,6 +224,22 @@ impl Drop for ForkServer {
             let _ = keeper.join();
         }
     }
+}
+
+/// Refuses a server that has more than one thread when it says it is
+/// ready: a fork copies only the calling thread, and a lock another thread
+/// held stays held for ever in every forked process (docs/PROTOCOL.md §9,
+/// "Who should not"). Where `/proc` cannot say (not Linux), nothing is checked.
+fn one_thread(pid: u32) -> Result<(), ForkError> {
+    match threads(pid) {
+        Some(threads) if threads > 1 => Err(ForkError::Threads { pid, threads }),
+        _ => Ok(()),
+    }
+}
+
+/// How many threads process `pid` runs, as `/proc/PID/task` lists them.
+fn threads(pid: u32) -> Option<usize> {
+    std::fs::read_dir(format!("/proc/{pid}/task")).ok().map(Iterator::count)
 }
 
 /// Writes all of `bytes` to a non-blocking pipe, waiting for room until
@@ -420,6 +437,22 @@ mod tests {
         let (started, _) = start("echo hello; sleep 30", Duration::from_secs(10));
         let e = started.unwrap_err().to_string();
         assert!(e.contains(r#"it wrote "hello", which is no control line"#), "{e}");
+    }
+
+    /// A server with a thread running when it says it is ready is refused:
+    /// every fork would copy only the thread that forks.
+    #[test]
+    fn a_server_with_two_threads_at_ready_is_refused() {
+        let py = "import os, sys, threading, time\n\
+                  threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n\
+                  os.write(1, b'{\"kind\":\"fork-server\",\"protocol\":2,\"pid\":%d}\\n' % os.getpid())\n\
+                  sys.stdin.read()\n";
+        let dir = tempfile::tempdir().unwrap();
+        let child = ChildCommand { program: "python3".into(), prefix: vec!["-c".into(), py.into()], cwd: None };
+        let e = ForkServer::start(&child, &dir.path().join("server.stderr"), Duration::from_secs(30)).unwrap_err();
+        let e = e.to_string();
+        assert!(e.contains("runs 2 threads when it says it is ready"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
     }
 
     #[test]

@@ -194,6 +194,12 @@ pub enum ForkError {
     Start { command: String, source: std::io::Error },
     #[error("fork server: `{command} fork-server` wrote no `fork-server` line within {deadline:?}: {tail}")]
     NoHello { command: String, deadline: Duration, tail: String },
+    #[error(
+        "fork server: process {pid} runs {threads} threads when it says it is ready; a fork copies only the \
+         thread that forks (a lock another one holds stays held in every forked process), so a server must \
+         run one thread (docs/PROTOCOL.md §9)"
+    )]
+    Threads { pid: u32, threads: usize },
     #[error("fork server: it ended: {0}")]
     Ended(String),
     #[error("fork server: no reply to request {id} within {deadline:?}")]
