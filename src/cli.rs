@@ -396,7 +396,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     {
         (ctx.child, ctx.start) = (forks, start);
     }
-    ctx.crowd = crowd(&jobs);
+    ctx.crowd = crowd(&jobs, ready.as_ref());
     // Enough warm processes for every unit of the pool to start a race's
     // claimants at once. The start the deadlines scale with stays the
     // exec'd one: an operation may wait for a process to get warm.

@@ -104,13 +104,22 @@ pub(super) fn warm_pool(
 }
 
 /// The most children one unit of the run's pool starts together: a race's
-/// claimants, or one.
-pub(super) fn crowd(jobs: &[crate::plan::Job]) -> u32 {
+/// claimants, or one. A job whose operations the child's ready record does
+/// not list is skipped before it starts anything, so it does not count: a
+/// pool sized for 8 racers the child never runs would keep 8 times the
+/// processes warm for nothing.
+pub(super) fn crowd(jobs: &[crate::plan::Job], ready: Option<&Ready>) -> u32 {
     let racers = |j: &crate::plan::Job| match crate::plan::shape_of(&j.cell) {
-        Ok(crate::cells::Shape::Race { racers }) => racers,
+        Ok(shape @ crate::cells::Shape::Race { racers }) if runs(&shape, ready) => racers,
         _ => 1,
     };
     jobs.iter().filter(|j| j.leg.is_some()).map(racers).max().unwrap_or(1)
+}
+
+/// Whether the child lists every operation of `shape` (a child not yet
+/// asked is taken at its word: it may run them all).
+fn runs(shape: &crate::cells::Shape, ready: Option<&Ready>) -> bool {
+    ready.is_none_or(|r| shape.operations().into_iter().all(|op| r.implements(op)))
 }
 
 /// What every cell of a run needs to know, from the run's options.
@@ -124,4 +133,33 @@ pub(super) fn run_context(options: RunOptions, seed: u64, work_root: &Path, evid
 
 fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+    use crate::killmode::KillMode;
+    use crate::matrix::Matrix;
+    use crate::plan::{Selection, plan};
+
+    fn ready(operations: &[&str]) -> Ready {
+        let ops: Vec<String> = operations.iter().map(|o| o.to_string()).collect();
+        serde_json::from_value(serde_json::json!({
+            "protocol": 2, "pid": 1, "op": "append", "sqlite_version": "3.53.2",
+            "journal_mode": "wal", "operations": ops,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_race_the_child_cannot_run_does_not_size_the_pool() {
+        let (c, m) = (Catalog::embedded().unwrap(), Matrix::load("default").unwrap());
+        let all = Selection { cells: vec![], legs: vec![], kills: vec![KillMode::Timed] };
+        let jobs = plan(&c, &m, &all, 7).unwrap();
+        let racers = crowd(&jobs, None);
+        assert!(racers > 1, "the default gate races: {racers}");
+        assert_eq!(crowd(&jobs, Some(&ready(&["append", "park", "claim", "dump"]))), racers);
+        assert_eq!(crowd(&jobs, Some(&ready(&["append", "dump", "fork"]))), 1);
+    }
 }
