@@ -23,9 +23,11 @@
 //
 // Run as: node adapter.mjs <append|fork|dump> [flags]. `rotate`, `park`,
 // `claim`, `deliver` and `catch-up` answer 69 (the checkpointer has no
-// rotation, handoff or outbox). A warm pool imports this module once and
-// calls `main(argv, env, cwd)` per request: every import is here at the top,
-// and `main` reads nothing of the process but what it is given.
+// rotation, handoff or outbox). `node adapter.mjs warm-pool` is one process
+// of the warm pool (docs/PROTOCOL.md §10): every import is here at the top,
+// so the process pays Node.js's start and the saver's imports before it is
+// needed, then runs one operation it is sent through `main(argv, env, cwd)`,
+// which reads nothing of the process but what it is given.
 
 import { closeSync, existsSync, openSync, writeSync } from "node:fs";
 import { readFileSync, realpathSync, statSync } from "node:fs";
@@ -40,11 +42,14 @@ import { emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";
 import { HumanMessage } from "@langchain/core/messages";
 import { parse as parseToml } from "smol-toml";
 
+import { warm } from "../warmpool/crashcells_warm.mjs";
+
 const PROTOCOL = 2;
 // What the adapter implements (protocol 2's ready record): the snapshot
 // store has no rotation, handoff or outbox, so `rotate`, `park`, `claim`,
 // `deliver` and `catch-up` are left out (and answer 69 if asked).
-const OPERATIONS = ["append", "dump", "dump-batch", "fork"];
+// `warm-pool`: Node.js cannot fork (§9), so its processes are started ahead.
+const OPERATIONS = ["append", "dump", "dump-batch", "fork", "warm-pool"];
 const UNSUPPORTED = ["rotate", "park", "claim", "deliver", "catch-up"];
 const EXIT_USAGE = 2;
 const EXIT_ERROR = 3;
@@ -509,5 +514,11 @@ function startedAsProgram() {
 }
 
 if (startedAsProgram()) {
-  process.exit(await main(process.argv.slice(2), process.env, process.cwd()));
+  if (process.argv.at(-1) === "warm-pool") {
+    // The helper has set the request's environment and folder before it
+    // calls back, so `main` gets them as an exec'd process would.
+    await warm((argv) => main(argv, process.env, process.cwd()));
+  } else {
+    process.exit(await main(process.argv.slice(2), process.env, process.cwd()));
+  }
 }
