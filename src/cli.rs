@@ -413,7 +413,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     note(&format!(
         "run {run_id}, seed {seed}, matrix {}, {}{share}, trials in {}{}",
         matrix.name,
-        report::human::plural(planned.len(), "result"),
+        report::words::plural(planned.len(), "result"),
         workdir.display(),
         ctx.child.warm_pool().map_or(String::new(), |_| format!(", operations through its {}", ctx.child.launcher()))
     ));

@@ -8,14 +8,17 @@
 //! serialized is written back as its flag, in the order `--help` shows them,
 //! so a new option reaches every repro unless it is marked `#[serde(skip)]`
 //! as one that cannot change a verdict (where trials run, how many at once,
-//! where evidence goes). A test parses a repro back and compares.
+//! where evidence goes). A test parses a repro back and compares. How the
+//! children started (`--fork-server`, `--warm-pool`) must not change a
+//! verdict either, but a fast path that did is what a repro must show: a
+//! result's repro names the path its children took ([`RunOptions::on_path`]).
 
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use crate::report::Partition;
+use crate::report::{Children, Partition};
 
 use crate::plan::KillMode;
 
@@ -187,9 +190,8 @@ pub struct RunOptions {
     /// process is checked to start as fresh as an exec'd one, and every fire
     /// found forked is run again exec'd before it is reported (one that does
     /// not fire exec'd is an error naming the fork server), so verdicts do
-    /// not depend on it.
+    /// not depend on it. A repro names the path its result ran.
     #[arg(long, value_enum, value_name = "on|off")]
-    #[serde(skip)]
     pub fork_server: Option<Replay>,
     /// Whether a child that offers a warm pool (docs/PROTOCOL.md §10), and
     /// whose operations no fork server forks, has them run in processes
@@ -197,9 +199,8 @@ pub struct RunOptions {
     /// (on, the default: its imports are paid before an operation needs
     /// them), or exec'd one by one (off). A warm process is checked to start
     /// as fresh as an exec'd one and is used once, so verdicts do not
-    /// depend on it.
+    /// depend on it. A repro names the path its result ran.
     #[arg(long, value_enum, value_name = "on|off")]
-    #[serde(skip)]
     pub warm_pool: Option<Replay>,
 }
 
@@ -256,6 +257,20 @@ impl RunOptions {
             o.points = None;
         }
         o
+    }
+
+    /// These options on the path a result's children took, so that its
+    /// repro reruns that path and no other (issue 29): forked by the fork
+    /// server, from the warm pool (no fork server), or exec'd (neither).
+    /// `--replay` stays as the run was given it: a repro's one `--point` is
+    /// a real kill either way.
+    pub fn on_path(mut self, children: Children) -> RunOptions {
+        (self.fork_server, self.warm_pool) = match children {
+            Children::Forked => (Some(Replay::On), None),
+            Children::Warm => (Some(Replay::Off), Some(Replay::On)),
+            Children::Exec => (Some(Replay::Off), Some(Replay::Off)),
+        };
+        self
     }
 
     /// The command line that reruns exactly what these options select.
@@ -358,8 +373,8 @@ mod tests {
             workdir: None,
             evidence: None,
             partition: None,
-            fork_server: None,
-            warm_pool: None,
+            fork_server: Some(Replay::Off),
+            warm_pool: Some(Replay::On),
         }
     }
 
@@ -371,9 +386,26 @@ mod tests {
             line,
             "crashcells run --cell cell-a --matrix audit --leg wal-sync-off --kill timed --seed 42 \
              --trials 6 --trial 3 --points 5 --replay off --mutant drop-append --deadline 5 --catalog 'my cells' \
-             --child 'store --flag '\\''x'\\''' --cwd '/the start/folder'"
+             --child 'store --flag '\\''x'\\''' --cwd '/the start/folder' \
+             --fork-server off --warm-pool on"
         );
         assert_eq!(parse(&line), o);
+    }
+
+    /// A repro reruns the path its result's children took, whatever the
+    /// run was given: the fork server's, the warm pool's, or exec.
+    #[test]
+    fn a_repro_names_the_path_its_children_took() {
+        let o = RunOptions { matrix: "default".into(), seed: Some(7), ..RunOptions::default() };
+        let path = |c: Children| {
+            let line = o.clone().on_path(c).repro();
+            line.strip_prefix("crashcells run --matrix default --kill all --seed 7").unwrap_or(&line).to_string()
+        };
+        assert_eq!(path(Children::Forked), " --fork-server on");
+        assert_eq!(path(Children::Warm), " --fork-server off --warm-pool on");
+        assert_eq!(path(Children::Exec), " --fork-server off --warm-pool off");
+        let exec = o.clone().on_path(Children::Exec);
+        assert_eq!(parse(&exec.repro()), exec);
     }
 
     #[test]

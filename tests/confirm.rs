@@ -102,3 +102,31 @@ fn a_fire_found_forked_is_confirmed_execd_and_reported() {
         assert!(confirmed, "{r:#}");
     }
 }
+
+/// Every result says which path judged it (its children forked or exec'd,
+/// its states recorded or real runs) and the deadline it ran under, and its
+/// repro reruns that path.
+#[test]
+fn every_result_says_which_path_judged_it_and_its_repro_reruns_that_path() {
+    let dir = scratch();
+    let catalog = short_catalog(dir.path());
+    let catalog = catalog.to_str().unwrap();
+    let base = ["run", "--cell", "1", "--leg", "delete", "--seed", "5", "--trials", "1", "--catalog", catalog];
+    let (_, forked) = run_json(&base, dir.path());
+    let plain = ["--fork-server", "off", "--warm-pool", "off", "--mutant", "drop-append"];
+    let (_, execd) = run_json(&[&base[..], &plain[..]].concat(), dir.path());
+    let path = |r: &Value| (r["kill"].clone(), r["children"].clone(), r["states"].clone());
+    let forked: Vec<_> = results(&forked, "prefix-durability").into_iter().map(path).collect();
+    assert_eq!(
+        forked,
+        [
+            ("timed".into(), "forked".into(), "re-executed".into()),
+            ("syscall".into(), "forked".into(), "recorded".into())
+        ]
+    );
+    for r in results(&execd, "prefix-durability") {
+        assert_eq!((r["verdict"].as_str(), r["children"].as_str()), (Some("fire"), Some("exec")), "{r:#}");
+        assert!(r["repro"].as_str().unwrap().ends_with("--fork-server off --warm-pool off"), "{r:#}");
+        assert!(r["deadline_ms"].as_u64().is_some_and(|ms| ms >= 30_000), "the default deadline or more: {r:#}");
+    }
+}

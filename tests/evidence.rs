@@ -168,7 +168,9 @@ fn a_child_repro_runs_from_any_folder() {
         .unwrap_or_else(|e| panic!("no report ({e}): {}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(report["start_folder"], root);
     let repro = report["results"][0]["repro"].as_str().unwrap();
-    assert!(repro.ends_with(&format!("--child 'python3 tests/adapters/tiny.py' --cwd {root}")), "{repro}");
+    // The tiny store has no fork server and no warm pool: exec'd, and its repro says so.
+    let tail = format!("--child 'python3 tests/adapters/tiny.py' --cwd {root} --fork-server off --warm-pool off");
+    assert!(repro.ends_with(&tail), "{repro}");
     assert!(!report["command"].as_str().unwrap().contains("--cwd"), "the start folder is the run's, not its command's");
 
     // Pasted in another folder, as a shell reads it.

@@ -125,7 +125,8 @@ fn a_known_finding_a_whole_sweep_no_longer_fires_is_gone_exit_1_named_in_every_f
         "{human}"
     );
     assert!(human.contains("0 fire, 0 error, 1 gone, 2 pass"), "{human}");
-    for format in ["human", "markdown", "junit", "json"] {
+    for format in crashcells::report::Format::all().iter().map(|f| f.name()) {
+        let format = format.as_str();
         let (code, text) = report(&json, &["--format", format]);
         assert_eq!(code, 1, "{format}");
         let named = if format == "json" { text.contains("\"status\": \"gone\"") } else { text.contains(&gone) };

@@ -498,7 +498,16 @@ fn a_result_through_the_fork_server_or_warm_pool_matches_the_exec_d_one_point_fo
             p["len"] = Value::Null;
         }
         let points = (r["points_planned"].clone(), r["points_landed"].clone(), kill_points);
-        (*code, r["verdict"].clone(), points, r["repro"].clone())
+        // The repro names the path its children took (`children`); the rest is the same.
+        let flags = ["--fork-server on", "--fork-server off", "--warm-pool on", "--warm-pool off"];
+        let repro = flags.iter().fold(r["repro"].as_str().unwrap().to_string(), |s, f| s.replace(&format!(" {f}"), ""));
+        (*code, r["verdict"].clone(), points, repro)
+    };
+    let path = |(_, report): &(i32, Value)| {
+        let r = &results(report, "prefix-durability")[0];
+        let repro = r["repro"].as_str().unwrap();
+        let flags = repro[repro.find(" --fork-server").unwrap_or(repro.len())..].trim().to_string();
+        (r["children"].as_str().unwrap_or("none").to_string(), flags)
     };
     let passes: Vec<_> = LAUNCHERS.iter().map(|l| run(l, &[])).collect();
     let launchers: Vec<_> = passes.iter().map(|(_, r)| r["launcher"].as_str().unwrap_or("exec")).collect();
@@ -510,7 +519,19 @@ fn a_result_through_the_fork_server_or_warm_pool_matches_the_exec_d_one_point_fo
     assert_eq!(kept(&passes[1]), kept(&passes[2]), "warm: {:#}\nexec'd: {:#}", passes[1].1, passes[2].1);
     assert_eq!(kept(&passes[2]).1, "pass");
     // And a fire lands on the same point every way, its repro the same.
-    let fires: Vec<_> = LAUNCHERS.iter().map(|l| kept(&run(l, &["--mutant", "ack-before-commit"]))).collect();
+    let fired: Vec<_> = LAUNCHERS.iter().map(|l| run(l, &["--mutant", "ack-before-commit"])).collect();
+    let paths: Vec<_> = fired.iter().map(path).collect();
+    let said = |c: &str, f: &str| (c.to_string(), f.to_string());
+    assert_eq!(
+        paths,
+        [
+            said("forked", "--fork-server on"),
+            said("warm", "--fork-server off --warm-pool on"),
+            said("exec", "--fork-server off --warm-pool off")
+        ],
+        "each fire says its path, and its repro reruns it"
+    );
+    let fires: Vec<_> = fired.iter().map(kept).collect();
     assert_eq!(fires[0], fires[2]);
     assert_eq!(fires[1], fires[2]);
     assert_eq!(fires[2].1, "fire");

@@ -19,7 +19,7 @@ use std::path::Path;
 use crashcells::kill::KillPoint;
 use crashcells::legaudit::audit;
 use crashcells::plan::KillMode;
-use crashcells::report::{CellResult, PathPoints, Report, Summary, Verdict};
+use crashcells::report::{CellResult, Format, PathPoints, Report, Summary, Verdict};
 use crashcells_child::resolver::{SqliteVersion, resolve};
 use crashcells_protocol::Ready;
 use crashcells_protocol::{DatabaseConfig, JournalMode};
@@ -185,10 +185,15 @@ fn every_format_of_a_run_with_every_verdict() {
     let from = every_verdict(dir.path());
     let report = Report::from_json("every-verdict.json", &std::fs::read_to_string(&from).unwrap()).unwrap();
     settings(dir.path(), &report).bind(|| {
-        insta::assert_snapshot!("every_verdict.human", rendered(&from, "human"));
-        insta::assert_snapshot!("every_verdict.json", rendered(&from, "json"));
-        insta::assert_snapshot!("every_verdict.junit.xml", rendered(&from, "junit"));
-        insta::assert_snapshot!("every_verdict.md", rendered(&from, "markdown"));
+        // Every format the enum has: a new one gets a snapshot of its own.
+        for &format in Format::all() {
+            let name = match format {
+                Format::Junit => "junit.xml".to_string(),
+                Format::Markdown => "md".to_string(),
+                other => other.name(),
+            };
+            insta::assert_snapshot!(format!("every_verdict.{name}"), rendered(&from, &format.name()));
+        }
     });
     let xml = rendered(&from, "junit");
     junit_agrees_with_json(&xml, &report);

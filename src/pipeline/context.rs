@@ -14,6 +14,7 @@ use super::pool::Pool;
 use crate::harness::Launcher;
 use crate::options::RunOptions;
 use crate::recovery::Batching;
+use crate::report::Children;
 
 /// How much longer than the measured start a readiness wait allows: a
 /// preflight ran alone, a loaded machine runs everything slower.
@@ -219,6 +220,15 @@ impl Context {
     /// confirms, [`super::confirm`]).
     pub fn fast(&self) -> bool {
         self.child.server_pid().is_some() || self.child.warm_pool().is_some()
+    }
+
+    /// How this context starts its children, in the report's words.
+    pub fn children(&self) -> Children {
+        match (self.child.server_pid(), self.child.warm_pool()) {
+            (Some(_), _) => Children::Forked,
+            (None, Some(_)) => Children::Warm,
+            (None, None) => Children::Exec,
+        }
     }
 
     /// This context on the plain path: every operation exec'd, its progress

@@ -60,6 +60,7 @@ pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
     if let Some(c) = coverage {
         with_coverage(&mut result, c);
     }
+    ran_on(&mut result, ctx, &trials);
     result.duration_ms = start.elapsed().as_millis() as u64;
     keep_evidence(ctx, &mut result, trials);
     result
@@ -197,6 +198,19 @@ fn covered(swept: super::sweep::Swept) -> (Vec<Trial>, Option<Coverage>) {
     (swept.trials, coverage)
 }
 
+/// Says which path judged a result that ran a child: how its children
+/// started (forked, warm or exec'd), the deadline its waits ran under, and
+/// (where no sweep said) that its states were real runs. A result that ran
+/// none says nothing.
+fn ran_on(result: &mut CellResult, ctx: &Context, trials: &[Trial]) {
+    if !trials.iter().any(|t| t.env.is_some() || t.kill_point.is_some() || t.audit.is_some()) {
+        return;
+    }
+    result.children = Some(ctx.children());
+    result.deadline_ms = Some(ctx.deadline.as_millis() as u64);
+    result.states = result.states.or(Some(States::ReExecuted));
+}
+
 /// Whether a syscall sweep re-runs the child at each point: `--replay off`,
 /// or one `--point` (a repro: a real kill is the command that reruns it).
 fn re_execute(ctx: &Context) -> bool {
@@ -272,14 +286,18 @@ fn base_result(job: &Job, ctx: &Context, verdict: Verdict, reason: String, trial
         fingerprint: None,
         known: None,
         states: None,
+        children: None,
+        deadline_ms: None,
+        refire: None,
         sampled: false,
     }
 }
 
-/// The command that reruns this job's result (its deciding trial, if given).
+/// The command that reruns this job's result (its deciding trial, if
+/// given) on the path its children took.
 fn repro(job: &Job, ctx: &Context, decisive: Option<u32>) -> String {
     let leg = job.leg.as_ref().map(|l| l.name.as_str());
-    ctx.options.narrowed(&job.cell.id, leg, job.kill, decisive).repro()
+    ctx.options.narrowed(&job.cell.id, leg, job.kill, decisive).on_path(ctx.children()).repro()
 }
 
 /// Folds trials into a result: the last trial decides (runs stop at the

@@ -7,10 +7,13 @@
 //! points stay aligned. The `ran` column says how many trials or kill
 //! points a result ran: `4 trials`, `71/71 points` (landed of planned; a
 //! `--points 5` sample shows `5/5 points`), and a race's paths follow under
-//! its row.
+//! its row. The `path` column says which path judged the result (its
+//! children forked, warm or exec'd; its states recorded or re-executed),
+//! and the summary line the deadline the results ran under.
 
 use std::fmt::Write;
 
+use super::words::{duration, mode, plural, ran, ran_nothing};
 use super::{CellResult, Report, Verdict};
 
 fn paint(text: &str, verdict: Verdict, color: bool) -> String {
@@ -28,49 +31,11 @@ fn paint(text: &str, verdict: Verdict, color: bool) -> String {
 }
 
 /// The table's columns, in order; the reason follows, unpadded.
-const HEADER: [&str; 8] = ["verdict", "cell", "leg", "mode", "kill", "ran", "acked", "time"];
+const HEADER: [&str; 9] = ["verdict", "cell", "leg", "mode", "kill", "path", "ran", "acked", "time"];
 /// Columns aligned to the right (numbers).
-const RIGHT: [bool; 8] = [false, false, false, false, false, true, true, true];
+const RIGHT: [bool; 9] = [false, false, false, false, false, false, true, true, true];
 
-/// What a result ran: its trials or races, or its kill points as landed of
-/// planned (a sweep says how many of the points it planned it killed at);
-/// a stub ran nothing.
-pub fn ran(r: &CellResult) -> String {
-    if ran_nothing(r) {
-        return "-".into();
-    }
-    match (r.verdict, r.kill, r.points_planned, r.points_landed) {
-        (_, kill, Some(planned), Some(landed)) if kill.sweeps_points() => {
-            format!("{landed}/{}", plural(planned as usize, "point"))
-        }
-        (_, kill, ..) => plural(r.trials as usize, kill.mode().trial),
-    }
-}
-
-/// Whether a result ran no trial at all: a stub, or a skip decided before
-/// any child of it ran (a race under `--kill power`, an operation the child
-/// does not implement): no mode was seen and nothing was acked, and a count
-/// of its one placeholder trial would say what did not happen.
-pub fn ran_nothing(r: &CellResult) -> bool {
-    let untouched = r.effective_mode.is_none() && r.kill_points.is_empty() && r.acked == 0;
-    r.verdict == Verdict::Stub || (r.verdict == Verdict::Skip && untouched && r.points_planned.is_none())
-}
-
-/// The mode and level a result's trials ran at (`wal/full`, `delete/-`
-/// where the level was not reported), or `-` when no trial reported a mode.
-pub fn mode(r: &CellResult) -> String {
-    match &r.effective_mode {
-        Some(m) => format!("{m}/{}", r.synchronous.as_deref().unwrap_or("-")),
-        None => "-".into(),
-    }
-}
-
-/// `1 result`, `2 results`.
-pub fn plural(n: usize, word: &str) -> String {
-    if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
-}
-
-fn cells(r: &CellResult) -> [String; 8] {
+fn cells(r: &CellResult) -> [String; 9] {
     let nothing = ran_nothing(r);
     [
         r.verdict.as_str().to_string(),
@@ -78,15 +43,16 @@ fn cells(r: &CellResult) -> [String; 8] {
         r.leg.clone(),
         mode(r),
         r.kill.as_str().to_string(),
+        r.path(),
         ran(r),
         if nothing { "-".into() } else { r.acked.to_string() },
-        if nothing { "-".into() } else { format!("{:.2}s", r.duration_ms as f64 / 1000.0) },
+        if nothing { "-".into() } else { duration(r.duration_ms) },
     ]
 }
 
 pub fn render(report: &Report, color: bool) -> String {
     let shown = report.shown();
-    let rows: Vec<[String; 8]> = shown.iter().map(|r| cells(r)).collect();
+    let rows: Vec<[String; 9]> = shown.iter().map(|r| cells(r)).collect();
     let mut widths = HEADER.map(str::len);
     for row in &rows {
         for (w, c) in widths.iter_mut().zip(row) {
@@ -130,7 +96,7 @@ fn known(out: &mut String, r: &CellResult) {
 }
 
 /// One row: padded columns, then the reason.
-fn line(out: &mut String, row: &[String; 8], widths: &[usize; 8], reason: &str, paint_as: Option<(Verdict, bool)>) {
+fn line(out: &mut String, row: &[String; 9], widths: &[usize; 9], reason: &str, paint_as: Option<(Verdict, bool)>) {
     let mut cols = Vec::new();
     for (i, (c, &w)) in row.iter().zip(widths).enumerate() {
         let padded = if RIGHT[i] { format!("{c:>w$}") } else { format!("{c:<w$}") };
@@ -152,9 +118,6 @@ fn decisive(out: &mut String, r: &CellResult) {
     if let Some(k) = r.deciding_kill() {
         let _ = writeln!(out, "{IN}kill point: {}", k.describe());
     }
-    if let Some(states) = r.states {
-        let _ = writeln!(out, "{IN}states: {}", states.phrase());
-    }
     for d in &r.details {
         let _ = writeln!(out, "{IN}details: {d}");
     }
@@ -164,10 +127,17 @@ fn decisive(out: &mut String, r: &CellResult) {
     }
 }
 
-/// Where a fire (known or not) or an error is picked up again: its
-/// evidence, or why none was kept, and its repro with the repro's note.
+/// Where a fire (known or not) or an error is picked up again: the path
+/// that judged it and its deadline, its evidence, or why none was kept, and
+/// its repro with how often it refired and the repro's note.
 fn where_to_start(out: &mut String, r: &CellResult) {
     const IN: &str = "    ";
+    if let Some(path) = r.path_phrase() {
+        let _ = writeln!(out, "{IN}path: {path}");
+    }
+    if let Some(d) = r.deadline() {
+        let _ = writeln!(out, "{IN}deadline: {d} per wait");
+    }
     match (&r.evidence, &r.evidence_error) {
         (_, Some(why)) => {
             let _ = writeln!(out, "{IN}evidence: NOT KEPT: {why}");
@@ -181,6 +151,9 @@ fn where_to_start(out: &mut String, r: &CellResult) {
         let _ = writeln!(out, "{IN}timeline: {t}");
     }
     let _ = writeln!(out, "{IN}repro: {}", r.repro);
+    if let Some(refire) = r.refire {
+        let _ = writeln!(out, "{IN}{} (the repro, rerun in this run)", refire.phrase());
+    }
     if let Some(note) = &r.repro_note {
         let _ = writeln!(out, "{IN}note: {note}");
     }
@@ -203,6 +176,9 @@ fn summary(out: &mut String, report: &Report) {
     }
     if let Some(l) = &report.launcher {
         let _ = write!(out, ", operations through the child's {l}");
+    }
+    if let Some(d) = report.deadlines() {
+        let _ = write!(out, ", deadline {d}");
     }
     out.push_str(")\n");
     known_findings(out, report);
@@ -269,7 +245,7 @@ mod tests {
         let text = render(&report_of(vec![race]), false);
         let row = text.lines().nth(1).unwrap();
         let words: Vec<&str> = row.split_whitespace().collect();
-        assert_eq!(words[..8], ["skip", "c", "default", "-", "power", "-", "-", "-"], "{text}");
+        assert_eq!(words[..9], ["skip", "c", "default", "-", "power", "-", "-", "-", "-"], "{text}");
     }
 
     #[test]
@@ -282,12 +258,5 @@ mod tests {
         assert!(text.contains("    known: issue #31\n"), "{text}");
         assert!(text.contains("    evidence: NOT KEPT: could not keep /e: Read-only file system\n"), "{text}");
         assert!(text.contains("    repro: crashcells run --kill syscall\n"), "{text}");
-    }
-
-    #[test]
-    fn counts_are_singular_or_plural() {
-        assert_eq!(plural(1, "result"), "1 result");
-        assert_eq!(plural(0, "result"), "0 results");
-        assert_eq!(plural(12, "point"), "12 points");
     }
 }

@@ -77,6 +77,9 @@ fn suite(report: &Report) -> TestSuite {
     if let Some(file) = &report.known_file {
         props.push(("known_file", file.clone()));
     }
+    if let Some(d) = report.deadlines() {
+        props.push(("deadline", d));
+    }
     suite.add_properties(props.into_iter().map(|(k, v)| Property::new(k, v)));
     suite.add_test_cases(report.results.iter().map(case));
     suite.add_test_cases(report.gone().map(gone));
@@ -138,9 +141,7 @@ fn case(r: &CellResult) -> TestCase {
     if let Some(fp) = &r.fingerprint {
         out.push_str(&format!("fingerprint: {fp}\n"));
     }
-    if let Some(states) = r.states {
-        out.push_str(&format!("states: {}\n", states.phrase()));
-    }
+    out.extend(path_lines(r).map(|l| l + "\n"));
     if r.verdict.is_decisive() || r.verdict == Verdict::Known {
         if let Some(e) = evidence_line(r) {
             out.push_str(&format!("{e}\n"));
@@ -198,7 +199,7 @@ fn description(r: &CellResult) -> String {
     if let Some(points) = r.points_line() {
         lines.push(format!("kill points landed: {points}"));
     }
-    lines.extend(r.states.map(|s| format!("states: {}", s.phrase())));
+    lines.extend(path_lines(r));
     if let Some(m) = &r.mutant {
         lines.push(format!("mutant: {m}"));
     }
@@ -219,9 +220,18 @@ fn evidence_line(r: &CellResult) -> Option<String> {
     }
 }
 
-/// The note on a timed fire's repro, and the syscall repro it points to.
+/// The path that judged a result and the deadline it ran under: every
+/// case says them, a pass too (a fast path must not change a verdict).
+fn path_lines(r: &CellResult) -> impl Iterator<Item = String> {
+    let path = r.path_phrase().map(|p| format!("path: {p}"));
+    path.into_iter().chain(r.deadline().map(|d| format!("deadline: {d} per wait")))
+}
+
+/// How often a fire's repro refired, the note on a timed fire's repro, and
+/// the syscall repro it points to.
 fn repro_lines(r: &CellResult) -> impl Iterator<Item = String> + '_ {
-    let note = r.repro_note.iter().map(|n| format!("note: {n}"));
+    let refire = r.refire.map(|f| format!("{} (the repro, rerun in this run)", f.phrase()));
+    let note = refire.into_iter().chain(r.repro_note.iter().map(|n| format!("note: {n}")));
     note.chain(r.syscall_repro.iter().map(|s| format!("syscall repro: {s}")))
 }
 
@@ -265,6 +275,9 @@ mod tests {
             fingerprint: None,
             known: None,
             states: None,
+            children: None,
+            deadline_ms: None,
+            refire: None,
             sampled: false,
         }
     }

@@ -20,7 +20,7 @@
 
 use std::fmt::Write;
 
-use super::human::plural;
+use super::words::{duration, plural, ran, ran_nothing};
 use super::{CellResult, Report, Verdict};
 
 /// The most characters a rendering has: below GitHub's 65,536 for an issue
@@ -172,7 +172,10 @@ fn heading(out: &mut String, report: &Report) {
         let names: Vec<String> = mutants.iter().map(|m| format!("`{m}`")).collect();
         rows.push(("mutant", names.join(", ")));
     }
-    rows.push(("run", format!("`{}` in {}", report.run_id, seconds(report.duration_ms))));
+    rows.push(("run", format!("`{}` in {}", report.run_id, duration(report.duration_ms))));
+    if let Some(d) = report.deadlines() {
+        rows.push(("deadline", format!("{d} per wait (`--deadline`, scaled by the child's start)")));
+    }
     if let Some(ci) = &report.ci {
         if !ci.commit.is_empty() {
             let commit = match ci.commit_url() {
@@ -237,8 +240,8 @@ fn table(results: &[&CellResult]) -> String {
     if results.is_empty() {
         return out;
     }
-    let _ = writeln!(out, "| verdict | cell | leg | mode | kill | ran | acked | time | reason |");
-    let _ = writeln!(out, "|---|---|---|---|---|--:|--:|--:|---|");
+    let _ = writeln!(out, "| verdict | cell | leg | mode | kill | path | ran | acked | time | reason |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|--:|--:|--:|---|");
     for r in results {
         let verdict = match r.verdict {
             Verdict::Fire | Verdict::Error => format!("**{}**", r.verdict.as_str()),
@@ -249,19 +252,20 @@ fn table(results: &[&CellResult]) -> String {
             _ => r.reason.clone(),
         };
         // A stub, or a skip before any trial, ran nothing: its counts would only be noise.
-        let ran = |v: String| if super::human::ran_nothing(r) { "-".to_string() } else { v };
+        let counted = |v: String| if ran_nothing(r) { "-".to_string() } else { v };
         // `ran` says landed of planned kill points for a sweep.
         let _ = writeln!(
             out,
-            "| {verdict} | {} `{}` | {} | {} | {} | {} | {} | {} | {} |",
+            "| {verdict} | {} `{}` | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.number,
             r.cell,
             cell_text(&r.leg),
             r.effective_mode.as_deref().unwrap_or("-"),
             r.kill.as_str(),
-            super::human::ran(r),
-            ran(r.acked.to_string()),
-            ran(seconds(r.duration_ms)),
+            r.path(),
+            ran(r),
+            counted(r.acked.to_string()),
+            counted(duration(r.duration_ms)),
             cell_text(&reason)
         );
     }
@@ -318,8 +322,11 @@ fn section(r: &CellResult) -> String {
     if let Some(points) = r.points_line() {
         let _ = writeln!(out, "- **Kill points landed:** {points}");
     }
-    if let Some(states) = r.states {
-        let _ = writeln!(out, "- **Crash states:** {}", states.phrase());
+    if let Some(path) = r.path_phrase() {
+        let _ = writeln!(out, "- **Path:** {}", line(&path));
+    }
+    if let Some(d) = r.deadline() {
+        let _ = writeln!(out, "- **Deadline:** {d} per wait");
     }
     if let Some(m) = &r.mutant {
         let _ = writeln!(out, "- **Mutant:** `{m}`");
@@ -351,6 +358,9 @@ fn section(r: &CellResult) -> String {
         let _ = writeln!(out, "- **Timeline:** `{t}` (the calls, the acks and the crash on one page, for a browser)");
     }
     let _ = writeln!(out, "\nReproduce:\n\n```sh\n{}\n```\n", r.repro);
+    if let Some(refire) = r.refire {
+        let _ = writeln!(out, "The repro, rerun in this run: {}.\n", refire.phrase());
+    }
     if let Some(note) = &r.repro_note {
         let _ = writeln!(out, "> **Note:** {}\n", line(note));
     }
@@ -375,11 +385,6 @@ fn kill_point(r: &CellResult) -> String {
         1 => format!("{} (1 earlier trial passed)", k.describe()),
         n => format!("{} ({n} earlier trials passed)", k.describe()),
     }
-}
-
-/// Seconds without a space, so that a narrow table column does not wrap.
-fn seconds(ms: u64) -> String {
-    format!("{:.2}s", ms as f64 / 1000.0)
 }
 
 /// Text on one line, safe in Markdown prose: no line breaks, no HTML.

@@ -9,16 +9,19 @@ pub mod junit;
 pub mod known;
 pub mod markdown;
 pub mod merge;
+mod path;
 mod render;
 mod repro;
 mod summary;
 pub mod timeline;
 pub mod trace;
+pub mod words;
 
 pub use ci::CiRun;
 pub use fingerprint::Fingerprint;
 pub use known::{Known, KnownEntry, KnownFinding, KnownStatus};
 pub use merge::Partition;
+pub use path::{Children, Refire, States};
 pub use render::{Format, render};
 pub use summary::Summary;
 pub use trace::{Crash, Trace};
@@ -150,36 +153,27 @@ pub struct CellResult {
     /// are one state, checked once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub states_distinct: Option<u64>,
-    /// Sweeps: whether the crash states were rebuilt from one recorded run
-    /// or the child was re-run to each kill point.
+    /// Whether the crash states were rebuilt from one recorded run or were
+    /// real runs of the child (every timed trial and race; a sweep's points
+    /// with `--replay off`); absent for a result that ran no child.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub states: Option<States>,
+    /// How the result's children were started (forked, warm or exec'd);
+    /// absent for a result that ran none, and in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub children: Option<Children>,
+    /// The deadline every wait of the result ran under, in milliseconds:
+    /// `--deadline`, scaled by the child's measured start
+    /// (`Context::scaled_deadline`); absent in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
+    /// A fire's repro, rerun in the run: how many runs, how many fired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refire: Option<Refire>,
     /// Sweeps: the planned points were a `--point`/`--points` selection of
     /// the workload's, not every one (so a pass is no whole sweep).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sampled: bool,
-}
-
-/// How a sweep's crash states were made.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum States {
-    /// Rebuilt from one recorded run of the workload (docs/DESIGN.md,
-    /// "Recorded crash states"), a fire confirmed by a real kill.
-    Recorded,
-    /// The child re-run and killed at each point (`--replay off`, `--point`,
-    /// a race, or a recording that disagreed with the disk).
-    ReExecuted,
-}
-
-impl States {
-    /// As a reader says it.
-    pub fn phrase(self) -> &'static str {
-        match self {
-            States::Recorded => "replayed from a recording",
-            States::ReExecuted => "re-executed (the child re-run to each point)",
-        }
-    }
 }
 
 /// Kill points planned and landed on one path of the killed process.
@@ -239,6 +233,36 @@ impl CellResult {
             s.push_str(&format!("; {n} distinct crash states"));
         }
         Some(s)
+    }
+
+    /// The path that judged the result in one short word pair, for a
+    /// table's column (`forked/recorded`, `exec/re-executed`); `-` for a
+    /// result that ran no child.
+    pub fn path(&self) -> String {
+        match (self.children, self.states) {
+            (Some(c), Some(s)) => format!("{}/{}", c.as_str(), s.as_str()),
+            (Some(c), None) => c.as_str().to_string(),
+            (None, Some(s)) => s.as_str().to_string(),
+            (None, None) => "-".into(),
+        }
+    }
+
+    /// The same as a reader says it: `children forked by the child's fork
+    /// server (...); states replayed from a recording`.
+    pub fn path_phrase(&self) -> Option<String> {
+        let said: Vec<String> = [
+            self.children.map(|c| format!("children {}", c.phrase())),
+            self.states.map(|s| format!("states {}", s.phrase())),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        (!said.is_empty()).then(|| said.join("; "))
+    }
+
+    /// The deadline the result's waits ran under (`30s`), if recorded.
+    pub fn deadline(&self) -> Option<String> {
+        self.deadline_ms.map(path::seconds)
     }
 
     /// The leg as a reader needs it: what was asked for and what ran.
@@ -384,6 +408,18 @@ impl Report {
         seen
     }
 
+    /// The deadlines the results ran under (`30s`; `30s to 41.7s` when
+    /// they differ, as in a merge of shares run on different machines);
+    /// `None` when no result recorded one.
+    pub fn deadlines(&self) -> Option<String> {
+        let ms: Vec<u64> = self.results.iter().filter_map(|r| r.deadline_ms).collect();
+        let (low, high) = (*ms.iter().min()?, *ms.iter().max()?);
+        Some(match low == high {
+            true => path::seconds(low),
+            false => format!("{} to {}", path::seconds(low), path::seconds(high)),
+        })
+    }
+
     pub fn from_json(file: &str, text: &str) -> Result<Report> {
         let report: Report =
             serde_json::from_str(text).map_err(|e| Error::Report { file: file.to_string(), message: e.to_string() })?;
@@ -457,6 +493,9 @@ pub(crate) mod tests {
             fingerprint: None,
             known: None,
             states: None,
+            children: None,
+            deadline_ms: None,
+            refire: None,
             sampled: false,
         }
     }
@@ -475,12 +514,33 @@ pub(crate) mod tests {
     #[test]
     fn evidence_that_could_not_be_kept_is_said_in_every_format() {
         let r = report_of(vec![fire(KillMode::Syscall, "wal")]);
-        for format in [Format::Human, Format::Json, Format::Junit, Format::Markdown] {
+        for &format in Format::all() {
             let text = render(&r, format, false).unwrap();
             assert!(text.contains("Read-only file system"), "{format:?}: {text}");
         }
         assert!(render(&r, Format::Human, false).unwrap().contains("evidence: NOT KEPT: could not keep /e"));
         assert!(r.to_json().contains(r#""evidence_error": "could not keep /e: Read-only file system""#));
+    }
+
+    /// Every result, a pass too, says in every format which path judged
+    /// it and the deadline it ran under.
+    #[test]
+    fn the_path_and_the_deadline_are_said_in_every_format() {
+        let mut pass = fire(KillMode::Syscall, "wal");
+        pass.verdict = Verdict::Pass;
+        (pass.children, pass.states, pass.deadline_ms) = (Some(Children::Warm), Some(States::Recorded), Some(41_730));
+        let r = report_of(vec![pass]);
+        for &format in Format::all() {
+            let text = render(&r, format, false).unwrap();
+            let said = match format {
+                Format::Json => text.contains(r#""children": "warm""#) && text.contains(r#""deadline_ms": 41730"#),
+                Format::Human | Format::Markdown => text.contains("warm/recorded") && text.contains("41.7s"),
+                Format::Junit => {
+                    text.contains("path: children from the child&apos;s warm pool") && text.contains("41.7s")
+                }
+            };
+            assert!(said, "{format:?}: {text}");
+        }
     }
 
     #[test]

@@ -13,6 +13,19 @@ pub enum Format {
     Markdown,
 }
 
+impl Format {
+    /// Every format, in the order `--format` lists them: derived from the
+    /// enum, so that a test that loops over formats cannot miss a new one.
+    pub fn all() -> &'static [Format] {
+        <Format as clap::ValueEnum>::value_variants()
+    }
+
+    /// The name `--format` takes.
+    pub fn name(self) -> String {
+        clap::ValueEnum::to_possible_value(&self).map(|v| v.get_name().to_string()).unwrap_or_default()
+    }
+}
+
 /// Renders `report` in `format`.
 pub fn render(report: &Report, format: Format, color: bool) -> Result<String> {
     match format {

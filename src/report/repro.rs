@@ -94,7 +94,7 @@ mod tests {
         assert!(r.results[1].repro_note.is_none(), "a kill point's repro fires again");
         assert_eq!(twinless.syscall_repro, None);
         assert!(twinless.repro_note.as_deref().unwrap().contains("run `--kill syscall`"));
-        for format in [Format::Human, Format::Json, Format::Junit, Format::Markdown] {
+        for &format in Format::all() {
             let text = render(&r, format, false).unwrap();
             assert!(text.contains("may not fire again"), "{format:?}: {text}");
             assert!(text.contains("crashcells run --kill syscall"), "{format:?}");
@@ -112,7 +112,7 @@ mod tests {
         assert!(r.results[0].repro_note.as_deref().unwrap().contains("not the same interleaving"));
         assert!(r.results[1].repro_note.as_deref().unwrap().contains("the other racers' timing"));
         assert_eq!(r.results[0].syscall_repro, None, "a race's syscall repro is no more reliable");
-        for format in [Format::Human, Format::Json, Format::Junit, Format::Markdown] {
+        for &format in Format::all() {
             let text = render(&r, format, false).unwrap();
             assert!(text.contains("5 times in 10") && text.contains("2 times in 10"), "{format:?}: {text}");
         }

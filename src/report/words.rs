@@ -1,0 +1,68 @@
+//! The words every rendering of a report shares (human, Markdown, and the
+//! renderers of other commands): counts said in the singular or plural,
+//! what a result ran, its mode and level, a duration. One place, so that
+//! no renderer borrows another's helpers and two renderings of one result
+//! say it alike.
+
+use super::{CellResult, Verdict};
+
+/// What a result ran: its trials or races, or its kill points as landed of
+/// planned (a sweep says how many of the points it planned it killed at);
+/// a stub ran nothing.
+pub fn ran(r: &CellResult) -> String {
+    if ran_nothing(r) {
+        return "-".into();
+    }
+    match (r.verdict, r.kill, r.points_planned, r.points_landed) {
+        (_, kill, Some(planned), Some(landed)) if kill.sweeps_points() => {
+            format!("{landed}/{}", plural(planned as usize, "point"))
+        }
+        (_, kill, ..) => plural(r.trials as usize, kill.mode().trial),
+    }
+}
+
+/// Whether a result ran no trial at all: a stub, or a skip decided before
+/// any child of it ran (a race under `--kill power`, an operation the child
+/// does not implement): no mode was seen and nothing was acked, and a count
+/// of its one placeholder trial would say what did not happen.
+pub fn ran_nothing(r: &CellResult) -> bool {
+    let untouched = r.effective_mode.is_none() && r.kill_points.is_empty() && r.acked == 0;
+    r.verdict == Verdict::Stub || (r.verdict == Verdict::Skip && untouched && r.points_planned.is_none())
+}
+
+/// The mode and level a result's trials ran at (`wal/full`, `delete/-`
+/// where the level was not reported), or `-` when no trial reported a mode.
+pub fn mode(r: &CellResult) -> String {
+    match &r.effective_mode {
+        Some(m) => format!("{m}/{}", r.synchronous.as_deref().unwrap_or("-")),
+        None => "-".into(),
+    }
+}
+
+/// `1 result`, `2 results`.
+pub fn plural(n: usize, word: &str) -> String {
+    if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
+}
+
+/// A duration as the tables show it, without a space, so that a narrow
+/// column does not wrap: `1.50s`.
+pub fn duration(ms: u64) -> String {
+    format!("{:.2}s", ms as f64 / 1000.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_singular_or_plural() {
+        assert_eq!(plural(1, "result"), "1 result");
+        assert_eq!(plural(0, "result"), "0 results");
+        assert_eq!(plural(12, "point"), "12 points");
+    }
+
+    #[test]
+    fn a_duration_has_two_decimals_and_no_space() {
+        assert_eq!((duration(1500), duration(0)), ("1.50s".to_string(), "0.00s".to_string()));
+    }
+}
