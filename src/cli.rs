@@ -4,7 +4,6 @@
 //! runs in [`child`]; where text goes (stdout, stderr, `--out`, the step
 //! summary) in [`output`]; the exit code in [`exit`]; `list` in [`list`].
 
-pub mod audit;
 mod checks;
 mod child;
 mod exit;
@@ -19,17 +18,18 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::audit::{Audit, AuditSetup};
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
-use crate::harness::Launcher;
 use crate::matrix::Matrix;
 use crate::options::{DEFAULT_DEADLINE_SECS, Replay, RunOptions};
 use crate::plan::{Selection, plan};
+use crate::probe::{fork_server, warm_pool};
 use crate::report::{self, Format};
 use crate::run::{self, Bars, RunFacts};
 use checks::workdir_or;
 pub use child::child_command;
-use child::{crowd, fork_server, preflight_failed, run_context, validate_mutant, warm_pool};
+use child::{crowd, preflight_failed, run_context, validate_mutant};
 use exit::run_exit_code;
 pub use output::write_atomically;
 use output::{note, stdout};
@@ -454,46 +454,31 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
 /// leg was audited, whatever the rows say; 2 on bad input or a child that
 /// could not be audited.
 fn cmd_audit(a: AuditArgs) -> Result<i32> {
-    let matrix = Matrix::load(&a.matrix)?;
-    // Not /dev/shm: an audit answers for the filesystem trials will use.
-    let workdir = workdir_or(&a.workdir, std::env::temp_dir)?;
-    let child = child_command(a.child.as_deref())?;
-    let ready = crate::probe::preflight(&Launcher::exec(child.clone()), &workdir, Duration::from_secs(a.deadline))
-        .map_err(|e| Error::Child { child: child.display(), message: e.to_string() })?;
-    note(&format!(
-        "auditing {} legs of matrix {} in {} ({})",
-        matrix.legs.len(),
-        matrix.name,
-        workdir.display(),
-        crate::cli::audit::filesystem_name(&workdir)
-    ));
-    // The crash columns' children, forked by the child's fork server when it
-    // offers one (checked fresh first, as for a run).
-    let deadline = Duration::from_secs(a.deadline);
-    // Its stderr and its preflight in a folder of their own, gone with the audit.
-    let server_dir = tempfile::Builder::new()
-        .prefix("crashcells-audit-server-")
-        .tempdir_in(&workdir)
-        .map_err(Error::io("audit folder in", &workdir))?;
-    let forks = match a.no_crash {
-        true => None,
-        false => fork_server(&Launcher::exec(child.clone()), &ready, server_dir.path(), deadline)?,
-    };
-    let setup = crate::cli::audit::AuditSetup {
-        matrix: &matrix,
-        matrix_arg: &a.matrix,
-        forks: forks.as_ref(),
-        child: &child,
-        workdir: &workdir,
-        deadline: Duration::from_secs(a.deadline),
-        crash: (!a.no_crash).then_some(&ready),
-    };
-    let report = crate::cli::audit::audit_matrix(&setup, a.child.as_deref())?;
+    let audit = Audit::start(a.setup()?)?;
+    note(&audit.heading());
+    let report = audit.run()?;
     match a.format {
         ListFormat::Json => stdout(&report.to_json())?,
         ListFormat::Human => stdout(&report.to_human())?,
     }
     Ok(0)
+}
+
+impl AuditArgs {
+    /// The audit these options ask for, each checked: the matrix read, the
+    /// folder writable, the child's command line not empty.
+    fn setup(&self) -> Result<AuditSetup> {
+        Ok(AuditSetup {
+            matrix: Matrix::load(&self.matrix)?,
+            matrix_arg: self.matrix.clone(),
+            // Not /dev/shm: an audit answers for the filesystem trials will use.
+            workdir: workdir_or(&self.workdir, std::env::temp_dir)?,
+            child_arg: self.child.clone(),
+            child: child_command(self.child.as_deref())?,
+            deadline: Duration::from_secs(self.deadline),
+            crash: !self.no_crash,
+        })
+    }
 }
 
 /// Writes the report: to `--out` (atomically) in the chosen format, with

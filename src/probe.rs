@@ -2,7 +2,9 @@
 //! child for one short operation in a private folder, and the preflight that
 //! `run` does before any cell, so that a child of another protocol version,
 //! or one that writes anything but a `ready` record, stops the run with one
-//! line at the top instead of an error in every result.
+//! line at the top instead of an error in every result; and the launchers
+//! that serve a child's operations faster (its fork server, its warm pool),
+//! each started and checked by the same preflight before it is used.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -153,6 +155,61 @@ pub fn preflight_with(
         };
         PreflightError::NoReady(no_ready(&bytes, &stdout, end, &reaped.stderr_tail))
     })
+}
+
+/// The launcher of a child that offers a fork server (docs/PROTOCOL.md §9):
+/// the server started, and a first operation forked by it as the preflight
+/// ran it exec'd, so that a server whose processes do not start fresh (a
+/// descriptor of the trial's folder held open, say) stops the run here with
+/// one line, before any cell. With it, how long a forked operation took to
+/// write its ready record. `None` for a child without a server.
+pub fn fork_server(
+    child: &Launcher,
+    ready: &Ready,
+    work: &Path,
+    deadline: Duration,
+) -> crate::error::Result<Option<(Launcher, Duration)>> {
+    if !crate::harness::serves_forks(ready) || child.server_pid().is_some() {
+        return Ok(None);
+    }
+    let refused = |message: String| crate::error::Error::Child { child: child.display(), message };
+    let stderr = work.join("fork-server.stderr");
+    let forks = Launcher::with_fork_server((**child).clone(), &stderr, deadline).map_err(|e| refused(e.to_string()))?;
+    let began = Instant::now();
+    preflight(&forks, work, deadline).map_err(|e| match e {
+        // The launcher's refusal already names the server and the descriptor.
+        PreflightError::Start(e) => refused(e.to_string()),
+        e => refused(format!("its fork server: {e}")),
+    })?;
+    Ok(Some((forks, began.elapsed())))
+}
+
+/// The launcher of a child that offers a warm pool (docs/PROTOCOL.md §10)
+/// and is not served by a fork server: the pool started with `size`
+/// processes, and a first operation run in a warm process as the preflight
+/// ran it exec'd, so that a child whose warm processes do not start fresh
+/// (or never get warm) stops the run here with one line, before any cell.
+/// `None` for a child without one.
+pub fn warm_pool(
+    child: &Launcher,
+    ready: &Ready,
+    work: &Path,
+    size: usize,
+    deadline: Duration,
+) -> crate::error::Result<Option<Launcher>> {
+    if !crate::harness::serves_warm(ready) || child.server_pid().is_some() || child.warm_pool().is_some() {
+        return Ok(None);
+    }
+    let refused = |message: String| crate::error::Error::Child { child: child.display(), message };
+    let stderr = work.join("warm-pool.stderr");
+    let warm =
+        Launcher::with_warm_pool((**child).clone(), &stderr, size, deadline).map_err(|e| refused(e.to_string()))?;
+    preflight(&warm, work, deadline).map_err(|e| match e {
+        // The launcher's refusal already names the pool and the descriptor.
+        PreflightError::Start(e) => refused(e.to_string()),
+        e => refused(format!("its warm pool: {e}")),
+    })?;
+    Ok(Some(warm))
 }
 
 /// How the wait for a ready record ended, when there was none.

@@ -242,8 +242,8 @@ fn the_audit_says_a_leg_keeps_acked_commits_under_a_process_crash_but_loses_them
     let human = bin().args(["audit", "--matrix"]).arg(&matrix).arg("--workdir").arg(dir.path()).output().unwrap();
     let human = String::from_utf8_lossy(&human.stdout);
     // It names the cells the registry says answer durability, however many.
-    let columns = crashcells::cli::audit::crash::Columns::not_honored();
-    let legend = crashcells::cli::audit::render::legend(&columns, &crashcells::cli::audit::crash::cell_numbers());
+    let columns = crashcells::audit::crash::Columns::not_honored();
+    let legend = crashcells::audit::render::legend(&columns, &crashcells::audit::crash::cell_numbers());
     // The table wraps the legend to its width: read it with the breaks unmade.
     let flat = human.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(flat.contains(&legend), "{human}");

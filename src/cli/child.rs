@@ -4,7 +4,6 @@
 //! and the context every cell of a run shares.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use crashcells_protocol::{Mutant, Ready};
 
@@ -46,61 +45,6 @@ pub(super) fn preflight_failed(ctx: &Context, e: crate::probe::PreflightError) -
         ));
     }
     Error::Child { child, message: e.to_string() }
-}
-
-/// The launcher of a child that offers a fork server (docs/PROTOCOL.md §9):
-/// the server started, and a first operation forked by it as the preflight
-/// ran it exec'd, so that a server whose processes do not start fresh (a
-/// descriptor of the trial's folder held open, say) stops the run here with
-/// one line, before any cell. With it, how long a forked operation took to
-/// write its ready record. `None` for a child without a server.
-pub(super) fn fork_server(
-    child: &Launcher,
-    ready: &Ready,
-    work: &Path,
-    deadline: Duration,
-) -> Result<Option<(Launcher, Duration)>> {
-    if !crate::harness::serves_forks(ready) || child.server_pid().is_some() {
-        return Ok(None);
-    }
-    let refused = |message: String| Error::Child { child: child.display(), message };
-    let stderr = work.join("fork-server.stderr");
-    let forks = Launcher::with_fork_server((**child).clone(), &stderr, deadline).map_err(|e| refused(e.to_string()))?;
-    let began = Instant::now();
-    crate::probe::preflight(&forks, work, deadline).map_err(|e| match e {
-        // The launcher's refusal already names the server and the descriptor.
-        crate::probe::PreflightError::Start(e) => refused(e.to_string()),
-        e => refused(format!("its fork server: {e}")),
-    })?;
-    Ok(Some((forks, began.elapsed())))
-}
-
-/// The launcher of a child that offers a warm pool (docs/PROTOCOL.md §10)
-/// and is not served by a fork server: the pool started with `size`
-/// processes, and a first operation run in a warm process as the preflight
-/// ran it exec'd, so that a child whose warm processes do not start fresh
-/// (or never get warm) stops the run here with one line, before any cell.
-/// `None` for a child without one.
-pub(super) fn warm_pool(
-    child: &Launcher,
-    ready: &Ready,
-    work: &Path,
-    size: usize,
-    deadline: Duration,
-) -> Result<Option<Launcher>> {
-    if !crate::harness::serves_warm(ready) || child.server_pid().is_some() || child.warm_pool().is_some() {
-        return Ok(None);
-    }
-    let refused = |message: String| Error::Child { child: child.display(), message };
-    let stderr = work.join("warm-pool.stderr");
-    let warm =
-        Launcher::with_warm_pool((**child).clone(), &stderr, size, deadline).map_err(|e| refused(e.to_string()))?;
-    crate::probe::preflight(&warm, work, deadline).map_err(|e| match e {
-        // The launcher's refusal already names the pool and the descriptor.
-        crate::probe::PreflightError::Start(e) => refused(e.to_string()),
-        e => refused(format!("its warm pool: {e}")),
-    })?;
-    Ok(Some(warm))
 }
 
 /// The most children one unit of the run's pool starts together: a race's

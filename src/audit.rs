@@ -31,9 +31,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::dbfiles::{Artefacts, Family};
 use crate::error::{Error, Result};
-use crate::harness::{ChildCommand, Running};
+use crate::harness::{ChildCommand, Launcher, Running};
 use crate::kill::timed::{WaitError, wait_for_acks};
-use crate::legaudit::{Audit, audit_leg};
+use crate::legaudit::{self, audit_leg};
 use crate::matrix::{Leg, Matrix};
 
 pub const SCHEMA: &str = "crashcells.audit.v1";
@@ -43,21 +43,71 @@ pub const SCHEMA: &str = "crashcells.audit.v1";
 /// of fifteen legs takes seconds on a disk with `synchronous=extra`.
 pub const AUDIT_ACKS: u64 = 20;
 
-/// What the audit needs: the legs, the child, where to run, how long to wait.
-pub struct AuditSetup<'a> {
-    pub matrix: &'a Matrix,
+/// What the audit was asked: `crashcells audit`'s options, checked.
+pub struct AuditSetup {
+    pub matrix: Matrix,
     /// The matrix as `--matrix` named it (a built-in's name, or a path):
     /// what the crash columns' repros name.
-    pub matrix_arg: &'a str,
-    pub child: &'a ChildCommand,
-    /// The child's fork server and how long a forked operation took to
-    /// start, when it offers one: the crash columns' children are forked.
-    pub forks: Option<&'a (crate::harness::Launcher, Duration)>,
+    pub matrix_arg: String,
+    /// `--child` as given (`None`: the reference store): what the report
+    /// and the crash columns' repros name.
+    pub child_arg: Option<String>,
+    pub child: ChildCommand,
     /// The folder the audit's own work folder is made in.
-    pub workdir: &'a Path,
+    pub workdir: PathBuf,
     pub deadline: Duration,
-    /// The preflight's ready record: given, each row gets its crash columns.
-    pub crash: Option<&'a crashcells_protocol::Ready>,
+    /// Whether each row gets its crash columns (not `--no-crash`).
+    pub crash: bool,
+}
+
+/// An audit whose child passed the preflight: ready to run. Split from
+/// [`Audit::run`] so that a child that speaks no protocol is one line of
+/// error, before the audit says what it is about to do.
+pub struct Audit {
+    setup: AuditSetup,
+    /// The preflight's ready record.
+    ready: Ready,
+}
+
+impl Audit {
+    /// Checks that the child speaks the protocol, in the audited folder.
+    pub fn start(setup: AuditSetup) -> Result<Audit> {
+        let exec = Launcher::exec(setup.child.clone());
+        let ready = crate::probe::preflight(&exec, &setup.workdir, setup.deadline)
+            .map_err(|e| Error::Child { child: setup.child.display(), message: e.to_string() })?;
+        Ok(Audit { setup, ready })
+    }
+
+    /// What the audit is about to do, and where.
+    pub fn heading(&self) -> String {
+        let s = &self.setup;
+        format!(
+            "auditing {} legs of matrix {} in {} ({})",
+            s.matrix.legs.len(),
+            s.matrix.name,
+            s.workdir.display(),
+            filesystem_name(&s.workdir)
+        )
+    }
+
+    /// Audits every leg: its row, then its crash columns unless
+    /// `--no-crash`, forked by the child's fork server when it offers one
+    /// (checked fresh first, as for a run).
+    pub fn run(&self) -> Result<AuditReport> {
+        let s = &self.setup;
+        // The server's stderr and preflight in a folder of their own, gone with the audit.
+        let server_dir = tempfile::Builder::new()
+            .prefix("crashcells-audit-server-")
+            .tempdir_in(&s.workdir)
+            .map_err(Error::io("audit folder in", &s.workdir))?;
+        let forks = match s.crash {
+            true => {
+                crate::probe::fork_server(&Launcher::exec(s.child.clone()), &self.ready, server_dir.path(), s.deadline)?
+            }
+            false => None,
+        };
+        audit_matrix(s, forks.as_ref(), s.crash.then_some(&self.ready))
+    }
 }
 
 /// The resolver's decision as the child reported it.
@@ -121,17 +171,23 @@ pub struct AuditReport {
     pub summary: AuditSummary,
 }
 
-/// Audits every leg of the matrix, in order. The first leg whose child
-/// cannot be audited ends the audit with an error naming the leg.
-pub fn audit_matrix(setup: &AuditSetup, child_arg: Option<&str>) -> Result<AuditReport> {
+/// Audits every leg of the matrix, in order; with `crash` (the preflight's
+/// ready record), each honored leg's crash columns too, their children
+/// forked by `forks` when given. The first leg whose child cannot be
+/// audited ends the audit with an error naming the leg.
+fn audit_matrix(
+    setup: &AuditSetup,
+    forks: Option<&(Launcher, Duration)>,
+    crash: Option<&Ready>,
+) -> Result<AuditReport> {
     let work = tempfile::Builder::new()
         .prefix("crashcells-audit-")
-        .tempdir_in(setup.workdir)
-        .map_err(Error::io("audit folder in", setup.workdir))?;
+        .tempdir_in(&setup.workdir)
+        .map_err(Error::io("audit folder in", &setup.workdir))?;
     // Progress on a terminal (none in a CI log): a step per leg's short
     // run, and one per result of its crash columns, each with its own bar.
     let legs = setup.matrix.legs.len();
-    let per_leg = if setup.crash.is_some() { crash::results_per_leg()? } else { 0 };
+    let per_leg = if crash.is_some() { crash::results_per_leg()? } else { 0 };
     let bars = crate::run::Bars::counting(legs * (1 + per_leg), "steps");
     let mut rows = Vec::with_capacity(legs);
     for leg in &setup.matrix.legs {
@@ -139,9 +195,9 @@ pub fn audit_matrix(setup: &AuditSetup, child_arg: Option<&str>) -> Result<Audit
         rows.push(audit_one(setup, leg, work.path())?);
         bars.step("");
     }
-    if let Some(ready) = setup.crash {
+    if let Some(ready) = crash {
         let trials = crash_folder()?;
-        let ctx = crash_context(setup, ready, trials.path(), child_arg)?;
+        let ctx = crash_context(setup, forks, ready, trials.path())?;
         for (row, leg) in rows.iter_mut().zip(&setup.matrix.legs) {
             bars.say(&format!("leg {}: crash columns", leg.name));
             let c = match row.honored {
@@ -158,8 +214,8 @@ pub fn audit_matrix(setup: &AuditSetup, child_arg: Option<&str>) -> Result<Audit
         crashcells_version: env!("CARGO_PKG_VERSION").into(),
         matrix: setup.matrix.name.clone(),
         workdir: setup.workdir.display().to_string(),
-        filesystem: filesystem_name(setup.workdir),
-        child: child_arg.unwrap_or("reference").into(),
+        filesystem: filesystem_name(&setup.workdir),
+        child: setup.child_arg.as_deref().unwrap_or("reference").into(),
         summary: AuditSummary { legs: rows.len(), honored, not_honored: rows.len() - honored },
         rows,
     })
@@ -187,33 +243,33 @@ fn crash_folder() -> Result<tempfile::TempDir> {
 /// leaves nothing behind).
 fn crash_context(
     setup: &AuditSetup,
-    ready: &crashcells_protocol::Ready,
+    forks: Option<&(Launcher, Duration)>,
+    ready: &Ready,
     work: &Path,
-    child_arg: Option<&str>,
 ) -> Result<crate::pipeline::Context> {
     let work_root = std::fs::canonicalize(work).map_err(Error::io("audit folder", work))?;
     let jobs = std::thread::available_parallelism().map_or(1, usize::from);
     // The options a `LOSES` row's repro is derived from: what `run` needs
     // to rerun that point (the child, from the folder the audit ran it in).
-    let cwd = match child_arg {
+    let cwd = match setup.child_arg {
         Some(_) => Some(std::env::current_dir().map_err(Error::io("the folder the audit runs in", "."))?),
         None => None,
     };
     let deadline = setup.deadline.as_secs();
     let options = crate::options::RunOptions {
-        matrix: setup.matrix_arg.to_string(),
+        matrix: setup.matrix_arg.clone(),
         seed: Some(1),
-        child: child_arg.map(String::from),
+        child: setup.child_arg.clone(),
         cwd,
         deadline: (deadline != crate::options::DEFAULT_DEADLINE_SECS).then_some(deadline),
         ..Default::default()
     };
-    let child = setup.forks.map_or_else(|| crate::harness::Launcher::exec(setup.child.clone()), |f| f.0.clone());
+    let child = forks.map_or_else(|| Launcher::exec(setup.child.clone()), |f| f.0.clone());
     let evidence = work_root.join("evidence");
     let ctx = crate::pipeline::Context::new(options, 1, child, work_root, evidence, setup.deadline, jobs);
     Ok(crate::pipeline::Context {
         child_ready: Some(ready.clone()),
-        start: setup.forks.map_or(Duration::ZERO, |f| f.1),
+        start: forks.map_or(Duration::ZERO, |f| f.1),
         ..ctx
     })
 }
@@ -267,7 +323,7 @@ fn run_and_kill(setup: &AuditSetup, f: &LegFiles) -> std::result::Result<u64, St
     Ok(reached.acks)
 }
 
-fn row(leg: &Leg, ready: &Ready, audit: Audit, acked: u64) -> Row {
+fn row(leg: &Leg, ready: &Ready, audit: legaudit::Audit, acked: u64) -> Row {
     let resolver = ready.resolver.as_ref().map(|d| ResolverRow {
         decided_by: d.decided_by.as_str().to_string(),
         applied: d.applied.to_string(),
