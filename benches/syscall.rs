@@ -48,6 +48,8 @@ fn context(work: &Path, jobs: usize, replay: Replay) -> Context {
         start: Duration::ZERO,
         crowd: 1,
         shared: Default::default(),
+        // A rate of sweeps: no fire's repro is rerun in it.
+        refires: 0,
     }
 }
 

@@ -124,6 +124,11 @@ fn a_fired_repro_fires_again_with_the_same_kill() {
     assert_eq!(timed["syscall_repro"], syscall["repro"], "{timed:#}");
     assert!(timed["repro_note"].as_str().unwrap().contains("may not fire again"), "{timed:#}");
     assert!(syscall["repro_note"].is_null(), "a kill point's repro needs no note");
+    // Each fire's repro was rerun in the run: a deterministic mutant's kill
+    // point fires every time; a timed kill's count is the scheduler's.
+    assert_eq!(syscall["refire"], serde_json::json!({"runs": 5, "fired": 5}), "{syscall:#}");
+    assert_eq!(timed["refire"]["runs"], 5, "{timed:#}");
+    assert!(timed["refire"]["fired"].as_u64().is_some_and(|k| k <= 5), "{timed:#}");
     for fired in fired {
         let repro = fired["repro"].as_str().unwrap();
         let again = rerun(repro, dir.path());

@@ -160,6 +160,14 @@ pub(crate) fn settings(dir: &Path, report: &Report) -> insta::Settings {
     // stretches it when the child's measured start would not fit in it
     // (Context::scaled_deadline), which a loaded machine does.
     s.add_filter(r"within the [\d.]+m?s deadline", "within the [DEADLINE] deadline");
+    s.add_filter(r"\b[\d.]+s( to [\d.]+s)? per wait", "[DEADLINE] per wait");
+    s.add_filter(r"deadline [\d.]+s( to [\d.]+s)?\)", "deadline [DEADLINE])");
+    s.add_filter(r#"name="deadline" value="[^"]*""#, r#"name="deadline" value="[DEADLINE]""#);
+    s.add_filter(r#""deadline_ms": \d+"#, r#""deadline_ms": "[MS]""#);
+    // The time column is as wide as its longest time: its header and the
+    // `-` of a result that ran nothing are padded to it.
+    s.add_filter(r"acked +time  reason", "acked  [TIME]  reason");
+    s.add_filter(r"(?m)^(stub .*?) +-  (\S)", "$1 [TIME]  $2");
     s.add_filter(r" +\d+\.\d\ds\b", " [TIME]s");
     s.add_filter(r#"time="[\d.]+""#, r#"time="[TIME]""#);
     s.add_filter(r#""duration_ms": \d+"#, r#""duration_ms": "[MS]""#);
@@ -174,6 +182,9 @@ pub(crate) fn settings(dir: &Path, report: &Report) -> insta::Settings {
     s.add_filter(r"\| \d+ \| \[TIME\]s \|", "| [ACKS] | [TIME]s |");
     s.add_filter(r"\(acked \d+, recovered \d+\)", "(acked [N], recovered [N])");
     s.add_filter(r#""(acked|after_acks)": \d+"#, r#""$1": "[ACKS]""#);
+    // How often a timed fire's repro refired is the scheduler's to decide.
+    s.add_filter(r"refired \d+ of", "refired [K] of");
+    s.add_filter(r#""fired": \d+"#, r#""fired": "[K]""#);
     // A lost append's counts, which a timed kill's instant decides too.
     s.add_filter(r"\(acked \d+, recovered \d+\)", "(acked [N], recovered [N])");
     s

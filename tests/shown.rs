@@ -27,6 +27,9 @@ fn settings(dir: &Path) -> insta::Settings {
     s.add_filter(r"\d{9,}-\d+", "[RUN-ID]");
     s.add_filter(r" +\d+\.\d\ds\b", " [TIME]s");
     s.add_filter(r"SQLite \d+\.\d+\.\d+", "SQLite [VERSION]");
+    // `--deadline` or more: the run stretches it by the child's start on a loaded machine.
+    s.add_filter(r"\b[\d.]+s( to [\d.]+s)? per wait", "[DEADLINE] per wait");
+    s.add_filter(r"deadline [\d.]+s( to [\d.]+s)?\)", "deadline [DEADLINE])");
     s
 }
 

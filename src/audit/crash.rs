@@ -122,8 +122,9 @@ pub fn columns(
     let selection = Selection { cells, legs: vec![leg.name.clone()], kills };
     let jobs = plan(&catalog, &matrix, &selection, ctx.seed)?;
     // The power and torn sweeps of a cell share one recording and its
-    // recoveries; what they share goes with the leg.
-    let ctx = Context { shared: crate::pipeline::Shared::on(), ..ctx.clone() };
+    // recoveries; what they share goes with the leg. A row names a repro
+    // without a refire rate: the audit's fires are its columns' answers.
+    let ctx = Context { shared: crate::pipeline::Shared::on(), refires: 0, ..ctx.clone() };
     let results = crate::run::execute(&jobs, &ctx, ctx.jobs, progress);
     let column = |kill: KillMode| {
         let of: Vec<_> = results.iter().filter(|r| r.kill == kill).collect();

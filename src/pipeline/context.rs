@@ -53,6 +53,9 @@ pub struct Context {
     pub crowd: u32,
     /// What this run's jobs share (nothing, unless the caller asks).
     pub shared: Shared,
+    /// How many times each fire's repro is rerun to measure its refire
+    /// rate ([`super::refire`]); 0 measures none.
+    pub refires: u32,
 }
 
 impl Context {
@@ -83,6 +86,7 @@ impl Context {
             start: Duration::ZERO,
             crowd: 1,
             shared: Shared::default(),
+            refires: super::refire::RUNS,
         }
     }
 }

@@ -30,7 +30,8 @@
 //! - [`sweep`]: the re-executed sweep skeleton, a census then one trial per
 //!   point; [`coverage`]: the points a sweep planned and those that landed;
 //! - [`confirm`]: a fire found through a forked child, run again with every
-//!   operation exec'd before it is reported;
+//!   operation exec'd before it is reported; [`refire`]: a fire's repro
+//!   rerun a few times in the run, how often it fired again;
 //! - [`result`]: a job's trials folded into its result, its evidence kept,
 //!   its repro derived from the run's options.
 //!
@@ -56,6 +57,7 @@ pub mod power_share;
 pub mod race;
 pub mod race_sweep;
 pub mod recorded;
+pub mod refire;
 pub mod result;
 pub mod sweep;
 pub mod timed;

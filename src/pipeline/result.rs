@@ -61,6 +61,9 @@ pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
         with_coverage(&mut result, c);
     }
     ran_on(&mut result, ctx, &trials);
+    if let (Verdict::Fire, Some(last)) = (result.verdict, trials.last()) {
+        result.refire = refired(job, ctx, confirm::site(job.kill, last));
+    }
     result.duration_ms = start.elapsed().as_millis() as u64;
     keep_evidence(ctx, &mut result, trials);
     result
@@ -165,6 +168,22 @@ fn on_plain_path(
         confirm::by_sweep(found, shaped(&sweep, cell, leg, &plain, shape).0.pop());
     }
     ran
+}
+
+/// A fire's repro rerun `ctx.refires` times on the run's own path, at the
+/// fire's trial or point ([`super::refire`]); none for a fire decided by a
+/// sweep's census, whose repro reruns the whole sweep.
+fn refired(job: &Job, ctx: &Context, at: Site) -> Option<crate::report::Refire> {
+    let index = match at {
+        Site::Trial(n) | Site::Point(n) => n,
+        Site::Sweep => return None,
+    };
+    let (cell, leg) = (crate::cells::find(&job.cell.id)?, job.leg.as_ref()?);
+    let shape = cell.shape(&job.cell.params).ok()?;
+    let options = ctx.options.narrowed(&job.cell.id, Some(&leg.name), job.kill, Some(index));
+    // No progress drawn: a rerun is no trial the bar planned.
+    let again = Context { options, tally: super::Tally::default(), ..ctx.clone() };
+    super::refire::measure(ctx.refires, &mut || shaped(job, cell, leg, &again, shape).0.pop().map(|t| t.outcome))
 }
 
 /// Adds what a sweep really tested to its result; when fewer points landed

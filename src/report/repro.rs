@@ -6,11 +6,12 @@
 //! cell and leg, when the run has one, is the repro to trust.
 //!
 //! A race (cell 2) is timing all through: its repro reruns the same race,
-//! not the same interleaving of its racers (measured: a `racy-claim` race's
-//! repro fired again 5 times in 10), and a race's syscall repro kills racer
-//! r0 at the same call while the other racers' timing decides what that
-//! kill leaves (2 times in 10). Both are labelled; neither points to the
-//! other as the one to trust.
+//! not the same interleaving of its racers, and a race's syscall repro
+//! kills racer r0 at the same call while the other racers' timing decides
+//! what that kill leaves. Both are labelled; neither points to the other
+//! as the one to trust. How often a repro did fire again is measured in
+//! the run, per fire (`refire`, `pipeline::refire`), never assumed: a note
+//! quotes no figure, and points to that measure.
 
 use crate::plan::KillMode;
 
@@ -54,11 +55,11 @@ fn race_note(kill: KillMode) -> &'static str {
     match kill.mode().race {
         crate::killmode::Race::Sweep => {
             "a race's kill point is racer r0's call, but the other racers' timing decides what the kill leaves: \
-             this repro may not fire again (measured: 2 times in 10); rerun it a few times"
+             this repro may not fire again (its refire rate says how often it did in this run)"
         }
         _ => {
             "a race's repro reruns the same race, not the same interleaving of its racers: it may not fire again \
-             (measured: 5 times in 10); rerun it a few times"
+             (its refire rate says how often it did in this run)"
         }
     }
 }
@@ -102,19 +103,27 @@ mod tests {
     }
 
     /// A race's repro, with a kill or without, is labelled as one that may
-    /// not fire again, in every format; neither points to the other.
+    /// not fire again, in every format, beside how often it refired in the
+    /// run (measured, never a fixed figure); neither points to the other.
     #[test]
-    fn a_races_repro_is_labelled_in_every_format() {
-        use crate::report::PathPoints;
+    fn a_races_repro_is_labelled_with_its_measured_refire_rate_in_every_format() {
+        use crate::report::{PathPoints, Refire};
         let mut swept = fire(KillMode::Syscall, "default");
         swept.points_by_path = vec![PathPoints { path: "winning-claim".into(), planned: 4, landed: 4 }];
-        let r = report_of(vec![fire(KillMode::None, "default"), swept]);
+        swept.refire = Some(Refire { runs: 5, fired: 2 });
+        let mut free = fire(KillMode::None, "default");
+        free.refire = Some(Refire { runs: 5, fired: 5 });
+        let r = report_of(vec![free, swept]);
         assert!(r.results[0].repro_note.as_deref().unwrap().contains("not the same interleaving"));
         assert!(r.results[1].repro_note.as_deref().unwrap().contains("the other racers' timing"));
         assert_eq!(r.results[0].syscall_repro, None, "a race's syscall repro is no more reliable");
         for &format in Format::all() {
             let text = render(&r, format, false).unwrap();
-            assert!(text.contains("5 times in 10") && text.contains("2 times in 10"), "{format:?}: {text}");
+            let said = match format {
+                Format::Json => text.contains(r#""refire": {"#) && text.contains(r#""fired": 2"#),
+                _ => text.contains("refired 5 of 5") && text.contains("refired 2 of 5"),
+            };
+            assert!(said && !text.contains("times in 10"), "{format:?}: {text}");
         }
     }
 }

@@ -1,0 +1,70 @@
+//! A fire's repro, rerun in the run: how often it fires again, measured
+//! rather than guessed (issue 29). A kill point lands on the same call
+//! each time, a timed kill or a race where the scheduler lets it; a store
+//! that writes from a thread pool may not make the same calls twice. The
+//! report gives each fire `refire: {runs, fired}`, so that a reader knows
+//! what its repro is worth before pasting it.
+//!
+//! The reruns take the repro's own path (the run's launcher: cheap through
+//! a fork server) and its options narrowed to the fire's trial or point,
+//! as its repro does. They cost only where something fired, and are
+//! bounded: [`RUNS`] per fire. A fire decided by a sweep's census (its
+//! repro reruns the whole sweep) is not rerun.
+
+use super::outcome::Outcome;
+use crate::report::Refire;
+
+/// How many times a fire's repro is rerun.
+pub const RUNS: u32 = 5;
+
+/// Reruns a repro up to `runs` times through `again` (`None`: it gave no
+/// trial, and the measure stops there) and counts the fires. No measure
+/// when none ran or an interrupt cut one short (a count of runs the user
+/// stopped says nothing).
+pub fn measure(runs: u32, again: &mut dyn FnMut() -> Option<Outcome>) -> Option<Refire> {
+    let mut refire = Refire { runs: 0, fired: 0 };
+    for _ in 0..runs {
+        let Some(outcome) = again() else { break };
+        match outcome {
+            Outcome::Interrupted(_) => return None,
+            Outcome::Fire(_) => refire.fired += 1,
+            _ => {}
+        }
+        refire.runs += 1;
+    }
+    (refire.runs > 0).then_some(refire)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cells::Violation;
+    use crate::pipeline::outcome::{Failure, Finding, Interruption};
+
+    fn fire() -> Outcome {
+        Outcome::Fire(Finding { violations: vec![Violation::new("winners", "2 WON")], power: None, fault: None })
+    }
+
+    /// A race-dependent fire refires in some runs only: k < N.
+    #[test]
+    fn a_fire_the_scheduler_decides_refires_in_some_runs() {
+        let mut runs = [fire(), Outcome::Pass, fire(), Outcome::Error(Failure::NoKill), Outcome::Pass].into_iter();
+        assert_eq!(measure(RUNS, &mut || runs.next()), Some(Refire { runs: 5, fired: 2 }));
+    }
+
+    /// A deterministic mutant's fire refires every time: k = N.
+    #[test]
+    fn a_deterministic_fire_refires_every_time() {
+        assert_eq!(measure(RUNS, &mut || Some(fire())), Some(Refire { runs: RUNS, fired: RUNS }));
+    }
+
+    #[test]
+    fn no_run_or_an_interrupt_measures_nothing() {
+        assert_eq!(measure(RUNS, &mut || None), None);
+        assert_eq!(measure(0, &mut || Some(fire())), None);
+        let mut runs = [fire(), Outcome::Interrupted(Interruption::BeforeTrial)].into_iter();
+        assert_eq!(measure(RUNS, &mut || runs.next()), None);
+        let mut runs = [fire(), fire()].into_iter();
+        assert_eq!(measure(RUNS, &mut || runs.next()), Some(Refire { runs: 2, fired: 2 }), "as many as ran");
+    }
+}
