@@ -259,9 +259,11 @@ fn crash_context(
     let options = crate::options::RunOptions {
         matrix: setup.matrix_arg.clone(),
         seed: Some(1),
-        child: setup.child_arg.clone(),
+        child: crate::options::ChildArg { command: setup.child_arg.clone() },
         cwd,
-        deadline: (deadline != crate::options::DEFAULT_DEADLINE_SECS).then_some(deadline),
+        deadline: crate::options::DeadlineArg {
+            secs: (deadline != crate::options::DEFAULT_DEADLINE_SECS).then_some(deadline),
+        },
         ..Default::default()
     };
     let child = forks.map_or_else(|| Launcher::exec(setup.child.clone()), |f| f.0.clone());

@@ -22,13 +22,12 @@ use crate::audit::{Audit, AuditSetup};
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::matrix::Matrix;
-use crate::options::{DEFAULT_DEADLINE_SECS, Replay, RunOptions};
+use crate::options::{CatalogArg, ChildArg, DeadlineArg, Replay, RunOptions, WorkdirArg};
 use crate::plan::{Selection, plan};
 use crate::probe::{fork_server, warm_pool};
 use crate::report::{self, Format};
 use crate::run::{self, Bars, RunFacts};
 use checks::workdir_or;
-pub use child::child_command;
 use child::{crowd, preflight_failed, run_context, validate_mutant};
 use exit::run_exit_code;
 pub use output::write_atomically;
@@ -142,9 +141,8 @@ struct OutputArgs {
 struct ListArgs {
     #[arg(long, value_enum, default_value = "human")]
     format: ListFormat,
-    /// Read the cell catalog from this folder instead of the built-in one.
-    #[arg(long, value_name = "DIR")]
-    catalog: Option<PathBuf>,
+    #[command(flatten)]
+    catalog: CatalogArg,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -155,17 +153,14 @@ enum ListFormat {
 
 #[derive(Debug, Args)]
 struct ChildCheckArgs {
-    /// The child to check: the driver runs `CMD ARGS <op> ...` [default: the reference child].
-    #[arg(long, value_name = "'CMD ARGS'")]
-    child: Option<String>,
+    #[command(flatten)]
+    child: ChildArg,
     #[arg(long, value_enum, default_value = "human")]
     format: ListFormat,
-    /// Seconds any single operation may take.
-    #[arg(long, allow_negative_numbers = true, value_name = "SECS", default_value_t = DEFAULT_DEADLINE_SECS, value_parser = crate::options::at_least_one::<u64>)]
-    deadline: u64,
-    /// Where the check's stores are made [default: /dev/shm where writable, else the temp folder].
-    #[arg(long, value_name = "DIR")]
-    workdir: Option<PathBuf>,
+    #[command(flatten)]
+    deadline: DeadlineArg,
+    #[command(flatten)]
+    workdir: WorkdirArg,
 }
 
 #[derive(Debug, Args)]
@@ -193,29 +188,34 @@ struct ReportArgs {
     show: bool,
 }
 
+/// `audit`'s options. `--matrix` is declared apart from `run`'s because
+/// its default differs: the audit matrix covers every mode a manual audit
+/// asks about, the default matrix is what the CI gate runs.
 #[derive(Debug, Args)]
+// Not /dev/shm, as `run`'s trials: an audit answers for a filesystem.
+#[command(mut_arg("workdir", |a| a.help(AUDIT_WORKDIR_HELP)))]
 struct AuditArgs {
     /// A built-in matrix (default, audit) or a path to a matrix file.
     #[arg(long, value_name = "NAME|PATH", default_value = "audit")]
     matrix: String,
     #[arg(long, value_enum, default_value = "human")]
     format: ListFormat,
-    /// The folder to audit in: each leg's row is about its filesystem [default: the temp folder].
-    /// The crash columns' sweeps, model-based, run where `run`'s trials do (/dev/shm where writable).
-    #[arg(long, value_name = "DIR")]
-    workdir: Option<PathBuf>,
-    /// Seconds a leg's child may take to reach its acks before it is an error.
-    #[arg(long, allow_negative_numbers = true, value_name = "SECS", default_value_t = DEFAULT_DEADLINE_SECS, value_parser = crate::options::at_least_one::<u64>)]
-    deadline: u64,
-    /// Audit this command as the child instead of the reference store.
-    #[arg(long, value_name = "'CMD ARGS'")]
-    child: Option<String>,
+    #[command(flatten)]
+    workdir: WorkdirArg,
+    #[command(flatten)]
+    deadline: DeadlineArg,
+    #[command(flatten)]
+    child: ChildArg,
     /// Leave out the crash columns: process crash, power loss, torn power
     /// loss and failed write or sync (each a sweep of every workload cell on
     /// every leg; most of the audit's time).
     #[arg(long)]
     no_crash: bool,
 }
+
+/// `audit --workdir`'s help: its default is the temp folder, not `run`'s.
+const AUDIT_WORKDIR_HELP: &str = "The folder to audit in: each leg's row is about its filesystem [default: the temp \
+    folder]. The crash columns' sweeps, model-based, run where `run`'s trials do (/dev/shm where writable)";
 
 #[derive(Debug, Args)]
 struct PruneArgs {
@@ -272,7 +272,7 @@ fn clap_error(e: clap::Error) -> i32 {
 }
 
 fn cmd_list(a: ListArgs) -> Result<i32> {
-    let catalog = Catalog::load(a.catalog.as_deref())?;
+    let catalog = Catalog::load(a.catalog.dir.as_deref())?;
     stdout(&list::render(&catalog, a.format == ListFormat::Json))?;
     Ok(0)
 }
@@ -315,13 +315,13 @@ fn check_new_only(a: &ReportArgs) -> Result<()> {
 
 /// `child-check`: exit 0 when the child conforms, 1 when it does not.
 fn cmd_child_check(a: ChildCheckArgs) -> Result<i32> {
-    let child = child_command(a.child.as_deref())?;
+    let child = a.child.command()?;
     let workdir = workdir_or(&a.workdir, run::default_workdir)?;
     let work = tempfile::Builder::new()
         .prefix(&crate::childcheck::work_prefix())
         .tempdir_in(&workdir)
         .map_err(Error::io("work folder in", &workdir))?;
-    let report = crate::childcheck::check(&child, work.path(), Duration::from_secs(a.deadline));
+    let report = crate::childcheck::check(&child, work.path(), a.deadline.duration());
     match a.format {
         ListFormat::Human => stdout(&report.to_human())?,
         ListFormat::Json => {
@@ -353,7 +353,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     checks::out_path(&a.output.out)?;
     // A malformed file is bad input, said before any child runs.
     let known = a.known.as_deref().map(|f| report::known::load(f).map(|k| (f.display().to_string(), k))).transpose()?;
-    let catalog = Catalog::load(o.catalog.as_deref())?;
+    let catalog = Catalog::load(o.catalog.dir.as_deref())?;
     let matrix = Matrix::load(&o.matrix)?;
     let seed = *o.seed.get_or_insert_with(crate::seed::fresh);
     let selection = Selection { cells: o.cells.clone(), legs: o.legs.clone(), kills: o.kill.modes() };
@@ -473,9 +473,9 @@ impl AuditArgs {
             matrix_arg: self.matrix.clone(),
             // Not /dev/shm: an audit answers for the filesystem trials will use.
             workdir: workdir_or(&self.workdir, std::env::temp_dir)?,
-            child_arg: self.child.clone(),
-            child: child_command(self.child.as_deref())?,
-            deadline: Duration::from_secs(self.deadline),
+            child_arg: self.child.command.clone(),
+            child: self.child.command()?,
+            deadline: self.deadline.duration(),
             crash: !self.no_crash,
         })
     }

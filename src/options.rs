@@ -151,16 +151,15 @@ pub struct RunOptions {
         long_help = mutant_help()
     )]
     pub mutant: Option<String>,
-    /// Seconds any single wait of a trial may take before it is an error [default: 30].
-    #[arg(long, allow_negative_numbers = true, value_name = "SECS", value_parser = at_least_one::<u64>)]
-    pub deadline: Option<u64>,
-    /// Read the cell catalog from this folder instead of the built-in one.
-    #[arg(long, value_name = "DIR")]
-    pub catalog: Option<PathBuf>,
-    /// Run this command as the child instead of the reference store: the
-    /// driver runs `CMD ARGS <op> ...` (see docs/PROTOCOL.md).
-    #[arg(long, value_name = "'CMD ARGS'")]
-    pub child: Option<String>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub deadline: DeadlineArg,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub catalog: CatalogArg,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub child: ChildArg,
     /// The folder the child runs in, where a relative path in --child starts [default: the folder
     /// the run starts in]. The repros of a --child run name it as an absolute path, so that they
     /// run from any folder.
@@ -170,10 +169,9 @@ pub struct RunOptions {
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = at_least_one::<u64>)]
     #[serde(skip)]
     pub jobs: Option<u64>,
-    /// Where trials run [default: /dev/shm where writable, else the temp folder].
-    #[arg(long, value_name = "DIR")]
+    #[command(flatten)]
     #[serde(skip)]
-    pub workdir: Option<PathBuf>,
+    pub workdir: WorkdirArg,
     /// Keep the evidence of fires and errors here [default: target/crashcells/evidence/RUN-ID].
     #[arg(long, value_name = "DIR")]
     #[serde(skip)]
@@ -202,6 +200,80 @@ pub struct RunOptions {
     /// depend on it. A repro names the path its result ran.
     #[arg(long, value_enum, value_name = "on|off")]
     pub warm_pool: Option<Replay>,
+}
+
+/// `--child`, as `run`, `audit` and `child-check` take it: the command of
+/// the store under test, or (not given) this binary as the reference store.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args, Serialize, Deserialize)]
+pub struct ChildArg {
+    /// Run this command as the child instead of the reference store: the
+    /// driver runs `CMD ARGS <op> ...` (see docs/PROTOCOL.md).
+    #[arg(long = "child", id = "child", value_name = "'CMD ARGS'")]
+    #[serde(rename = "child")]
+    pub command: Option<String>,
+}
+
+impl ChildArg {
+    /// `--child LINE`.
+    pub fn given(line: &str) -> ChildArg {
+        ChildArg { command: Some(line.to_string()) }
+    }
+
+    /// The child to run: the command given, else this binary as the
+    /// reference child. An empty command is bad input.
+    pub fn command(&self) -> crate::error::Result<crate::harness::ChildCommand> {
+        use crate::error::Error;
+        match self.command.as_deref() {
+            None => crate::harness::ChildCommand::reference().map_err(Error::io("own executable", ".")),
+            Some(line) => {
+                crate::harness::ChildCommand::parse(line).ok_or_else(|| Error::Usage("--child: empty command".into()))
+            }
+        }
+    }
+}
+
+/// `--deadline`, as `run`, `audit` and `child-check` take it: the bound on
+/// any single wait for the child. Unset, it is [`DEFAULT_DEADLINE_SECS`],
+/// and a repro does not name it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args, Serialize, Deserialize)]
+pub struct DeadlineArg {
+    /// Seconds any single wait for the child may take before it is an error [default: 30].
+    #[arg(
+        long = "deadline",
+        id = "deadline",
+        allow_negative_numbers = true,
+        value_name = "SECS",
+        value_parser = at_least_one::<u64>
+    )]
+    #[serde(rename = "deadline")]
+    pub secs: Option<u64>,
+}
+
+impl DeadlineArg {
+    pub fn duration(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.secs.unwrap_or(DEFAULT_DEADLINE_SECS))
+    }
+}
+
+/// `--workdir`, as `run`, `audit` and `child-check` take it: the folder a
+/// command makes its work folder in. Its default is the command's: trials
+/// run in memory where they can (`run`, `child-check`), while an audit
+/// answers for a filesystem, so it runs where the temp folder is (`audit`
+/// says so in its own help).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
+pub struct WorkdirArg {
+    /// Where the child's stores are made [default: /dev/shm where writable, else the temp folder].
+    #[arg(long = "workdir", id = "workdir", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// `--catalog`, as `run` and `list` take it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args, Serialize, Deserialize)]
+pub struct CatalogArg {
+    /// Read the cell catalog from this folder instead of the built-in one.
+    #[arg(long = "catalog", id = "catalog", value_name = "DIR")]
+    #[serde(rename = "catalog")]
+    pub dir: Option<PathBuf>,
 }
 
 /// A count or a time of at least 1, said as a person would: clap's range
@@ -233,7 +305,7 @@ fn mutant_help() -> String {
 impl RunOptions {
     /// The bound on every wait of a trial.
     pub fn deadline(&self) -> std::time::Duration {
-        std::time::Duration::from_secs(self.deadline.unwrap_or(DEFAULT_DEADLINE_SECS))
+        self.deadline.duration()
     }
 
     /// These options narrowed to one result: its cell, its leg, its kill
@@ -365,12 +437,12 @@ mod tests {
             points: Some(5),
             replay: Some(Replay::Off),
             mutant: Some("drop-append".into()),
-            deadline: Some(5),
-            catalog: Some("my cells".into()),
-            child: Some("store --flag 'x'".into()),
+            deadline: DeadlineArg { secs: Some(5) },
+            catalog: CatalogArg { dir: Some("my cells".into()) },
+            child: ChildArg { command: Some("store --flag 'x'".into()) },
             cwd: Some("/the start/folder".into()),
             jobs: None,
-            workdir: None,
+            workdir: WorkdirArg::default(),
             evidence: None,
             partition: None,
             fork_server: Some(Replay::Off),
@@ -411,7 +483,7 @@ mod tests {
     #[test]
     fn options_that_cannot_change_a_verdict_stay_out_of_the_repro() {
         let mut o = every_option_set();
-        (o.jobs, o.workdir, o.evidence) = (Some(3), Some("/w".into()), Some("/e".into()));
+        (o.jobs, o.workdir.dir, o.evidence) = (Some(3), Some("/w".into()), Some("/e".into()));
         o.partition = Some(Partition { k: 2, n: 3 });
         assert_eq!(o.repro(), every_option_set().repro());
     }
@@ -436,12 +508,16 @@ mod tests {
     #[test]
     fn a_child_given_variables_with_env_keeps_them_in_the_repro() {
         let child = "env HERMES_VARIANT=ledger PYTHONDONTWRITEBYTECODE=1 python3 adapter.py";
-        let all =
-            RunOptions { matrix: "default".into(), seed: Some(7), child: Some(child.into()), ..RunOptions::default() };
+        let all = RunOptions {
+            matrix: "default".into(),
+            seed: Some(7),
+            child: ChildArg::given(child),
+            ..RunOptions::default()
+        };
         let point = all.narrowed("cell-e", Some("wal"), KillMode::Syscall, Some(12));
         let line = point.repro();
         assert!(line.ends_with(&format!("--point 12 --child '{child}'")), "{line}");
-        assert_eq!(parse(&line).child.as_deref(), Some(child));
+        assert_eq!(parse(&line).child.command.as_deref(), Some(child));
         assert_eq!(parse(&line), point);
     }
 

@@ -216,7 +216,7 @@ pub fn report(ctx: &Context, facts: RunFacts, results: Vec<CellResult>) -> Repor
         duration_ms: facts.started.elapsed().as_millis() as u64,
         run_id: facts.run_id.to_string(),
         workdir: facts.workdir.display().to_string(),
-        child: ctx.options.child.clone().unwrap_or_else(|| "reference".into()),
+        child: ctx.options.child.command.clone().unwrap_or_else(|| "reference".into()),
         interrupted: signal.is_some(),
         signal,
         command: run_command(ctx, facts.start_folder),

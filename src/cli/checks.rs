@@ -6,13 +6,13 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::options::RunOptions;
+use crate::options::{RunOptions, WorkdirArg};
 
 /// `--workdir`, or the command's default, checked to be a folder this
 /// process can make folders in (an audit or a run in a read-only folder
 /// must say so, not blame the child).
-pub fn workdir_or(given: &Option<PathBuf>, default: fn() -> PathBuf) -> Result<PathBuf> {
-    let workdir = given.clone().unwrap_or_else(default);
+pub fn workdir_or(given: &WorkdirArg, default: fn() -> PathBuf) -> Result<PathBuf> {
+    let workdir = given.dir.clone().unwrap_or_else(default);
     if !workdir.is_dir() {
         return Err(Error::Usage(format!("--workdir {}: not a folder", workdir.display())));
     }
@@ -73,7 +73,7 @@ pub fn evidence_path(root: &Path, given: bool) -> Result<()> {
 /// child's relative paths start and runs from any other. A reference run
 /// needs none (its child is this binary, by its absolute path).
 pub fn child_folder(o: &mut RunOptions, start: &Path) -> Result<()> {
-    let dir = match (&o.cwd, &o.child) {
+    let dir = match (&o.cwd, &o.child.command) {
         // `join` keeps an absolute path as it is.
         (Some(given), _) => start.join(given),
         (None, Some(_)) => start.to_path_buf(),
@@ -119,7 +119,7 @@ pub fn options(o: &RunOptions) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::KillArg;
+    use crate::options::{ChildArg, KillArg};
     use crate::plan::KillMode;
 
     #[test]
@@ -143,7 +143,7 @@ mod tests {
     fn a_child_runs_in_the_start_folder_unless_told_and_the_folder_is_absolute() {
         let start = tempfile::tempdir().unwrap();
         std::fs::create_dir(start.path().join("sub")).unwrap();
-        let mut child = RunOptions { child: Some("python3 store.py".into()), ..RunOptions::default() };
+        let mut child = RunOptions { child: ChildArg::given("python3 store.py"), ..RunOptions::default() };
         child_folder(&mut child, start.path()).unwrap();
         assert_eq!(child.cwd.as_deref(), Some(start.path()));
         let mut given = RunOptions { cwd: Some("sub".into()), ..child.clone() };

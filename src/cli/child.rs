@@ -1,24 +1,15 @@
-//! The child a command runs: which command (`--child` or this binary as
-//! the reference store), its `--mutant` checked by name, its fork server
-//! started and checked fresh, a failed preflight as the user must hear it,
-//! and the context every cell of a run shares.
+//! The child a run runs: its `--mutant` checked by name, a failed preflight
+//! as the user must hear it, how many of its processes a unit of the pool
+//! starts at once, and the context every cell of a run shares.
 
 use std::path::{Path, PathBuf};
 
 use crashcells_protocol::{Mutant, Ready};
 
 use crate::error::{Error, Result};
-use crate::harness::{ChildCommand, Launcher};
+use crate::harness::Launcher;
 use crate::options::RunOptions;
 use crate::pipeline::Context;
-
-/// The child to run: `--child` if given, else this binary as the reference child.
-pub fn child_command(arg: Option<&str>) -> Result<ChildCommand> {
-    match arg {
-        None => ChildCommand::reference().map_err(Error::io("own executable", ".")),
-        Some(line) => ChildCommand::parse(line).ok_or_else(|| Error::Usage("--child: empty command".into())),
-    }
-}
 
 /// Checks the mutant's name before any child runs: the names are
 /// crashcells' (docs/PROTOCOL.md), whichever store implements them.
@@ -68,7 +59,7 @@ fn runs(shape: &crate::cells::Shape, ready: Option<&Ready>) -> bool {
 
 /// What every cell of a run needs to know, from the run's options.
 pub(super) fn run_context(options: RunOptions, seed: u64, work_root: &Path, evidence_root: PathBuf) -> Result<Context> {
-    let mut child = child_command(options.child.as_deref())?;
+    let mut child = options.child.command()?;
     child.cwd = options.cwd.clone();
     let jobs = options.jobs.map_or_else(default_jobs, |j| j as usize);
     let deadline = options.deadline();
