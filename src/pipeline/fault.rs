@@ -27,26 +27,29 @@
 //! A fire names the call that failed (for (c), the power loss and the rule
 //! that made its state), keeps the run's folder (for (c), the state) as
 //! evidence, and its repro reruns that point: `--kill fault --point N`.
+//! The runs are a crash source of the one driver ([`super::driver`]): it
+//! recovers each distinct store once, judges (c)'s power states as a power
+//! sweep's, and keeps the evidence.
 
-use super::batch::{Checker, Recovery, interrupted_after};
+use std::collections::HashSet;
+use std::sync::Mutex;
+
 use super::census::{Filter, trace_outcome};
-pub use super::fault_outcome::ACKED_DESPITE;
-use super::fault_outcome::{acked_despite, fault_note, fire, lost_rules, planned, with_fault};
-use super::outcome::{Failure, Fault, Interruption, Outcome, PowerLoss};
-use super::parallel::until_first_bad;
+use super::driver::{BadPower, Cause, Count, Driver, Got, Passed, Plan, Source, first_rule};
+use super::outcome::{Failure, Fault, Finding, Outcome, PowerLoss, Skip};
 use super::recorded::Recording;
 use super::sweep::Swept;
 use super::trial::Trial;
 use super::verdict::conclude;
 use super::workload::Workload;
-use crate::cells::Violation;
+use crate::cells::{ACKED_DESPITE_IO_ERROR as ACKED_DESPITE, Violation};
 use crate::crashstate::failed::added_by_failure;
-use crate::crashstate::power::{AtPoint, Model};
+use crate::crashstate::power::{AtPoint, Dropped, Model, Pending};
 use crate::crashstate::record::record;
 use crate::crashstate::{Effect, Files, Log, Names, State};
 use crate::harness::Exit;
 use crate::kill::inject::{Injected, Injection};
-use crate::kill::syscall::{Driven, FileKind, Goal};
+use crate::kill::syscall::{Driven, FileKind, Goal, sweep_points};
 use crate::report::{Crash, Trace};
 use crate::trialdir::TrialEnv;
 
@@ -68,18 +71,14 @@ pub fn fault_sweep(w: &Workload, seed: u64, injection: &'static dyn Injection, m
         Err(outcome) => return Swept::unplanned(Trial::ended(0, outcome)),
     };
     w.ctx.tally.planned(points.len() as u64);
-    let sweep = Sweep { w, rec: &rec, injection };
-    let mut trials = Vec::new();
-    let mut seen = Seen::default();
-    for wave in points.chunks(RUNS_PER_JOB * w.ctx.jobs.max(1)) {
-        let bad = sweep.wave(wave, &mut trials, &mut seen);
-        if bad {
-            break;
-        }
-        if interrupted_after(&mut trials) {
-            break;
-        }
-    }
+    let sweep = Sweep { w, rec: &rec, injection, points: &points, seen: Mutex::default() };
+    let label = |l: &str| w.label(l);
+    let make_env = |l: &str| w.env(l);
+    let driver = w.driver(&rec, &label, &make_env);
+    let wave = RUNS_PER_JOB * w.ctx.jobs.max(1);
+    let plan = Plan { units: points.len(), wave, label: "fault-", count: Count::Units, cache: None };
+    let mut trials = driver.run(&sweep, &plan);
+    let seen = sweep.seen.into_inner().expect("no judge panics holding the counts");
     if let Some(last) = trials.last_mut() {
         last.details.push(injection.summary(seen.writes, seen.syncs, seen.failed_ends, seen.power_states));
     }
@@ -113,71 +112,61 @@ struct Run {
     /// The files the run left at its end, replayed from its log once (the
     /// self-check found them equal to the disk's).
     end: Files,
+    /// The power states clause (c) judges after the fault, if any.
+    added: Option<Added>,
 }
 
-/// An injecting sweep's recording, workload and injection.
+/// An injecting sweep: its recording, workload and injection, the points
+/// it injects into, and what its runs did.
 struct Sweep<'a> {
     w: &'a Workload<'a>,
     rec: &'a Recording,
     injection: &'static dyn Injection,
+    points: &'a [u64],
+    seen: Mutex<Seen>,
 }
 
-/// What a wave recovers: the store a run left at its end (b), and the
-/// power states its failed sync added (c).
-struct Stores {
-    files: Vec<Files>,
-    /// Per run: the index of its end state in `files`, and what its failed
-    /// sync added.
-    runs: Vec<(usize, Option<Added>)>,
-}
-
-/// The power states a run's failed sync added ([`added_by_failure`]): the
-/// model, its points after the failure (only the added states), and per
-/// point and state the index of its store in [`Stores::files`].
+/// The power states clause (c) judges after a run's fault
+/// ([`power_states`]): the model and its points after the fault.
 struct Added {
     model: Model,
     points: Vec<AtPoint>,
-    stores: Vec<Vec<usize>>,
+}
+
+impl Source for Sweep<'_> {
+    type Unit = Run;
+
+    fn key(&self, i: usize) -> u64 {
+        self.points[i]
+    }
+
+    fn make(&self, i: usize) -> Result<Run, Box<Trial>> {
+        self.run(self.rec.filter, self.points[i])
+    }
+
+    /// Clause (a) decides a run as soon as it ended.
+    fn decided(&self, run: &Run) -> bool {
+        run.acked.is_some()
+    }
+
+    /// The run's end state (b), then the power states its fault leaves
+    /// after it (c), each with the transport the process crash at its point
+    /// left.
+    fn stores(&self, run: &Run) -> Vec<Files> {
+        let mut files = vec![run.end.clone()];
+        for (model, at) in run.added.iter().flat_map(|a| a.points.iter().map(move |at| (&a.model, at))) {
+            files.extend(at.states.iter().map(|(id, _)| with_transport(model, *id, at)));
+        }
+        files
+    }
+
+    fn judge(&self, d: &Driver, run: Run, got: &[Got], memo: &mut Passed) -> Trial {
+        self.seen.lock().expect("no judge panics holding the counts").count(&run);
+        judge(d, run, got, memo)
+    }
 }
 
 impl Sweep<'_> {
-    /// Runs and judges the points of one wave, appending their trials up to
-    /// the first that does not pass; true if one did not.
-    fn wave(&self, wave: &[u64], trials: &mut Vec<Trial>, seen: &mut Seen) -> bool {
-        let filter = self.rec.filter;
-        let mut ran = until_first_bad(wave.len(), self.w.ctx.jobs, &|i| wave[i], &|i| {
-            let run = self.run(filter, wave[i]);
-            let bad = run.as_ref().map_or(true, |r| r.acked.is_some());
-            (run, bad.then_some(wave[i]))
-        })
-        .outputs;
-        // A run that could not be judged is the wave's lowest bad point: last.
-        let errored = match ran.last() {
-            Some(Err(_)) => ran.pop().and_then(Result::err),
-            _ => None,
-        };
-        let runs: Vec<Run> = ran.into_iter().flatten().collect();
-        let errored = errored.map(|t| *t);
-        let stores = stores_of(&runs);
-        let label = |l: &str| self.w.label(l);
-        let make_env = |l: &str| self.w.env(l);
-        let checker = self.w.checker(self.rec, &label, &make_env);
-        let files: Vec<&Files> = stores.files.iter().collect();
-        let recovered = checker.recover_spread(&files, &format!("fault{}-", wave[0]), &|_| {});
-        for (run, (end, added)) in runs.into_iter().zip(&stores.runs) {
-            seen.count(&run, added.as_ref());
-            let t = judge(&checker, run, &recovered, *end, added.as_ref());
-            self.w.ctx.tally.done();
-            let bad = t.is_bad();
-            trials.push(t);
-            if bad {
-                return true;
-            }
-        }
-        trials.extend(errored);
-        trials.last().is_some_and(Trial::is_bad)
-    }
-
     /// The workload run with point `n`'s call made to fail, to its own end:
     /// one unit of the run's pool of child work.
     fn run(&self, filter: Filter, n: u64) -> Result<Run, Box<Trial>> {
@@ -214,7 +203,10 @@ impl Sweep<'_> {
         if let Some(why) = end.differs_from_disk(dir, &names) {
             return Err(failed(Outcome::Error(Failure::FaultUnlogged(why)), env));
         }
-        Run::of(n, injected, exit, env, log, end).map(|r| r.audited(w, self.rec)).map_err(|e| failed(e.0, e.1))
+        let run = Run::of(n, injected, exit, env, log, end).map_err(|e| failed(e.0, e.1))?;
+        let mut run = run.audited(w, self.rec);
+        run.added = power_states(&run).map(|(model, points)| Added { model, points });
+        Ok(run)
     }
 }
 
@@ -254,7 +246,7 @@ impl Run {
         };
         // Clause (a): only a call that returned an error fails its operation.
         let acked = in_flight.filter(|_| injected.is_error()).and_then(|i| acked_despite(&acks, i, &fault));
-        Ok(Run { n, fault, sync, env, log, in_flight, acked, end })
+        Ok(Run { n, fault, sync, env, log, in_flight, acked, end, added: None })
     }
 
     /// The run with its leg audited on its own files: a store that, after
@@ -280,7 +272,7 @@ impl Run {
 }
 
 impl Seen {
-    fn count(&mut self, run: &Run, added: Option<&Added>) {
+    fn count(&mut self, run: &Run) {
         if run.sync {
             self.syncs += 1;
         } else {
@@ -289,39 +281,22 @@ impl Seen {
         if run.fault.exit != Exit::Code(0) {
             self.failed_ends += 1;
         }
-        let distinct = |a: &Added| a.stores.iter().flatten().collect::<std::collections::HashSet<_>>().len();
-        self.power_states += added.map_or(0, distinct);
+        // A state reached at several points counts once per transport.
+        let distinct = |a: &Added| {
+            let of = |at: &AtPoint| at.states.iter().map(|(id, _)| (*id, at.transport.clone())).collect::<Vec<_>>();
+            a.points.iter().flat_map(of).collect::<HashSet<_>>().len()
+        };
+        self.power_states += run.added.as_ref().map_or(0, distinct);
     }
 }
 
-/// The stores a wave recovers: each run's end (b), and the power states
-/// its fault leaves after it (c), each with the transport as the process
-/// crash at its point left it.
-fn stores_of(runs: &[Run]) -> Stores {
-    let mut stores = Stores { files: Vec::new(), runs: Vec::new() };
-    for run in runs {
-        let end = stores.files.len();
-        stores.files.push(run.end.clone());
-        let added = power_states(run).map(|(model, points)| {
-            // A state reached at several points is recovered once per transport.
-            let mut of: std::collections::HashMap<(usize, Option<&[u8]>), usize> = Default::default();
-            let mut ids = Vec::new();
-            for at in &points {
-                let here = at.states.iter().map(|(id, _)| {
-                    *of.entry((*id, at.transport.as_deref())).or_insert_with(|| {
-                        let mut files = model.states[*id].files.clone();
-                        files.set_transport(at.transport.as_deref());
-                        stores.files.push(files);
-                        stores.files.len() - 1
-                    })
-                });
-                ids.push(here.collect());
-            }
-            Added { model, points, stores: ids }
-        });
-        stores.runs.push((end, added));
-    }
-    stores
+/// State `id` of `model` with the transport point `at` left (a power loss
+/// keeps the transport as the process crash left it: the provider's log
+/// is not on this machine).
+fn with_transport(model: &Model, id: usize, at: &AtPoint) -> Files {
+    let mut files = model.states[id].files.clone();
+    files.set_transport(at.transport.as_deref());
+    files
 }
 
 /// The power states clause (c) judges after a run's fault, at every point
@@ -338,9 +313,11 @@ fn power_states(run: &Run) -> Option<(Model, Vec<AtPoint>)> {
     run.sync.then(|| added_by_failure(run.log.ran(), &wanted))
 }
 
-/// Judges one run: (a), then (b) on its end state, then (c) on the power
-/// states its failed sync added; the first that does not pass decides.
-fn judge(checker: &Checker, run: Run, recovered: &[Recovery], end: usize, added: Option<&Added>) -> Trial {
+/// Judges one run (`got`: its stores' recoveries, as
+/// [`Sweep::stores`] listed them): (a), then (b) on its end state, then
+/// (c) on the power states after its fault; the first that does not pass
+/// decides.
+fn judge(d: &Driver, run: Run, got: &[Got], memo: &mut Passed) -> Trial {
     let index = u32::try_from(run.n).unwrap_or(u32::MAX);
     let point = run.log.point(run.n);
     let mut t = Trial::new(index);
@@ -349,87 +326,129 @@ fn judge(checker: &Checker, run: Run, recovered: &[Recovery], end: usize, added:
         .map_or("the store was opening (no ready record yet)".into(), |i| format!("operation {i} was in flight"));
     t.details.push(format!("{}; {in_flight}", run.fault));
     let head = t.details.clone();
+    let cause = Cause { power: None, fault: Some(run.fault.clone()) };
+    let acks = run.end.get(FileKind::Acks).unwrap_or_default();
     if let Some(v) = run.acked.clone() {
-        let acks = run.end.get(FileKind::Acks).unwrap_or_default();
         t.acked = crate::journal::parse(&acks).map_or(0, |j| j.acks.len() as u64);
         t.kill_point = Some(point.kill_point(index, run.in_flight.unwrap_or(0)));
-        return keep_run(checker, t, run, fire(vec![v], None, None), false);
+        let fire = Outcome::Fire(Finding { violations: vec![v], power: None, fault: None });
+        return keep_run(d, t, run, cause.annotate(fire), false);
     }
-    let acks = run.end.get(FileKind::Acks).unwrap_or_default();
-    let outcome = conclude(&checker.crash(&acks), &mut t, || recovered.get(end).cloned().unwrap_or_else(missing));
+    let outcome = conclude(&d.crash(&acks), &mut t, || got[0].recovered());
     // Where the fault struck: after the acks given before it.
     t.kill_point = Some(point.kill_point(index, run.in_flight.unwrap_or(0)));
     if !outcome.is_pass() {
-        let outcome = with_fault(outcome, &run.fault, None);
-        return keep_run(checker, t, run, outcome, true);
+        return keep_run(d, t, run, cause.annotate(outcome), true);
     }
-    match added.and_then(|a| judge_power(checker, &run, recovered, a)) {
+    match run.added.as_ref().and_then(|a| judge_power(d, &run, a, &got[1..], memo)) {
         Some((mut bad, state)) => {
             bad.kill_point = t.kill_point.take();
             bad.details.splice(0..0, head);
             bad.trace = Some(Trace::of_log(&run.log, state.point.ordinal, Crash::PowerCut));
             let text = fault_note(&run.fault, &bad.details);
-            bad.env = checker.evidence(&state, &format!("f{}-power", run.n), "fault.txt", &text);
-            if let Some(env) = &bad.env {
-                let _ =
-                    checker.ctx.pool.unit(|| crate::recovery::recover(&checker.ctx.child, checker.ctx.deadline, env));
-            }
+            bad.env = d.keep(&state, &format!("f{}-power", run.n), "fault.txt", &text);
             bad
         }
         None => t,
     }
 }
 
-/// A recovery the batch did not return (an interrupted batch).
-fn missing() -> Recovery {
-    Err(Outcome::Interrupted(Interruption::BetweenBatches))
-}
-
-/// Clause (c): the power states the run's failed sync added, point by
-/// point, the one that lost the least first; the first that does not pass,
-/// as a trial, and its state for evidence.
-fn judge_power(checker: &Checker, run: &Run, recovered: &[Recovery], added: &Added) -> Option<(Trial, State)> {
-    let (m, index) = (&added.model, u32::try_from(run.n).unwrap_or(u32::MAX));
-    let mut passed = std::collections::HashSet::new();
-    for (at, stores) in added.points.iter().zip(&added.stores) {
-        for ((id, dropped), &store) in at.states.iter().zip(stores).rev() {
-            if !passed.insert((store, at.acks.len())) {
-                continue;
-            }
-            let mut t = Trial::new(index);
-            let recovery = || recovered.get(store).cloned().unwrap_or_else(missing);
-            let outcome = conclude(&checker.crash(&at.acks), &mut t, recovery);
-            if outcome.is_pass() {
-                continue;
-            }
-            let rules = lost_rules(m, at, dropped, run.changed());
-            let rule =
-                rules.first().cloned().unwrap_or_else(|| "nothing was lost (the process crash's own state)".into());
-            let power = PowerLoss { point: at.point, rule, later: rules.len().saturating_sub(1) };
-            t.details.extend(rules.iter().map(|r| format!("not durable: {r}")));
-            let files = m.states[*id].files.clone();
-            let state = State { point: run.log.point(at.point), acks: at.acks.clone(), files, version: 0, rule: None };
-            return Some((t.conclude(with_fault(outcome, &run.fault, Some(power))), state));
-        }
+/// Clause (c): the power states after the run's fault, point by point,
+/// as a power sweep judges them ([`Driver::power_point`]); the first that
+/// does not pass, as a trial, and its state for evidence.
+fn judge_power(d: &Driver, run: &Run, added: &Added, mut got: &[Got], memo: &mut Passed) -> Option<(Trial, State)> {
+    let index = u32::try_from(run.n).unwrap_or(u32::MAX);
+    for at in &added.points {
+        let (here, rest) = got.split_at(at.states.len());
+        got = rest;
+        let Err(bad) = d.power_point(index, at, here, memo) else { continue };
+        let BadPower { trial: mut t, at: k, outcome } = *bad;
+        let (id, dropped) = &at.states[k];
+        let rules = lost_rules(&added.model, at, dropped, run.changed());
+        let power = PowerLoss { point: at.point, rule: first_rule(&rules), later: rules.len().saturating_sub(1) };
+        t.details.extend(rules.iter().map(|r| format!("not durable: {r}")));
+        let files = with_transport(&added.model, *id, at);
+        let state = State { point: run.log.point(at.point), acks: at.acks.clone(), files, version: 0, rule: None };
+        let cause = Cause { power: Some(power), fault: Some(run.fault.clone()) };
+        return Some((t.conclude(cause.annotate(outcome)), state));
     }
     None
 }
 
 /// A run's trial that does not pass, its folder kept as evidence with a
 /// note (and, when its end state was judged, the recovery passes beside).
-fn keep_run(checker: &Checker, t: Trial, run: Run, outcome: Outcome, recovered: bool) -> Trial {
+fn keep_run(d: &Driver, t: Trial, run: Run, outcome: Outcome, recovered: bool) -> Trial {
     let mut t = t.conclude(outcome);
-    if let Outcome::Fire(f) = &t.outcome
-        && f.fault.is_none()
-    {
-        t.outcome = fire(f.violations.clone(), f.power.clone(), Some(run.fault.clone()));
-    }
     t.trace = Some(Trace::of_log(&run.log, run.n, Crash::Failed));
     let _ = std::fs::write(run.env.path("fault.txt"), format!("{}\n", fault_note(&run.fault, &t.details)));
     if recovered {
-        let _ = checker.ctx.pool.unit(|| crate::recovery::recover(&checker.ctx.child, checker.ctx.deadline, &run.env));
+        d.beside(&run.env);
     }
     t.with_env(run.env)
+}
+
+/// The points a sweep injects into: `--point N` if the injection changes
+/// its call (else the skip that says why not); else a sample of `--points`
+/// of those whose call it changes, drawn with the seed; else all of them.
+fn planned(
+    log: &Log,
+    injection: &dyn Injection,
+    mode: &'static str,
+    only: Option<u64>,
+    sample: Option<u32>,
+    seed: u64,
+) -> Result<Vec<u64>, Outcome> {
+    let faulted: Vec<u64> = (1..=log.total()).filter(|&n| injection.at(&log.point(n)).is_some()).collect();
+    if let Some(n) = only {
+        if faulted.contains(&n) {
+            return Ok(vec![n]);
+        }
+        let p = log.point(n);
+        let call = match p.file {
+            Some(f) => format!("{} of the {}", p.syscall, f.as_str()),
+            None => "child's own end".into(),
+        };
+        return Err(Outcome::Skip(Skip::NothingToInject { point: n, call, mode, changes: injection.changes() }));
+    }
+    let drawn = sweep_points((1..=faulted.len() as u64).collect(), None, sample, seed);
+    Ok(drawn.into_iter().map(|i| faulted[i as usize - 1]).collect())
+}
+
+/// Clause (a): the ack of operation `in_flight`, whose write or sync was
+/// made to fail, if the journal holds one.
+fn acked_despite(acks: &[crashcells_protocol::Ack], in_flight: u64, fault: &Fault) -> Option<Violation> {
+    let ack = acks.iter().find(|a| a.i == in_flight)?;
+    Some(Violation::new(
+        ACKED_DESPITE,
+        format!(
+            "{} {} was acknowledged, though the {} at #{} {} while it was in flight",
+            ack.op,
+            ack.i,
+            fault.call,
+            fault.point,
+            fault.injected.returned()
+        ),
+    ))
+}
+
+/// The rules of what a state lost, the cause first: the writes the failed
+/// sync lost for good, then the operations the power loss dropped; for a
+/// store that changed its journal mode, the power loss's first (the lost
+/// writes were the change's occasion, not its cause).
+fn lost_rules(m: &Model, at: &AtPoint, dropped: &Dropped, changed: bool) -> Vec<String> {
+    let (failed, later) = (&m.lost[..at.lost], m.dropped(dropped));
+    let rules: Vec<&Pending> =
+        if changed { later.iter().chain(failed).collect() } else { failed.iter().chain(&later).collect() };
+    rules.into_iter().map(Pending::rule).collect()
+}
+
+/// The evidence's note: the call that was made to fail, and what followed.
+fn fault_note(fault: &Fault, details: &[String]) -> String {
+    let mut text = format!("{fault}\n{}\n", fault.injected.note());
+    for d in details {
+        text.push_str(&format!("{d}\n"));
+    }
+    text
 }
 
 #[cfg(test)]

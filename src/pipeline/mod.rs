@@ -19,8 +19,15 @@
 //!   state rebuilt from its log, a fire confirmed by a real kill), [`power`]
 //!   (the power-loss states of the same log, in-order or torn, sharing a
 //!   recording and its recoveries where asked: [`power_share`]), [`fault`]
-//!   (a run per write or sync made to fail, and what the store made of it);
-//! - [`batch`]: checking rebuilt crash states many at a time;
+//!   (a run per write or sync made to fail, and what the store made of it,
+//!   its plan and its findings' words);
+//! - [`driver`]: the one driver of rebuilt crash states: a crash source
+//!   ([`driver::Source`]) yields units and judges one; the driver owns the
+//!   waves up to the first that does not pass, each distinct store
+//!   recovered once, the evidence with its recovery beside it, progress
+//!   (power, torn and fault run through it);
+//! - [`batch`]: a recorded sweep's process-crash states, checked many at a
+//!   time;
 //! - [`pending`]: the trials of a timed result or a free race, their
 //!   states recovered in one batch per pass;
 //! - [`race`]: the race shape (cell 2): park, a barrier, N claimants,
@@ -45,8 +52,8 @@ pub mod census;
 pub mod confirm;
 pub mod context;
 pub mod coverage;
+pub mod driver;
 pub mod fault;
-mod fault_outcome;
 pub mod outcome;
 pub mod parallel;
 pub mod pending;

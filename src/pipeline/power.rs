@@ -16,15 +16,11 @@
 //! confirmed by a real kill: the states are the model's, and
 //! `docs/DESIGN.md` says what each keeps, drops and does not model.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
-use super::batch::{Checker, Recovery};
-use super::outcome::{Failure, Finding, Interruption, Outcome, PowerLoss};
-use super::power_share::{Share, recover};
+use super::driver::{BadPower, Cause, Count, Driver, Got, Passed, Plan, Source, Stores, first_rule};
+use super::outcome::{Failure, Interruption, Outcome, PowerLoss};
+use super::power_share::Share;
 use super::sweep::Swept;
 use super::trial::Trial;
-use super::verdict::conclude;
 use super::workload::Workload;
 use crate::crashstate::power::{AtPoint, Model};
 use crate::crashstate::torn::Bound;
@@ -101,22 +97,20 @@ pub fn power_sweep(w: &Workload, seed: u64, power: PowerModel) -> Swept {
     let o = &w.ctx.options;
     let points = sweep_points(rec.census.candidates(), o.point, o.points, seed);
     let m = power.build(rec.log.ran(), &points);
-    let (canon, stores) = distinct(&m);
-    let units = Units::of(&m, &canon, &stores);
+    let stores = distinct_stores(&m);
     let label = |l: &str| w.label(l);
     let make_env = |l: &str| w.env(l);
-    let checker = w.checker(rec, &label, &make_env);
-    // Progress counts the distinct stores recovered, batch by batch: the
-    // points are judged in a moment once they are.
-    w.ctx.tally.planned(units.files.len() as u64);
-    w.ctx.tally.phase("recovering");
-    let recovered = recover(&checker, &units.files, share.as_deref());
+    let driver = w.driver(rec, &label, &make_env);
+    let source = Points { log: &rec.log, m: &m };
+    let cache = share.as_deref().map(|s| &s.cache);
+    // One wave: every distinct store recovered, then the points judged.
+    let (units, wave) = (m.points.len(), m.points.len());
+    let mut trials = driver.run(&source, &Plan { units, wave, label: "power", count: Count::Stores, cache });
     if crate::harness::interrupted().is_some() {
         return Swept::unplanned(Trial::ended(0, Outcome::Interrupted(Interruption::PowerStates)));
     }
-    let mut trials = judge_points(&checker, &rec.log, &m, (&canon, &units), &recovered);
     if let Some(last) = trials.last_mut() {
-        last.details.extend(states_per_point(power, &m, judged_points(&m, last.index), stores.len()));
+        last.details.extend(states_per_point(power, &m, judged_points(&m, last.index), stores));
         if last.is_bad() {
             let crash = if power == PowerModel::InOrder { Crash::PowerCut } else { Crash::Torn };
             last.trace = Some(Trace::of_log(&rec.log, u64::from(last.index), crash));
@@ -149,136 +143,73 @@ fn states_per_point(power: PowerModel, m: &Model, judged: usize, stores: usize) 
     lines
 }
 
-/// What each recovery starts from: a distinct store, with the transport of
-/// the points that may leave it (a power loss keeps the transport as the
-/// process crash left it: the provider's log is not on this machine, so one
-/// store reached at points with other transports is recovered once per
-/// transport; without a transport, one unit per store).
-struct Units {
-    of: HashMap<(usize, Option<Vec<u8>>), usize>,
-    files: Vec<Files>,
+/// How many distinct stores the model's states hold (each one recovery
+/// per transport it is reached with).
+fn distinct_stores(m: &Model) -> usize {
+    let mut stores = Stores::default();
+    for s in &m.states {
+        stores.add(s.files.clone());
+    }
+    stores.len()
 }
 
-impl Units {
-    fn of(m: &Model, canon: &[usize], stores: &[usize]) -> Units {
-        let mut units = Units { of: HashMap::new(), files: Vec::new() };
-        for at in &m.points {
-            for (id, _) in &at.states {
-                let store = canon[*id];
-                let key = (store, at.transport.clone());
-                if !units.of.contains_key(&key) {
-                    let mut files = m.states[stores[store]].files.clone();
-                    files.set_transport(at.transport.as_deref());
-                    units.of.insert(key, units.files.len());
-                    units.files.push(files);
-                }
+/// A power sweep's crash source: a unit per kill point of the model, its
+/// states (a power loss keeps the transport as the process crash at the
+/// point left it: the provider's log is not on this machine), judged the
+/// one that lost the least first.
+struct Points<'a> {
+    log: &'a Log,
+    m: &'a Model,
+}
+
+impl Source for Points<'_> {
+    type Unit = usize;
+
+    fn key(&self, i: usize) -> u64 {
+        self.m.points[i].point
+    }
+
+    fn make(&self, i: usize) -> Result<usize, Box<Trial>> {
+        Ok(i)
+    }
+
+    fn stores(&self, &i: &usize) -> Vec<Files> {
+        let at = &self.m.points[i];
+        at.states.iter().map(|(id, _)| self.files(*id, at)).collect()
+    }
+
+    fn judge(&self, d: &Driver, i: usize, got: &[Got], memo: &mut Passed) -> Trial {
+        let at = &self.m.points[i];
+        let point = self.log.point(at.point);
+        let index = u32::try_from(at.point).unwrap_or(u32::MAX);
+        let bad = match d.power_point(index, at, got, memo) {
+            Ok(mut last) => {
+                last.details.push(format!("{} power-loss states checked at this point", at.states.len()));
+                last.kill_point = Some(point.kill_point(index, last.acked));
+                return last;
             }
-        }
-        units
-    }
-
-    /// The unit of state `id` at point `at`.
-    fn at(&self, canon: &[usize], id: usize, at: &AtPoint) -> usize {
-        self.of[&(canon[id], at.transport.clone())]
-    }
-}
-
-/// The distinct stores among the model's states: for each state, the index
-/// of its store; and each store's first state.
-fn distinct(m: &Model) -> (Vec<usize>, Vec<usize>) {
-    let mut seen: HashMap<u64, Vec<usize>> = HashMap::new();
-    let mut stores: Vec<usize> = Vec::new();
-    let mut canon = Vec::with_capacity(m.states.len());
-    for (i, s) in m.states.iter().enumerate() {
-        let bucket = seen.entry(s.files.store_hash()).or_default();
-        let same = bucket.iter().copied().find(|&j| m.states[stores[j]].files.store().eq(s.files.store()));
-        canon.push(same.unwrap_or_else(|| {
-            stores.push(i);
-            bucket.push(stores.len() - 1);
-            stores.len() - 1
-        }));
-    }
-    (canon, stores)
-}
-
-/// Judges every state of every point, in order; stops at the first point
-/// with a state that does not pass, which keeps that state as evidence.
-fn judge_points(
-    checker: &Checker,
-    log: &Log,
-    m: &Model,
-    units: (&[usize], &Units),
-    recovered: &[Arc<Recovery>],
-) -> Vec<Trial> {
-    let mut passed: std::collections::HashSet<(usize, usize)> = std::collections::HashSet::new();
-    let mut trials = Vec::new();
-    for at in &m.points {
-        let trial = judge_point(checker, log, m, at, units, recovered, &mut passed);
-        let bad = trial.is_bad();
-        trials.push(trial);
-        if bad {
-            break;
-        }
-    }
-    trials
-}
-
-/// The power states of one point, the one that lost the least first: if it
-/// fails, the first operation it lost is the one whose loss did it, and
-/// that is the rule reported.
-fn judge_point(
-    checker: &Checker,
-    log: &Log,
-    m: &Model,
-    at: &AtPoint,
-    (canon, units): (&[usize], &Units),
-    recovered: &[Arc<Recovery>],
-    passed: &mut std::collections::HashSet<(usize, usize)>,
-) -> Trial {
-    let point = log.point(at.point);
-    let index = u32::try_from(at.point).unwrap_or(u32::MAX);
-    let mut last = Trial::new(index);
-    for (k, (id, dropped)) in at.states.iter().rev().enumerate() {
-        let store = units.at(canon, *id, at);
-        if k > 0 && passed.contains(&(store, at.acks.len())) {
-            continue;
-        }
-        let mut t = Trial::new(index);
-        let recovery = || recovered[store].as_ref().as_ref().map_err(Clone::clone);
-        let outcome = conclude(&checker.crash(&at.acks), &mut t, recovery);
+            Err(bad) => bad,
+        };
+        let BadPower { trial: mut t, at: k, outcome } = *bad;
         t.kill_point = Some(point.kill_point(index, t.acked));
-        if outcome.is_pass() {
-            passed.insert((store, at.acks.len()));
-            last = t;
-            continue;
-        }
-        let lost = m.dropped(dropped);
-        let rule = lost.first().map_or_else(|| "nothing was lost (the process crash's own state)".into(), |p| p.rule());
-        let power = PowerLoss { point: at.point, rule: rule.clone(), later: lost.len().saturating_sub(1) };
-        let outcome = match outcome {
-            Outcome::Fire(finding) => Outcome::Fire(Finding { power: Some(power), ..finding }),
-            Outcome::Error(error) => Outcome::Error(Failure::PowerLoss { power, error: Box::new(error) }),
-            other => other,
-        };
-        t.details.extend(lost.iter().map(|p| format!("not durable: {}", p.rule())));
-        let state = State {
-            point: point.clone(),
-            acks: at.acks.clone(),
-            files: units.files[store].clone(),
-            version: 0,
-            rule: Some(rule),
-        };
-        let text = power_note(at.point, lost.iter().map(|p| p.rule()).collect());
-        t.env = checker.evidence(&state, &format!("p{}-power", at.point), "power-loss.txt", &text);
-        if let Some(env) = &t.env {
-            // The passes' copies and outputs beside the state, as for a killed trial.
-            let _ = checker.ctx.pool.unit(|| crate::recovery::recover(&checker.ctx.child, checker.ctx.deadline, env));
-        }
-        return t.conclude(outcome);
+        let rules: Vec<String> = self.m.dropped(&at.states[k].1).iter().map(|p| p.rule()).collect();
+        let rule = first_rule(&rules);
+        let power = PowerLoss { point: at.point, rule: rule.clone(), later: rules.len().saturating_sub(1) };
+        t.details.extend(rules.iter().map(|r| format!("not durable: {r}")));
+        let files = self.files(at.states[k].0, at);
+        let state = State { point, acks: at.acks.clone(), files, version: 0, rule: Some(rule) };
+        t.env = d.keep(&state, &format!("p{}-power", at.point), "power-loss.txt", &power_note(at.point, rules));
+        t.conclude(Cause { power: Some(power), fault: None }.annotate(outcome))
     }
-    last.details.push(format!("{} power-loss states checked at this point", at.states.len()));
-    last.kill_point.get_or_insert_with(|| point.kill_point(index, 0));
-    last
+}
+
+impl Points<'_> {
+    /// State `id`'s files with the transport point `at` left.
+    fn files(&self, id: usize, at: &AtPoint) -> Files {
+        let mut files = self.m.states[id].files.clone();
+        files.set_transport(at.transport.as_deref());
+        files
+    }
 }
 
 /// The evidence's note: the point and every operation the power loss undid.

@@ -1,7 +1,7 @@
 //! Recorded sweeps: the child runs its workload once, traced and logged
 //! ([`crate::crashstate::record`]); every crash state is rebuilt from the
 //! log ([`crate::crashstate::state`]) and checked in batches
-//! ([`super::batch`]); a process-crash state that does not pass is
+//! ([`super::batch`], by [`super::driver`]); a process-crash state that does not pass is
 //! confirmed by a real kill at its point ([`super::point`]) before it is
 //! reported.
 //!
@@ -16,9 +16,9 @@
 
 use std::sync::atomic::Ordering;
 
-use super::batch::Checker;
 use super::census::{Census, Filter, preflight, trace_outcome};
 use super::confirm;
+use super::driver::Driver;
 use super::outcome::{Failure, Outcome, Site};
 use super::sweep::{Swept, sweep};
 use super::trial::Trial;
@@ -137,14 +137,14 @@ impl Workload<'_> {
         }
     }
 
-    /// What checks the states rebuilt from `rec`.
-    pub fn checker<'a>(
+    /// The driver of the states rebuilt from `rec`.
+    pub fn driver<'a>(
         &'a self,
         rec: &'a Recording,
         label: &'a (dyn Fn(&str) -> String + Sync),
         make_env: &'a (dyn Fn(&str) -> Result<TrialEnv, Failure> + Sync),
-    ) -> Checker<'a> {
-        Checker {
+    ) -> Driver<'a> {
+        Driver {
             ctx: self.ctx,
             cell: self.cell,
             leg: self.leg,
@@ -212,7 +212,7 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
     let marks = state_marks(&states);
     let label = |l: &str| w.label(l);
     let make_env = |l: &str| w.env(l);
-    let mut trials = w.checker(&rec, &label, &make_env).check(states);
+    let mut trials = w.driver(&rec, &label, &make_env).check(states);
     if trials.last().is_some_and(Trial::is_bad) {
         let recorded = trials.pop().expect("a last trial");
         let real = w.kill_at(rec.filter, u64::from(recorded.index), &rec.census);

@@ -1,0 +1,660 @@
+//! The one driver of rebuilt crash states: a crash source ([`Source`])
+//! yields units of work in ascending order of their kill points and says
+//! how to judge one and how to annotate its finding ([`Cause`]); the driver
+//! owns the rest, written once: the waves of units made over `--jobs`
+//! threads up to the first that does not pass
+//! ([`super::parallel::until_first_bad`]), the deduplication of stores by
+//! their bytes ([`Stores`]) so that each distinct store is recovered once
+//! per sweep (and once per [`Cache`] when one is shared), the batched
+//! recoveries, the memo of states already judged to pass ([`Passed`]), the
+//! judgement of a point's power-loss states ([`Driver::power_point`]), the
+//! evidence of a state that does not pass with its recovery beside it
+//! ([`Driver::keep`]), and progress.
+//!
+//! Crash model: a unit's states are crash states rebuilt from a log (a
+//! process crash, a power loss, the end of a run whose call was made to
+//! fail); recovery depends on the store's files only (the ack journal
+//! aside), and on what is fixed for the driver (the child, the leg's config
+//! home, the cell's recovery step), so one recovery per distinct store is
+//! exact. Clause: each source's, by the one verdict path
+//! ([`super::verdict::conclude`]). The memo holds passes only: a state
+//! skipped for it is one whose store and acks already passed, and would
+//! pass again, so it never changes a verdict.
+
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+use super::census::Census;
+use super::context::Context;
+use super::outcome::{Failure, Fault, Finding, Interruption, Outcome, PowerLoss};
+use super::parallel::{parallel, until_first_bad};
+use super::trial::Trial;
+use super::verdict::{Acks, Crash, Ended, conclude};
+use crate::cells::{Cell, End};
+use crate::crashstate::power::AtPoint;
+use crate::crashstate::{Files, Names, State};
+use crate::matrix::Leg;
+use crate::recovery::batch::Restore;
+use crate::recovery::{Pair, Passes, Recovered, recover_batch};
+use crate::trialdir::TrialEnv;
+
+/// Most distinct stores one dump process recovers: large enough that an
+/// interpreter's start is paid rarely, small enough that `--jobs` threads
+/// share a sweep.
+const MOST_PER_BATCH: usize = 96;
+
+/// What the driver needs from the sweep whose states it checks.
+pub struct Driver<'a> {
+    pub ctx: &'a Context,
+    pub cell: &'a dyn Cell,
+    pub leg: &'a Leg,
+    /// The recording's census: its ready record and leg audit stand for
+    /// every state (the sweep runs only on a leg the census showed honored).
+    pub census: &'a Census,
+    /// The recorded run's folder: its config home, the workload's seed and
+    /// the recovery step every pass runs.
+    pub recorded: &'a TrialEnv,
+    /// Names this job's folders (`{cell}-{leg}-{label}`).
+    pub label: &'a (dyn Fn(&str) -> String + Sync),
+    /// Makes a trial folder of this job (for a state's evidence).
+    pub make_env: &'a (dyn Fn(&str) -> Result<TrialEnv, Failure> + Sync),
+}
+
+/// A recovery of one distinct store, shared by the states that hold it.
+pub type Recovery = Result<Recovered, Outcome>;
+
+/// A crash source, as the driver runs it: units of work (a kill point's
+/// states, a run with a call made to fail), each made (the child work, if
+/// any), its stores recovered by the driver, then judged.
+pub trait Source: Sync {
+    /// What making a unit gives: the states it left to judge.
+    type Unit: Send;
+    /// Unit `i`'s kill point: ascending in `i`, the lowest bad one decides.
+    fn key(&self, i: usize) -> u64;
+    /// Unit `i`'s child work, or the trial that ended it (a bad one).
+    fn make(&self, i: usize) -> Result<Self::Unit, Box<Trial>>;
+    /// Whether the unit, as made, already does not pass (no unit above it
+    /// is made).
+    fn decided(&self, _unit: &Self::Unit) -> bool {
+        false
+    }
+    /// The stores the unit needs recovered, in the order `judge` reads them.
+    fn stores(&self, unit: &Self::Unit) -> Vec<Files>;
+    /// Judges the unit on its stores' recoveries: its trial, a finding
+    /// annotated and its evidence kept.
+    fn judge(&self, d: &Driver, unit: Self::Unit, got: &[Got], memo: &mut Passed) -> Trial;
+}
+
+/// A store's recovery as a unit gets it: the store's identity among the
+/// sweep's distinct stores (for [`Passed`]) and its recovery.
+#[derive(Clone)]
+pub struct Got {
+    pub store: usize,
+    pub recovery: Arc<Recovery>,
+}
+
+impl Got {
+    /// The recovery, as the verdict takes it.
+    pub fn recovered(&self) -> Result<&Recovered, Outcome> {
+        self.recovery.as_ref().as_ref().map_err(Clone::clone)
+    }
+}
+
+/// What progress counts: each distinct store as it is recovered (a power
+/// sweep: judging is a moment once they are), or each unit as it is judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Count {
+    Stores,
+    Units,
+}
+
+/// How the driver runs a source.
+pub struct Plan<'c> {
+    pub units: usize,
+    /// Units made before their stores are recovered together.
+    pub wave: usize,
+    /// Names the batches' folders.
+    pub label: &'c str,
+    pub count: Count,
+    /// Recoveries shared with other sweeps, if any.
+    pub cache: Option<&'c Cache>,
+}
+
+/// The distinct stores of a sweep, by their bytes (the ack journal aside):
+/// each store's index, the same for byte-identical ones.
+#[derive(Default)]
+pub struct Stores {
+    files: Vec<Files>,
+    by_hash: HashMap<u64, Vec<usize>>,
+}
+
+impl Stores {
+    /// The index of `files`' store, added if no store so far holds its bytes.
+    pub fn add(&mut self, files: Files) -> usize {
+        let bucket = self.by_hash.entry(files.store_hash()).or_default();
+        if let Some(&same) = bucket.iter().find(|&&j| self.files[j].store().eq(files.store())) {
+            return same;
+        }
+        bucket.push(self.files.len());
+        self.files.push(files);
+        self.files.len() - 1
+    }
+
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+}
+
+/// Recoveries of stores by their bytes, for the sweeps that share it: a
+/// store one of them recovered is not recovered again. Held while a sweep
+/// recovers, so that a second one asking meanwhile waits, then finds them.
+#[derive(Default)]
+pub struct Cache(Mutex<Known>);
+
+/// Recovered stores by a hash of their bytes, each with its bytes.
+type Known = HashMap<u64, Vec<(Files, Arc<Recovery>)>>;
+
+/// States already judged to pass, by store and ack journal: judged again,
+/// they would pass again.
+#[derive(Default)]
+pub struct Passed(HashSet<(usize, u64)>);
+
+impl Passed {
+    fn key(store: usize, acks: &[u8]) -> (usize, u64) {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        acks.hash(&mut h);
+        (store, h.finish())
+    }
+
+    pub fn contains(&self, store: usize, acks: &[u8]) -> bool {
+        self.0.contains(&Passed::key(store, acks))
+    }
+
+    pub fn insert(&mut self, store: usize, acks: &[u8]) {
+        self.0.insert(Passed::key(store, acks));
+    }
+}
+
+/// What made a state, for its finding's words: the power loss that left it
+/// and the call that was made to fail, where there were.
+#[derive(Clone, Debug, Default)]
+pub struct Cause {
+    pub power: Option<PowerLoss>,
+    pub fault: Option<Fault>,
+}
+
+impl Cause {
+    /// `outcome` with its cause: a fire names it; the harness's error says
+    /// where it arose (the power loss inside the fault).
+    pub fn annotate(&self, outcome: Outcome) -> Outcome {
+        match outcome {
+            Outcome::Fire(f) => Outcome::Fire(Finding {
+                violations: f.violations,
+                power: self.power.clone().or(f.power),
+                fault: self.fault.clone().map(Box::new).or(f.fault),
+            }),
+            Outcome::Error(error) => {
+                let error = match &self.power {
+                    Some(power) => Failure::PowerLoss { power: power.clone(), error: Box::new(error) },
+                    None => error,
+                };
+                Outcome::Error(match &self.fault {
+                    Some(fault) => Failure::Fault { fault: fault.clone(), error: Box::new(error) },
+                    None => error,
+                })
+            }
+            other => other,
+        }
+    }
+}
+
+/// A power-loss state of a point that did not pass: its trial (the outcome
+/// not yet concluded), its place among the point's states, and the outcome.
+pub struct BadPower {
+    pub trial: Trial,
+    pub at: usize,
+    pub outcome: Outcome,
+}
+
+/// What the sweep's stores and their recoveries are so far.
+#[derive(Default)]
+struct Ran {
+    stores: Stores,
+    recovered: Vec<Option<Arc<Recovery>>>,
+    passed: Passed,
+}
+
+impl Driver<'_> {
+    /// Runs `source` as `plan` says: wave by wave, each wave's units made
+    /// over `--jobs` threads up to the first that does not pass, their new
+    /// stores recovered, each unit judged in order; the trials up to the
+    /// first that does not pass, which comes last. An interrupted run says
+    /// so in a last trial rather than let a pass stand for unjudged units.
+    pub fn run<S: Source>(&self, source: &S, plan: &Plan) -> Vec<Trial> {
+        let mut trials = Vec::new();
+        let mut ran = Ran::default();
+        let mut start = 0;
+        while start < plan.units {
+            let end = (start + plan.wave.max(1)).min(plan.units);
+            if self.wave(source, start..end, plan, &mut ran, &mut trials) || interrupted_after(&mut trials) {
+                break;
+            }
+            start = end;
+        }
+        trials
+    }
+
+    /// One wave: true when a unit did not pass (it decides the sweep).
+    fn wave<S: Source>(&self, s: &S, range: Range<usize>, plan: &Plan, ran: &mut Ran, trials: &mut Vec<Trial>) -> bool {
+        let key = |i: usize| s.key(range.start + i);
+        let made = until_first_bad(range.len(), self.ctx.jobs, &key, &|i| {
+            let unit = s.make(range.start + i);
+            let bad = unit.as_ref().map_or(true, |u| s.decided(u));
+            (unit, bad.then(|| key(i)))
+        })
+        .outputs;
+        let mut units = Vec::new();
+        let mut errored = None;
+        for m in made {
+            match m {
+                Ok(u) => units.push(u),
+                Err(t) => errored = Some(*t),
+            }
+        }
+        let ids: Vec<Vec<usize>> =
+            units.iter().map(|u| s.stores(u).into_iter().map(|f| ran.stores.add(f)).collect()).collect();
+        self.recover_new(ran, &ids, plan);
+        for (unit, ids) in units.into_iter().zip(ids) {
+            let got: Vec<Got> = ids.iter().map(|&id| Got { store: id, recovery: ran.recovery(id) }).collect();
+            let t = s.judge(self, unit, &got, &mut ran.passed);
+            if plan.count == Count::Units {
+                self.ctx.tally.done();
+            }
+            let bad = t.is_bad();
+            trials.push(t);
+            if bad {
+                return true;
+            }
+        }
+        trials.extend(errored);
+        trials.last().is_some_and(Trial::is_bad)
+    }
+
+    /// Recovers the stores of `ids` not recovered yet in this sweep.
+    fn recover_new(&self, ran: &mut Ran, ids: &[Vec<usize>], plan: &Plan) {
+        let mut new: Vec<usize> = ids.iter().flatten().copied().filter(|&id| ran.recovered_at(id).is_none()).collect();
+        new.sort_unstable();
+        new.dedup();
+        if plan.count == Count::Stores {
+            // Progress counts the distinct stores recovered, batch by batch.
+            self.ctx.tally.planned(new.len() as u64);
+            self.ctx.tally.phase("recovering");
+        }
+        let files: Vec<&Files> = new.iter().map(|&id| &ran.stores.files[id]).collect();
+        let got = self.recover_cached(&files, plan.cache, plan.label, plan.count == Count::Stores);
+        ran.recovered.resize(ran.stores.len(), None);
+        for (id, r) in new.into_iter().zip(got) {
+            ran.recovered[id] = Some(r);
+        }
+    }
+
+    /// Recovers `files` in batches over the sweep's threads; with a cache,
+    /// only the stores it does not hold yet, which it then holds (not an
+    /// interrupted one: a later sweep would take it for a verdict). `tick`:
+    /// each store is a step of progress.
+    pub fn recover_cached(
+        &self,
+        files: &[&Files],
+        cache: Option<&Cache>,
+        label: &str,
+        tick: bool,
+    ) -> Vec<Arc<Recovery>> {
+        let done = |range: Range<usize>| {
+            if tick {
+                range.for_each(|_| self.ctx.tally.done());
+            }
+        };
+        let Some(cache) = cache else {
+            return self.recover_spread(files, label, &done).into_iter().map(Arc::new).collect();
+        };
+        let mut known = cache.0.lock().expect("no sweep panics holding the recoveries");
+        // Each store hashed once: a WAL state's store is megabytes.
+        let keys: Vec<u64> = files.iter().map(|f| f.store_hash()).collect();
+        let found = |i: usize, known: &Known| {
+            let f = files[i];
+            known.get(&keys[i])?.iter().find(|(g, _)| g.store().eq(f.store())).map(|(_, r)| Arc::clone(r))
+        };
+        let missing: Vec<usize> = (0..files.len()).filter(|&i| found(i, &known).is_none()).collect();
+        done(missing.len()..files.len());
+        let stores: Vec<&Files> = missing.iter().map(|&i| files[i]).collect();
+        for (&i, r) in missing.iter().zip(self.recover_spread(&stores, label, &done)) {
+            if !matches!(r, Err(Outcome::Interrupted(_))) {
+                known.entry(keys[i]).or_default().push((files[i].clone(), Arc::new(r)));
+            }
+        }
+        let interrupted = || Arc::new(Err(Outcome::Interrupted(Interruption::PowerStates)));
+        (0..files.len()).map(|i| found(i, &known).unwrap_or_else(interrupted)).collect()
+    }
+
+    /// Recovers `files` in batches spread over the sweep's threads, in
+    /// order, each batch's folders labelled `{label}{b}`; `done` hears the
+    /// range of `files` each batch recovered, as it ends (a progress tick).
+    /// One recovery per store: a batch an interrupt kept from starting is
+    /// an interrupted recovery of each of its stores.
+    pub fn recover_spread(&self, files: &[&Files], label: &str, done: &(dyn Fn(Range<usize>) + Sync)) -> Vec<Recovery> {
+        let groups = batches(files.len(), self.ctx.jobs);
+        let got = parallel(groups.len(), self.ctx.jobs, &|_| false, &|b| {
+            if crate::harness::interrupted().is_some() {
+                return groups[b].clone().map(|_| Err(Outcome::Interrupted(Interruption::BetweenBatches))).collect();
+            }
+            let got = self.recover(&files[groups[b].clone()], &format!("{label}{b}")).0;
+            done(groups[b].clone());
+            got
+        });
+        got.into_iter().flatten().collect()
+    }
+
+    /// Recovers `stores` twice each, written out in a folder of their own
+    /// under the run's work folder; the results in order, and a note when
+    /// the batched dump failed and each store was recovered alone.
+    pub fn recover(&self, stores: &[&Files], label: &str) -> (Vec<Recovery>, Option<String>) {
+        self.ctx.pool.unit(|| self.recovered(stores, label))
+    }
+
+    fn recovered(&self, stores: &[&Files], label: &str) -> (Vec<Recovery>, Option<String>) {
+        let fail = |f: Failure| (stores.iter().map(|_| Err(Outcome::Error(f.clone()))).collect(), None);
+        let prefix = format!("{}-", (self.label)(label));
+        let dir = match tempfile::Builder::new().prefix(&prefix).tempdir_in(&self.ctx.work_root) {
+            Ok(d) => d,
+            Err(e) => return fail(Failure::BatchFolder(e.to_string())),
+        };
+        // One folder per pass, each state's store under a database name of its own.
+        let passes = [dir.path().join("1"), dir.path().join("2")];
+        if let Err(e) = passes.iter().try_for_each(std::fs::create_dir) {
+            return fail(Failure::BatchFolder(e.to_string()));
+        }
+        let step = self.recorded.recovery_step.as_ref();
+        let mut pairs = Vec::with_capacity(stores.len());
+        for (i, &files) in stores.iter().enumerate() {
+            let db = format!("s{i}.db");
+            match (files.write_store_to(&passes[0], &db), files.write_store_to(&passes[1], &db)) {
+                (Ok(first), Ok(second)) => {
+                    // A recovery step reads and writes the state's transport.
+                    let transports = step.map(|_| [&first, &second].map(|d| Names::store(d).transport_path(d)));
+                    let dirs = passes.clone();
+                    let restore: Restore =
+                        Arc::new(move |n| files.write_store_to(&dirs[n as usize - 1], &db).map(drop));
+                    pairs.push(Pair { first, second, transports, restore: Some(restore) })
+                }
+                (Err(e), _) | (_, Err(e)) => return fail(Failure::WritingState(e.to_string())),
+            }
+        }
+        let passes = Passes {
+            child: &self.ctx.child,
+            deadline: self.ctx.deadline,
+            home: &self.recorded.home,
+            out: dir.path(),
+            step,
+        };
+        let got = recover_batch(&passes, &pairs, self.ctx.batching());
+        (got.results.into_iter().map(|r| r.map_err(Outcome::from)).collect(), got.note)
+    }
+
+    /// A state with ack journal `acks`, as the verdict reads it.
+    pub fn crash<'s>(&'s self, acks: &'s [u8]) -> Crash<'s> {
+        Crash {
+            cell: self.cell,
+            leg: self.leg,
+            db: &self.recorded.db,
+            ended: vec![Ended { name: "child".into(), acks: Acks::Bytes(acks), end: End::Killed }],
+            seed: self.recorded.seed,
+            census: Some(self.census),
+        }
+    }
+
+    /// The power-loss states of one point (`got`: their stores'
+    /// recoveries, in the point's order), the one that lost the least first
+    /// (the model lists them the other way): if it fails, the first
+    /// operation it lost is the one whose loss did it. The last that passed
+    /// (or a bare trial, if the memo spared every one), or the first that
+    /// did not. The first state is judged even when the memo holds it: its
+    /// trial is the point's (its acks, its leg audit).
+    pub fn power_point(
+        &self,
+        index: u32,
+        at: &AtPoint,
+        got: &[Got],
+        memo: &mut Passed,
+    ) -> Result<Trial, Box<BadPower>> {
+        let mut last = Trial::new(index);
+        for (k, (pos, g)) in got.iter().enumerate().rev().enumerate() {
+            if k > 0 && memo.contains(g.store, &at.acks) {
+                continue;
+            }
+            let mut t = Trial::new(index);
+            let outcome = conclude(&self.crash(&at.acks), &mut t, || g.recovered());
+            if outcome.is_pass() {
+                memo.insert(g.store, &at.acks);
+                last = t;
+                continue;
+            }
+            return Err(Box::new(BadPower { trial: t, at: pos, outcome }));
+        }
+        Ok(last)
+    }
+
+    /// A trial folder holding `state` as rebuilt (its store's files and its
+    /// ack journal), with a note saying where it came from.
+    pub fn evidence(&self, state: &State, label: &str, note: &str, text: &str) -> Option<TrialEnv> {
+        let env = (self.make_env)(label).ok()?;
+        let dir = env.db.parent()?.to_path_buf();
+        let mut files = state.files.clone();
+        files.set_acks(&state.acks);
+        files.write_to(&dir, &Names::new(&env.db, &env.acks, &env.transport)).ok()?;
+        std::fs::write(dir.join(note), format!("{text}\n")).ok()?;
+        Some(env)
+    }
+
+    /// [`Driver::evidence`], with the recovery passes' copies and outputs
+    /// beside the state, as a killed trial keeps them.
+    pub fn keep(&self, state: &State, label: &str, note: &str, text: &str) -> Option<TrialEnv> {
+        let env = self.evidence(state, label, note, text)?;
+        self.beside(&env);
+        Some(env)
+    }
+
+    /// Recovers the crash state in `env` again, in its own folder: the
+    /// passes' copies and outputs become part of the evidence.
+    pub fn beside(&self, env: &TrialEnv) {
+        let _ = self.ctx.pool.unit(|| crate::recovery::recover(&self.ctx.child, self.ctx.deadline, env));
+    }
+}
+
+impl Ran {
+    fn recovered_at(&self, id: usize) -> Option<&Arc<Recovery>> {
+        self.recovered.get(id).and_then(Option::as_ref)
+    }
+
+    fn recovery(&self, id: usize) -> Arc<Recovery> {
+        self.recovered_at(id)
+            .cloned()
+            .unwrap_or_else(|| Arc::new(Err(Outcome::Interrupted(Interruption::BetweenBatches))))
+    }
+}
+
+/// An interrupted run may have skipped batches: its last trial says so,
+/// rather than a pass standing for states nobody checked. True if it did.
+pub fn interrupted_after(trials: &mut Vec<Trial>) -> bool {
+    if crate::harness::interrupted().is_none() {
+        return false;
+    }
+    let next = trials.last().map_or(0, |t| t.index.saturating_add(1));
+    trials.push(Trial::ended(next, Outcome::Interrupted(Interruption::BetweenBatches)));
+    true
+}
+
+/// Splits `n` stores into batches of at most [`MOST_PER_BATCH`], their
+/// count a multiple of `jobs` so that every thread gets as many, of about
+/// one size.
+pub fn batches(n: usize, jobs: usize) -> Vec<Range<usize>> {
+    let jobs = jobs.max(1);
+    let count = jobs * n.div_ceil(jobs * MOST_PER_BATCH).max(1);
+    let size = n.div_ceil(count).max(1);
+    (0..n).step_by(size).map(|s| s..(s + size).min(n)).collect()
+}
+
+/// The sentence of a power state that lost nothing.
+pub const NOTHING_LOST: &str = "nothing was lost (the process crash's own state)";
+
+/// The rule a finding reports for a state that lost `rules` (the cause
+/// first).
+pub fn first_rule(rules: &[String]) -> String {
+    rules.first().cloned().unwrap_or_else(|| NOTHING_LOST.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cells::Violation;
+    use crate::crashstate::{At, Effect};
+    use crate::harness::Exit;
+    use crate::kill::inject::Injected;
+    use crate::kill::syscall::FileKind;
+
+    fn files(db: &[u8], acks: &[u8]) -> Files {
+        let mut f = Files::default();
+        let write = |file, data: &[u8]| Effect::Write { file, at: At::Offset(0), data: data.to_vec() };
+        f.apply(&write(FileKind::Database, db));
+        f.set_acks(acks);
+        f
+    }
+
+    #[test]
+    fn byte_identical_stores_are_one_whatever_their_acks() {
+        let mut s = Stores::default();
+        assert_eq!(s.add(files(b"page", b"a")), 0);
+        assert_eq!(s.add(files(b"page", b"ab")), 0, "the ack journal is not the store");
+        assert_eq!(s.add(files(b"pagX", b"a")), 1);
+        assert_eq!(s.len(), 2);
+    }
+
+    /// A source of `n` units keyed 1..=n that fires at `fire` and cannot
+    /// make `broken`, and counts what it made.
+    struct Fake {
+        fire: u64,
+        broken: u64,
+        made: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Source for Fake {
+        type Unit = u64;
+
+        fn key(&self, i: usize) -> u64 {
+            i as u64 + 1
+        }
+
+        fn make(&self, i: usize) -> Result<u64, Box<Trial>> {
+            self.made.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let key = self.key(i);
+            if key == self.broken {
+                return Err(Box::new(Trial::ended(key as u32, Outcome::Error(Failure::NoKill))));
+            }
+            Ok(key)
+        }
+
+        fn stores(&self, _: &u64) -> Vec<Files> {
+            Vec::new()
+        }
+
+        fn judge(&self, _: &Driver, key: u64, _: &[Got], _: &mut Passed) -> Trial {
+            let fire = Finding { violations: vec![Violation::new("x", "y")], power: None, fault: None };
+            Trial::ended(key as u32, if key == self.fire { Outcome::Fire(fire) } else { Outcome::Pass })
+        }
+    }
+
+    /// Runs a fake source of 20 units in waves of 4 on 2 threads: the keys
+    /// of its trials, how many units it made and the steps of progress.
+    fn drive(fire: u64, broken: u64) -> (Vec<u32>, usize, usize) {
+        let steps = Arc::new(Mutex::new(0));
+        let heard = Arc::clone(&steps);
+        let mut ctx = Context::for_tests(2, None);
+        ctx.tally = crate::pipeline::Tally::new(move |_| *heard.lock().unwrap() += 1);
+        let leg = Leg { name: "wal".into(), journal_mode: None, synchronous: None };
+        let ready: crashcells_protocol::Ready = serde_json::from_str(
+            r#"{"protocol":2,"pid":1,"op":"append","sqlite_version":"3.54.1","journal_mode":"wal"}"#,
+        )
+        .unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let recorded = TrialEnv::new(work.path(), &leg, "t").unwrap();
+        let audit = crate::legaudit::audit_leg(&recorded.db, &ready, &leg);
+        let census = Census { points: 20, ready, audit, windows: None };
+        let (label, make_env) = (|l: &str| l.to_string(), |_: &str| Err(Failure::NoKill));
+        let cell = crate::cells::find("prefix-durability").unwrap();
+        let d = Driver {
+            ctx: &ctx,
+            cell,
+            leg: &leg,
+            census: &census,
+            recorded: &recorded,
+            label: &label,
+            make_env: &make_env,
+        };
+        let source = Fake { fire, broken, made: Default::default() };
+        let plan = Plan { units: 20, wave: 4, label: "t", count: Count::Units, cache: None };
+        let trials = d.run(&source, &plan);
+        let steps = *steps.lock().unwrap();
+        (trials.iter().map(|t| t.index).collect(), source.made.into_inner(), steps)
+    }
+
+    #[test]
+    fn the_driver_stops_at_the_first_unit_that_does_not_pass_and_makes_no_later_wave() {
+        let (keys, made, steps) = drive(0, 0);
+        assert_eq!((keys.len(), made, steps), (20, 20, 20), "every unit, each a step");
+        let (keys, made, _) = drive(7, 0);
+        assert_eq!(keys, (1..=7).collect::<Vec<u32>>(), "the fire last");
+        assert!(made <= 8, "the fire's wave and no later one: {made} made");
+        let (keys, _, steps) = drive(0, 6);
+        assert_eq!(keys, (1..=6).collect::<Vec<u32>>(), "a unit that could not be made decides too");
+        assert_eq!(steps, 5, "judged units are steps; the one not made is not");
+    }
+
+    #[test]
+    fn batches_cover_every_store_about_once_per_thread() {
+        assert_eq!(batches(10, 2), [0..5, 5..10]);
+        assert_eq!(batches(3, 4), [0..1, 1..2, 2..3]);
+        assert_eq!(batches(0, 2), Vec::<Range<usize>>::new());
+        assert_eq!(batches(200, 2).len(), 4, "two rounds of two, not 96, 96 and 8");
+        assert!(batches(1000, 2).iter().all(|b| b.len() <= MOST_PER_BATCH));
+    }
+
+    #[test]
+    fn a_pass_is_remembered_by_store_and_acks() {
+        let mut memo = Passed::default();
+        memo.insert(3, b"{\"i\":0}");
+        assert!(memo.contains(3, b"{\"i\":0}"));
+        assert!(!memo.contains(3, b"{\"i\":1}"), "other acks: another judgement");
+        assert!(!memo.contains(4, b"{\"i\":0}"));
+    }
+
+    #[test]
+    fn a_cause_names_the_power_loss_inside_the_fault() {
+        let power = PowerLoss { point: 9, rule: "lost".into(), later: 0 };
+        let injected = Injected::Failed(nix::errno::Errno::EIO);
+        let fault = Fault { point: 4, call: "fsync of the wal".into(), injected, exit: Exit::Code(0), then: None };
+        let cause = Cause { power: Some(power.clone()), fault: Some(fault.clone()) };
+        let fire = Outcome::Fire(Finding { violations: vec![Violation::new("x", "y")], power: None, fault: None });
+        let Outcome::Fire(f) = cause.annotate(fire) else { panic!() };
+        assert_eq!((f.power, f.fault.map(|f| *f)), (Some(power.clone()), Some(fault.clone())));
+        let Outcome::Error(Failure::Fault { error, .. }) = cause.annotate(Outcome::Error(Failure::NoKill)) else {
+            panic!()
+        };
+        assert!(matches!(*error, Failure::PowerLoss { .. }), "{error:?}");
+        assert_eq!(Cause::default().annotate(Outcome::Pass), Outcome::Pass);
+    }
+}
