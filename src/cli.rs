@@ -435,8 +435,8 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     if let Some((file, findings)) = known {
         report.judge_known(Some(file), findings);
     }
-    for r in report.results.iter().filter(|r| r.evidence_error.is_some()) {
-        let why = r.evidence_error.as_deref().unwrap_or_default();
+    for r in report.results.iter().filter(|r| r.kept.evidence_error.is_some()) {
+        let why = r.kept.evidence_error.as_deref().unwrap_or_default();
         note(&format!("evidence of {} {} {} NOT KEPT: {why}", r.cell, r.leg, r.kill.as_str()));
     }
     // A JSON `--out` holds the whole report: a Markdown that had to leave

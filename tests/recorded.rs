@@ -327,7 +327,7 @@ fn a_recorded_sweep_reports_its_phases_and_its_points_as_they_are_judged() {
     }
     assert_eq!(result.verdict, crashcells::report::Verdict::Pass, "{result:#?}");
     let steps = steps.lock().unwrap().clone();
-    let planned = result.points_planned.unwrap();
+    let planned = result.sweep.points_planned.unwrap();
     assert_eq!(steps[..3], [Step::Phase("recording"), Step::Planned(planned), Step::Phase("checking")], "{steps:?}");
     assert_eq!(steps[3..].iter().filter(|s| **s == Step::Done).count() as u64, planned, "{steps:?}");
 }

@@ -84,8 +84,8 @@ fn swept_from(race: &CellResult) -> CellResult {
     let ordinal = |n: u32| u64::from(if n <= 4 { n } else { n - 4 });
     swept.kill_points =
         (1..=6).map(|n| KillPoint { trial: n, ordinal: Some(ordinal(n)), ..KillPoint::default() }).collect();
-    (swept.points_planned, swept.points_landed) = (Some(6), Some(6));
-    swept.points_by_path = vec![
+    (swept.sweep.points_planned, swept.sweep.points_landed) = (Some(6), Some(6));
+    swept.sweep.points_by_path = vec![
         PathPoints { path: "winning-claim".into(), planned: 4, landed: 4 },
         PathPoints { path: "losing-claim".into(), planned: 2, landed: 2 },
     ];

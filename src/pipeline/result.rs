@@ -62,7 +62,7 @@ pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
     }
     ran_on(&mut result, ctx, &trials);
     if let (Verdict::Fire, Some(last)) = (result.verdict, trials.last()) {
-        result.refire = refired(job, ctx, confirm::site(job.kill, last));
+        result.notes.refire = refired(job, ctx, confirm::site(job.kill, last));
     }
     result.duration_ms = start.elapsed().as_millis() as u64;
     keep_evidence(ctx, &mut result, trials);
@@ -193,11 +193,11 @@ fn refired(job: &Job, ctx: &Context, at: Site) -> Option<crate::report::Refire> 
 /// the sweep stopped there is what a sweep does, and its repro, a single
 /// point, must read the same).
 fn with_coverage(result: &mut CellResult, c: Coverage) {
-    result.states = Some(if c.recorded { States::Recorded } else { States::ReExecuted });
-    result.points_planned = Some(c.planned);
-    result.points_landed = Some(c.landed);
-    result.states_distinct = c.distinct;
-    result.points_by_path = c.by_path;
+    result.judged.states = Some(if c.recorded { States::Recorded } else { States::ReExecuted });
+    result.sweep.points_planned = Some(c.planned);
+    result.sweep.points_landed = Some(c.landed);
+    result.sweep.states_distinct = c.distinct;
+    result.sweep.points_by_path = c.by_path;
     if c.why.is_empty() {
         return;
     }
@@ -225,9 +225,9 @@ fn ran_on(result: &mut CellResult, ctx: &Context, trials: &[Trial]) {
     if !trials.iter().any(|t| t.env.is_some() || t.kill_point.is_some() || t.audit.is_some()) {
         return;
     }
-    result.children = Some(ctx.children());
-    result.deadline_ms = Some(ctx.deadline.as_millis() as u64);
-    result.states = result.states.or(Some(States::ReExecuted));
+    result.judged.children = Some(ctx.children());
+    result.judged.deadline_ms = Some(ctx.deadline.as_millis() as u64);
+    result.judged.states = result.judged.states.or(Some(States::ReExecuted));
 }
 
 /// Whether a syscall sweep re-runs the child at each point: `--replay off`,
@@ -273,42 +273,16 @@ fn mark_interrupted(trials: &mut [Trial]) {
 
 fn base_result(job: &Job, ctx: &Context, verdict: Verdict, reason: String, trials: u32) -> CellResult {
     let leg = job.leg.as_ref();
+    let name = leg.map_or("-", |l| l.name.as_str());
     CellResult {
-        cell: job.cell.id.clone(),
-        number: job.cell.number,
         clause: job.cell.clause.clone(),
-        leg: leg.map_or("-".into(), |l| l.name.clone()),
         requested_mode: leg.and_then(|l| l.journal_mode).map(|m| m.to_string()),
-        effective_mode: None,
         synchronous: leg.and_then(|l| l.synchronous).map(|s| s.to_string()),
-        kill: job.kill,
-        verdict,
         reason,
         trials,
-        kill_points: Vec::new(),
-        states_distinct: None,
-        acked: 0,
-        duration_ms: 0,
-        evidence: None,
-        evidence_error: None,
-        timeline: None,
         repro: repro(job, ctx, None),
-        repro_note: None,
-        syscall_repro: None,
         mutant: ctx.options.mutant.clone(),
-        integrity: None,
-        details: Vec::new(),
-        points_planned: None,
-        points_landed: None,
-        points_by_path: Vec::new(),
-        violation: None,
-        fingerprint: None,
-        known: None,
-        states: None,
-        children: None,
-        deadline_ms: None,
-        refire: None,
-        sampled: false,
+        ..CellResult::new(&job.cell.id, job.cell.number, name, job.kill, verdict)
     }
 }
 
@@ -349,12 +323,12 @@ fn fold(job: &Job, ctx: &Context, trials: &[Trial]) -> CellResult {
     // What a fire violated, kept typed as far as the report: its kind, and
     // the fingerprint made of it and of the leg as audited.
     if let Outcome::Fire(f) = &last.outcome {
-        result.violation = f.first().map(|v| v.kind.to_string());
-        result.fingerprint = Fingerprint::of(&result).map(|f| f.to_string());
+        result.finding.violation = f.first().map(|v| v.kind.to_string());
+        result.finding.fingerprint = Fingerprint::of(&result).map(|f| f.to_string());
     }
     // A `--point`/`--points` sweep visited a selection: no whole sweep.
     let o = &ctx.options;
-    result.sampled = job.kill.sweeps_points() && (o.point.is_some() || o.points.is_some());
+    result.sweep.sampled = job.kill.sweeps_points() && (o.point.is_some() || o.points.is_some());
     result.integrity = last.integrity.clone();
     result.details = last.details.clone();
     // An interrupted result reruns whole: its last trial decided nothing.
@@ -375,11 +349,11 @@ fn keep_evidence(ctx: &Context, result: &mut CellResult, trials: Vec<Trial>) {
     let dest = ctx.evidence_root.join(format!("{}-{}-{}", result.cell, result.leg, result.kill.as_str()));
     match env.keep(&dest) {
         Ok(()) => {
-            result.evidence = Some(dest.display().to_string());
+            result.kept.evidence = Some(dest.display().to_string());
             write_timeline(result, last.trace.as_ref(), &dest);
             let _ = std::fs::write(dest.join("result.json"), serde_json::to_string_pretty(result).unwrap_or_default());
         }
-        Err(e) => result.evidence_error = Some(format!("could not keep {}: {e}", dest.display())),
+        Err(e) => result.kept.evidence_error = Some(format!("could not keep {}: {e}", dest.display())),
     }
 }
 
@@ -393,7 +367,7 @@ fn write_timeline(result: &mut CellResult, trace: Option<&crate::report::Trace>,
     let html = crate::report::timeline::render(&page);
     let path = dest.join("timeline.html");
     match std::fs::write(&path, html) {
-        Ok(()) => result.timeline = Some(path.display().to_string()),
+        Ok(()) => result.kept.timeline = Some(path.display().to_string()),
         Err(e) => result.details.push(format!("could not write {}: {e}", path.display())),
     }
 }
@@ -437,11 +411,11 @@ mod tests {
         let job = first_job();
         let mut result = fold(&job, &c, std::slice::from_ref(&trial));
         keep_evidence(&c, &mut result, vec![trial]);
-        assert_eq!((result.verdict, result.evidence.as_deref()), (Verdict::Fire, None));
+        assert_eq!((result.verdict, result.kept.evidence.as_deref()), (Verdict::Fire, None));
         // The kind survives the fold (no trial audited a mode here).
-        assert_eq!(result.violation.as_deref(), Some("lost-ack"));
-        assert_eq!(result.fingerprint.as_deref(), Some("prefix-durability/unaudited/default/timed/lost-ack"));
-        let why = result.evidence_error.unwrap();
+        assert_eq!(result.finding.violation.as_deref(), Some("lost-ack"));
+        assert_eq!(result.finding.fingerprint.as_deref(), Some("prefix-durability/unaudited/default/timed/lost-ack"));
+        let why = result.kept.evidence_error.unwrap();
         assert!(why.starts_with("could not keep /proc/crashcells-evidence/"), "{why}");
     }
 

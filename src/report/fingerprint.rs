@@ -49,7 +49,7 @@ impl Fingerprint {
         if !r.verdict.is_fire() {
             return None;
         }
-        let violation = r.violation.as_deref()?;
+        let violation = r.finding.violation.as_deref()?;
         let (mode, synchronous) = site(r);
         Some(Fingerprint {
             cell: word(&r.cell),
@@ -194,7 +194,7 @@ mod tests {
     #[test]
     fn a_fire_is_its_cell_mode_level_kill_and_kind_and_nothing_that_moves() {
         let mut r = fire(KillMode::Syscall, "wal");
-        (r.cell, r.violation, r.synchronous) =
+        (r.cell, r.finding.violation, r.synchronous) =
             ("rotation-atomicity".into(), Some("orphan".into()), Some("FULL".into()));
         let fp = Fingerprint::of(&r).unwrap();
         assert_eq!(fp.to_string(), "rotation-atomicity/wal/full/syscall/orphan");
@@ -213,7 +213,7 @@ mod tests {
     fn only_a_fire_with_a_kind_has_one() {
         let mut r = fire(KillMode::Timed, "wal");
         assert_eq!(Fingerprint::of(&r), None, "a fire from a report written before kinds were kept");
-        r.violation = Some("lost-ack".into());
+        r.finding.violation = Some("lost-ack".into());
         r.verdict = Verdict::Error;
         assert_eq!(Fingerprint::of(&r), None, "an error is no finding");
         r.verdict = Verdict::Known;

@@ -67,7 +67,7 @@ pub fn render(report: &Report, color: bool) -> String {
         line(&mut out, row, &widths, &r.reason, Some((r.verdict, color)));
         // The `ran` column has landed of planned; a race's paths, or points
         // that did not land, need their line.
-        let worth_a_line = !r.points_by_path.is_empty() || r.points_landed != r.points_planned;
+        let worth_a_line = !r.sweep.points_by_path.is_empty() || r.sweep.points_landed != r.sweep.points_planned;
         if let Some(points) = r.points_line().filter(|_| worth_a_line) {
             let _ = writeln!(out, "    kill points landed: {points}");
         }
@@ -85,11 +85,11 @@ pub fn render(report: &Report, color: bool) -> String {
 /// start if it is looked at again (its evidence and repro).
 fn known(out: &mut String, r: &CellResult) {
     const IN: &str = "    ";
-    if let Some(k) = &r.known {
+    if let Some(k) = &r.finding.known {
         let note = k.note.as_deref().map_or(String::new(), |n| format!(": {n}"));
         let _ = writeln!(out, "{IN}known: issue {}{note}", k.issue);
     }
-    if let Some(fp) = &r.fingerprint {
+    if let Some(fp) = &r.finding.fingerprint {
         let _ = writeln!(out, "{IN}fingerprint: {fp}");
     }
     where_to_start(out, r);
@@ -112,7 +112,7 @@ fn line(out: &mut String, row: &[String; 9], widths: &[usize; 9], reason: &str, 
 /// The lines under a fire or an error: everything needed to start on it.
 fn decisive(out: &mut String, r: &CellResult) {
     const IN: &str = "    ";
-    if let Some(fp) = &r.fingerprint {
+    if let Some(fp) = &r.finding.fingerprint {
         let _ = writeln!(out, "{IN}fingerprint: {fp}");
     }
     if let Some(k) = r.deciding_kill() {
@@ -122,7 +122,7 @@ fn decisive(out: &mut String, r: &CellResult) {
         let _ = writeln!(out, "{IN}details: {d}");
     }
     where_to_start(out, r);
-    if let Some(s) = &r.syscall_repro {
+    if let Some(s) = &r.notes.syscall_repro {
         let _ = writeln!(out, "{IN}syscall repro: {s}");
     }
 }
@@ -138,7 +138,7 @@ fn where_to_start(out: &mut String, r: &CellResult) {
     if let Some(d) = r.deadline() {
         let _ = writeln!(out, "{IN}deadline: {d} per wait");
     }
-    match (&r.evidence, &r.evidence_error) {
+    match (&r.kept.evidence, &r.kept.evidence_error) {
         (_, Some(why)) => {
             let _ = writeln!(out, "{IN}evidence: NOT KEPT: {why}");
         }
@@ -147,14 +147,14 @@ fn where_to_start(out: &mut String, r: &CellResult) {
         }
         (None, None) => {}
     }
-    if let Some(t) = &r.timeline {
+    if let Some(t) = &r.kept.timeline {
         let _ = writeln!(out, "{IN}timeline: {t}");
     }
     let _ = writeln!(out, "{IN}repro: {}", r.repro);
-    if let Some(refire) = r.refire {
+    if let Some(refire) = r.notes.refire {
         let _ = writeln!(out, "{IN}{} (the repro, rerun in this run)", refire.phrase());
     }
-    if let Some(note) = &r.repro_note {
+    if let Some(note) = &r.notes.repro_note {
         let _ = writeln!(out, "{IN}note: {note}");
     }
 }
@@ -223,7 +223,7 @@ mod tests {
         use crate::kill::KillPoint;
         use crate::report::tests::{fire, report_of};
         let mut r = fire(KillMode::Syscall, "wal");
-        (r.points_planned, r.points_landed) = (Some(1), Some(1));
+        (r.sweep.points_planned, r.sweep.points_landed) = (Some(1), Some(1));
         let (file, offset, len) = (Some("store.db".into()), Some(0), Some(1));
         r.kill_points =
             vec![KillPoint { trial: 1, after_acks: 1, ordinal: Some(1), file, offset, len, ..KillPoint::default() }];
@@ -253,7 +253,7 @@ mod tests {
         use crate::report::known::Known;
         use crate::report::tests::{fire, report_of};
         let mut r = fire(KillMode::Syscall, "wal");
-        (r.verdict, r.known) = (Verdict::Known, Some(Known { issue: "#31".into(), note: None }));
+        (r.verdict, r.finding.known) = (Verdict::Known, Some(Known { issue: "#31".into(), note: None }));
         let text = render(&report_of(vec![r]), false);
         assert!(text.contains("    known: issue #31\n"), "{text}");
         assert!(text.contains("    evidence: NOT KEPT: could not keep /e: Read-only file system\n"), "{text}");

@@ -138,7 +138,7 @@ fn case(r: &CellResult) -> TestCase {
     if let Some(points) = r.points_line() {
         out.push_str(&format!("kill points landed: {points}\n"));
     }
-    if let Some(fp) = &r.fingerprint {
+    if let Some(fp) = &r.finding.fingerprint {
         out.push_str(&format!("fingerprint: {fp}\n"));
     }
     out.extend(path_lines(r).map(|l| l + "\n"));
@@ -174,7 +174,7 @@ fn status(r: &CellResult) -> TestCaseStatus {
 
 /// A case's message: its reason; a known fire's, with its issue first.
 fn message(r: &CellResult) -> String {
-    match &r.known {
+    match &r.finding.known {
         Some(k) if r.verdict == Verdict::Known => {
             let note = k.note.as_deref().map_or(String::new(), |n| format!(" ({n})"));
             format!("known finding, issue {}{note}: {}", k.issue, r.reason)
@@ -187,7 +187,7 @@ fn message(r: &CellResult) -> String {
 /// needs to understand the result and rerun it.
 fn description(r: &CellResult) -> String {
     let mut lines = vec![format!("clause: {}", r.clause), format!("leg: {} ({})", r.leg, r.mode_line())];
-    lines.extend(r.fingerprint.iter().map(|fp| format!("fingerprint: {fp}")));
+    lines.extend(r.finding.fingerprint.iter().map(|fp| format!("fingerprint: {fp}")));
     match r.deciding_kill() {
         Some(k) => lines.push(format!("kill: {}; {}", r.kill.as_str(), k.describe())),
         None if !r.kill.kills() => lines.push("kill: none; a race without a kill".into()),
@@ -213,7 +213,7 @@ fn description(r: &CellResult) -> String {
 
 /// Where the evidence is, or why it could not be kept.
 fn evidence_line(r: &CellResult) -> Option<String> {
-    match (&r.evidence, &r.evidence_error) {
+    match (&r.kept.evidence, &r.kept.evidence_error) {
         (_, Some(why)) => Some(format!("evidence: NOT KEPT: {why}")),
         (Some(e), None) => Some(format!("evidence: {e}")),
         (None, None) => None,
@@ -230,9 +230,9 @@ fn path_lines(r: &CellResult) -> impl Iterator<Item = String> {
 /// How often a fire's repro refired, the note on a timed fire's repro, and
 /// the syscall repro it points to.
 fn repro_lines(r: &CellResult) -> impl Iterator<Item = String> + '_ {
-    let refire = r.refire.map(|f| format!("{} (the repro, rerun in this run)", f.phrase()));
-    let note = refire.into_iter().chain(r.repro_note.iter().map(|n| format!("note: {n}")));
-    note.chain(r.syscall_repro.iter().map(|s| format!("syscall repro: {s}")))
+    let refire = r.notes.refire.map(|f| format!("{} (the repro, rerun in this run)", f.phrase()));
+    let note = refire.into_iter().chain(r.notes.repro_note.iter().map(|n| format!("note: {n}")));
+    note.chain(r.notes.syscall_repro.iter().map(|s| format!("syscall repro: {s}")))
 }
 
 #[cfg(test)]
@@ -244,41 +244,18 @@ mod tests {
 
     fn result(verdict: Verdict, leg: &str) -> CellResult {
         CellResult {
-            cell: "some-cell".into(),
-            number: 1,
             clause: "acked appends survive".into(),
-            leg: leg.into(),
             requested_mode: Some("wal".into()),
             effective_mode: Some("wal".into()),
-            synchronous: None,
-            kill: KillMode::Timed,
-            verdict,
             reason: format!("{} <reason> & more", verdict.as_str()),
             trials: 1,
             kill_points: vec![KillPoint { trial: 0, after_acks: 7, ..KillPoint::default() }],
-            states_distinct: None,
             acked: 7,
             duration_ms: 1500,
-            evidence: Some("/ev/x".into()),
-            evidence_error: None,
-            timeline: None,
+            kept: crate::report::Kept { evidence: Some("/ev/x".into()), ..Default::default() },
             repro: "crashcells run --cell 1".into(),
-            repro_note: None,
-            syscall_repro: None,
-            mutant: None,
             integrity: Some("ok".into()),
-            details: vec![],
-            points_planned: None,
-            points_landed: None,
-            points_by_path: vec![],
-            violation: None,
-            fingerprint: None,
-            known: None,
-            states: None,
-            children: None,
-            deadline_ms: None,
-            refire: None,
-            sampled: false,
+            ..CellResult::new("some-cell", 1, leg, KillMode::Timed, verdict)
         }
     }
 

@@ -157,11 +157,11 @@ impl Report {
             if r.verdict == Verdict::Known {
                 r.verdict = Verdict::Fire;
             }
-            r.known = None;
-            let listed = r.fingerprint.as_ref().and_then(|fp| findings.iter().find(|f| &f.fingerprint == fp));
+            r.finding.known = None;
+            let listed = r.finding.fingerprint.as_ref().and_then(|fp| findings.iter().find(|f| &f.fingerprint == fp));
             if let (Verdict::Fire, Some(f)) = (r.verdict, listed) {
                 r.verdict = Verdict::Known;
-                r.known = Some(Known { issue: f.issue.clone(), note: f.note.clone() });
+                r.finding.known = Some(Known { issue: f.issue.clone(), note: f.note.clone() });
             }
         }
         self.known_file = file;
@@ -217,7 +217,7 @@ fn status(fingerprint: &str, results: &[CellResult]) -> (KnownStatus, String) {
     let Ok(fp) = fingerprint.parse::<Fingerprint>() else {
         return (KnownStatus::NotRun, "it is not a fingerprint".into());
     };
-    if results.iter().any(|r| r.fingerprint.as_deref() == Some(fingerprint)) {
+    if results.iter().any(|r| r.finding.fingerprint.as_deref() == Some(fingerprint)) {
         return (KnownStatus::Fired, String::new());
     }
     // What ran there: a skipped leg (a mode the child did not honour, which
@@ -245,9 +245,9 @@ fn status(fingerprint: &str, results: &[CellResult]) -> (KnownStatus, String) {
 /// that passed, or whose every planned point landed, and that was no
 /// `--point`/`--points` sample.
 fn whole_sweep(r: &CellResult) -> bool {
-    let sweep = r.kill.sweeps_points() && !r.sampled;
+    let sweep = r.kill.sweeps_points() && !r.sweep.sampled;
     let ended = r.verdict == Verdict::Pass
-        || (r.verdict.is_fire() && r.points_planned.is_some() && r.points_planned == r.points_landed);
+        || (r.verdict.is_fire() && r.sweep.points_planned.is_some() && r.sweep.points_planned == r.sweep.points_landed);
     sweep && ended
 }
 
@@ -319,8 +319,8 @@ mod tests {
 
     fn fired(kill: KillMode, kind: &str) -> CellResult {
         let mut r = fire(kill, "wal");
-        r.violation = Some(kind.into());
-        r.fingerprint = Fingerprint::of(&r).map(|f| f.to_string());
+        r.finding.violation = Some(kind.into());
+        r.finding.fingerprint = Fingerprint::of(&r).map(|f| f.to_string());
         r
     }
 
@@ -330,7 +330,7 @@ mod tests {
         r.judge_known(Some("known.toml".into()), read(FILE).unwrap());
         let verdicts: Vec<Verdict> = r.results.iter().map(|r| r.verdict).collect();
         assert_eq!(verdicts, [Verdict::Known, Verdict::Fire], "the unlisted kind is new");
-        assert_eq!(r.results[0].known.as_ref().unwrap().issue, "#31");
+        assert_eq!(r.results[0].finding.known.as_ref().unwrap().issue, "#31");
         assert_eq!((r.summary.known, r.summary.fire, r.exit_code()), (1, 1, 1));
         assert_eq!(r.known_findings[0].status, KnownStatus::Fired);
         assert_eq!(r.known_findings[1].status, KnownStatus::NotRun, "nothing ran timed");
@@ -345,11 +345,11 @@ mod tests {
     #[test]
     fn a_finding_a_whole_sweep_did_not_fire_is_gone_and_a_timed_one_only_noted() {
         let mut pass = fired(KillMode::Syscall, "orphan");
-        (pass.verdict, pass.fingerprint, pass.points_planned, pass.points_landed) =
+        (pass.verdict, pass.finding.fingerprint, pass.sweep.points_planned, pass.sweep.points_landed) =
             (Verdict::Pass, None, Some(71), Some(71));
-        pass.states_distinct = Some(60);
+        pass.sweep.states_distinct = Some(60);
         let mut timed = pass.clone();
-        (timed.kill, timed.points_planned, timed.points_landed) = (KillMode::Timed, None, None);
+        (timed.kill, timed.sweep.points_planned, timed.sweep.points_landed) = (KillMode::Timed, None, None);
         let mut skipped = timed.clone();
         (skipped.verdict, skipped.leg) = (Verdict::Skip, "delete".into());
         let mut r = report_of(vec![pass.clone(), timed, skipped]);
@@ -366,7 +366,7 @@ mod tests {
         assert!(!r.known_findings[1].why.contains("delete"), "a skipped leg ran nothing: {}", r.known_findings[1].why);
         assert_eq!((r.summary.gone, r.exit_code()), (1, 1), "gone fails the gate");
         // A sample of the sweep is not conclusive.
-        pass.sampled = true;
+        pass.sweep.sampled = true;
         let mut r = report_of(vec![pass]);
         r.judge_known(None, read(FILE).unwrap());
         assert_eq!((r.known_findings[0].status, r.exit_code()), (KnownStatus::NotFired, 0));
@@ -376,7 +376,7 @@ mod tests {
     fn every_whole_sweep_that_passes_makes_its_finding_gone() {
         for kill in KillMode::all().filter(|k| k.sweeps_points()) {
             let mut pass = fired(kill, "lost-ack");
-            (pass.verdict, pass.fingerprint, pass.points_planned, pass.points_landed) =
+            (pass.verdict, pass.finding.fingerprint, pass.sweep.points_planned, pass.sweep.points_landed) =
                 (Verdict::Pass, None, Some(9), Some(9));
             let file =
                 format!("[[finding]]\nfingerprint = \"c/wal/default/{}/lost-ack\"\nissue = \"#7\"\n", kill.as_str());

@@ -127,7 +127,7 @@ fn left_out_note(left_out: &[&CellResult], sources: &[String]) -> String {
 /// folders of the results left out (each holds the result as `result.json`).
 fn whole_report(sources: &[String], left_out: &[&CellResult]) -> String {
     let mut folders: Vec<&str> = Vec::new();
-    for e in left_out.iter().filter_map(|r| r.evidence.as_deref()) {
+    for e in left_out.iter().filter_map(|r| r.kept.evidence.as_deref()) {
         let run = std::path::Path::new(e).parent().and_then(|p| p.to_str()).unwrap_or(e);
         if !folders.contains(&run) {
             folders.push(run);
@@ -247,7 +247,7 @@ fn table(results: &[&CellResult]) -> String {
             Verdict::Fire | Verdict::Error => format!("**{}**", r.verdict.as_str()),
             _ => r.verdict.as_str().to_string(),
         };
-        let reason = match (&r.known, r.verdict) {
+        let reason = match (&r.finding.known, r.verdict) {
             (Some(k), Verdict::Known) => format!("issue {}: {}", k.issue, r.reason),
             _ => r.reason.clone(),
         };
@@ -278,7 +278,7 @@ fn table(results: &[&CellResult]) -> String {
 /// runs, so that a tracking issue's reader sees a repeat at a glance) and
 /// its leg; an error's cell, leg and kill.
 pub fn section_heading(r: &CellResult) -> String {
-    match &r.fingerprint {
+    match &r.finding.fingerprint {
         Some(fp) => format!("{}: `{fp}` on leg `{}`", r.verdict.as_str(), r.leg),
         None => format!("{}: `{}` on leg `{}` ({})", r.verdict.as_str(), r.cell, r.leg, r.kill.phrase()),
     }
@@ -314,7 +314,7 @@ fn section(r: &CellResult) -> String {
     let _ = writeln!(out, "<details>\n<summary>{}</summary>\n", summary_line(r));
     let _ = writeln!(out, "> **Clause {}:** {}\n", r.number, line(&r.clause));
     let _ = writeln!(out, "- **Reason:** {}", line(&r.reason));
-    if let Some(fp) = &r.fingerprint {
+    if let Some(fp) = &r.finding.fingerprint {
         let _ = writeln!(out, "- **Fingerprint:** `{fp}`");
     }
     let _ = writeln!(out, "- **Leg:** `{}`: {}", r.leg, r.mode_line());
@@ -338,9 +338,9 @@ fn section(r: &CellResult) -> String {
         let _ = writeln!(out, "- **Acked vs recovered:** {}", line(&findings.join("; ")));
     }
     let _ = writeln!(out, "- **Integrity check:** {}", r.integrity.as_deref().unwrap_or("not run"));
-    match &r.evidence {
-        _ if r.evidence_error.is_some() => {
-            let why = r.evidence_error.as_deref().unwrap_or_default();
+    match &r.kept.evidence {
+        _ if r.kept.evidence_error.is_some() => {
+            let why = r.kept.evidence_error.as_deref().unwrap_or_default();
             let _ = writeln!(out, "- **Evidence:** **not kept**: {}", line(why));
         }
         Some(e) => {
@@ -354,17 +354,17 @@ fn section(r: &CellResult) -> String {
             let _ = writeln!(out, "- **Evidence:** none kept");
         }
     }
-    if let Some(t) = &r.timeline {
+    if let Some(t) = &r.kept.timeline {
         let _ = writeln!(out, "- **Timeline:** `{t}` (the calls, the acks and the crash on one page, for a browser)");
     }
     let _ = writeln!(out, "\nReproduce:\n\n```sh\n{}\n```\n", r.repro);
-    if let Some(refire) = r.refire {
+    if let Some(refire) = r.notes.refire {
         let _ = writeln!(out, "The repro, rerun in this run: {}.\n", refire.phrase());
     }
-    if let Some(note) = &r.repro_note {
+    if let Some(note) = &r.notes.repro_note {
         let _ = writeln!(out, "> **Note:** {}\n", line(note));
     }
-    if let Some(s) = &r.syscall_repro {
+    if let Some(s) = &r.notes.syscall_repro {
         let _ = writeln!(out, "The syscall result of this cell and leg:\n\n```sh\n{s}\n```\n");
     }
     out.push_str("</details>\n\n");
@@ -424,13 +424,14 @@ mod tests {
             "also: acked append m1 was lost (acked 296, recovered 291)".into(),
         ];
         r.kill_points = vec![KillPoint { trial: 0, after_acks: 296, ..KillPoint::default() }];
-        r.evidence = Some(format!("target/crashcells/evidence/1796019514-2912/prefix-durability-leg-{i}-timed"));
-        r.evidence_error = None;
+        r.kept.evidence = Some(format!("target/crashcells/evidence/1796019514-2912/prefix-durability-leg-{i}-timed"));
+        r.kept.evidence_error = None;
         r.repro = format!(
             "crashcells run --cell prefix-durability --matrix audit --leg wal-sync-off-{i} --kill timed --seed 7 \
              --trial 0 --mutant drop-append"
         );
-        r.syscall_repro = Some(r.repro.replace("--kill timed", "--kill syscall").replace("--trial 0", "--point 95"));
+        r.notes.syscall_repro =
+            Some(r.repro.replace("--kill timed", "--kill syscall").replace("--trial 0", "--point 95"));
         r
     }
 

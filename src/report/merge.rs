@@ -226,9 +226,10 @@ mod tests {
         use crate::plan::KillMode;
         use crate::report::{Fingerprint, KnownFinding, KnownStatus, Verdict};
         let mut fired = crate::report::tests::fire(KillMode::Syscall, "wal");
-        fired.violation = Some("orphan".into());
-        fired.fingerprint = Fingerprint::of(&fired).map(|f| f.to_string());
-        let finding = KnownFinding { fingerprint: fired.fingerprint.clone().unwrap(), issue: "#31".into(), note: None };
+        fired.finding.violation = Some("orphan".into());
+        fired.finding.fingerprint = Fingerprint::of(&fired).map(|f| f.to_string());
+        let finding =
+            KnownFinding { fingerprint: fired.finding.fingerprint.clone().unwrap(), issue: "#31".into(), note: None };
         let (mut one, mut two) = (part(1, 2), part(2, 2));
         two.results = vec![fired];
         for p in [&mut one, &mut two] {

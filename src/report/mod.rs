@@ -77,7 +77,10 @@ impl Verdict {
     }
 }
 
-/// One cell × leg × kill mode.
+/// One cell × leg × kill mode: what every result has, then its optional
+/// parts in groups (each absent from the JSON when empty; the JSON stays
+/// flat, its field names unchanged). Made by [`CellResult::new`], the one
+/// constructor.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CellResult {
     pub cell: String,
@@ -96,23 +99,14 @@ pub struct CellResult {
     pub kill_points: Vec<KillPoint>,
     pub acked: u64,
     pub duration_ms: u64,
-    pub evidence: Option<String>,
-    /// Why the evidence of a fire or an error could not be kept, if it
-    /// could not: said in every format, never only in the details.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub evidence_error: Option<String>,
-    /// The fire's `timeline.html` in its evidence folder, once written.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeline: Option<String>,
+    /// Where a fire or an error can be picked up again.
+    #[serde(flatten)]
+    pub kept: Kept,
+    /// The command that reruns exactly this result, on the path it ran.
     pub repro: String,
-    /// What a reader must know before trusting `repro`: a timed kill's
-    /// repro repeats its ack target, not its instant, so it may not fire again.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub repro_note: Option<String>,
-    /// The repro of the syscall result of the same cell and leg in this run,
-    /// for a timed fire: a kill point does not depend on timing.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub syscall_repro: Option<String>,
+    /// What a reader must know about `repro`, and how often it refired.
+    #[serde(flatten)]
+    pub notes: ReproNotes,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mutant: Option<String>,
     /// What `PRAGMA integrity_check` said after recovery, if recovery ran.
@@ -121,24 +115,83 @@ pub struct CellResult {
     /// Facts a reader of a fire needs: what was acked, what was recovered.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub details: Vec<String>,
-    /// Syscall results: the kill points the sweep planned to visit (its
-    /// census's points, or the `--points`/`--point` selection of them).
+    /// What a sweep planned and really tested.
+    #[serde(flatten)]
+    pub sweep: Sweep,
+    /// What a fire violated, and what a known-findings file says of it.
+    #[serde(flatten)]
+    pub finding: FindingParts,
+    /// Which path judged the result.
+    #[serde(flatten)]
+    pub judged: Judged,
+}
+
+/// Where a fire or an error can be picked up again.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Kept {
+    /// The evidence folder, kept for a fire or an error (null otherwise).
+    #[serde(default)]
+    pub evidence: Option<String>,
+    /// Why the evidence of a fire or an error could not be kept, if it
+    /// could not: said in every format, never only in the details.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence_error: Option<String>,
+    /// The fire's `timeline.html` in its evidence folder, once written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<String>,
+}
+
+/// What a reader must know before trusting a result's `repro`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReproNotes {
+    /// A timed kill's repro repeats its ack target, not its instant, and a
+    /// race's its race, not its interleaving: either may not fire again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repro_note: Option<String>,
+    /// The repro of the syscall result of the same cell and leg in this run,
+    /// for a timed fire: a kill point does not depend on timing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscall_repro: Option<String>,
+    /// A fire's repro, rerun in the run: how many runs, how many fired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refire: Option<Refire>,
+}
+
+/// What a sweep planned and really tested; empty for timed kills and free races.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sweep {
+    /// The kill points the sweep planned to visit (its census's points, or
+    /// the `--points`/`--point` selection of them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub points_planned: Option<u64>,
-    /// Syscall results: the planned points where the child really was
-    /// stopped and killed before it finished. Fewer than planned when the
-    /// sweep stopped at its first fire or error, or when the child ended
-    /// before its point; the reason then says which.
+    /// The planned points where the child really was stopped and killed
+    /// before it finished. Fewer than planned when the sweep stopped at its
+    /// first fire or error, or when the child ended before its point; the
+    /// reason then says which.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub points_landed: Option<u64>,
     /// The same two counts per path of the killed process, where it has
     /// several (cell 2: racer r0's winning claim and its losing claim).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub points_by_path: Vec<PathPoints>,
+    /// Recorded sweeps: how many distinct crash states the landed points
+    /// left (the same bytes in every file the store owns and the same acks
+    /// are one state, checked once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub states_distinct: Option<u64>,
+    /// The planned points were a `--point`/`--points` selection of the
+    /// workload's, not every one (so a pass is no whole sweep).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sampled: bool,
+}
+
+/// What a fire violated; absent on other verdicts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FindingParts {
     /// A fire's kind of violation, as the cell's judge names it (the first
     /// violation's: `lost-ack`, `orphan`, ...), kept so that a report read
-    /// back has what its fingerprint is made of; absent on other verdicts
-    /// and in reports written before it was kept.
+    /// back has what its fingerprint is made of; absent in reports written
+    /// before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub violation: Option<String>,
     /// A fire's fingerprint (`fingerprint.rs`): what was violated, the same
@@ -148,32 +201,25 @@ pub struct CellResult {
     /// A known fire's issue and note, from the known-findings file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub known: Option<Known>,
-    /// Recorded sweeps: how many distinct crash states the landed points
-    /// left (the same bytes in every file the store owns and the same acks
-    /// are one state, checked once).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub states_distinct: Option<u64>,
+}
+
+/// Which path judged a result (`path.rs`); absent for a result that ran no
+/// child, and in older reports.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Judged {
     /// Whether the crash states were rebuilt from one recorded run or were
     /// real runs of the child (every timed trial and race; a sweep's points
-    /// with `--replay off`); absent for a result that ran no child.
+    /// with `--replay off`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub states: Option<States>,
-    /// How the result's children were started (forked, warm or exec'd);
-    /// absent for a result that ran none, and in older reports.
+    /// How the result's children were started (forked, warm or exec'd).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub children: Option<Children>,
     /// The deadline every wait of the result ran under, in milliseconds:
     /// `--deadline`, scaled by the child's measured start
-    /// (`Context::scaled_deadline`); absent in older reports.
+    /// (`Context::scaled_deadline`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_ms: Option<u64>,
-    /// A fire's repro, rerun in the run: how many runs, how many fired.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub refire: Option<Refire>,
-    /// Sweeps: the planned points were a `--point`/`--points` selection of
-    /// the workload's, not every one (so a pass is no whole sweep).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub sampled: bool,
 }
 
 /// Kill points planned and landed on one path of the killed process.
@@ -186,6 +232,37 @@ pub struct PathPoints {
 }
 
 impl CellResult {
+    /// A result of cell `cell` (its id and number) on `leg` under `kill`,
+    /// with `verdict`: the one constructor. Everything else starts empty
+    /// (no trials, no parts); the pipeline and the tests set what they know.
+    pub fn new(cell: &str, number: u32, leg: &str, kill: KillMode, verdict: Verdict) -> CellResult {
+        CellResult {
+            cell: cell.to_string(),
+            number,
+            clause: String::new(),
+            leg: leg.to_string(),
+            requested_mode: None,
+            effective_mode: None,
+            synchronous: None,
+            kill,
+            verdict,
+            reason: String::new(),
+            trials: 0,
+            kill_points: Vec::new(),
+            acked: 0,
+            duration_ms: 0,
+            kept: Kept::default(),
+            repro: String::new(),
+            notes: ReproNotes::default(),
+            mutant: None,
+            integrity: None,
+            details: Vec::new(),
+            sweep: Sweep::default(),
+            finding: FindingParts::default(),
+            judged: Judged::default(),
+        }
+    }
+
     /// The deciding kill point: the last trial's (a result stops at its first
     /// fire, error or skip).
     pub fn deciding_kill(&self) -> Option<&KillPoint> {
@@ -218,10 +295,11 @@ impl CellResult {
 
     /// Landed of planned, then `noun`, the paths and the distinct states.
     fn points_said(&self, noun: &str) -> Option<String> {
-        let (planned, landed) = (self.points_planned?, self.points_landed?);
+        let (planned, landed) = (self.sweep.points_planned?, self.sweep.points_landed?);
         let mut s = format!("{landed} of {planned}{noun}");
-        if !self.points_by_path.is_empty() {
+        if !self.sweep.points_by_path.is_empty() {
             let paths: Vec<String> = self
+                .sweep
                 .points_by_path
                 .iter()
                 .filter(|p| p.planned > 0)
@@ -229,7 +307,7 @@ impl CellResult {
                 .collect();
             s.push_str(&format!(" ({})", paths.join(", ")));
         }
-        if let Some(n) = self.states_distinct.filter(|&n| n < landed) {
+        if let Some(n) = self.sweep.states_distinct.filter(|&n| n < landed) {
             s.push_str(&format!("; {n} distinct crash states"));
         }
         Some(s)
@@ -239,7 +317,7 @@ impl CellResult {
     /// table's column (`forked/recorded`, `exec/re-executed`); `-` for a
     /// result that ran no child.
     pub fn path(&self) -> String {
-        match (self.children, self.states) {
+        match (self.judged.children, self.judged.states) {
             (Some(c), Some(s)) => format!("{}/{}", c.as_str(), s.as_str()),
             (Some(c), None) => c.as_str().to_string(),
             (None, Some(s)) => s.as_str().to_string(),
@@ -251,8 +329,8 @@ impl CellResult {
     /// server (...); states replayed from a recording`.
     pub fn path_phrase(&self) -> Option<String> {
         let said: Vec<String> = [
-            self.children.map(|c| format!("children {}", c.phrase())),
-            self.states.map(|s| format!("states {}", s.phrase())),
+            self.judged.children.map(|c| format!("children {}", c.phrase())),
+            self.judged.states.map(|s| format!("states {}", s.phrase())),
         ]
         .into_iter()
         .flatten()
@@ -262,7 +340,7 @@ impl CellResult {
 
     /// The deadline the result's waits ran under (`30s`), if recorded.
     pub fn deadline(&self) -> Option<String> {
-        self.deadline_ms.map(path::seconds)
+        self.judged.deadline_ms.map(path::seconds)
     }
 
     /// The leg as a reader needs it: what was asked for and what ran.
@@ -412,7 +490,7 @@ impl Report {
     /// they differ, as in a merge of shares run on different machines);
     /// `None` when no result recorded one.
     pub fn deadlines(&self) -> Option<String> {
-        let ms: Vec<u64> = self.results.iter().filter_map(|r| r.deadline_ms).collect();
+        let ms: Vec<u64> = self.results.iter().filter_map(|r| r.judged.deadline_ms).collect();
         let (low, high) = (*ms.iter().min()?, *ms.iter().max()?);
         Some(match low == high {
             true => path::seconds(low),
@@ -462,41 +540,15 @@ pub(crate) mod tests {
 
     pub(crate) fn fire(kill: KillMode, leg: &str) -> CellResult {
         CellResult {
-            cell: "c".into(),
-            number: 1,
             clause: "k".into(),
-            leg: leg.into(),
-            requested_mode: None,
             effective_mode: Some("wal".into()),
-            synchronous: None,
-            kill,
-            verdict: Verdict::Fire,
             reason: "trial 0: lost".into(),
             trials: 1,
-            kill_points: vec![],
-            states_distinct: None,
             acked: 3,
             duration_ms: 5,
-            evidence: None,
-            evidence_error: Some("could not keep /e: Read-only file system".into()),
-            timeline: None,
+            kept: Kept { evidence_error: Some("could not keep /e: Read-only file system".into()), ..Kept::default() },
             repro: format!("crashcells run --kill {}", kill.as_str()),
-            repro_note: None,
-            syscall_repro: None,
-            mutant: None,
-            integrity: None,
-            details: vec![],
-            points_planned: None,
-            points_landed: None,
-            points_by_path: vec![],
-            violation: None,
-            fingerprint: None,
-            known: None,
-            states: None,
-            children: None,
-            deadline_ms: None,
-            refire: None,
-            sampled: false,
+            ..CellResult::new("c", 1, leg, kill, Verdict::Fire)
         }
     }
 
@@ -528,7 +580,8 @@ pub(crate) mod tests {
     fn the_path_and_the_deadline_are_said_in_every_format() {
         let mut pass = fire(KillMode::Syscall, "wal");
         pass.verdict = Verdict::Pass;
-        (pass.children, pass.states, pass.deadline_ms) = (Some(Children::Warm), Some(States::Recorded), Some(41_730));
+        (pass.judged.children, pass.judged.states, pass.judged.deadline_ms) =
+            (Some(Children::Warm), Some(States::Recorded), Some(41_730));
         let r = report_of(vec![pass]);
         for &format in Format::all() {
             let text = render(&r, format, false).unwrap();
@@ -563,8 +616,8 @@ pub(crate) mod tests {
             "duration_ms":5,"evidence":null,"repro":"r"}"#;
         let mut r: CellResult = serde_json::from_str(old).expect("a result without points still reads");
         assert_eq!(r.points_line(), None);
-        (r.points_planned, r.points_landed) = (Some(52), Some(51));
-        r.points_by_path = vec![
+        (r.sweep.points_planned, r.sweep.points_landed) = (Some(52), Some(51));
+        r.sweep.points_by_path = vec![
             PathPoints { path: "winning-claim".into(), planned: 40, landed: 40 },
             PathPoints { path: "losing-claim".into(), planned: 12, landed: 11 },
         ];

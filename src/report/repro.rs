@@ -31,12 +31,12 @@ impl Report {
             .collect();
         for r in self.results.iter_mut().filter(|r| r.verdict.is_fire()) {
             if r.is_race() {
-                r.repro_note = Some(race_note(r.kill).into());
-                r.syscall_repro = None;
+                r.notes.repro_note = Some(race_note(r.kill).into());
+                r.notes.syscall_repro = None;
             } else if r.kill.is_timed() {
                 let twin = syscall.iter().find(|(c, l, ..)| *c == r.cell && *l == r.leg);
-                r.syscall_repro = twin.map(|t| t.2.clone());
-                r.repro_note = Some(timed_note(twin.map(|t| t.3)));
+                r.notes.syscall_repro = twin.map(|t| t.2.clone());
+                r.notes.repro_note = Some(timed_note(twin.map(|t| t.3)));
             }
         }
     }
@@ -46,7 +46,7 @@ impl super::CellResult {
     /// Whether this result is a race's (cell 2): run without a kill, or
     /// swept over the paths of its racer r0 (only a race has several).
     pub fn is_race(&self) -> bool {
-        !self.kill.kills() || !self.points_by_path.is_empty()
+        !self.kill.kills() || !self.sweep.points_by_path.is_empty()
     }
 }
 
@@ -90,11 +90,11 @@ mod tests {
             fire(KillMode::Timed, "delete"),
         ]);
         let (timed, twinless) = (&r.results[0], &r.results[2]);
-        assert_eq!(timed.syscall_repro.as_deref(), Some("crashcells run --kill syscall"));
-        assert!(timed.repro_note.as_deref().unwrap().contains("fired too, and its repro does"));
-        assert!(r.results[1].repro_note.is_none(), "a kill point's repro fires again");
-        assert_eq!(twinless.syscall_repro, None);
-        assert!(twinless.repro_note.as_deref().unwrap().contains("run `--kill syscall`"));
+        assert_eq!(timed.notes.syscall_repro.as_deref(), Some("crashcells run --kill syscall"));
+        assert!(timed.notes.repro_note.as_deref().unwrap().contains("fired too, and its repro does"));
+        assert!(r.results[1].notes.repro_note.is_none(), "a kill point's repro fires again");
+        assert_eq!(twinless.notes.syscall_repro, None);
+        assert!(twinless.notes.repro_note.as_deref().unwrap().contains("run `--kill syscall`"));
         for &format in Format::all() {
             let text = render(&r, format, false).unwrap();
             assert!(text.contains("may not fire again"), "{format:?}: {text}");
@@ -109,14 +109,14 @@ mod tests {
     fn a_races_repro_is_labelled_with_its_measured_refire_rate_in_every_format() {
         use crate::report::{PathPoints, Refire};
         let mut swept = fire(KillMode::Syscall, "default");
-        swept.points_by_path = vec![PathPoints { path: "winning-claim".into(), planned: 4, landed: 4 }];
-        swept.refire = Some(Refire { runs: 5, fired: 2 });
+        swept.sweep.points_by_path = vec![PathPoints { path: "winning-claim".into(), planned: 4, landed: 4 }];
+        swept.notes.refire = Some(Refire { runs: 5, fired: 2 });
         let mut free = fire(KillMode::None, "default");
-        free.refire = Some(Refire { runs: 5, fired: 5 });
+        free.notes.refire = Some(Refire { runs: 5, fired: 5 });
         let r = report_of(vec![free, swept]);
-        assert!(r.results[0].repro_note.as_deref().unwrap().contains("not the same interleaving"));
-        assert!(r.results[1].repro_note.as_deref().unwrap().contains("the other racers' timing"));
-        assert_eq!(r.results[0].syscall_repro, None, "a race's syscall repro is no more reliable");
+        assert!(r.results[0].notes.repro_note.as_deref().unwrap().contains("not the same interleaving"));
+        assert!(r.results[1].notes.repro_note.as_deref().unwrap().contains("the other racers' timing"));
+        assert_eq!(r.results[0].notes.syscall_repro, None, "a race's syscall repro is no more reliable");
         for &format in Format::all() {
             let text = render(&r, format, false).unwrap();
             let said = match format {

@@ -146,7 +146,7 @@ fn label(crash: Crash) -> &'static str {
 /// Why a result has no call trace, by how it killed: a race (kill mode
 /// `none`, or a syscall sweep with paths) is several processes at once.
 fn no_trace(r: &CellResult) -> String {
-    let race = r.kill == KillMode::None || (r.kill == KillMode::Syscall && !r.points_by_path.is_empty());
+    let race = r.kill == KillMode::None || (r.kill == KillMode::Syscall && !r.sweep.points_by_path.is_empty());
     let why = match r.kill {
         _ if race => "a race's processes run side by side and its kill lands among them; their calls were not traced",
         KillMode::Timed => {
@@ -243,7 +243,7 @@ fn head(page: &Page, title: &str, acks: &[String]) -> String {
         escape(sync),
         r.kill.as_str()
     );
-    if let Some(fp) = &r.fingerprint {
+    if let Some(fp) = &r.finding.fingerprint {
         let _ = writeln!(s, "<p>fingerprint <code>{}</code></p>", escape(fp));
     }
     let _ = writeln!(s, "<p class=\"reason\">{}</p>", escape(&r.reason));
@@ -400,7 +400,7 @@ mod tests {
         assert!(no_trace(&race).contains("a race's processes"));
         let mut swept_race = fire(KillMode::Syscall, "wal");
         assert!(no_trace(&swept_race).contains("before a traced run"), "a workload's sweep that ended early");
-        swept_race.points_by_path =
+        swept_race.sweep.points_by_path =
             vec![crate::report::PathPoints { path: "winning-claim".into(), planned: 1, landed: 1 }];
         assert!(no_trace(&swept_race).contains("a race's processes"));
         assert!(

@@ -13,7 +13,7 @@ pub fn ran(r: &CellResult) -> String {
     if ran_nothing(r) {
         return "-".into();
     }
-    match (r.verdict, r.kill, r.points_planned, r.points_landed) {
+    match (r.verdict, r.kill, r.sweep.points_planned, r.sweep.points_landed) {
         (_, kill, Some(planned), Some(landed)) if kill.sweeps_points() => {
             format!("{landed}/{}", plural(planned as usize, "point"))
         }
@@ -27,7 +27,7 @@ pub fn ran(r: &CellResult) -> String {
 /// of its one placeholder trial would say what did not happen.
 pub fn ran_nothing(r: &CellResult) -> bool {
     let untouched = r.effective_mode.is_none() && r.kill_points.is_empty() && r.acked == 0;
-    r.verdict == Verdict::Stub || (r.verdict == Verdict::Skip && untouched && r.points_planned.is_none())
+    r.verdict == Verdict::Stub || (r.verdict == Verdict::Skip && untouched && r.sweep.points_planned.is_none())
 }
 
 /// The mode and level a result's trials ran at (`wal/full`, `delete/-`
