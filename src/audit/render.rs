@@ -1,12 +1,14 @@
 //! The audit's report as text: JSON as it is, and the human table (a row
 //! per leg, the words of the rows that need them under each, the crash
-//! columns' legend, and a summary with the SQLite in use).
+//! columns' legend, and a summary with the SQLite in use). Its table aligns
+//! as the run's does, with the report's words (`report::words`).
 
 use std::fmt::Write;
 
 use super::crash::{Column, Columns};
 use super::{AuditReport, Row};
 use crate::dbfiles::Family;
+use crate::report::words::{padded, widths};
 
 impl AuditReport {
     pub fn to_json(&self) -> String {
@@ -25,12 +27,7 @@ impl AuditReport {
         let mut header = HEADER.map(String::from).to_vec();
         header.extend(crash.iter().flat_map(|c| c.0.iter().map(|(c, _)| c.heading.to_string())));
         let cells: Vec<Vec<String>> = self.rows.iter().map(|r| cells(r, crash)).collect();
-        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-        for row in &cells {
-            for (w, c) in widths.iter_mut().zip(row) {
-                *w = (*w).max(c.chars().count());
-            }
-        }
+        let widths = widths(std::iter::once(&header[..]).chain(cells.iter().map(Vec::as_slice)));
         line(&mut out, &header, &widths);
         for (r, row) in self.rows.iter().zip(&cells) {
             line(&mut out, row, &widths);
@@ -120,7 +117,7 @@ fn wrapped(text: &str, width: usize) -> String {
 
 /// One line of the table: each cell padded to its column's width.
 fn line(out: &mut String, cells: &[String], widths: &[usize]) {
-    let padded: Vec<String> = cells.iter().zip(widths).map(|(c, &w)| format!("{c:<w$}")).collect();
+    let padded: Vec<String> = cells.iter().zip(widths).map(|(c, &w)| padded(c, w, false)).collect();
     let _ = writeln!(out, "{}", padded.join(" ").trim_end());
 }
 

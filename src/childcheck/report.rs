@@ -102,9 +102,7 @@ impl CheckReport {
         let verdict = if self.conforming { "conforming" } else { "NOT conforming" };
         let findings = match count(Status::Finding) {
             0 => String::new(),
-            n => {
-                format!(", {n} {} of the store (not the adapter's fault)", if n == 1 { "finding" } else { "findings" })
-            }
+            n => format!(", {} of the store (not the adapter's fault)", crate::report::words::plural(n, "finding")),
         };
         out.push_str(&format!(
             "{verdict}: {} of {} checks pass, {} fail{findings}, {} not run\n",

@@ -13,7 +13,7 @@
 
 use std::fmt::Write;
 
-use super::words::{duration, mode, plural, ran, ran_nothing};
+use super::words::{duration, mode, padded, plural, ran, ran_nothing, widths};
 use super::{CellResult, Report, Verdict};
 
 fn paint(text: &str, verdict: Verdict, color: bool) -> String {
@@ -53,15 +53,11 @@ fn cells(r: &CellResult) -> [String; 9] {
 pub fn render(report: &Report, color: bool) -> String {
     let shown = report.shown();
     let rows: Vec<[String; 9]> = shown.iter().map(|r| cells(r)).collect();
-    let mut widths = HEADER.map(str::len);
-    for row in &rows {
-        for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(c.len());
-        }
-    }
+    let header = HEADER.map(String::from);
+    let widths = widths(std::iter::once(&header[..]).chain(rows.iter().map(|r| &r[..])));
     let mut out = String::new();
     if !shown.is_empty() {
-        line(&mut out, &HEADER.map(String::from), &widths, "reason", None);
+        line(&mut out, &header, &widths, "reason", None);
     }
     for (r, row) in shown.iter().zip(&rows) {
         line(&mut out, row, &widths, &r.reason, Some((r.verdict, color)));
@@ -96,10 +92,10 @@ fn known(out: &mut String, r: &CellResult) {
 }
 
 /// One row: padded columns, then the reason.
-fn line(out: &mut String, row: &[String; 9], widths: &[usize; 9], reason: &str, paint_as: Option<(Verdict, bool)>) {
+fn line(out: &mut String, row: &[String; 9], widths: &[usize], reason: &str, paint_as: Option<(Verdict, bool)>) {
     let mut cols = Vec::new();
     for (i, (c, &w)) in row.iter().zip(widths).enumerate() {
-        let padded = if RIGHT[i] { format!("{c:>w$}") } else { format!("{c:<w$}") };
+        let padded = padded(c, w, RIGHT[i]);
         cols.push(match (i, paint_as) {
             (0, Some((v, color))) => paint(&padded, v, color),
             _ => padded,

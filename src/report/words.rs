@@ -1,6 +1,7 @@
 //! The words every rendering of a report shares (human, Markdown, and the
-//! renderers of other commands): counts said in the singular or plural,
-//! what a result ran, its mode and level, a duration. One place, so that
+//! renderers of other commands: the audit's table, child-check's summary):
+//! counts said in the singular or plural, what a result ran, its mode and
+//! level, a duration, a table's column widths and padding. One place, so that
 //! no renderer borrows another's helpers and two renderings of one result
 //! say it alike.
 
@@ -50,9 +51,39 @@ pub fn duration(ms: u64) -> String {
     format!("{:.2}s", ms as f64 / 1000.0)
 }
 
+/// Each column of a table as wide as its longest cell, in characters (a
+/// header is a row like the others): the human report's table and the
+/// audit's align the same way.
+pub fn widths<'a>(rows: impl IntoIterator<Item = &'a [String]>) -> Vec<usize> {
+    let mut widths: Vec<usize> = Vec::new();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            let n = cell.chars().count();
+            match widths.get_mut(i) {
+                Some(w) => *w = (*w).max(n),
+                None => widths.push(n),
+            }
+        }
+    }
+    widths
+}
+
+/// A table's cell padded to `width` characters, aligned right for a number.
+pub fn padded(cell: &str, width: usize, right: bool) -> String {
+    if right { format!("{cell:>width$}") } else { format!("{cell:<width$}") }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_column_is_as_wide_as_its_longest_cell_in_characters() {
+        let rows = [vec!["verdict".to_string(), "ran".into()], vec!["pass".into(), "71/71 points".into()]];
+        assert_eq!(widths(rows.iter().map(Vec::as_slice)), [7, 12]);
+        assert_eq!(widths([&["é".to_string()][..]]), [1], "characters, not bytes");
+        assert_eq!((padded("4", 3, true), padded("ab", 3, false)), ("  4".to_string(), "ab ".to_string()));
+    }
 
     #[test]
     fn counts_are_singular_or_plural() {
