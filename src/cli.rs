@@ -1,8 +1,11 @@
 //! The command line: argument definitions (clap derive) and the commands
-//! that turn them into calls of the library. `main.rs` only calls [`main`].
-//! What `run` checks before any child runs is in [`checks`]; the child it
-//! runs in [`child`]; where text goes (stdout, stderr, `--out`, the step
-//! summary) in [`output`]; the exit code in [`exit`]; `list` in [`list`].
+//! that turn them into calls of the library, each a few lines: parse,
+//! check into a plan, run, write. `main.rs` only calls [`main`]. `run`'s
+//! options become one checked plan in [`runplan`] (with [`checks`]: what
+//! `run` refuses before any child runs); the child it runs in [`child`];
+//! where text goes (stdout, stderr, `--out`, the step summary) in
+//! [`output`]; the exit code in [`exit`]; `list` in [`list`]. The audit is
+//! the library's (`crate::audit`).
 
 mod checks;
 mod child;
@@ -11,10 +14,11 @@ mod list;
 mod outclaim;
 mod output;
 mod prune;
+mod runplan;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -22,20 +26,15 @@ use crate::audit::{Audit, AuditSetup};
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::matrix::Matrix;
-use crate::options::{CatalogArg, ChildArg, DeadlineArg, Replay, RunOptions, WorkdirArg};
-use crate::plan::{Selection, plan};
-use crate::probe::{fork_server, warm_pool};
+use crate::options::{CatalogArg, ChildArg, DeadlineArg, RunOptions, WorkdirArg};
 use crate::report::{self, Format};
-use crate::run::{self, Bars, RunFacts};
+use crate::run;
 use checks::workdir_or;
-use child::{crowd, preflight_failed, run_context, validate_mutant};
 use exit::run_exit_code;
 pub use output::write_atomically;
 use output::{note, stdout};
-
-/// Where evidence goes when `--evidence` is not given: under the folder the
-/// run starts in, one folder per run.
-pub const DEFAULT_EVIDENCE: &str = "target/crashcells/evidence";
+pub use runplan::DEFAULT_EVIDENCE;
+use runplan::RunPlan;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -135,6 +134,17 @@ struct OutputArgs {
     /// or on a terminal). Refused while another crashcells writes the same file.
     #[arg(long, value_name = "PATH")]
     out: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    /// The files that hold the whole report: a JSON `--out`, which a
+    /// Markdown that had to leave fires out (the step summary's) points to.
+    fn whole(&self) -> Vec<String> {
+        match (&self.out, self.format) {
+            (Some(path), Format::Json) => vec![path.display().to_string()],
+            _ => vec![],
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -339,115 +349,18 @@ fn cmd_prune(a: PruneArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// `run`: the options checked into one plan, the plan run, the report
+/// written; exits as the report says.
 fn cmd_run(a: RunArgs) -> Result<i32> {
-    // The run's duration is the run's: the preflight counts (a slow child
-    // can take seconds to start, and a run interrupted then took them).
     let started = Instant::now();
     // Before anything else can fail: no stale report at --out, no second run on it.
     let _out = outclaim::OutClaim::take(a.output.out.as_deref(), &[])?;
-    let mut o = a.options;
-    checks::options(&o)?;
-    validate_mutant(&o.mutant)?;
-    let start = std::env::current_dir().map_err(Error::io("the folder the run starts in", "."))?;
-    checks::child_folder(&mut o, &start)?;
-    checks::out_path(&a.output.out)?;
-    // A malformed file is bad input, said before any child runs.
-    let known = a.known.as_deref().map(|f| report::known::load(f).map(|k| (f.display().to_string(), k))).transpose()?;
-    let catalog = Catalog::load(o.catalog.dir.as_deref())?;
-    let matrix = Matrix::load(&o.matrix)?;
-    let seed = *o.seed.get_or_insert_with(crate::seed::fresh);
-    let selection = Selection { cells: o.cells.clone(), legs: o.legs.clone(), kills: o.kill.modes() };
-    let planned = plan(&catalog, &matrix, &selection, seed)?;
-    let jobs = match o.partition {
-        Some(p) => planned[p.range(planned.len())].to_vec(),
-        None => planned.clone(),
-    };
-    let run_id = run::run_id();
-    let workdir = workdir_or(&o.workdir, run::default_workdir)?;
-    let evidence_root = o.evidence.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_EVIDENCE)).join(&run_id);
-    checks::evidence_path(&evidence_root, o.evidence.is_some())?;
-    let work = tempfile::Builder::new()
-        .prefix(&format!("crashcells-{run_id}-"))
-        .tempdir_in(&workdir)
-        .map_err(Error::io("work folder in", &workdir))?;
-    // The syscall tracer matches the paths /proc reports, which are resolved:
-    // a work folder reached through a symlink would match no file at all.
-    let work_root = std::fs::canonicalize(work.path()).map_err(Error::io("work folder", work.path()))?;
-    let partition = o.partition;
-    let mut ctx = run_context(o, seed, &work_root, evidence_root)?;
-    // Interrupts are caught from here on, so that a Ctrl-C during the
-    // preflight still ends with an (empty) partial report and 128 + signal:
-    // an interrupted run starts no result.
-    crate::harness::catch_interrupts().map_err(Error::io("signal handlers", "."))?;
-    let mutant = ctx.options.mutant.as_deref();
-    let began = Instant::now();
-    // The preflight measures the start every deadline scales with: it waits
-    // at least the default deadline, however short --deadline is.
-    let first = ctx.deadline.max(Duration::from_secs(crate::options::DEFAULT_DEADLINE_SECS));
-    let ready = match crate::probe::preflight_with(&ctx.child, &ctx.work_root, first, mutant) {
-        Ok(ready) => Some(ready),
-        Err(_) if crate::harness::interrupted().is_some() => None,
-        Err(e) => return Err(preflight_failed(&ctx, e)),
-    };
-    ctx.start = began.elapsed();
-    if let Some(ready) = &ready
-        && ctx.options.fork_server != Some(Replay::Off)
-        && let Some((forks, start)) = fork_server(&ctx.child, ready, &ctx.work_root, first)?
-    {
-        (ctx.child, ctx.start) = (forks, start);
-    }
-    ctx.crowd = crowd(&jobs, ready.as_ref());
-    // Enough warm processes for every unit of the pool to start a race's
-    // claimants at once. The start the deadlines scale with stays the
-    // exec'd one: an operation may wait for a process to get warm.
-    let size = ctx.jobs * ctx.crowd as usize;
-    if let Some(ready) = &ready
-        && ctx.options.warm_pool != Some(Replay::Off)
-        && let Some(warm) = warm_pool(&ctx.child, ready, &ctx.work_root, size, first)?
-    {
-        ctx.child = warm;
-    }
-    ctx.deadline = ctx.scaled_deadline(ctx.options.deadline());
-    ctx.child_ready = ready.clone();
-    let share = partition.map_or(String::new(), |p| format!(" (partition {p}: {} of {})", jobs.len(), planned.len()));
-    note(&format!(
-        "run {run_id}, seed {seed}, matrix {}, {}{share}, trials in {}{}",
-        matrix.name,
-        report::words::plural(planned.len(), "result"),
-        workdir.display(),
-        ctx.child.warm_pool().map_or(String::new(), |_| format!(", operations through its {}", ctx.child.launcher()))
-    ));
-    let bars = Bars::new(jobs.len());
-    let results = run::execute(&jobs, &ctx, ctx.jobs, &bars);
-    bars.clear();
-    // The SQLite of the store under test, as its own ready record says.
-    let sqlite = ready.map_or_else(|| "unknown (interrupted before the preflight)".into(), |r| r.sqlite_version);
-    let facts = RunFacts {
-        run_id: &run_id,
-        workdir: &workdir,
-        start_folder: &start,
-        started,
-        sqlite_version: sqlite,
-        planned: planned.len(),
-        partition,
-    };
-    let mut report = run::report(&ctx, facts, results);
-    if let Some((file, findings)) = known {
-        report.judge_known(Some(file), findings);
-    }
-    for r in report.results.iter().filter(|r| r.kept.evidence_error.is_some()) {
-        let why = r.kept.evidence_error.as_deref().unwrap_or_default();
-        note(&format!("evidence of {} {} {} NOT KEPT: {why}", r.cell, r.leg, r.kill.as_str()));
-    }
-    // A JSON `--out` holds the whole report: a Markdown that had to leave
-    // fires out (the step summary's) points to it.
-    let whole: Vec<String> = match (&a.output.out, a.output.format) {
-        (Some(path), Format::Json) => vec![path.display().to_string()],
-        _ => vec![],
-    };
+    let plan = RunPlan::new(a.options, a.known.as_deref(), &a.output.out)?;
+    let share = plan.jobs.len();
+    let report = plan.run(started)?;
     // A run's own log shows its human report, wherever the report goes.
-    emit(&report, &a.output, &whole, true, true)?;
-    Ok(run_exit_code(&report, jobs.len()))
+    emit(&report, &a.output, &a.output.whole(), true, true)?;
+    Ok(run_exit_code(&report, share))
 }
 
 /// `audit`: one short killed run per leg, one row each. Exit 0 once every

@@ -1,15 +1,18 @@
-//! The child a run runs: its `--mutant` checked by name, a failed preflight
-//! as the user must hear it, how many of its processes a unit of the pool
-//! starts at once, and the context every cell of a run shares.
+//! The child a run runs: its `--mutant` checked by name, the child started
+//! (preflight, fork server, warm pool) with a failed preflight as the user
+//! must hear it, and the context every cell of a run shares.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crashcells_protocol::{Mutant, Ready};
 
 use crate::error::{Error, Result};
 use crate::harness::Launcher;
-use crate::options::RunOptions;
+use crate::options::{Replay, RunOptions};
 use crate::pipeline::Context;
+use crate::plan::Job;
+use crate::probe::{fork_server, warm_pool};
 
 /// Checks the mutant's name before any child runs: the names are
 /// crashcells' (docs/PROTOCOL.md), whichever store implements them.
@@ -22,7 +25,7 @@ pub(super) fn validate_mutant(m: &Option<String>) -> Result<()> {
 /// child that speaks the protocol without it refused the mutant: that is
 /// bad input (the mutants are the reference store's, and a `--child`
 /// implements only those it says it does), not a child that is broken.
-pub(super) fn preflight_failed(ctx: &Context, e: crate::probe::PreflightError) -> Error {
+fn preflight_failed(ctx: &Context, e: crate::probe::PreflightError) -> Error {
     let child = ctx.child.display();
     if let Some(m) = &ctx.options.mutant
         && crate::probe::preflight(&ctx.child, &ctx.work_root, ctx.deadline).is_ok()
@@ -43,8 +46,8 @@ pub(super) fn preflight_failed(ctx: &Context, e: crate::probe::PreflightError) -
 /// not list is skipped before it starts anything, so it does not count: a
 /// pool sized for 8 racers the child never runs would keep 8 times the
 /// processes warm for nothing.
-pub(super) fn crowd(jobs: &[crate::plan::Job], ready: Option<&Ready>) -> u32 {
-    let racers = |j: &crate::plan::Job| match crate::plan::shape_of(&j.cell) {
+fn crowd(jobs: &[Job], ready: Option<&Ready>) -> u32 {
+    let racers = |j: &Job| match crate::plan::shape_of(&j.cell) {
         Ok(shape @ crate::cells::Shape::Race { racers }) if runs(&shape, ready) => racers,
         _ => 1,
     };
@@ -55,6 +58,43 @@ pub(super) fn crowd(jobs: &[crate::plan::Job], ready: Option<&Ready>) -> u32 {
 /// asked is taken at its word: it may run them all).
 fn runs(shape: &crate::cells::Shape, ready: Option<&Ready>) -> bool {
     ready.is_none_or(|r| shape.operations().into_iter().all(|op| r.implements(op)))
+}
+
+/// Starts the run's child: the preflight, which measures the start every
+/// deadline scales with, then the fork server or the warm pool the child
+/// offers (unless the options turn them off), then the deadline scaled.
+/// `None` when the run was interrupted before the child was ready.
+pub(super) fn start_child(ctx: &mut Context, jobs: &[Job]) -> Result<Option<Ready>> {
+    // The preflight waits at least the default deadline, however short
+    // --deadline is: a slow start is what it measures.
+    let first = ctx.deadline.max(Duration::from_secs(crate::options::DEFAULT_DEADLINE_SECS));
+    let began = Instant::now();
+    let ready = match crate::probe::preflight_with(&ctx.child, &ctx.work_root, first, ctx.options.mutant.as_deref()) {
+        Ok(ready) => Some(ready),
+        Err(_) if crate::harness::interrupted().is_some() => None,
+        Err(e) => return Err(preflight_failed(ctx, e)),
+    };
+    ctx.start = began.elapsed();
+    if let Some(ready) = &ready
+        && ctx.options.fork_server != Some(Replay::Off)
+        && let Some((forks, start)) = fork_server(&ctx.child, ready, &ctx.work_root, first)?
+    {
+        (ctx.child, ctx.start) = (forks, start);
+    }
+    ctx.crowd = crowd(jobs, ready.as_ref());
+    // Enough warm processes for every unit of the pool to start a race's
+    // claimants at once. The start the deadlines scale with stays the
+    // exec'd one: an operation may wait for a process to get warm.
+    let size = ctx.jobs * ctx.crowd as usize;
+    if let Some(ready) = &ready
+        && ctx.options.warm_pool != Some(Replay::Off)
+        && let Some(warm) = warm_pool(&ctx.child, ready, &ctx.work_root, size, first)?
+    {
+        ctx.child = warm;
+    }
+    ctx.deadline = ctx.scaled_deadline(ctx.options.deadline());
+    ctx.child_ready = ready.clone();
+    Ok(ready)
 }
 
 /// What every cell of a run needs to know, from the run's options.
