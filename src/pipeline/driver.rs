@@ -42,7 +42,7 @@ use crate::trialdir::TrialEnv;
 /// Most distinct stores one dump process recovers: large enough that an
 /// interpreter's start is paid rarely, small enough that `--jobs` threads
 /// share a sweep.
-const MOST_PER_BATCH: usize = 96;
+pub const MOST_PER_BATCH: usize = 96;
 
 /// What the driver needs from the sweep whose states it checks.
 pub struct Driver<'a> {
@@ -81,17 +81,20 @@ pub trait Source: Sync {
     }
     /// The stores the unit needs recovered, in the order `judge` reads them.
     fn stores(&self, unit: &Self::Unit) -> Vec<Files>;
-    /// Judges the unit on its stores' recoveries: its trial, a finding
-    /// annotated and its evidence kept.
-    fn judge(&self, d: &Driver, unit: Self::Unit, got: &[Got], memo: &mut Passed) -> Trial;
+    /// Judges the unit on its stores' recoveries: its trials (a unit may
+    /// hold several states), in order, a finding annotated and its evidence
+    /// kept; the driver keeps them up to the first that does not pass.
+    fn judge(&self, d: &Driver, unit: Self::Unit, got: &[Got], memo: &mut Passed) -> Vec<Trial>;
 }
 
 /// A store's recovery as a unit gets it: the store's identity among the
-/// sweep's distinct stores (for [`Passed`]) and its recovery.
+/// sweep's distinct stores (for [`Passed`]), its recovery, and a note when
+/// its batch failed and it was recovered alone.
 #[derive(Clone)]
 pub struct Got {
     pub store: usize,
     pub recovery: Arc<Recovery>,
+    pub note: Option<String>,
 }
 
 impl Got {
@@ -102,7 +105,7 @@ impl Got {
 }
 
 /// What progress counts: each distinct store as it is recovered (a power
-/// sweep: judging is a moment once they are), or each unit as it is judged.
+/// sweep: judging is a moment once they are), or each trial as it is judged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Count {
     Stores,
@@ -119,19 +122,37 @@ pub struct Plan<'c> {
     pub count: Count,
     /// Recoveries shared with other sweeps, if any.
     pub cache: Option<&'c Cache>,
+    /// Every store comes from one log: stores are told apart by their
+    /// version ([`Files::version`]), without hashing megabytes of WAL.
+    pub one_log: bool,
 }
 
 /// The distinct stores of a sweep, by their bytes (the ack journal aside):
-/// each store's index, the same for byte-identical ones.
+/// each store's index, the same for byte-identical ones; or, for stores of
+/// one log, by their version (one version of a log is one store).
 #[derive(Default)]
 pub struct Stores {
     files: Vec<Files>,
     by_hash: HashMap<u64, Vec<usize>>,
+    by_version: Option<HashMap<u64, usize>>,
 }
 
 impl Stores {
+    /// Stores that all come from one log.
+    pub fn of_one_log() -> Stores {
+        Stores { by_version: Some(HashMap::new()), ..Stores::default() }
+    }
+
     /// The index of `files`' store, added if no store so far holds its bytes.
     pub fn add(&mut self, files: Files) -> usize {
+        if let Some(by_version) = &mut self.by_version {
+            let next = self.files.len();
+            let id = *by_version.entry(files.version()).or_insert(next);
+            if id == next {
+                self.files.push(files);
+            }
+            return id;
+        }
         let bucket = self.by_hash.entry(files.store_hash()).or_default();
         if let Some(&same) = bucket.iter().find(|&&j| self.files[j].store().eq(files.store())) {
             return same;
@@ -226,7 +247,7 @@ pub struct BadPower {
 #[derive(Default)]
 struct Ran {
     stores: Stores,
-    recovered: Vec<Option<Arc<Recovery>>>,
+    recovered: Vec<Option<(Arc<Recovery>, Option<String>)>>,
     passed: Passed,
 }
 
@@ -239,6 +260,9 @@ impl Driver<'_> {
     pub fn run<S: Source>(&self, source: &S, plan: &Plan) -> Vec<Trial> {
         let mut trials = Vec::new();
         let mut ran = Ran::default();
+        if plan.one_log {
+            ran.stores = Stores::of_one_log();
+        }
         let mut start = 0;
         while start < plan.units {
             let end = (start + plan.wave.max(1)).min(plan.units);
@@ -271,15 +295,16 @@ impl Driver<'_> {
             units.iter().map(|u| s.stores(u).into_iter().map(|f| ran.stores.add(f)).collect()).collect();
         self.recover_new(ran, &ids, plan);
         for (unit, ids) in units.into_iter().zip(ids) {
-            let got: Vec<Got> = ids.iter().map(|&id| Got { store: id, recovery: ran.recovery(id) }).collect();
-            let t = s.judge(self, unit, &got, &mut ran.passed);
-            if plan.count == Count::Units {
-                self.ctx.tally.done();
-            }
-            let bad = t.is_bad();
-            trials.push(t);
-            if bad {
-                return true;
+            let got: Vec<Got> = ids.iter().map(|&id| ran.got(id)).collect();
+            for t in s.judge(self, unit, &got, &mut ran.passed) {
+                if plan.count == Count::Units {
+                    self.ctx.tally.done();
+                }
+                let bad = t.is_bad();
+                trials.push(t);
+                if bad {
+                    return true;
+                }
             }
         }
         trials.extend(errored);
@@ -307,21 +332,22 @@ impl Driver<'_> {
     /// Recovers `files` in batches over the sweep's threads; with a cache,
     /// only the stores it does not hold yet, which it then holds (not an
     /// interrupted one: a later sweep would take it for a verdict). `tick`:
-    /// each store is a step of progress.
+    /// each store is a step of progress. Each recovery with its batch's
+    /// note, if its batch failed (none for one the cache held).
     pub fn recover_cached(
         &self,
         files: &[&Files],
         cache: Option<&Cache>,
         label: &str,
         tick: bool,
-    ) -> Vec<Arc<Recovery>> {
+    ) -> Vec<(Arc<Recovery>, Option<String>)> {
         let done = |range: Range<usize>| {
             if tick {
                 range.for_each(|_| self.ctx.tally.done());
             }
         };
         let Some(cache) = cache else {
-            return self.recover_spread(files, label, &done).into_iter().map(Arc::new).collect();
+            return self.recover_spread(files, label, &done).into_iter().map(|(r, n)| (Arc::new(r), n)).collect();
         };
         let mut known = cache.0.lock().expect("no sweep panics holding the recoveries");
         // Each store hashed once: a WAL state's store is megabytes.
@@ -333,29 +359,37 @@ impl Driver<'_> {
         let missing: Vec<usize> = (0..files.len()).filter(|&i| found(i, &known).is_none()).collect();
         done(missing.len()..files.len());
         let stores: Vec<&Files> = missing.iter().map(|&i| files[i]).collect();
-        for (&i, r) in missing.iter().zip(self.recover_spread(&stores, label, &done)) {
+        let mut notes = vec![None; files.len()];
+        for (&i, (r, note)) in missing.iter().zip(self.recover_spread(&stores, label, &done)) {
+            notes[i] = note;
             if !matches!(r, Err(Outcome::Interrupted(_))) {
                 known.entry(keys[i]).or_default().push((files[i].clone(), Arc::new(r)));
             }
         }
         let interrupted = || Arc::new(Err(Outcome::Interrupted(Interruption::PowerStates)));
-        (0..files.len()).map(|i| found(i, &known).unwrap_or_else(interrupted)).collect()
+        notes.into_iter().enumerate().map(|(i, note)| (found(i, &known).unwrap_or_else(interrupted), note)).collect()
     }
 
     /// Recovers `files` in batches spread over the sweep's threads, in
     /// order, each batch's folders labelled `{label}{b}`; `done` hears the
     /// range of `files` each batch recovered, as it ends (a progress tick).
-    /// One recovery per store: a batch an interrupt kept from starting is
-    /// an interrupted recovery of each of its stores.
-    pub fn recover_spread(&self, files: &[&Files], label: &str, done: &(dyn Fn(Range<usize>) + Sync)) -> Vec<Recovery> {
+    /// One recovery per store (with its batch's note): a batch an interrupt
+    /// kept from starting is an interrupted recovery of each of its stores.
+    pub fn recover_spread(
+        &self,
+        files: &[&Files],
+        label: &str,
+        done: &(dyn Fn(Range<usize>) + Sync),
+    ) -> Vec<(Recovery, Option<String>)> {
         let groups = batches(files.len(), self.ctx.jobs);
         let got = parallel(groups.len(), self.ctx.jobs, &|_| false, &|b| {
             if crate::harness::interrupted().is_some() {
-                return groups[b].clone().map(|_| Err(Outcome::Interrupted(Interruption::BetweenBatches))).collect();
+                let cut = || (Err(Outcome::Interrupted(Interruption::BetweenBatches)), None);
+                return groups[b].clone().map(|_| cut()).collect::<Vec<_>>();
             }
-            let got = self.recover(&files[groups[b].clone()], &format!("{label}{b}")).0;
+            let (got, note) = self.recover(&files[groups[b].clone()], &format!("{label}{b}"));
             done(groups[b].clone());
-            got
+            got.into_iter().map(|r| (r, note.clone())).collect()
         });
         got.into_iter().flatten().collect()
     }
@@ -477,14 +511,17 @@ impl Driver<'_> {
 }
 
 impl Ran {
-    fn recovered_at(&self, id: usize) -> Option<&Arc<Recovery>> {
+    fn recovered_at(&self, id: usize) -> Option<&(Arc<Recovery>, Option<String>)> {
         self.recovered.get(id).and_then(Option::as_ref)
     }
 
-    fn recovery(&self, id: usize) -> Arc<Recovery> {
-        self.recovered_at(id)
+    /// Store `id`'s recovery, as a unit gets it.
+    fn got(&self, id: usize) -> Got {
+        let (recovery, note) = self
+            .recovered_at(id)
             .cloned()
-            .unwrap_or_else(|| Arc::new(Err(Outcome::Interrupted(Interruption::BetweenBatches))))
+            .unwrap_or_else(|| (Arc::new(Err(Outcome::Interrupted(Interruption::BetweenBatches))), None));
+        Got { store: id, recovery, note }
     }
 }
 
@@ -572,9 +609,9 @@ mod tests {
             Vec::new()
         }
 
-        fn judge(&self, _: &Driver, key: u64, _: &[Got], _: &mut Passed) -> Trial {
+        fn judge(&self, _: &Driver, key: u64, _: &[Got], _: &mut Passed) -> Vec<Trial> {
             let fire = Finding { violations: vec![Violation::new("x", "y")], power: None, fault: None };
-            Trial::ended(key as u32, if key == self.fire { Outcome::Fire(fire) } else { Outcome::Pass })
+            vec![Trial::ended(key as u32, if key == self.fire { Outcome::Fire(fire) } else { Outcome::Pass })]
         }
     }
 
@@ -606,7 +643,7 @@ mod tests {
             make_env: &make_env,
         };
         let source = Fake { fire, broken, made: Default::default() };
-        let plan = Plan { units: 20, wave: 4, label: "t", count: Count::Units, cache: None };
+        let plan = Plan { units: 20, wave: 4, label: "t", count: Count::Units, cache: None, one_log: false };
         let trials = d.run(&source, &plan);
         let steps = *steps.lock().unwrap();
         (trials.iter().map(|t| t.index).collect(), source.made.into_inner(), steps)

@@ -25,9 +25,7 @@
 //!   ([`driver::Source`]) yields units and judges one; the driver owns the
 //!   waves up to the first that does not pass, each distinct store
 //!   recovered once, the evidence with its recovery beside it, progress
-//!   (power, torn and fault run through it);
-//! - [`batch`]: a recorded sweep's process-crash states, checked many at a
-//!   time;
+//!   (recorded, power, torn and fault run through it);
 //! - [`pending`]: the trials of a timed result or a free race, their
 //!   states recovered in one batch per pass;
 //! - [`race`]: the race shape (cell 2): park, a barrier, N claimants,
@@ -47,7 +45,6 @@
 //! imports only files listed before it that it needs (tests/imports.rs
 //! checks that no two import each other).
 
-pub mod batch;
 pub mod census;
 pub mod confirm;
 pub mod context;

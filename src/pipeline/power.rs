@@ -105,7 +105,8 @@ pub fn power_sweep(w: &Workload, seed: u64, power: PowerModel) -> Swept {
     let cache = share.as_deref().map(|s| &s.cache);
     // One wave: every distinct store recovered, then the points judged.
     let (units, wave) = (m.points.len(), m.points.len());
-    let mut trials = driver.run(&source, &Plan { units, wave, label: "power", count: Count::Stores, cache });
+    let mut trials =
+        driver.run(&source, &Plan { units, wave, label: "power", count: Count::Stores, cache, one_log: false });
     if crate::harness::interrupted().is_some() {
         return Swept::unplanned(Trial::ended(0, Outcome::Interrupted(Interruption::PowerStates)));
     }
@@ -178,7 +179,16 @@ impl Source for Points<'_> {
         at.states.iter().map(|(id, _)| self.files(*id, at)).collect()
     }
 
-    fn judge(&self, d: &Driver, i: usize, got: &[Got], memo: &mut Passed) -> Trial {
+    fn judge(&self, d: &Driver, i: usize, got: &[Got], memo: &mut Passed) -> Vec<Trial> {
+        vec![self.point(d, i, got, memo)]
+    }
+}
+
+impl Points<'_> {
+    /// The trial of point `i`: the last of its states that passed, or the
+    /// first that did not, its finding with the power loss that made its
+    /// state, and that state as evidence.
+    fn point(&self, d: &Driver, i: usize, got: &[Got], memo: &mut Passed) -> Trial {
         let at = &self.m.points[i];
         let point = self.log.point(at.point);
         let index = u32::try_from(at.point).unwrap_or(u32::MAX);
@@ -201,9 +211,7 @@ impl Source for Points<'_> {
         t.env = d.keep(&state, &format!("p{}-power", at.point), "power-loss.txt", &power_note(at.point, rules));
         t.conclude(Cause { power: Some(power), fault: None }.annotate(outcome))
     }
-}
 
-impl Points<'_> {
     /// State `id`'s files with the transport point `at` left.
     fn files(&self, id: usize, at: &AtPoint) -> Files {
         let mut files = self.m.states[id].files.clone();

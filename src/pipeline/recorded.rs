@@ -1,7 +1,8 @@
 //! Recorded sweeps: the child runs its workload once, traced and logged
 //! ([`crate::crashstate::record`]); every crash state is rebuilt from the
-//! log ([`crate::crashstate::state`]) and checked in batches
-//! ([`super::batch`], by [`super::driver`]); a process-crash state that does not pass is
+//! log ([`crate::crashstate::state`]) and checked in batches by the one
+//! driver ([`super::driver`]), consecutive states that hold one store
+//! sharing one recovery; a process-crash state that does not pass is
 //! confirmed by a real kill at its point ([`super::point`]) before it is
 //! reported.
 //!
@@ -14,18 +15,20 @@
 //! fires is reported only once a real kill at its point fires too; one that
 //! fires only when recorded is an `error` naming the non-determinism.
 
+use std::ops::Range;
 use std::sync::atomic::Ordering;
 
 use super::census::{Census, Filter, preflight, trace_outcome};
 use super::confirm;
-use super::driver::Driver;
+use super::driver::{Count, Driver, Got, MOST_PER_BATCH, Passed, Plan, Source};
 use super::outcome::{Failure, Outcome, Site};
 use super::sweep::{Swept, sweep};
 use super::trial::Trial;
+use super::verdict::conclude;
 use super::workload::{Workload, ended_well, ended_with};
 use crate::crashstate::record::record;
 use crate::crashstate::state::process_states;
-use crate::crashstate::{Files, Log, Names};
+use crate::crashstate::{Files, Log, Names, State};
 use crate::kill::syscall::{Driven, Goal, sweep_points};
 use crate::report::{Crash, Trace};
 use crate::trialdir::TrialEnv;
@@ -212,7 +215,13 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
     let marks = state_marks(&states);
     let label = |l: &str| w.label(l);
     let make_env = |l: &str| w.env(l);
-    let mut trials = w.driver(&rec, &label, &make_env).check(states);
+    let source = Process { units: units_of(&states), states: &states };
+    let driver = w.driver(&rec, &label, &make_env);
+    // Waves of about one batch of stores per thread: a fire in the first
+    // leaves the later ones unrecovered.
+    let wave = MOST_PER_BATCH * w.ctx.jobs.max(1);
+    let plan = Plan { units: source.units.len(), wave, label: "b", count: Count::Units, cache: None, one_log: true };
+    let mut trials = driver.run(&source, &plan);
     if trials.last().is_some_and(Trial::is_bad) {
         let recorded = trials.pop().expect("a last trial");
         let real = w.kill_at(rec.filter, u64::from(recorded.index), &rec.census);
@@ -229,6 +238,69 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
     }
     let distinct = distinct_states(&marks, trials.last().map_or(0, |t| u64::from(t.index)));
     Swept { planned: Some(points), trials, recorded: true, distinct: Some(distinct) }
+}
+
+/// A recorded sweep's process-crash states as a crash source: a unit per
+/// run of consecutive states that hold one store (one version of the log:
+/// a sync, an ack or a `-shm` write changes no store), recovered once, each
+/// state judged with its own acks.
+struct Process<'a> {
+    states: &'a [State],
+    units: Vec<Range<usize>>,
+}
+
+impl Source for Process<'_> {
+    type Unit = Range<usize>;
+
+    fn key(&self, i: usize) -> u64 {
+        self.states[self.units[i].start].point.ordinal
+    }
+
+    fn make(&self, i: usize) -> Result<Range<usize>, Box<Trial>> {
+        Ok(self.units[i].clone())
+    }
+
+    fn stores(&self, unit: &Range<usize>) -> Vec<Files> {
+        vec![self.states[unit.start].files.clone()]
+    }
+
+    /// Each state of the unit, up to the first that does not pass, which
+    /// keeps the state as rebuilt as its evidence.
+    fn judge(&self, d: &Driver, unit: Range<usize>, got: &[Got], _: &mut Passed) -> Vec<Trial> {
+        let mut trials = Vec::new();
+        for s in &self.states[unit] {
+            let index = u32::try_from(s.point.ordinal).unwrap_or(u32::MAX);
+            let mut t = Trial::new(index);
+            let outcome = conclude(&d.crash(&s.acks), &mut t, || got[0].recovered());
+            t.kill_point = Some(s.point.kill_point(index, t.acked));
+            let mut t = t.conclude(outcome);
+            t.details.extend(got[0].note.clone());
+            let bad = t.is_bad();
+            if bad {
+                t.env = d.evidence(s, &format!("p{index}"), "recorded-state.txt", RECORDED_NOTE);
+            }
+            trials.push(t);
+            if bad {
+                break;
+            }
+        }
+        trials
+    }
+}
+
+/// What a recorded state's evidence says of itself.
+const RECORDED_NOTE: &str = "this state was rebuilt from the recorded run's log";
+
+/// Consecutive states with one version: one recovery serves them all.
+fn units_of(states: &[State]) -> Vec<Range<usize>> {
+    let mut units: Vec<Range<usize>> = Vec::new();
+    for (i, s) in states.iter().enumerate() {
+        match units.last_mut() {
+            Some(u) if states[u.start].version == s.version => u.end = i + 1,
+            _ => units.push(i..i + 1),
+        }
+    }
+    units
 }
 
 /// A fire the real kill confirmed through the fork server, killed again at
