@@ -73,7 +73,10 @@ fn scenarios(ready: &Ready) -> Vec<Scenario> {
         let rotate: Step = ("rotate", |d| OpArgs::new(Op::Rotate).db(&db(d)).acks(&acks_of(d, "rotate")).stop_after(3));
         out.push(Scenario { name: "rotate", steps: vec![rotate] });
     }
-    if lists("rotate-shapes") {
+    // `rotate-shapes` qualifies `rotate`: a child that lists it without
+    // `rotate` (a store that dropped rotation, its word left behind) has no
+    // rotation to run forked, and its exec'd run would leave no store.
+    if ready.implements(Op::Rotate) && lists("rotate-shapes") {
         let shapes: Step =
             ("shapes", |d| OpArgs::new(Op::Rotate).db(&db(d)).acks(&acks_of(d, "shapes")).shapes().stop_after(4));
         out.push(Scenario { name: "rotate --shapes on", steps: vec![shapes] });
@@ -278,6 +281,20 @@ pub(super) fn masked_acks(acks: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rotate_shapes_without_rotate_is_no_scenario() {
+        let ready = |ops: &[&str]| -> Ready {
+            serde_json::from_value(serde_json::json!({
+                "protocol": 2, "pid": 1, "op": "append", "sqlite_version": "3.53.2",
+                "journal_mode": "wal", "operations": ops,
+            }))
+            .unwrap()
+        };
+        let names = |r: &Ready| scenarios(r).iter().map(|s| s.name).collect::<Vec<_>>();
+        assert!(!names(&ready(&["append", "dump", "rotate-shapes"])).contains(&"rotate --shapes on"));
+        assert!(names(&ready(&["append", "dump", "rotate", "rotate-shapes"])).contains(&"rotate --shapes on"));
+    }
 
     #[test]
     fn the_first_difference_of_two_dumps_is_shown_with_both_sides() {
