@@ -75,26 +75,34 @@ pub(super) fn start_child(ctx: &mut Context, jobs: &[Job]) -> Result<Option<Read
         Err(e) => return Err(preflight_failed(ctx, e)),
     };
     ctx.start = began.elapsed();
-    if let Some(ready) = &ready
-        && ctx.options.fork_server != Some(Replay::Off)
-        && let Some((forks, start)) = fork_server(&ctx.child, ready, &ctx.work_root, first)?
-    {
-        (ctx.child, ctx.start) = (forks, start);
-    }
     ctx.crowd = crowd(jobs, ready.as_ref());
-    // Enough warm processes for every unit of the pool to start a race's
-    // claimants at once. The start the deadlines scale with stays the
-    // exec'd one: an operation may wait for a process to get warm.
-    let size = ctx.jobs * ctx.crowd as usize;
-    if let Some(ready) = &ready
-        && ctx.options.warm_pool != Some(Replay::Off)
-        && let Some(warm) = warm_pool(&ctx.child, ready, &ctx.work_root, size, first)?
-    {
-        ctx.child = warm;
+    if let Some(ready) = &ready {
+        fast_path(ctx, ready, first)?;
     }
     ctx.deadline = ctx.scaled_deadline(ctx.options.deadline());
     ctx.child_ready = ready.clone();
     Ok(ready)
+}
+
+/// The child's fork server, else its warm pool, when it offers one and the
+/// options do not turn it off, each checked fresh by a preflight first.
+fn fast_path(ctx: &mut Context, ready: &Ready, deadline: Duration) -> Result<()> {
+    if ctx.options.fork_server != Some(Replay::Off)
+        && let Some((forks, start)) = fork_server(&ctx.child, ready, &ctx.work_root, deadline)?
+    {
+        // A forked operation starts faster: the deadlines scale with that.
+        (ctx.child, ctx.start) = (forks, start);
+    }
+    // Enough warm processes for every unit of the pool to start a race's
+    // claimants at once. The start the deadlines scale with stays the
+    // exec'd one: an operation may wait for a process to get warm.
+    let size = ctx.jobs * ctx.crowd as usize;
+    if ctx.options.warm_pool != Some(Replay::Off)
+        && let Some(warm) = warm_pool(&ctx.child, ready, &ctx.work_root, size, deadline)?
+    {
+        ctx.child = warm;
+    }
+    Ok(())
 }
 
 /// What every cell of a run needs to know, from the run's options.
