@@ -149,8 +149,8 @@ impl OutputArgs {
 
 #[derive(Debug, Args)]
 struct ListArgs {
-    #[arg(long, value_enum, default_value = "human")]
-    format: ListFormat,
+    #[command(flatten)]
+    format: TextOrJson,
     #[command(flatten)]
     catalog: CatalogArg,
 }
@@ -161,12 +161,30 @@ enum ListFormat {
     Json,
 }
 
+/// `--format` of the commands that print text or JSON and nothing else
+/// (`list`, `audit`, `child-check`).
+#[derive(Debug, Args)]
+struct TextOrJson {
+    #[arg(long, value_enum, default_value = "human")]
+    format: ListFormat,
+}
+
+impl TextOrJson {
+    /// Prints what was asked for, rendering only that.
+    fn print(&self, human: impl FnOnce() -> String, json: impl FnOnce() -> String) -> Result<()> {
+        stdout(&match self.format {
+            ListFormat::Human => human(),
+            ListFormat::Json => json(),
+        })
+    }
+}
+
 #[derive(Debug, Args)]
 struct ChildCheckArgs {
     #[command(flatten)]
     child: ChildArg,
-    #[arg(long, value_enum, default_value = "human")]
-    format: ListFormat,
+    #[command(flatten)]
+    format: TextOrJson,
     #[command(flatten)]
     deadline: DeadlineArg,
     #[command(flatten)]
@@ -208,8 +226,8 @@ struct AuditArgs {
     /// A built-in matrix (default, audit) or a path to a matrix file.
     #[arg(long, value_name = "NAME|PATH", default_value = "audit")]
     matrix: String,
-    #[arg(long, value_enum, default_value = "human")]
-    format: ListFormat,
+    #[command(flatten)]
+    format: TextOrJson,
     #[command(flatten)]
     workdir: WorkdirArg,
     #[command(flatten)]
@@ -283,7 +301,7 @@ fn clap_error(e: clap::Error) -> i32 {
 
 fn cmd_list(a: ListArgs) -> Result<i32> {
     let catalog = Catalog::load(a.catalog.dir.as_deref())?;
-    stdout(&list::render(&catalog, a.format == ListFormat::Json))?;
+    a.format.print(|| list::render(&catalog, false), || list::render(&catalog, true))?;
     Ok(0)
 }
 
@@ -332,12 +350,8 @@ fn cmd_child_check(a: ChildCheckArgs) -> Result<i32> {
         .tempdir_in(&workdir)
         .map_err(Error::io("work folder in", &workdir))?;
     let report = crate::childcheck::check(&child, work.path(), a.deadline.duration());
-    match a.format {
-        ListFormat::Human => stdout(&report.to_human())?,
-        ListFormat::Json => {
-            stdout(&(serde_json::to_string_pretty(&report).expect("a check report serializes") + "\n"))?
-        }
-    }
+    let json = || serde_json::to_string_pretty(&report).expect("a check report serializes") + "\n";
+    a.format.print(|| report.to_human(), json)?;
     Ok(report.exit_code())
 }
 
@@ -370,10 +384,7 @@ fn cmd_audit(a: AuditArgs) -> Result<i32> {
     let audit = Audit::start(a.setup()?)?;
     note(&audit.heading());
     let report = audit.run()?;
-    match a.format {
-        ListFormat::Json => stdout(&report.to_json())?,
-        ListFormat::Human => stdout(&report.to_human())?,
-    }
+    a.format.print(|| report.to_human(), || report.to_json())?;
     Ok(0)
 }
 
