@@ -473,6 +473,29 @@ fn a_slow_starting_store_gets_verdicts_not_readiness_errors() {
     assert_eq!((code, r["verdict"].as_str()), (0, Some("pass")), "{r:#}");
 }
 
+/// `child-check` scales its deadline as `run` does (docs/PROTOCOL.md §1):
+/// a store that takes 1.2 s to start (a sleep, no CPU: the test loads no
+/// core) is checked with `--deadline 1` and conforms, fork server and all,
+/// because every wait is its measured start × 2 × 3. A deadline that does
+/// not scale fails its `ready` check.
+#[test]
+fn child_check_scales_its_deadline_with_the_childs_start() {
+    let dir = scratch();
+    let store = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(STORE);
+    let slow = dir.path().join("slow.sh");
+    std::fs::write(&slow, format!("sleep 1.2\nexec python3 {} \"$@\"\n", store.display())).unwrap();
+    let child = format!("sh {}", slow.display());
+    let out = bin()
+        .args(["child-check", "--deadline", "1", "--workdir"])
+        .arg(dir.path())
+        .args(["--child", &child])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("ok      fork-server"), "{stdout}");
+}
+
 /// A result run through the Python store's fork server, through its warm
 /// pool, and with every operation exec'd reaches the same verdict at the
 /// same kill points: forking or warming is only where the interpreter's

@@ -36,11 +36,12 @@ mod states;
 mod warmpool;
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crashcells_protocol::Op;
 
 use crate::harness::{ChildCommand, Launcher};
+use crate::pipeline::scale_deadline;
 use checker::Checker;
 pub use report::{CheckReport, Finding, SCHEMA, Status};
 
@@ -51,9 +52,15 @@ pub fn work_prefix() -> String {
     format!("crashcells-child-check-{}-", std::process::id())
 }
 
-/// Runs the whole check of `child`, with trials in `work`.
-pub fn check(child: &ChildCommand, work: &Path, deadline: Duration) -> CheckReport {
+/// The most children the check has started at once: a claimant held at
+/// the barrier and a `dump` of its store.
+const AT_ONCE: u32 = 2;
+
+/// Runs the whole check of `child`, with trials in `work`, each wait bound
+/// by `asked` (`--deadline`) scaled as `run` scales it ([`scaled`]).
+pub fn check(child: &ChildCommand, work: &Path, asked: Duration) -> CheckReport {
     let launcher = Launcher::exec(child.clone());
+    let deadline = scaled(&launcher, work, asked);
     let bar = checker::progress_bar();
     let mut c = Checker {
         child: &launcher,
@@ -90,6 +97,20 @@ pub fn check(child: &ChildCommand, work: &Path, deadline: Duration) -> CheckRepo
         journal_mode: ready.as_ref().map(|r| r.journal_mode.clone()),
         conforming,
         checks,
+    }
+}
+
+/// `asked` scaled by the one rule `run` follows ([`scale_deadline`]): by
+/// how long the child takes to write its ready record alone, measured by a
+/// preflight as `run`'s is (which waits as long as `asked` scaled for a
+/// start that takes all of it). A child that writes none leaves `asked`:
+/// the `ready` check says why. So the verdict does not change with the
+/// machine's load, only the time it takes.
+fn scaled(child: &Launcher, work: &Path, asked: Duration) -> Duration {
+    let began = Instant::now();
+    match crate::probe::preflight(child, work, scale_deadline(asked, asked, 1)) {
+        Ok(_) => scale_deadline(asked, began.elapsed(), AT_ONCE),
+        Err(_) => asked,
     }
 }
 

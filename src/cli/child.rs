@@ -10,7 +10,7 @@ use crashcells_protocol::{Mutant, Ready};
 use crate::error::{Error, Result};
 use crate::harness::Launcher;
 use crate::options::{Replay, RunOptions};
-use crate::pipeline::Context;
+use crate::pipeline::{Context, scale_deadline};
 use crate::plan::Job;
 use crate::probe::{fork_server, warm_pool};
 
@@ -65,9 +65,10 @@ fn runs(shape: &crate::cells::Shape, ready: Option<&Ready>) -> bool {
 /// offers (unless the options turn them off), then the deadline scaled.
 /// `None` when the run was interrupted before the child was ready.
 pub(super) fn start_child(ctx: &mut Context, jobs: &[Job]) -> Result<Option<Ready>> {
-    // The preflight waits at least the default deadline, however short
-    // --deadline is: a slow start is what it measures.
-    let first = ctx.deadline.max(Duration::from_secs(crate::options::DEFAULT_DEADLINE_SECS));
+    // The preflight measures the start every deadline scales with, so its
+    // own wait cannot: it assumes a start as long as the deadline (at least
+    // the default one), and scales that (docs/PROTOCOL.md §1).
+    let first = first_deadline(ctx.deadline);
     let began = Instant::now();
     let ready = match crate::probe::preflight_with(&ctx.child, &ctx.work_root, first, ctx.options.mutant.as_deref()) {
         Ok(ready) => Some(ready),
@@ -77,7 +78,7 @@ pub(super) fn start_child(ctx: &mut Context, jobs: &[Job]) -> Result<Option<Read
     ctx.start = began.elapsed();
     ctx.crowd = crowd(jobs, ready.as_ref());
     if let Some(ready) = &ready {
-        fast_path(ctx, ready, first)?;
+        fast_path(ctx, ready)?;
     }
     ctx.deadline = ctx.scaled_deadline(ctx.options.deadline());
     ctx.child_ready = ready.clone();
@@ -85,10 +86,11 @@ pub(super) fn start_child(ctx: &mut Context, jobs: &[Job]) -> Result<Option<Read
 }
 
 /// The child's fork server, else its warm pool, when it offers one and the
-/// options do not turn it off, each checked fresh by a preflight first.
-fn fast_path(ctx: &mut Context, ready: &Ready, deadline: Duration) -> Result<()> {
+/// options do not turn it off, each checked fresh by a preflight first;
+/// each's start waits the preflight's measured start, scaled.
+fn fast_path(ctx: &mut Context, ready: &Ready) -> Result<()> {
     if ctx.options.fork_server != Some(Replay::Off)
-        && let Some((forks, start)) = fork_server(&ctx.child, ready, &ctx.work_root, deadline)?
+        && let Some((forks, start)) = fork_server(&ctx.child, ready, &ctx.work_root, start_deadline(ctx, 1))?
     {
         // A forked operation starts faster: the deadlines scale with that.
         (ctx.child, ctx.start) = (forks, start);
@@ -98,11 +100,27 @@ fn fast_path(ctx: &mut Context, ready: &Ready, deadline: Duration) -> Result<()>
     // exec'd one: an operation may wait for a process to get warm.
     let size = ctx.jobs * ctx.crowd as usize;
     if ctx.options.warm_pool != Some(Replay::Off)
-        && let Some(warm) = warm_pool(&ctx.child, ready, &ctx.work_root, size, deadline)?
+        && let Some(warm) = warm_pool(&ctx.child, ready, &ctx.work_root, size, start_deadline(ctx, size))?
     {
         ctx.child = warm;
     }
     Ok(())
+}
+
+/// The preflight's wait: before any start is measured, a start as long as
+/// `asked` (at least the default deadline) is assumed and scaled by the
+/// run's one rule ([`scale_deadline`]), for a child that starts alone.
+fn first_deadline(asked: Duration) -> Duration {
+    let assumed = asked.max(Duration::from_secs(crate::options::DEFAULT_DEADLINE_SECS));
+    scale_deadline(assumed, assumed, 1)
+}
+
+/// The wait for a fork server's line, or a warm pool's `count` processes
+/// started together: the preflight's measured start, scaled by the run's
+/// one rule ([`scale_deadline`]); never less than the default deadline.
+fn start_deadline(ctx: &Context, count: usize) -> Duration {
+    let asked = ctx.deadline.max(Duration::from_secs(crate::options::DEFAULT_DEADLINE_SECS));
+    scale_deadline(asked, ctx.start, u32::try_from(count).unwrap_or(u32::MAX))
 }
 
 /// What every cell of a run needs to know, from the run's options.

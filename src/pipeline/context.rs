@@ -20,6 +20,16 @@ use crate::report::Children;
 /// preflight ran alone, a loaded machine runs everything slower.
 const SLACK: u32 = 3;
 
+/// The one rule every deadline of a child follows (`run`'s trials, the
+/// preflight, the fork server's start, `child-check`): `asked` (`--deadline`),
+/// or `start` (how long the child took to write its ready record, alone)
+/// times the children that may start at once times [`SLACK`], if that is
+/// more. A slow but healthy child gets verdicts, not deadline errors; a
+/// stalled one is still caught.
+pub fn scale_deadline(asked: Duration, start: Duration, at_once: u32) -> Duration {
+    asked.max(start.saturating_mul(at_once.max(1)).saturating_mul(SLACK))
+}
+
 /// What every trial of a run needs from it.
 #[derive(Clone, Debug)]
 pub struct Context {
@@ -211,7 +221,7 @@ impl Context {
     /// machine. A slow but healthy child gets verdicts, not deadline errors;
     /// a stalled one is still caught.
     pub fn scaled_deadline(&self, asked: Duration) -> Duration {
-        asked.max(self.start.saturating_mul(self.at_once()).saturating_mul(SLACK))
+        scale_deadline(asked, self.start, self.at_once())
     }
 
     /// The mutant the run asked for, if any.
@@ -245,6 +255,17 @@ impl Context {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_deadline_scales_with_the_start_and_the_crowd_never_below_the_asked() {
+        let s = Duration::from_secs;
+        assert_eq!(scale_deadline(s(30), s(1), 8), s(30));
+        assert_eq!(scale_deadline(s(30), s(2), 8), s(48));
+        assert_eq!(scale_deadline(s(30), s(20), 0), s(60), "no crowd is a crowd of one");
+        let mut ctx = Context::for_tests(2, None);
+        (ctx.start, ctx.crowd) = (s(3), 4);
+        assert_eq!(ctx.scaled_deadline(s(1)), scale_deadline(s(1), s(3), 8));
+    }
 
     #[test]
     fn a_shared_value_is_made_once_and_nothing_is_shared_when_off() {
