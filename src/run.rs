@@ -225,7 +225,7 @@ pub fn report(ctx: &Context, facts: RunFacts, results: Vec<CellResult>) -> Repor
         os: os_description(),
         ci: crate::report::CiRun::from_env(),
         start_folder: facts.start_folder.display().to_string(),
-        launcher: ctx.child.warm_pool().map(|_| ctx.child.launcher()),
+        launcher: launcher_said(ctx),
         known_file: None,
         known_findings: vec![],
         new_only: false,
@@ -234,6 +234,19 @@ pub fn report(ctx: &Context, facts: RunFacts, results: Vec<CellResult>) -> Repor
     };
     report.annotate();
     report
+}
+
+/// How the run's operations started, in the report's words: the warm
+/// pool's size, or what befell the fork server (an end, its restart, the
+/// fall-back to exec: docs/PROTOCOL.md §9); nothing when one server forked
+/// every operation, or every one was exec'd.
+fn launcher_said(ctx: &Context) -> Option<String> {
+    let notes = ctx.child.notes();
+    match ctx.child.warm_pool() {
+        Some(_) => Some(ctx.child.launcher()),
+        None if notes.is_empty() => None,
+        None => Some(format!("fork server ({})", notes.join("; "))),
+    }
 }
 
 /// The command of the whole run: its options with the seed it used. The

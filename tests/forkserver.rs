@@ -12,9 +12,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crashcells::harness::{ChildCommand, Exit, ForkError, Launch, LaunchError, Launcher, TraceError, group_alive};
+use crashcells::harness::{ChildCommand, Exit, Launch, Launcher, TraceError, group_alive};
 use crashcells::kill::syscall::{Driven, Goal, Point, Targets, drive_observed, trap_set};
 use crashcells_protocol::{Op, OpArgs};
+use serde_json::Value;
 
 use crate::common::scratch;
 
@@ -243,22 +244,46 @@ fn the_processes_a_traced_forked_process_starts_are_traced_too() {
     assert_ne!(writers, [child.pid()], "the shell's write is its own process's");
 }
 
+/// A process in flight when its server dies ends in an error naming the
+/// loss, not a hang; the next operation is forked by a server started
+/// again, and once that one dies too, operations are exec'd.
 #[test]
-fn a_server_that_dies_gives_errors_not_hangs() {
+fn a_server_that_dies_gives_errors_not_hangs_and_is_restarted_once() {
     let root = scratch();
     let forks = served(store(), root.path());
+    let first = forks.server_pid().unwrap();
     let trial = Trial::new(root.path(), "orphaned", None);
     let mut running = forks.spawn(&trial.launch(), DEADLINE).unwrap();
-    let server = nix::unistd::Pid::from_raw(forks.server_pid().unwrap() as i32);
-    nix::sys::signal::kill(server, nix::sys::signal::Signal::SIGKILL).unwrap();
+    let kill =
+        |pid: u32| nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+    kill(first).unwrap();
     let start = Instant::now();
     assert_eq!(running.wait_until(start + DEADLINE), Ok(Exit::ServerLost));
     let reaped = running.kill_and_reap();
     let why = reaped.check().unwrap_err().to_string();
     assert!(why.contains("the loss of its fork server"), "{why}");
-    let next = forks.spawn(&Trial::new(root.path(), "after", Some(1)).launch(), DEADLINE);
-    assert!(matches!(next, Err(LaunchError::Fork(ForkError::Ended(_)))), "{next:?}");
     assert!(start.elapsed() < DEADLINE / 2, "{:?}", start.elapsed());
+    let run = |name: &str| {
+        let mut next = forks.spawn(&Trial::new(root.path(), name, Some(1)).launch(), DEADLINE).unwrap();
+        assert_eq!(next.wait_until(Instant::now() + DEADLINE), Ok(Exit::Code(0)), "{}", next.stderr_tail());
+        next.pid()
+    };
+    run("restarted");
+    let second = forks.server_pid().expect("a second server");
+    assert_ne!(second, first);
+    kill(second).unwrap();
+    // The second server's end is seen at the next request: that one is exec'd.
+    let execd = run("execd");
+    assert_eq!(forks.server_pid(), None);
+    let ready = std::fs::read_to_string(root.path().join("execd/acks.ndjson")).unwrap();
+    assert!(ready.contains(&format!(r#""pid":{execd}"#)), "{ready}");
+    let notes = forks.notes();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(
+        notes[0].contains(&format!("process {first} ended")) && notes[0].contains("restarted as process"),
+        "{notes:?}"
+    );
+    assert!(notes[1].ends_with("every later operation was exec'd"), "{notes:?}");
 }
 
 pub fn leaky() -> ChildCommand {
@@ -339,4 +364,42 @@ fn run_refuses_a_leaky_fork_server_before_any_cell() {
     let rest = ["--kill", "timed", "--trials", "1", "--fork-server", "off", "--warm-pool", "off"];
     let out = crate::common::run(&[&off[..], &rest[..]].concat(), dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A run of `adapter` on cell 1's `delete` leg, timed, `trials` trials: the
+/// report and how long it took.
+fn timed_run(adapter: &str, trials: &str) -> (Value, Duration) {
+    let dir = scratch();
+    let catalog = crate::common::short_catalog(dir.path());
+    let child = python(adapter).display();
+    let args = ["run", "--child", &child, "--cell", "1", "--leg", "delete", "--kill", "timed", "--trials", trials];
+    let rest = ["--seed", "3", "--catalog", catalog.to_str().unwrap()];
+    let began = Instant::now();
+    let (_, report) = crate::common::run_json(&[&args[..], &rest[..]].concat(), dir.path());
+    (report, began.elapsed())
+}
+
+/// A server that dies after five requests is started again once, and when
+/// that one dies too, the run execs: the result is a verdict, not errors,
+/// and the report says what befell the server.
+#[test]
+fn a_server_that_dies_after_a_few_requests_is_restarted_once_then_the_run_execs() {
+    let (report, _) = timed_run("tests/adapters/dying_forkserver.py", "20");
+    let r = &report["results"][0];
+    assert_eq!(r["verdict"], "pass", "{r:#}");
+    let launcher = report["launcher"].as_str().unwrap_or_default();
+    assert!(launcher.contains("dying at the next; restarted as process"), "{launcher}");
+    assert!(launcher.ends_with("it had been restarted once: every later operation was exec'd)"), "{launcher}");
+}
+
+/// A server that reaps its processes without writing their `exit` lines is
+/// named within seconds, not after the deadline of every wait.
+#[test]
+fn a_server_that_never_reports_exits_is_named_within_the_deadline() {
+    let (report, took) = timed_run("tests/adapters/silent_forkserver.py", "3");
+    let r = &report["results"][0];
+    let reason = r["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("wrote no `exit` line for process"), "{r:#}");
+    assert!(took < DEADLINE, "{took:?}");
+    assert!(report["launcher"].as_str().unwrap_or_default().contains("restarted as process"), "{report:#}");
 }

@@ -199,9 +199,30 @@ impl ForkServer {
         self.shared.lock().exit_of(pid)
     }
 
-    /// Waits until `until` for the exit of `pid` (or the server's end).
+    /// Waits until `until` for the exit of `pid` (or the server's end). A
+    /// process `/proc` shows ended (a zombie, or reaped) whose `exit` line
+    /// has not come within [`EXIT_LINE`] breaks the server: it is killed,
+    /// and its end names the missing line, so that every wait on it ends
+    /// now, saying why, rather than at its deadline.
     pub(super) fn wait_exit(&self, pid: Pid, until: Instant) -> Option<Exit> {
-        self.shared.wait_for(until, |st| st.exit_of(pid))
+        let mut gone_since: Option<Instant> = None;
+        self.shared.wait_for(until, |st| {
+            if let Some(exit) = st.exit_of(pid) {
+                return Some(exit);
+            }
+            if !ended_in_proc(pid) {
+                return None;
+            }
+            if gone_since.get_or_insert_with(Instant::now).elapsed() < EXIT_LINE {
+                return None;
+            }
+            st.ended.get_or_insert(format!(
+                "it wrote no `exit` line for process {pid} within {EXIT_LINE:?} of its end (a server reports \
+                 the end of every process it forks: docs/PROTOCOL.md §9, \"Reaping\")"
+            ));
+            let _ = killpg(self.pgid, Signal::SIGKILL);
+            Some(Exit::ServerLost)
+        })
     }
 
     /// Forgets `pid`: its exit line, if one comes, is nobody's.
@@ -223,6 +244,22 @@ impl Drop for ForkServer {
         if let Some(keeper) = self.keeper.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = keeper.join();
         }
+    }
+}
+
+/// How long after a forked process ended its `exit` line may take to come.
+/// A server writes it as soon as `SIGCHLD` wakes it: milliseconds, seconds
+/// on a loaded machine; less than [`KILL_GRACE`], so that a kill's wait
+/// names a server that never writes it.
+const EXIT_LINE: Duration = Duration::from_secs(2);
+
+/// Whether `/proc` shows process `pid` ended: gone (reaped), or a zombie
+/// its parent has not reaped. Where `/proc` cannot say, it does not.
+fn ended_in_proc(pid: Pid) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command's closing parenthesis.
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound && std::path::Path::new("/proc/self/stat").exists(),
     }
 }
 

@@ -24,6 +24,7 @@ use super::forkserver::{FORK_SERVER, ForkServer};
 use super::forkwire::ForkError;
 use super::forkwire::Request;
 use super::fresh::{Expected, Origin, confirm};
+use super::served::{RESTARTS, Served};
 use super::traced::{Held, Traps};
 use super::warmpool::{WARM_POOL, Warm, WarmError, WarmPool};
 use super::{ChildCommand, Cut, Exit, Running, TraceError, Traced};
@@ -76,7 +77,7 @@ pub fn serves_warm(ready: &Ready) -> bool {
 /// How a launcher starts an operation other than by exec.
 #[derive(Clone, Debug)]
 enum Ahead {
-    Server(Arc<ForkServer>),
+    Server(Arc<Served>),
     Pool(Arc<WarmPool>),
 }
 
@@ -110,10 +111,22 @@ impl Launcher {
 
     /// Starts `child`'s fork server (stderr to `stderr`, its line within
     /// `deadline`); every operation is then forked by it. The server runs
-    /// for as long as this launcher, a clone of it or a handle it forked.
+    /// for as long as this launcher, a clone of it or a handle it forked; a
+    /// server that ends is started again once, then operations are exec'd
+    /// ([`Launcher::notes`] says so).
     pub fn with_fork_server(child: ChildCommand, stderr: &Path, deadline: Duration) -> Result<Launcher, ForkError> {
-        let server = ForkServer::start(&child, stderr, deadline)?;
-        Ok(Launcher { child, ahead: Some(Ahead::Server(server)) })
+        let served = Served::start(&child, stderr, deadline)?;
+        Ok(Launcher { child, ahead: Some(Ahead::Server(Arc::new(served))) })
+    }
+
+    /// What happened to the fork server during the run (an end, a
+    /// restart, the fall-back to exec), in order; empty for a launcher
+    /// whose server served every operation, or that has none.
+    pub fn notes(&self) -> Vec<String> {
+        match &self.ahead {
+            Some(Ahead::Server(s)) => s.notes(),
+            _ => vec![],
+        }
     }
 
     /// Starts `child`'s warm pool of `size` processes (their start's stderr
@@ -139,10 +152,11 @@ impl Launcher {
         }
     }
 
-    /// The fork server's pid, if operations are forked.
+    /// The fork server's pid, if operations are forked (none once a run
+    /// whose server ended twice execs them).
     pub fn server_pid(&self) -> Option<u32> {
         match &self.ahead {
-            Some(Ahead::Server(s)) => Some(s.pid()),
+            Some(Ahead::Server(s)) => s.pid(),
             _ => None,
         }
     }
@@ -159,18 +173,14 @@ impl Launcher {
     /// confirmed fresh first, within `deadline`.
     pub fn spawn(&self, op: &Launch, deadline: Duration) -> Result<Running, LaunchError> {
         match &self.ahead {
-            None => {
-                let mut cmd = self.child.command(op.args, op.home);
-                if let Some(path) = op.stdout {
-                    cmd.stdout(std::fs::File::create(path)?);
+            None => self.spawn_execd(op),
+            Some(Ahead::Server(served)) => match fork_served(served, op, deadline)? {
+                Some(forked) => {
+                    let _ = nix::sys::signal::kill(forked.pid(), Signal::SIGCONT);
+                    Ok(Running::forked(forked, op.stderr))
                 }
-                Ok(Running::spawn(cmd, op.stderr)?)
-            }
-            Some(Ahead::Server(server)) => {
-                let forked = fork(server, op, deadline)?;
-                let _ = nix::sys::signal::kill(forked.pid(), Signal::SIGCONT);
-                Ok(Running::forked(forked, op.stderr))
-            }
+                None => self.spawn_execd(op),
+            },
             Some(Ahead::Pool(pool)) => {
                 let warm = take_warm(pool, op, deadline)?;
                 let _ = nix::sys::signal::kill(warm.pid(), Signal::SIGCONT);
@@ -197,18 +207,12 @@ impl Launcher {
     /// handle must come from this thread.
     pub fn spawn_traced(&self, op: &Launch, traps: Traps, deadline: Duration) -> Result<Traced, TraceError> {
         match &self.ahead {
-            None => {
-                let mut cmd = self.child.command(op.args, op.home);
-                if let Some(path) = op.stdout {
-                    let file = std::fs::File::create(path).map_err(|e| TraceError::Io(format!("child stdout: {e}")))?;
-                    cmd.stdout(file);
-                }
-                Traced::spawn(cmd, op.stderr, traps.filter, deadline)
-            }
-            Some(Ahead::Server(server)) => {
-                let forked = fork(server, op, deadline).map_err(|e| TraceError::Io(e.to_string()))?;
-                Traced::seize(forked.pid(), Held::Forked(forked), op.stderr, traps.test, deadline)
-            }
+            None => self.exec_traced(op, traps, deadline),
+            Some(Ahead::Server(served)) => match fork_served(served, op, deadline) {
+                Ok(Some(forked)) => Traced::seize(forked.pid(), Held::Forked(forked), op.stderr, traps.test, deadline),
+                Ok(None) => self.exec_traced(op, traps, deadline),
+                Err(e) => Err(TraceError::Io(e.to_string())),
+            },
             Some(Ahead::Pool(pool)) => {
                 let warm = take_warm(pool, op, deadline).map_err(|e| TraceError::Io(e.to_string()))?;
                 // Seized while stopped, before its operation's first call.
@@ -216,6 +220,41 @@ impl Launcher {
             }
         }
     }
+}
+
+impl Launcher {
+    /// The operation exec'd: what every operation is without a server.
+    fn spawn_execd(&self, op: &Launch) -> Result<Running, LaunchError> {
+        let mut cmd = self.child.command(op.args, op.home);
+        if let Some(path) = op.stdout {
+            cmd.stdout(std::fs::File::create(path)?);
+        }
+        Ok(Running::spawn(cmd, op.stderr)?)
+    }
+
+    /// The operation exec'd under the seccomp filter of `traps`.
+    fn exec_traced(&self, op: &Launch, traps: Traps, deadline: Duration) -> Result<Traced, TraceError> {
+        let mut cmd = self.child.command(op.args, op.home);
+        if let Some(path) = op.stdout {
+            let file = std::fs::File::create(path).map_err(|e| TraceError::Io(format!("child stdout: {e}")))?;
+            cmd.stdout(file);
+        }
+        Traced::spawn(cmd, op.stderr, traps.filter, deadline)
+    }
+}
+
+/// Forks the operation through the run's server; a server that has ended
+/// (or ends while it is asked) is replaced once, after which `None`: exec.
+fn fork_served(served: &Served, op: &Launch, deadline: Duration) -> Result<Option<Forked>, ForkError> {
+    // One try per server the run may have, and one to find there is none left.
+    for _ in 0..RESTARTS + 2 {
+        let Some(server) = served.server() else { return Ok(None) };
+        match fork(&server, op, deadline) {
+            Err(ForkError::Ended(_)) => {}
+            other => return other.map(Some),
+        }
+    }
+    Ok(None)
 }
 
 /// What the driver asks a forked or warm process's streams to be.

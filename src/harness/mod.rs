@@ -16,7 +16,8 @@
 //!   checking that nothing of the group is left;
 //! - [`interrupt`]: `SIGINT`/`SIGTERM`, which every wait looks at;
 //! - [`forkserver`]: a child's optional fork server, started once, forking
-//!   a process per operation, over the lines of [`forkwire`]; [`warmpool`]:
+//!   a process per operation, over the lines of [`forkwire`], kept by
+//!   [`served`] (restarted once if it ends, then exec); [`warmpool`]:
 //!   a child's optional warm pool, processes exec'd ahead of need and used
 //!   once each, for runtimes that cannot fork; [`fresh`]: the check that a
 //!   forked or warm process starts as fresh as an exec'd one; [`launcher`]:
@@ -38,6 +39,7 @@ pub mod interrupt;
 pub mod launcher;
 pub mod reap;
 mod seized;
+mod served;
 mod setup;
 pub mod spawn;
 mod trace_error;

@@ -398,8 +398,9 @@ pub struct Report {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub start_folder: String,
     /// `warm pool of N` when the child's operations ran in warm processes
-    /// (docs/PROTOCOL.md §10); absent when each was exec'd or forked by its
-    /// fork server, the long-standing ways. Never a verdict's cause: a
+    /// (docs/PROTOCOL.md §10), or `fork server (...)` saying how its fork
+    /// server ended, was restarted and left the run to exec (§9); absent
+    /// when each was exec'd or forked by one fork server, the long-standing ways. Never a verdict's cause: a
     /// repro reruns the result with the pool or without it alike.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launcher: Option<String>,

@@ -1,0 +1,95 @@
+//! A run's fork server as the launcher keeps it (docs/PROTOCOL.md §9, "A
+//! server that fails"): the server every operation is forked through while
+//! it lives; one that ended is started again, once; when the second one
+//! ends too (or cannot start), every later operation is exec'd. A server's
+//! end costs the run its speed, never its verdicts: what happened is kept
+//! as notes for the run's report.
+//!
+//! Crash model: a server that ends takes the processes it forked with it
+//! (their parent-death signal); those operations end by
+//! [`super::Exit::ServerLost`], an error that names the server's end. Only
+//! operations asked for after it are served by the next server or exec'd.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::ChildCommand;
+use super::forkserver::ForkServer;
+use super::forkwire::ForkError;
+
+/// How many times a server that ended is started again before the run
+/// execs: once. A server that ends twice will end again.
+pub(super) const RESTARTS: u32 = 1;
+
+/// The fork server of a run, replaced once if it ends.
+#[derive(Debug)]
+pub(super) struct Served {
+    child: ChildCommand,
+    stderr: PathBuf,
+    deadline: Duration,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    /// The server to fork through; `None` once the run execs.
+    server: Option<Arc<ForkServer>>,
+    restarts: u32,
+    /// What happened to the servers, in order, for the report.
+    notes: Vec<String>,
+}
+
+impl Served {
+    /// Starts the first server (stderr to `stderr`, its line within `deadline`).
+    pub(super) fn start(child: &ChildCommand, stderr: &Path, deadline: Duration) -> Result<Served, ForkError> {
+        let server = ForkServer::start(child, stderr, deadline)?;
+        let state = State { server: Some(server), restarts: 0, notes: vec![] };
+        Ok(Served { child: child.clone(), stderr: stderr.to_path_buf(), deadline, state: Mutex::new(state) })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The server to fork through: the running one, a new one in place of
+    /// one that ended (up to [`RESTARTS`] times), or `None`: exec.
+    pub(super) fn server(&self) -> Option<Arc<ForkServer>> {
+        let mut st = self.lock();
+        let current = st.server.clone()?;
+        let Some(why) = current.ended() else { return Some(current) };
+        st.server = None;
+        let ended = match current.stderr_tail() {
+            tail if tail.trim().is_empty() => format!("process {} ended: {why}", current.pid()),
+            tail => format!("process {} ended: {why}: {tail}", current.pid()),
+        };
+        if st.restarts >= RESTARTS {
+            st.notes.push(format!("{ended}; it had been restarted once: every later operation was exec'd"));
+            return None;
+        }
+        st.restarts += 1;
+        let stderr = self.stderr.with_extension(format!("restart-{}.stderr", st.restarts));
+        match ForkServer::start(&self.child, &stderr, self.deadline) {
+            Ok(server) => {
+                st.notes.push(format!("{ended}; restarted as process {}", server.pid()));
+                st.server = Some(server.clone());
+                Some(server)
+            }
+            Err(e) => {
+                st.notes.push(format!("{ended}; its restart failed ({e}): every later operation was exec'd"));
+                None
+            }
+        }
+    }
+
+    /// The running server's pid; `None` once the run execs.
+    pub(super) fn pid(&self) -> Option<u32> {
+        self.lock().server.as_ref().map(|s| s.pid())
+    }
+
+    /// What happened to the run's servers, in order: nothing for a server
+    /// that served the whole run.
+    pub(super) fn notes(&self) -> Vec<String> {
+        self.lock().notes.clone()
+    }
+}
