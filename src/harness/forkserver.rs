@@ -187,7 +187,10 @@ impl ForkServer {
         };
         write_until(stdin, line.as_bytes(), until).map_err(|source| {
             let _ = killpg(self.pgid, Signal::SIGKILL);
-            match self.ended() {
+            // A server that exited breaks the pipe before its keeper has
+            // reaped it: wait for the keeper to say it ended, so that the
+            // launcher sees a server that ended (and starts another).
+            match self.shared.wait_for(Instant::now() + KILL_GRACE, |st| st.ended.clone()) {
                 Some(why) => ForkError::Ended(why),
                 None => ForkError::Write { id, source },
             }
