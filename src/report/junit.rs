@@ -4,7 +4,8 @@
 //! `skip` and `stub` are skipped with their reasons; a fire's or an error's
 //! text carries its clause, kill point, findings, evidence and repro, so the
 //! CI page alone is enough to start on it. A syscall result's system-out
-//! says how many of its planned kill points landed.
+//! says how many of its planned kill points landed, and every case's (a
+//! pass's too) the path that judged it and the deadline it ran under.
 //!
 //! A known fire (`--known`) is `<skipped type="known">` with its issue in
 //! the message, as pytest reports an expected failure: CI servers show a

@@ -3,13 +3,16 @@
 //! environment (with the commit and a link to the CI run when the run
 //! recorded them), the known findings when the run was judged against a
 //! file of them (`--known`: each one's issue and what became of it, a gone
-//! one first), a table of every result (with the kill points that landed),
+//! one first), a table of every result (with the kill points that landed
+//! and the path that judged it: children forked, warm or exec'd, states
+//! recorded or re-executed),
 //! then a section per fire and per error (a known fire has its row and its
 //! issue, not a section: it is filed already): a heading that names it
 //! ([`section_heading`]: a fire's fingerprint) and a collapsed `<details>` whose `<summary>` has
 //! the essentials (cell, leg, kill, reason) and whose body has its clause,
 //! leg, kill point, what was acked against what was recovered, the
-//! integrity check, the evidence folder and the command that reruns it.
+//! integrity check, the path and the deadline, the evidence folder and the
+//! command that reruns it with how often it refired in the run.
 //!
 //! GitHub refuses a comment longer than 65,536 characters, and a run of the
 //! audit matrix can fire dozens of times: the rendering stays under
