@@ -307,7 +307,7 @@ fn checks(report: &Value) -> Vec<(String, String, String)> {
 }
 
 /// Every check docs/PROTOCOL.md §7 names, in its order.
-const EVERY_CHECK: [&str; 27] = [
+const EVERY_CHECK: [&str; 28] = [
     "ready",
     "protocol-version",
     "ready-fields",
@@ -333,6 +333,7 @@ const EVERY_CHECK: [&str; 27] = [
     "deliver-state",
     "catch-up-arrived",
     "catch-up-missing",
+    "syscall-determinism",
     "fork-server",
     "warm-pool",
 ];
@@ -361,6 +362,33 @@ fn child_check_lists_every_check_when_operations_fail_and_checks_dump_on_what_su
         assert_eq!(s, "ok", "{dump}: {report:#}");
         assert!(detail.ends_with("on the states of append"), "{dump}: {detail}");
     }
+}
+
+/// `syscall-determinism` records `append --stop-after 3` twice: the
+/// example store makes the same calls both times and passes; a store that
+/// commits a random number of extra rows after each append gets the
+/// warning, naming the first call that differs and what a run does about
+/// it, and still conforms (its calls are no protocol fault).
+#[test]
+fn child_check_warns_of_a_store_whose_system_calls_differ_between_two_recordings() {
+    if crashcells::kill::syscall::unsupported_arch().is_some() {
+        return;
+    }
+    let (_, good) = child_check(&python(STORE));
+    let (code, bad) = child_check(&python("tests/adapters/nondeterministic.py"));
+    let of = |report: &Value| checks(report).into_iter().find(|(c, _, _)| c == "syscall-determinism").unwrap();
+    let (_, status, detail) = of(&good);
+    if status == "not-run" {
+        crate::common::tracing_refused(&detail);
+        return;
+    }
+    assert_eq!(status, "ok", "{detail}");
+    assert!(detail.contains("made the same"), "{detail}");
+    let (_, status, detail) = of(&bad);
+    assert_eq!(status, "warning", "{detail}");
+    assert!(detail.contains("differ (") && detail.contains(": counted call "), "{detail}");
+    assert!(detail.contains("reported as an `error` naming the non-determinism, never as a fire"), "{detail}");
+    assert_eq!((code, failing(&bad)), (0, Vec::<String>::new()), "{bad:#}");
 }
 
 /// A store whose restart resends what already arrived (at least once by

@@ -115,6 +115,11 @@ impl Checker<'_> {
         self.bar.set_position((self.findings.len() + self.skipped.len()) as u64);
     }
 
+    /// Records a warning under `check`: the adapter conforms, a run pays.
+    pub(super) fn warn(&mut self, check: &'static str, detail: String) {
+        self.record(Finding::warning(check, detail));
+    }
+
     /// Records the store's finding under `check` (`cell` fires on it); a
     /// protocol fault noted under the same check stands.
     pub(super) fn store_finding(&mut self, check: &'static str, cell: &'static str, detail: String) {

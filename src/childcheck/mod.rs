@@ -17,7 +17,8 @@
 //! an operation that succeeded left), [`shapes`] (`rotate --shapes on`, for
 //! a child that lists `rotate-shapes`), [`claim`] (the barrier and the race),
 //! [`config`] (the config home), [`sampling`] (acks against a stopped
-//! child's store), [`forkserver`] (a fork server's forks against exec) and
+//! child's store), [`determinism`] (one operation recorded twice, its
+//! system calls compared), [`forkserver`] (a fork server's forks against exec) and
 //! [`warmpool`] (a warm pool's processes against exec, each used once).
 
 mod append;
@@ -26,6 +27,7 @@ mod checker;
 mod claim;
 mod clauses;
 mod config;
+mod determinism;
 mod effects;
 mod forkserver;
 pub mod known;
@@ -82,6 +84,7 @@ pub fn check(child: &ChildCommand, work: &Path, asked: Duration) -> CheckReport 
         c.config_home(ready);
         c.dump_batch(ready);
         effects::check(&mut c, ready);
+        c.syscall_determinism();
         c.fork_server(ready);
         c.warm_pool(ready);
     }

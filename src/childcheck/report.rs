@@ -6,7 +6,9 @@
 //! recovery resends what arrived: cell 5's clause, seen without a kill) is
 //! a `finding`, with the cell that would fire on it: the adapter keeps the
 //! protocol and conforms; the cell is where the finding is judged
-//! (docs/PROTOCOL.md §7 says which checks can be findings, and why).
+//! (docs/PROTOCOL.md §7 says which checks can be findings, and why). A
+//! `warning` is a check the adapter keeps at a cost to a run (recordings
+//! of one operation that differ): it conforms.
 
 use serde::Serialize;
 
@@ -23,6 +25,9 @@ pub enum Status {
     Finding,
     /// Not run: what it needs did not happen (the detail says what).
     NotRun,
+    /// Kept, but a run will pay for it (the detail says how): the adapter
+    /// conforms.
+    Warning,
 }
 
 impl Status {
@@ -32,6 +37,7 @@ impl Status {
             Status::Fail => "FAIL",
             Status::Finding => "finding",
             Status::NotRun => "not run",
+            Status::Warning => "warning",
         }
     }
 }
@@ -59,6 +65,11 @@ impl Finding {
 
     pub(super) fn not_run(check: &'static str, why: String) -> Finding {
         Finding { check, ok: false, status: Status::NotRun, detail: why, cell: None }
+    }
+
+    /// A warning under `check`: the adapter conforms, a run pays.
+    pub(super) fn warning(check: &'static str, detail: String) -> Finding {
+        Finding { check, ok: false, status: Status::Warning, detail, cell: None }
     }
 
     /// The store's finding under `check`: `cell` would fire on it.
@@ -104,8 +115,13 @@ impl CheckReport {
             0 => String::new(),
             n => format!(", {} of the store (not the adapter's fault)", crate::report::words::plural(n, "finding")),
         };
+        let warnings = match count(Status::Warning) {
+            0 => String::new(),
+            1 => ", 1 warning".into(),
+            n => format!(", {n} warnings"),
+        };
         out.push_str(&format!(
-            "{verdict}: {} of {} checks pass, {} fail{findings}, {} not run\n",
+            "{verdict}: {} of {} checks pass, {} fail{findings}{warnings}, {} not run\n",
             count(Status::Ok),
             self.checks.len(),
             count(Status::Fail),
