@@ -18,7 +18,7 @@ use std::sync::Arc;
 /// touches one page here.
 const PAGE: usize = 4096;
 
-type Page = Arc<[u8; PAGE]>;
+pub type Page = Arc<[u8; PAGE]>;
 
 /// A file's bytes: a length and the pages that hold them.
 #[derive(Clone, Default)]
@@ -40,6 +40,13 @@ impl Pages {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The pages that hold the bytes (bytes past the length, in the last,
+    /// are zero), each shared with the states that did not write it since:
+    /// what a digest of many states need read once per page.
+    pub fn shared(&self) -> &[Page] {
+        &self.pages[..self.len.div_ceil(PAGE).min(self.pages.len())]
     }
 
     /// The bytes in order, each page's share of the length.

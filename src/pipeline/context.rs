@@ -11,6 +11,7 @@ use std::time::Duration;
 use crashcells_protocol::Ready;
 
 use super::pool::Pool;
+use super::recoveries::Recoveries;
 use crate::harness::Launcher;
 use crate::options::RunOptions;
 use crate::recovery::Batching;
@@ -66,6 +67,9 @@ pub struct Context {
     /// How many times each fire's repro is rerun to measure its refire
     /// rate ([`super::refire`]); 0 measures none.
     pub refires: u32,
+    /// The run's recoveries by store bytes: each distinct crash state
+    /// recovered once per run.
+    pub recoveries: Recoveries,
 }
 
 impl Context {
@@ -97,6 +101,7 @@ impl Context {
             crowd: 1,
             shared: Shared::default(),
             refires: super::refire::RUNS,
+            recoveries: Recoveries::default(),
         }
     }
 }

@@ -29,6 +29,7 @@ use super::census::Census;
 use super::context::Context;
 use super::outcome::{Failure, Fault, Finding, Interruption, Outcome, PowerLoss};
 use super::parallel::{parallel, until_first_bad};
+use super::recoveries::{Digests, Setting};
 use super::trial::Trial;
 use super::verdict::{Acks, Crash, Ended, conclude};
 use crate::cells::{Cell, End};
@@ -61,8 +62,7 @@ pub struct Driver<'a> {
     pub make_env: &'a (dyn Fn(&str) -> Result<TrialEnv, Failure> + Sync),
 }
 
-/// A recovery of one distinct store, shared by the states that hold it.
-pub type Recovery = Result<Recovered, Outcome>;
+pub use super::recoveries::Recovery;
 
 /// A crash source, as the driver runs it: units of work (a kill point's
 /// states, a run with a call made to fail), each made (the child work, if
@@ -249,6 +249,10 @@ struct Ran {
     stores: Stores,
     recovered: Vec<Option<(Arc<Recovery>, Option<String>)>>,
     passed: Passed,
+    /// Stores whose recovery the run's cache already held.
+    hits: usize,
+    /// The pages digested for the run's cache.
+    digests: Digests,
 }
 
 impl Driver<'_> {
@@ -270,6 +274,14 @@ impl Driver<'_> {
                 break;
             }
             start = end;
+        }
+        if let Some(last) = trials.last_mut().filter(|_| ran.hits > 0) {
+            let recovered = ran.recovered.iter().flatten().count();
+            last.details.push(format!(
+                "{} of {recovered} distinct stores were recovered earlier in this run, byte for byte under this \
+                 leg's settings: their recoveries came from the run's cache",
+                ran.hits
+            ));
         }
         trials
     }
@@ -322,7 +334,11 @@ impl Driver<'_> {
             self.ctx.tally.phase("recovering");
         }
         let files: Vec<&Files> = new.iter().map(|&id| &ran.stores.files[id]).collect();
-        let got = self.recover_cached(&files, plan.cache, plan.label, plan.count == Count::Stores);
+        let tick = plan.count == Count::Stores;
+        let got = match plan.cache {
+            Some(cache) => self.recover_cached(&files, Some(cache), plan.label, tick),
+            None => self.recover_in_run(&files, plan.label, tick, (&mut ran.hits, &mut ran.digests)),
+        };
         ran.recovered.resize(ran.stores.len(), None);
         for (id, r) in new.into_iter().zip(got) {
             ran.recovered[id] = Some(r);
@@ -368,6 +384,48 @@ impl Driver<'_> {
         }
         let interrupted = || Arc::new(Err(Outcome::Interrupted(Interruption::PowerStates)));
         notes.into_iter().enumerate().map(|(i, note)| (found(i, &known).unwrap_or_else(interrupted), note)).collect()
+    }
+
+    /// Recovers `files` in batches over the sweep's threads, taking from
+    /// the run's recoveries ([`super::recoveries`]) each store they hold
+    /// (`hits` counts them) and keeping there each new one that succeeded.
+    fn recover_in_run(
+        &self,
+        files: &[&Files],
+        label: &str,
+        tick: bool,
+        (hits, memo): (&mut usize, &mut Digests),
+    ) -> Vec<(Arc<Recovery>, Option<String>)> {
+        let run = &self.ctx.recoveries;
+        let setting = self.setting();
+        let bytes: Vec<_> = files.iter().map(|f| run.bytes(f, memo)).collect();
+        let mut got: Vec<Option<(Arc<Recovery>, Option<String>)>> =
+            bytes.iter().map(|b| run.get(*b, &setting).map(|r| (r, None))).collect();
+        let missing: Vec<usize> = (0..files.len()).filter(|&i| got[i].is_none()).collect();
+        *hits += files.len() - missing.len();
+        let done = |range: Range<usize>| {
+            if tick {
+                range.for_each(|_| self.ctx.tally.done());
+            }
+        };
+        done(missing.len()..files.len());
+        let stores: Vec<&Files> = missing.iter().map(|&i| files[i]).collect();
+        for (&i, (r, note)) in missing.iter().zip(self.recover_spread(&stores, label, &done)) {
+            let r = Arc::new(r);
+            run.put(bytes[i], &setting, Arc::clone(&r));
+            got[i] = Some((r, note));
+        }
+        got.into_iter().map(|g| g.expect("a recovery per store")).collect()
+    }
+
+    /// What this driver's recoveries depend on besides the store's bytes.
+    fn setting(&self) -> Setting {
+        Setting {
+            launcher: self.ctx.child.launcher(),
+            leg: format!("{:?}/{:?}", self.leg.journal_mode, self.leg.synchronous),
+            step: format!("{:?}", self.recorded.recovery_step),
+            mutant: self.ctx.options.mutant.clone(),
+        }
     }
 
     /// Recovers `files` in batches spread over the sweep's threads, in

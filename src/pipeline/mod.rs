@@ -25,7 +25,9 @@
 //!   ([`driver::Source`]) yields units and judges one; the driver owns the
 //!   waves up to the first that does not pass, each distinct store
 //!   recovered once, the evidence with its recovery beside it, progress
-//!   (recorded, power, torn and fault run through it);
+//!   (recorded, power, torn and fault run through it); [`recoveries`]:
+//!   the run's recoveries by store bytes, each distinct state recovered
+//!   once per run;
 //! - [`pending`]: the trials of a timed result or a free race, their
 //!   states recovered in one batch per pass;
 //! - [`race`]: the race shape (cell 2): park, a barrier, N claimants,
@@ -61,6 +63,7 @@ pub mod power_share;
 pub mod race;
 pub mod race_sweep;
 pub mod recorded;
+pub mod recoveries;
 pub mod refire;
 pub mod result;
 pub mod sweep;
