@@ -181,9 +181,17 @@ fn refired(job: &Job, ctx: &Context, at: Site) -> Option<crate::report::Refire> 
     let (cell, leg) = (crate::cells::find(&job.cell.id)?, job.leg.as_ref()?);
     let shape = cell.shape(&job.cell.params).ok()?;
     let options = ctx.options.narrowed(&job.cell.id, Some(&leg.name), job.kill, Some(index));
-    // No progress drawn: a rerun is no trial the bar planned.
-    let again = Context { options, tally: super::Tally::default(), ..ctx.clone() };
-    super::refire::measure(ctx.refires, &mut || shaped(job, cell, leg, &again, shape).0.pop().map(|t| t.outcome))
+    let again = |i: u32| {
+        // Its trial folders apart from the other reruns', which run beside
+        // it; no progress drawn: a rerun is no trial the bar planned.
+        let work_root = ctx.work_root.join(format!("refire-{index}-{i}"));
+        std::fs::create_dir_all(&work_root).ok()?;
+        let again = Context { options: options.clone(), tally: super::Tally::default(), work_root, ..ctx.clone() };
+        let outcome = shaped(job, cell, leg, &again, shape).0.pop().map(|t| t.outcome);
+        let _ = std::fs::remove_dir_all(&again.work_root);
+        outcome
+    };
+    super::refire::measure(ctx.refires, ctx.jobs, &again)
 }
 
 /// Adds what a sweep really tested to its result; when fewer points landed
