@@ -2,7 +2,7 @@
 //! runs, what the judge sees after a crash, and what it finds. Every cell
 //! module imports these from here; the registry ([`super`]) lists the cells.
 
-use crashcells_protocol::{Ack, Delivery, Dump, Op};
+use crashcells_protocol::{Ack, Delivery, Dump, Op, Ready};
 
 use crate::catalog::Params;
 
@@ -150,6 +150,11 @@ impl Shape {
             }
             Shape::Race { .. } => vec![Op::Park, Op::Claim, Op::Dump],
         }
+    }
+
+    /// The first operation of the shape that `ready` does not list.
+    pub fn missing(&self, ready: &Ready) -> Option<Op> {
+        self.operations().into_iter().find(|&op| !ready.implements(op))
     }
 }
 

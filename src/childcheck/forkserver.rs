@@ -64,7 +64,6 @@ fn db(dir: &Path) -> PathBuf {
 /// The scenarios of the operations `ready` lists: each operation the
 /// protocol has, `dump` apart (it runs on every store they leave).
 fn scenarios(ready: &Ready) -> Vec<Scenario> {
-    let lists = |word: &str| ready.operations.as_ref().is_some_and(|ops| ops.iter().any(|o| o == word));
     let mut out = vec![Scenario {
         name: "append",
         steps: vec![("append", |d| OpArgs::new(Op::Append).db(&db(d)).acks(&acks_of(d, "append")).stop_after(APPENDS))],
@@ -76,7 +75,7 @@ fn scenarios(ready: &Ready) -> Vec<Scenario> {
     // `rotate-shapes` qualifies `rotate`: a child that lists it without
     // `rotate` (a store that dropped rotation, its word left behind) has no
     // rotation to run forked, and its exec'd run would leave no store.
-    if ready.implements(Op::Rotate) && lists("rotate-shapes") {
+    if ready.implements(Op::Rotate) && ready.rotates_in_shapes() {
         let shapes: Step =
             ("shapes", |d| OpArgs::new(Op::Rotate).db(&db(d)).acks(&acks_of(d, "shapes")).shapes().stop_after(4));
         out.push(Scenario { name: "rotate --shapes on", steps: vec![shapes] });

@@ -57,7 +57,7 @@ fn crowd(jobs: &[Job], ready: Option<&Ready>) -> u32 {
 /// Whether the child lists every operation of `shape` (a child not yet
 /// asked is taken at its word: it may run them all).
 fn runs(shape: &crate::cells::Shape, ready: Option<&Ready>) -> bool {
-    ready.is_none_or(|r| shape.operations().into_iter().all(|op| r.implements(op)))
+    ready.is_none_or(|r| shape.missing(r).is_none())
 }
 
 /// Starts the run's child: the preflight, which measures the start every

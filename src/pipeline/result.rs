@@ -246,8 +246,7 @@ fn re_execute(ctx: &Context) -> bool {
 
 /// The first operation of `shape` the child did not list in its preflight.
 fn missing_operation(ctx: &Context, shape: &Shape) -> Option<crashcells_protocol::Op> {
-    let ready = ctx.child_ready.as_ref()?;
-    shape.operations().into_iter().find(|&op| !ready.implements(op))
+    shape.missing(ctx.child_ready.as_ref()?)
 }
 
 /// Trials per result: `--trials`, else the catalog's trials or races, else 1.
