@@ -25,7 +25,8 @@ use super::forkwire::ForkError;
 use super::forkwire::Request;
 use super::fresh::{Expected, Origin, confirm};
 use super::served::{RESTARTS, Served};
-use super::traced::{Held, Traps};
+use super::traced::Held;
+use super::traps::Traps;
 use super::warmpool::{WARM_POOL, Warm, WarmError, WarmPool};
 use super::{ChildCommand, Cut, Exit, Running, TraceError, Traced};
 

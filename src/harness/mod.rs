@@ -6,8 +6,9 @@
 //!   short runs to their end;
 //! - [`traced`]: children under ptrace with a seccomp filter, stopped at the
 //!   entry of the system calls the filter traps; [`seized`]: a forked
-//!   process traced the same way without the filter; [`trace_error`]: why
-//!   tracing could not start or go on, a refusal of the machine apart;
+//!   process traced the same way without the filter; [`traps`]: which
+//!   calls a traced child stops at, and how (the filter, or its test on
+//!   every call's entry);
 //! - [`tracee`]: the traced child's side of the fork (its filter, its own
 //!   exec) and the CPU it shares with its tracer;
 //! - [`fault`]: a trapped call made to fail with an errno instead of running;
@@ -42,9 +43,9 @@ mod seized;
 mod served;
 mod setup;
 pub mod spawn;
-mod trace_error;
 pub mod traced;
 mod tracee;
+mod traps;
 mod warmpool;
 mod watchdog;
 
@@ -58,7 +59,8 @@ pub use launcher::{Launch, LaunchError, Launcher, serves_forks, serves_warm};
 pub use reap::{Exit, KILL_GRACE, ReapError, Reaped, group_alive};
 pub use setup::{become_subreaper, stderr_tail};
 pub use spawn::{Cut, Running, run_to_end};
-pub use traced::{TraceError, TraceEvent, Traced, Traps};
+pub use traced::{TraceError, TraceEvent, Traced};
+pub use traps::Traps;
 pub use warmpool::{WARM_POOL, WarmError};
 
 /// How often a bounded wait looks again. Pacing only: every wait ends on its

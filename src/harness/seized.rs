@@ -6,7 +6,7 @@
 //! while it is stopped before its operation, and stops it at every system
 //! call (`PTRACE_SYSCALL`), passing over all but the entries the filter
 //! would trap: the same calls, with the same flag test on `open`, `openat`
-//! and `creat` (the [`super::traced::Traps`] test the caller gives). A
+//! and `creat` (the [`super::traps::Traps`] test the caller gives). A
 //! [`Traced`] made here is driven, killed and reaped exactly as an exec'd
 //! one, so kill points number the same: the Nth trapped call on a target
 //! file is point N.
@@ -27,7 +27,8 @@ use nix::sys::wait::WaitStatus;
 use nix::unistd::Pid;
 
 use super::Exit;
-use super::traced::{Held, Stops, TraceError, TraceEvent, Traced};
+use super::traced::{Held, TraceError, TraceEvent, Traced};
+use super::traps::Stops;
 
 /// The threads of process `pid`, itself first.
 fn threads(pid: Pid) -> Vec<Pid> {

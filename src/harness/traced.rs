@@ -1,6 +1,9 @@
 //! Traced children: a child under ptrace with a seccomp filter that stops it
 //! at the entry of the system calls the filter traps, in a process group of
-//! its own, with the same set-up as every child ([`super::setup::prepare`]).
+//! its own, with the same set-up as every child ([`super::setup::prepare`]):
+//! the handle, what it stops at next ([`TraceEvent`]) and why it could not
+//! start or go on ([`TraceError`], a refusal of the machine told apart from
+//! a failure, which skips a syscall result rather than failing it).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,7 +20,7 @@ use super::tracee::{Exec, install_filter, pin_round_robin, restore_affinity};
 use super::watchdog::Watchdog;
 use super::{Cut, Exit, KILL_GRACE, POLL, Reaped, stderr_tail};
 
-pub use super::trace_error::TraceError;
+use super::traps::Stops;
 
 /// What a traced child did next.
 #[derive(Debug)]
@@ -30,6 +33,30 @@ pub enum TraceEvent {
         args: [u64; 6],
     },
     Exited(Exit),
+}
+
+/// Why a traced child could not be started or driven.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceError {
+    /// ptrace or seccomp is refused here (a container's seccomp or yama
+    /// policy); the syscall results are skipped with this reason.
+    NotPermitted(String),
+    /// The trial's deadline passed; the watchdog killed the group.
+    Deadline,
+    /// The run was interrupted; the watchdog killed the group.
+    Interrupted,
+    Io(String),
+}
+
+impl TraceError {
+    pub(super) fn from_errno(step: &str, e: Errno) -> TraceError {
+        match e {
+            Errno::EPERM | Errno::EACCES | Errno::ENOSYS => {
+                TraceError::NotPermitted(format!("{step} is not permitted here ({e})"))
+            }
+            e => TraceError::Io(format!("{step}: {e}")),
+        }
+    }
 }
 
 /// A child run under ptrace with a seccomp filter that stops it at the entry
@@ -81,30 +108,6 @@ pub struct Traced {
 pub(super) enum Held {
     Forked(Forked),
     Warm(std::process::Child),
-}
-
-/// Which calls a traced child stops at: the seccomp program an exec'd
-/// child installs before its exec, and the same test in the tracer's hands
-/// for a process seized without a filter of its own (a fork server's).
-/// The kill code makes it ([`crate::kill::syscall`]); the harness only
-/// applies it.
-#[derive(Clone, Copy, Debug)]
-pub struct Traps {
-    pub filter: &'static [seccompiler::sock_filter],
-    /// Whether the filter traps call `nr` with these arguments.
-    pub test: fn(i64, &[u64; 6]) -> bool,
-}
-
-/// How a tracee is stopped at the calls its [`Traps`] name.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum Stops {
-    /// The exec'd child installed the seccomp filter itself: it stops at the
-    /// trapped calls only.
-    Seccomp,
-    /// A forked process runs under no filter of the driver's: it stops at
-    /// every system call's entry and exit (`PTRACE_SYSCALL`), and the tracer
-    /// passes over all but the entries the filter would trap (the test).
-    Syscalls(fn(i64, &[u64; 6]) -> bool),
 }
 
 impl Traced {
