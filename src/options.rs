@@ -182,6 +182,13 @@ pub struct RunOptions {
     #[arg(long, value_name = "k/n")]
     #[serde(skip)]
     pub partition: Option<Partition>,
+    /// How many times each fire's repro is rerun in the run, on the run's
+    /// own path, to measure how often it fires again (the report's
+    /// `refire`: "refired k of N"); 0 measures none. It costs only where
+    /// something fired and cannot change a verdict. [default: 5]
+    #[arg(long, value_name = "N", env = "CRASHCELLS_REFIRE", hide_env_values = true)]
+    #[serde(skip)]
+    pub refire: Option<u32>,
     /// Whether a child that offers a fork server (docs/PROTOCOL.md §9) has
     /// its operations forked by it (on, the default: it pays its imports
     /// once) or exec'd one by one (off: as a child without one). A forked
@@ -447,6 +454,7 @@ mod tests {
             workdir: WorkdirArg::default(),
             evidence: None,
             partition: None,
+            refire: None,
             fork_server: Some(Replay::Off),
             warm_pool: Some(Replay::On),
         }
@@ -485,7 +493,7 @@ mod tests {
     #[test]
     fn options_that_cannot_change_a_verdict_stay_out_of_the_repro() {
         let mut o = every_option_set();
-        (o.jobs, o.workdir.dir, o.evidence) = (Some(3), Some("/w".into()), Some("/e".into()));
+        (o.jobs, o.workdir.dir, o.evidence, o.refire) = (Some(3), Some("/w".into()), Some("/e".into()), Some(0));
         o.partition = Some(Partition { k: 2, n: 3 });
         assert_eq!(o.repro(), every_option_set().repro());
     }

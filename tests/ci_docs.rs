@@ -245,11 +245,27 @@ impl Job {
         }
         cmd.env("GITHUB_STEP_SUMMARY", self.dir.path().join("summary.md"));
         cmd.env("GH_LOG", self.dir.path().join("gh.log")).env("TRACKING_ISSUE", "15").env("NO_COLOR", "1");
+        // As `common::bin()`: a fire's repro rerun once, not five times.
+        cmd.env("CRASHCELLS_REFIRE", "1");
         cmd.envs(env.iter().copied()).output().unwrap()
     }
 
     fn file(&self, name: &str) -> String {
         std::fs::read_to_string(self.dir.path().join(name)).unwrap_or_default()
+    }
+
+    /// What a failed step's assertion shows: its stderr, and each result of
+    /// the share's report `part` that did not pass (which cell, leg and
+    /// kill, and why): an exit code alone does not say which result moved.
+    fn why(&self, out: &Output, part: &str) -> String {
+        let report: serde_json::Value = serde_json::from_str(&self.file(part)).unwrap_or_default();
+        let results = report["results"].as_array().cloned().unwrap_or_default();
+        let moved = results
+            .iter()
+            .filter(|r| r["verdict"] != "pass" && r["verdict"] != "skip")
+            .map(|r| format!("{}/{}/{}: {} {}", r["cell"], r["leg"], r["kill"], r["verdict"], r["reason"]));
+        let moved: Vec<String> = moved.collect();
+        format!("{}\nnot passed in {part}: {moved:#?}", String::from_utf8_lossy(&out.stderr))
     }
 }
 
@@ -334,7 +350,7 @@ fn ci_scripts_run_as_a_team_runs_them() {
     let shared = job.dir.path().join("shared");
     let shared = shared.to_str().unwrap();
     let runner = job.step(".crashcells/plain-runner.sh", &[("K", "1"), ("N", "1"), ("SEED", "9"), ("SHARED", shared)]);
-    assert_eq!(runner.status.code(), Some(0), "{}", String::from_utf8_lossy(&runner.stderr));
+    assert_eq!(runner.status.code(), Some(0), "{}", job.why(&runner, "part-1.json"));
     let merge = job.step(".crashcells/plain-merge.sh", &[("N", "1"), ("SEED", "9"), ("SHARED", shared)]);
     assert_eq!(merge.status.code(), Some(0), "{}", String::from_utf8_lossy(&merge.stderr));
     assert!(Path::new(shared).join("9/crashcells.xml").is_file());

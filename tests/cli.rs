@@ -141,3 +141,14 @@ fn a_child_check_folder_carries_the_pid() {
     let (pid, args) = first.split_once(' ').unwrap();
     assert!(args.contains(&format!("/crashcells-child-check-{pid}-")), "{first}");
 }
+
+/// `child-check --only` names checks `child-check` knows: another name is
+/// bad input, refused before any child runs, with the names it knows.
+#[test]
+fn child_check_only_refuses_a_check_it_does_not_know() {
+    let out = bin().args(["child-check", "--only", "ready,fork-sever"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--only: no check `fork-sever` (the checks: ready, "), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "one line expected: {stderr}");
+}

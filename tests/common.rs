@@ -8,12 +8,16 @@ use serde_json::Value;
 /// The binary, with none of the CI's variables: a test run inside GitHub
 /// Actions must neither append to the job's step summary nor record the
 /// CI's commit into the reports its snapshots compare. Tests that need them
-/// set them.
+/// set them. Each fire's repro is rerun once, not five times
+/// (`CRASHCELLS_REFIRE`, `--refire`'s variable): a rerun is a fire's cost
+/// again, and the suite's firing tests check the verdict, not the rate; a
+/// test about the rate names `--refire`.
 pub fn bin() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_crashcells"));
     for var in ["GITHUB_STEP_SUMMARY", "GITHUB_SHA", "GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"] {
         cmd.env_remove(var);
     }
+    cmd.env("CRASHCELLS_REFIRE", "1");
     cmd
 }
 
@@ -157,6 +161,7 @@ pub fn child_check_entry(child: &crashcells::harness::ChildCommand, name: &str) 
         .arg(dir.path())
         .arg("--child")
         .arg(child.display())
+        .args(["--only", name])
         .output()
         .unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();

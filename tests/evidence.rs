@@ -114,7 +114,7 @@ pub fn rerun(repro: &str, scratch: &Path) -> Value {
 #[test]
 fn a_fired_repro_fires_again_with_the_same_kill() {
     let dir = scratch();
-    let args = ["run", "--cell", "1", "--leg", "delete", "--mutant", "drop-append", "--seed", "22"];
+    let args = ["run", "--cell", "1", "--leg", "delete", "--mutant", "drop-append", "--seed", "22", "--refire", "3"];
     let (code, report) = run_json(&args, dir.path());
     assert_eq!(code, 1, "{report:#}");
     let fired = decisive(&report);
@@ -126,9 +126,9 @@ fn a_fired_repro_fires_again_with_the_same_kill() {
     assert!(syscall["repro_note"].is_null(), "a kill point's repro needs no note");
     // Each fire's repro was rerun in the run: a deterministic mutant's kill
     // point fires every time; a timed kill's count is the scheduler's.
-    assert_eq!(syscall["refire"], serde_json::json!({"runs": 5, "fired": 5}), "{syscall:#}");
-    assert_eq!(timed["refire"]["runs"], 5, "{timed:#}");
-    assert!(timed["refire"]["fired"].as_u64().is_some_and(|k| k <= 5), "{timed:#}");
+    assert_eq!(syscall["refire"], serde_json::json!({"runs": 3, "fired": 3}), "{syscall:#}");
+    assert_eq!(timed["refire"]["runs"], 3, "{timed:#}");
+    assert!(timed["refire"]["fired"].as_u64().is_some_and(|k| k <= 3), "{timed:#}");
     for fired in fired {
         let repro = fired["repro"].as_str().unwrap();
         let again = rerun(repro, dir.path());

@@ -197,13 +197,15 @@ fn child_check_runs_the_optional_checks_only_for_a_child_that_lists_them() {
         let c = checks.iter().find(|c| c["check"] == check).unwrap_or_else(|| panic!("{check} not reported"));
         (c["status"].as_str().unwrap().to_string(), c["detail"].as_str().unwrap_or_default().to_string())
     };
-    let (_, report) = child_check(&python(STORE));
+    // Only the optional checks' steps (and `append`'s) run: the others are
+    // the whole check's tests.
+    let (_, report) = child_check_only(&python(STORE), &optional);
     for check in optional {
         assert_eq!(status(&report, check).0, "ok", "{check}: {report:#}");
     }
     // Every known check is reported; those of an operation the child does
     // not list are `not run`, and say which operation.
-    let (_, report) = child_check(&python("tests/adapters/tiny.py"));
+    let (_, report) = child_check_only(&python("tests/adapters/tiny.py"), &optional);
     for check in optional {
         let (status, detail) = status(&report, check);
         assert_eq!(status, "not-run", "{check}: {report:#}");
@@ -212,7 +214,7 @@ fn child_check_runs_the_optional_checks_only_for_a_child_that_lists_them() {
     }
     // A child that lists `rotate-shapes` but rotates without them fails the
     // check: cell 3 would judge its rotations by a rule it does not follow.
-    let (code, report) = child_check(&variant("ignore-shapes"));
+    let (code, report) = child_check_only(&variant("ignore-shapes"), &["rotate-shapes"]);
     let (status, detail) = status(&report, "rotate-shapes");
     assert_eq!((code, status.as_str()), (1, "fail"), "{report:#}");
     assert!(detail.contains("without `carried`"), "{detail}");
@@ -220,10 +222,18 @@ fn child_check_runs_the_optional_checks_only_for_a_child_that_lists_them() {
 
 /// `child-check --format json` of `child`: exit code and report.
 fn child_check(child: &str) -> (i32, Value) {
+    child_check_only(child, &[])
+}
+
+/// `child-check --format json --only CHECKS` of `child` (every check when
+/// `only` is empty): exit code and report.
+fn child_check_only(child: &str, only: &[&str]) -> (i32, Value) {
     let dir = scratch();
+    let only = (!only.is_empty()).then(|| format!("--only={}", only.join(",")));
     let out = bin()
         .args(["child-check", "--child", child, "--format", "json", "--workdir"])
         .arg(dir.path())
+        .args(only)
         .output()
         .expect("the binary runs");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -374,8 +384,8 @@ fn child_check_warns_of_a_store_whose_system_calls_differ_between_two_recordings
     if crashcells::kill::syscall::unsupported_arch().is_some() {
         return;
     }
-    let (_, good) = child_check(&python(STORE));
-    let (code, bad) = child_check(&python("tests/adapters/nondeterministic.py"));
+    let (_, good) = child_check_only(&python(STORE), &["syscall-determinism"]);
+    let (code, bad) = child_check_only(&python("tests/adapters/nondeterministic.py"), &["syscall-determinism"]);
     let of = |report: &Value| checks(report).into_iter().find(|(c, _, _)| c == "syscall-determinism").unwrap();
     let (_, status, detail) = of(&good);
     if status == "not-run" {
@@ -397,7 +407,7 @@ fn child_check_warns_of_a_store_whose_system_calls_differ_between_two_recordings
 /// adapter conforms.
 #[test]
 fn a_stores_own_finding_is_reported_as_one_and_the_adapter_conforms() {
-    let (code, report) = child_check(&variant("resend"));
+    let (code, report) = child_check_only(&variant("resend"), &["catch-up-arrived", "catch-up-missing"]);
     assert_eq!((code, &report["conforming"]), (0, &Value::Bool(true)), "{report:#}");
     let all = report["checks"].as_array().unwrap();
     let arrived = all.iter().find(|c| c["check"] == "catch-up-arrived").unwrap();
@@ -503,9 +513,9 @@ fn a_slow_starting_store_gets_verdicts_not_readiness_errors() {
 
 /// `child-check` scales its deadline as `run` does (docs/PROTOCOL.md §1):
 /// a store that takes 1.2 s to start (a sleep, no CPU: the test loads no
-/// core) is checked with `--deadline 1` and conforms, fork server and all,
-/// because every wait is its measured start × 2 × 3. A deadline that does
-/// not scale fails its `ready` check.
+/// core) is checked with `--deadline 1` and conforms, its claimants at the
+/// barrier and its fork server too, because every wait is its measured
+/// start × 2 × 3. A deadline that does not scale fails its `ready` check.
 #[test]
 fn child_check_scales_its_deadline_with_the_childs_start() {
     let dir = scratch();
@@ -514,7 +524,7 @@ fn child_check_scales_its_deadline_with_the_childs_start() {
     std::fs::write(&slow, format!("sleep 1.2\nexec python3 {} \"$@\"\n", store.display())).unwrap();
     let child = format!("sh {}", slow.display());
     let out = bin()
-        .args(["child-check", "--deadline", "1", "--workdir"])
+        .args(["child-check", "--deadline", "1", "--only", "fork-server,claim-barrier", "--workdir"])
         .arg(dir.path())
         .args(["--child", &child])
         .output()

@@ -34,6 +34,10 @@ const FORK_SEED: u64 = 10;
 /// Obligations of the `deliver` run.
 const OBLIGATIONS: u64 = 3;
 
+/// The checks this file reports.
+pub(super) const CHECKS: &[&str] =
+    &["fork", "fork-state", "deliver", "deliver-state", "catch-up-arrived", "catch-up-missing"];
+
 /// The checks of the operations `ready` lists among `fork`, `deliver` and
 /// `catch-up`; each other one is `not run`, saying which operation it lacks.
 pub(super) fn check(c: &mut Checker<'_>, ready: &Ready) {

@@ -58,9 +58,59 @@ pub fn work_prefix() -> String {
 /// the barrier and a `dump` of its store.
 const AT_ONCE: u32 = 2;
 
-/// Runs the whole check of `child`, with trials in `work`, each wait bound
-/// by `asked` (`--deadline`) scaled as `run` scales it ([`scaled`]).
-pub fn check(child: &ChildCommand, work: &Path, asked: Duration) -> CheckReport {
+/// Which checks to run: every one, or (`--only`) those named, each with
+/// the step that reports it (and `append`, which every step needs).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Only(Option<Vec<String>>);
+
+impl Only {
+    /// `--only`'s names, each a known check, or the one line that says
+    /// which is not.
+    pub fn new(names: Vec<String>) -> Result<Only, String> {
+        if let Some(bad) = names.iter().find(|n| known::find(n).is_none()) {
+            let all: Vec<&str> = known::KNOWN.iter().map(|k| k.name).collect();
+            return Err(format!("--only: no check `{bad}` (the checks: {})", all.join(", ")));
+        }
+        Ok(Only((!names.is_empty()).then_some(names)))
+    }
+
+    fn asks(&self, checks: &[&str]) -> bool {
+        self.0.as_ref().is_none_or(|names| checks.iter().any(|c| names.iter().any(|n| n == c)))
+    }
+}
+
+/// The checks `append`'s step reports: it always runs (the test that the
+/// steps cover every known check reads it).
+#[cfg(test)]
+const APPEND: &[&str] = &["ready", "protocol-version", "ready-fields", "stop-after", "acks", "append-state"];
+
+/// A step after `append`: the checks it reports, and how it runs.
+type Step = (&'static [&'static str], fn(&mut Checker, &crashcells_protocol::Ready));
+
+/// The steps after `append`, in the order they run: a store an earlier
+/// step left is one the `dump` checks read.
+fn steps() -> [Step; 11] {
+    const CLAIMS: &[&str] = &["park", "claim-barrier", "claim-exit-codes", "claim-state"];
+    const ROTATES: &[&str] = &["rotate", "rotate-state"];
+    [
+        (&["ack-after-effect"], |c, _| c.ack_after_effect()),
+        (ROTATES, |c, r| c.when(r, &[Op::Rotate], ROTATES, Checker::rotate)),
+        (&["rotate-shapes"], |c, r| c.rotate_shapes(r)),
+        (CLAIMS, |c, r| c.when(r, &[Op::Park, Op::Claim], CLAIMS, Checker::claim)),
+        (&["dump-canonical", "dump-deterministic"], |c, _| c.dumps()),
+        (&["config-home", "config-errors"], |c, r| c.config_home(r)),
+        (&["dump-batch"], |c, r| c.dump_batch(r)),
+        (effects::CHECKS, |c, r| effects::check(c, r)),
+        (&["syscall-determinism"], |c, _| c.syscall_determinism()),
+        (&["fork-server"], |c, r| c.fork_server(r)),
+        (&["warm-pool"], |c, r| c.warm_pool(r)),
+    ]
+}
+
+/// Runs the check of `child` (every check, or those `only` names), with
+/// trials in `work`, each wait bound by `asked` (`--deadline`) scaled as
+/// `run` scales it ([`scaled`]).
+pub fn check(child: &ChildCommand, work: &Path, asked: Duration, only: &Only) -> CheckReport {
     let launcher = Launcher::exec(child.clone());
     let deadline = scaled(&launcher, work, asked);
     let bar = checker::progress_bar();
@@ -75,18 +125,12 @@ pub fn check(child: &ChildCommand, work: &Path, asked: Duration) -> CheckReport 
     };
     let ready = c.append();
     if let Some(ready) = &ready {
-        c.ack_after_effect();
-        c.when(ready, &[Op::Rotate], &["rotate", "rotate-state"], Checker::rotate);
-        c.rotate_shapes(ready);
-        let claims = ["park", "claim-barrier", "claim-exit-codes", "claim-state"];
-        c.when(ready, &[Op::Park, Op::Claim], &claims, Checker::claim);
-        c.dumps();
-        c.config_home(ready);
-        c.dump_batch(ready);
-        effects::check(&mut c, ready);
-        c.syscall_determinism();
-        c.fork_server(ready);
-        c.warm_pool(ready);
+        for (checks, step) in steps() {
+            match only.asks(checks) {
+                true => step(&mut c, ready),
+                false => c.skip(checks, "not asked for (--only)"),
+            }
+        }
     }
     c.bar.finish_and_clear();
     let checks = c.every_check();
@@ -120,6 +164,28 @@ fn scaled(child: &Launcher, work: &Path, asked: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--only` finds every known check's step: the steps and `append`
+    /// report each known check once, so a new check cannot be left out of
+    /// the table (it would never run under `--only`).
+    #[test]
+    fn the_steps_report_every_known_check_once() {
+        let mut stepped: Vec<&str> =
+            APPEND.iter().copied().chain(steps().iter().flat_map(|(c, _)| c.iter().copied())).collect();
+        let mut known: Vec<&str> = known::KNOWN.iter().map(|k| k.name).collect();
+        stepped.sort_unstable();
+        known.sort_unstable();
+        assert_eq!(stepped, known);
+    }
+
+    #[test]
+    fn only_names_known_checks_and_asks_their_steps() {
+        let err = Only::new(vec!["fork-server".into(), "forkserver".into()]).unwrap_err();
+        assert!(err.starts_with("--only: no check `forkserver` (the checks: ready, "), "{err}");
+        let only = Only::new(vec!["rotate-state".into()]).unwrap();
+        assert!(only.asks(&["rotate", "rotate-state"]) && !only.asks(&["fork-server"]));
+        assert!(Only::new(vec![]).unwrap().asks(&["fork-server"]), "no --only asks every check");
+    }
 
     fn sample_report() -> CheckReport {
         let finding = |check, result| Finding::of(check, result);

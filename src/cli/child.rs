@@ -129,7 +129,10 @@ pub(super) fn run_context(options: RunOptions, seed: u64, work_root: &Path, evid
     child.cwd = options.cwd.clone();
     let jobs = options.jobs.map_or_else(default_jobs, |j| j as usize);
     let deadline = options.deadline();
-    Ok(Context::new(options, seed, Launcher::exec(child), work_root.to_path_buf(), evidence_root, deadline, jobs))
+    let refires = options.refire.unwrap_or(crate::pipeline::refire::RUNS);
+    let ctx =
+        Context::new(options, seed, Launcher::exec(child), work_root.to_path_buf(), evidence_root, deadline, jobs);
+    Ok(Context { refires, ..ctx })
 }
 
 fn default_jobs() -> usize {
