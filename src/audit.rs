@@ -35,6 +35,7 @@ use crate::harness::{ChildCommand, Launcher, Running};
 use crate::kill::timed::{WaitError, wait_for_acks};
 use crate::legaudit::{self, audit_leg};
 use crate::matrix::{Leg, Matrix};
+use crate::pipeline::scale_deadline;
 
 pub const SCHEMA: &str = "crashcells.audit.v1";
 
@@ -55,9 +56,22 @@ pub struct AuditSetup {
     pub child: ChildCommand,
     /// The folder the audit's own work folder is made in.
     pub workdir: PathBuf,
+    /// `--deadline` as asked: what the crash columns' repros name.
     pub deadline: Duration,
     /// Whether each row gets its crash columns (not `--no-crash`).
     pub crash: bool,
+    /// How long the child took to write its ready record alone (the
+    /// preflight's measure; zero until [`Audit::start`]): every wait
+    /// scales with it, by the rule `run` follows ([`scale_deadline`]).
+    pub start: Duration,
+}
+
+impl AuditSetup {
+    /// The bound on a wait for the child: `--deadline`, or more for a
+    /// child whose measured start would not fit in it.
+    fn wait(&self) -> Duration {
+        scale_deadline(self.deadline, self.start, 1)
+    }
 }
 
 /// An audit whose child passed the preflight: ready to run. Split from
@@ -71,10 +85,15 @@ pub struct Audit {
 
 impl Audit {
     /// Checks that the child speaks the protocol, in the audited folder.
-    pub fn start(setup: AuditSetup) -> Result<Audit> {
+    /// Its own wait cannot scale with the start it measures: it assumes a
+    /// start as long as the deadline (at least the default one), as `run`'s.
+    pub fn start(mut setup: AuditSetup) -> Result<Audit> {
         let exec = Launcher::exec(setup.child.clone());
-        let ready = crate::probe::preflight(&exec, &setup.workdir, setup.deadline)
+        let assumed = setup.deadline.max(Duration::from_secs(crate::options::DEFAULT_DEADLINE_SECS));
+        let began = std::time::Instant::now();
+        let ready = crate::probe::preflight(&exec, &setup.workdir, scale_deadline(assumed, assumed, 1))
             .map_err(|e| Error::Child { child: setup.child.display(), message: e.to_string() })?;
+        setup.start = began.elapsed();
         Ok(Audit { setup, ready })
     }
 
@@ -102,7 +121,7 @@ impl Audit {
             .map_err(Error::io("audit folder in", &s.workdir))?;
         let forks = match s.crash {
             true => {
-                crate::probe::fork_server(&Launcher::exec(s.child.clone()), &self.ready, server_dir.path(), s.deadline)?
+                crate::probe::fork_server(&Launcher::exec(s.child.clone()), &self.ready, server_dir.path(), s.wait())?
             }
             false => None,
         };
@@ -269,11 +288,11 @@ fn crash_context(
     let child = forks.map_or_else(|| Launcher::exec(setup.child.clone()), |f| f.0.clone());
     let evidence = work_root.join("evidence");
     let ctx = crate::pipeline::Context::new(options, 1, child, work_root, evidence, setup.deadline, jobs);
-    Ok(crate::pipeline::Context {
-        child_ready: Some(ready.clone()),
-        start: forks.map_or(Duration::ZERO, |f| f.1),
-        ..ctx
-    })
+    // The crash columns' children start as the preflight's did, or as the
+    // fork server's forks do: their waits scale with that, as a run's.
+    let ctx =
+        crate::pipeline::Context { child_ready: Some(ready.clone()), start: forks.map_or(setup.start, |f| f.1), ..ctx };
+    Ok(crate::pipeline::Context { deadline: ctx.scaled_deadline(setup.deadline), ..ctx })
 }
 
 /// The paths of one leg's run.
@@ -313,11 +332,11 @@ fn run_and_kill(setup: &AuditSetup, f: &LegFiles) -> std::result::Result<u64, St
         vec!["append".into(), "--db".into(), f.db.clone().into(), "--acks".into(), f.acks.clone().into()];
     let mut child = Running::spawn(setup.child.command(&args, &f.home), Some(&f.stderr))
         .map_err(|e| format!("could not start the child `{}`: {e}", setup.child.display()))?;
-    let reached = match wait_for_acks(&mut child, &f.acks, AUDIT_ACKS, setup.deadline) {
+    let reached = match wait_for_acks(&mut child, &f.acks, AUDIT_ACKS, setup.wait()) {
         Ok(r) => r,
         Err(e @ (WaitError::Exited { .. } | WaitError::Io(_))) => return Err(e.to_string()),
         Err(WaitError::Deadline { acks }) => {
-            return Err(format!("{acks} of {AUDIT_ACKS} acks within the {:?} deadline", setup.deadline));
+            return Err(format!("{acks} of {AUDIT_ACKS} acks within the {:?} deadline", setup.wait()));
         }
         Err(WaitError::Interrupted) => return Err("interrupted".into()),
     };

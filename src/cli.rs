@@ -407,6 +407,7 @@ impl AuditArgs {
             child: self.child.command()?,
             deadline: self.deadline.duration(),
             crash: !self.no_crash,
+            start: std::time::Duration::ZERO,
         })
     }
 }

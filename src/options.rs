@@ -244,9 +244,9 @@ impl ChildArg {
 /// and a repro does not name it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Args, Serialize, Deserialize)]
 pub struct DeadlineArg {
-    /// Seconds any single wait for the child may take before it is an error [default: 30]; `run`
-    /// and `child-check` wait longer when the child's measured start × the children that may
-    /// start at once × 3 is more (docs/PROTOCOL.md §1).
+    /// Seconds any single wait for the child may take before it is an error [default: 30]; `run`,
+    /// `audit` and `child-check` wait longer when the child's measured start × the children that
+    /// may start at once × 3 is more (docs/PROTOCOL.md §1).
     #[arg(
         long = "deadline",
         id = "deadline",

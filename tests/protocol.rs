@@ -534,6 +534,37 @@ fn child_check_scales_its_deadline_with_the_childs_start() {
     assert!(stdout.contains("ok      fork-server"), "{stdout}");
 }
 
+/// `audit` scales its waits as `run` does: the same 1.2 s store, audited
+/// with `--deadline 1`, gets its row (the preflight assumes a start as
+/// long as the default deadline; the leg's wait for its acks is the
+/// measured start × 3). Before, the preflight's 1 s ended the audit.
+#[test]
+fn audit_scales_its_deadline_with_the_childs_start() {
+    let dir = scratch();
+    let store = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(STORE);
+    let slow = dir.path().join("slow.sh");
+    std::fs::write(&slow, format!("sleep 1.2\nexec python3 {} \"$@\"\n", store.display())).unwrap();
+    let matrix = dir.path().join("m.toml");
+    std::fs::write(
+        &matrix,
+        "name = \"m\"\ndescription = \"one leg\"\n[[legs]]\nname = \"delete\"\njournal_mode = \"delete\"\n",
+    )
+    .unwrap();
+    let out = bin()
+        .args(["audit", "--no-crash", "--deadline", "1", "--format", "json", "--matrix"])
+        .arg(&matrix)
+        .arg("--workdir")
+        .arg(dir.path())
+        .args(["--child", &format!("sh {}", slow.display())])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let row = &report["rows"][0];
+    assert_eq!((&row["leg"], &row["ran_mode"]), (&Value::from("delete"), &Value::from("delete")), "{report:#}");
+}
+
 /// A result run through the Python store's fork server, through its warm
 /// pool, and with every operation exec'd reaches the same verdict at the
 /// same kill points: forking or warming is only where the interpreter's
