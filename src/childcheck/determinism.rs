@@ -116,7 +116,7 @@ fn masked(mut points: Vec<Point>) -> Vec<Point> {
 fn first_difference(first: &[Point], second: &[Point]) -> Option<String> {
     let same = |a: &Point, b: &Point| (a.syscall, a.file, a.offset, a.len) == (b.syscall, b.file, b.offset, b.len);
     let at = first.iter().zip(second).position(|(a, b)| !same(a, b));
-    let call = |p: Option<&Point>| p.map_or("no call (it had ended)".to_string(), describe);
+    let call = |p: Option<&Point>| p.map_or("no call (it had ended)".to_string(), Point::call);
     match at {
         Some(i) => Some(format!(
             "counted call {} is {} in the first, {} in the second",
@@ -135,21 +135,6 @@ fn first_difference(first: &[Point], second: &[Point]) -> Option<String> {
             ))
         }
     }
-}
-
-/// `pwrite64 database offset 4096 length 4096`, as much as the point says.
-fn describe(p: &Point) -> String {
-    let mut out = p.syscall.to_string();
-    if let Some(f) = p.file {
-        out.push_str(&format!(" {}", f.as_str()));
-    }
-    if let Some(o) = p.offset {
-        out.push_str(&format!(" offset {o}"));
-    }
-    if let Some(n) = p.len {
-        out.push_str(&format!(" length {n}"));
-    }
-    out
 }
 
 #[cfg(test)]

@@ -8,7 +8,9 @@
 //! sector units and reordered within a sync interval ([`torn`], with
 //! [`sectors`]); after a sync that fault injection made fail, the states
 //! the failure added ([`failed`]). The states of one recording share the
-//! pages of their files that neither changed ([`pages`]).
+//! pages of their files that neither changed ([`pages`]). A state is found
+//! again in another run of a store whose calls differ from run to run by
+//! what two runs can share of it ([`likeness`]).
 //!
 //! Why a log rather than copies of the folder at each point: the power model
 //! needs the log anyway (what was synced, when), a log costs one pass of the
@@ -18,6 +20,7 @@
 pub mod failed;
 pub mod files;
 pub mod image;
+pub mod likeness;
 pub mod log;
 pub mod pages;
 pub mod power;

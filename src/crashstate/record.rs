@@ -9,12 +9,13 @@
 //! the run (the self-check of `crate::pipeline::recorded`): a child that
 //! writes through `mmap`, or whose calls end short, disagrees there.
 
-use super::{At, Effect, Log};
+use super::{At, Effect, Files, Log};
 use crate::harness::{TraceError, Traced};
 use crate::kill::inject::Injected;
 use crate::kill::syscall::short_count;
 use crate::kill::syscall::{
-    Driven, FileKind, Goal, Observer, Targets, drive_observed, fd_path, read_path, syscall_name,
+    Asker, Driven, FileKind, Goal, Observer, Point, Targets, drive_asking, drive_observed, fd_path, read_path,
+    syscall_name,
 };
 
 /// `pwritev2`'s flag for a write at the end of the file.
@@ -41,6 +42,33 @@ pub fn record(child: &mut Traced, targets: &Targets, goal: Goal) -> Result<(Driv
         }
     };
     let driven = drive_observed(child, targets, goal, &mut observe as &mut Observer)?;
+    if matches!(driven, Driven::At(_)) {
+        log.killed_at_last();
+    }
+    Ok((driven, log))
+}
+
+/// Drives `child` as [`record`] does, keeping the files the calls so far
+/// left (the process-crash model, [`Files`]), and kills it at the first
+/// counted call for which `ask`, shown those files (the call not yet run)
+/// and the call, answers `true` ([`Goal::Asked`]): a kill placed by the
+/// state a run reached, not by an ordinal.
+pub fn record_asking(
+    child: &mut Traced,
+    targets: &Targets,
+    ask: &mut dyn FnMut(&Files, &Point) -> bool,
+) -> Result<(Driven, Log), TraceError> {
+    let mut log = Log::default();
+    let mut files = Files::default();
+    let mut asked = |pid: u32, nr: i64, args: [u64; 6], point: Option<&Point>| {
+        let kill = point.is_some_and(|p| ask(&files, p));
+        if let Some(effect) = observe(pid, targets, nr, args, point.and_then(|p| p.file)) {
+            files.apply(&effect);
+            log.push(point.cloned(), effect);
+        }
+        kill
+    };
+    let driven = drive_asking(child, targets, &mut asked as &mut Asker)?;
     if matches!(driven, Driven::At(_)) {
         log.killed_at_last();
     }

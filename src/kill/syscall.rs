@@ -25,6 +25,10 @@
 //! `Goal::InjectAt`: the Nth call is not killed but changed as its
 //! injection says ([`super::inject`]; [`super::fault`] makes it fail without
 //! running), and the child runs on to its own end.
+//!
+//! A kill may also be placed by what the caller saw rather than by an
+//! ordinal (`Goal::Asked`, [`drive_asking`]): a recorded fire sought again
+//! in a run whose calls differ from the recording's.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -238,6 +242,22 @@ impl Point {
         Point { ordinal, syscall: "exit", file: None, offset: None, len: None }
     }
 
+    /// The call in words, as much as the point says: `pwrite64 database
+    /// offset 4096 length 4096`.
+    pub fn call(&self) -> String {
+        let mut out = self.syscall.to_string();
+        if let Some(f) = self.file {
+            out.push_str(&format!(" {}", f.as_str()));
+        }
+        if let Some(o) = self.offset {
+            out.push_str(&format!(" offset {o}"));
+        }
+        if let Some(n) = self.len {
+            out.push_str(&format!(" length {n}"));
+        }
+        out
+    }
+
     pub fn kill_point(&self, trial: u32, after_acks: u64) -> KillPoint {
         KillPoint {
             trial,
@@ -326,6 +346,12 @@ pub enum Goal {
     /// ends on its own: `Driven::Exited` with `counted` of at least N if
     /// the injection was made.
     InjectAt(u64, Injected),
+    /// Kill at the first counted call its asker says ([`drive_asking`]):
+    /// a point that no ordinal names, such as where a run that does not
+    /// make the same calls twice reaches a recorded fire's state again.
+    /// Under [`drive`] or [`drive_observed`], which ask nothing, the child
+    /// runs to its end.
+    Asked,
 }
 
 /// What the tracer does to a call it injects into, at its entry.
@@ -392,6 +418,10 @@ pub fn drive(child: &mut Traced, targets: &Targets, goal: Goal) -> Result<Driven
 /// if it is one (numbered).
 pub type Observer<'a> = dyn FnMut(u32, i64, [u64; 6], Option<&Point>) + 'a;
 
+/// What [`drive_asking`] shows each trapped call, as [`Observer`]; its
+/// answer, for a kill point, is whether to kill there.
+pub type Asker<'a> = dyn FnMut(u32, i64, [u64; 6], Option<&Point>) -> bool + 'a;
+
 /// [`drive`], showing every trapped call to `observe` first (the one the
 /// child is killed at included).
 pub fn drive_observed(
@@ -400,6 +430,20 @@ pub fn drive_observed(
     goal: Goal,
     observe: &mut Observer,
 ) -> Result<Driven, TraceError> {
+    drive_with(child, targets, goal, &mut |pid, nr, args, point| {
+        observe(pid, nr, args, point);
+        false
+    })
+}
+
+/// Drives `child` to the first counted call `ask` answers `true` for
+/// ([`Goal::Asked`]), showing it every trapped call first; `Driven::At`
+/// that call, which has not run, or the child's own end.
+pub fn drive_asking(child: &mut Traced, targets: &Targets, ask: &mut Asker) -> Result<Driven, TraceError> {
+    drive_with(child, targets, Goal::Asked, ask)
+}
+
+fn drive_with(child: &mut Traced, targets: &Targets, goal: Goal, observe: &mut Asker) -> Result<Driven, TraceError> {
     let mut counted = 0;
     let mut ack_writes = 0;
     let mut census_end = None;
@@ -414,7 +458,7 @@ pub fn drive_observed(
             p.ordinal = counted;
             p
         });
-        observe(pid, nr, args, point.as_ref());
+        let asked = observe(pid, nr, args, point.as_ref());
         if let (Some(_), Goal::InjectAt(n, injected)) = (&point, goal)
             && counted == n
         {
@@ -438,6 +482,7 @@ pub fn drive_observed(
                     }
                     census_end.is_some_and(|m| counted == m + 1)
                 }
+                Goal::Asked => asked,
                 Goal::ToEnd | Goal::InjectAt(..) => false,
             };
             if at {
