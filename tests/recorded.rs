@@ -173,6 +173,31 @@ fn a_recorded_fire_is_confirmed_by_a_real_kill_and_its_repro_is_that_kill() {
     assert_eq!((&rs[0]["states"], &rs[0]["sampled"]), (&Value::from("re-executed"), &Value::from(true)), "{:#}", rs[0]);
 }
 
+/// A store that writes from a thread pool (tests/adapters/pooled.py) does
+/// not make the same calls twice: the real kill at a recorded fire's point
+/// lands elsewhere in about two runs of three. Its planted ack-before-commit
+/// still fires, confirmed by a real kill at the point or, where that
+/// passed, in a run killed where it reached the fired state again (by its
+/// files' hash, or by the fired call once the same acks were written),
+/// never an error naming the non-determinism; without the bug it passes.
+#[test]
+fn a_store_that_writes_from_a_thread_pool_fires_when_broken_and_passes_when_not() {
+    if Command::new("python3").arg("--version").output().is_err() {
+        return eprintln!("no python3 here; skipping");
+    }
+    let child = concat!("python3 ", env!("CARGO_MANIFEST_DIR"), "/tests/adapters/pooled.py");
+    let args = ["run", "--child", child, "--cell", "1", "--leg", "delete", "--kill", "syscall", "--seed", "45"];
+    let Some((code, rs, _dir)) = sweep(&[&args[..], &["--mutant", "ack-before-commit"]].concat()) else { return };
+    let r = &rs[0];
+    assert_eq!((code, r["verdict"].as_str()), (1, Some("fire")), "{r:#}");
+    let details: Vec<&str> = r["details"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
+    let how = details.iter().find(|d| d.starts_with("confirmed by a real kill")).expect("how it was confirmed");
+    let ways = ["at point ", "once the ack journal held what it held there", "files first held the state"];
+    assert!(ways.iter().any(|w| how.contains(w)), "{how}");
+    let (code, rs, _dir) = sweep(&args).unwrap();
+    assert_eq!((code, rs[0]["verdict"].as_str()), (0, Some("pass")), "{:#}", rs[0]);
+}
+
 #[test]
 fn replay_off_re_executes_and_says_so_in_the_repro() {
     let args = ["run", "--cell", "3", "--leg", "delete", "--kill", "syscall", "--replay", "off", "--points", "3"];

@@ -24,8 +24,11 @@ pub(super) const CHECK: &str = "syscall-determinism";
 /// What a run does with a store whose recordings differ.
 const CONSEQUENCE: &str = "a run's recorded sweep rebuilds crash states from one recording and confirms a \
                            state that did not pass by a real kill at its point, which in this store may land \
-                           elsewhere: such a fire is reported as an `error` naming the non-determinism, never as \
-                           a fire (docs/PROTOCOL.md §1, \"The same bytes twice\"); make the store's writes \
+                           elsewhere; it then runs the workload again (up to 3 times), killed where the store's \
+                           files first hold that state again or at the same call once the ack journal holds the \
+                           same acks, and says in the result how the fire was confirmed; a fire none of those \
+                           kills repeats is reported as an `error` naming the non-determinism, never as a fire \
+                           (docs/PROTOCOL.md §1, \"The same bytes twice\"); make the store's writes \
                            synchronous, or run with `--replay off` to re-run the child to every point";
 
 impl Checker<'_> {

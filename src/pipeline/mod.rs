@@ -16,7 +16,9 @@
 //!   its crash sources: [`timed`] (a kill once a seeded number of acks is
 //!   reached), [`point`] (a real kill at syscall point N, and the census
 //!   that counts the points), [`recorded`] (one recorded run, every crash
-//!   state rebuilt from its log, a fire confirmed by a real kill), [`power`]
+//!   state rebuilt from its log, a fire confirmed by a real kill; [`refind`]:
+//!   for a store whose calls differ from run to run, a kill where a run
+//!   reaches the fired state again), [`power`]
 //!   (the power-loss states of the same log, in-order or torn, sharing a
 //!   recording and its recoveries where asked: [`power_share`]), [`fault`]
 //!   (a run per write or sync made to fail, and what the store made of it,
@@ -64,6 +66,7 @@ pub mod race;
 pub mod race_sweep;
 pub mod recorded;
 pub mod recoveries;
+pub mod refind;
 pub mod refire;
 pub mod result;
 pub mod sweep;

@@ -255,10 +255,12 @@ pub enum Failure {
     WinningPointUnreached { points: u64, at: u64 },
     #[error(
         "point {point} fails only when recorded: the recorded state found {found}, but a real kill at point \
-         {point} passes; the child does not write the same bytes on every run (a clock, a random salt, \
-         scheduling), so its recorded states do not stand for it (run with --replay off)"
+         {point} passes, and so did {tries} runs killed where their files first held that state again or at its \
+         call once their ack journal held what it held there (none that reached it fired); the child does not \
+         write the same bytes on every run (a clock, a random salt, a thread pool's scheduling), so its recorded \
+         states do not stand for it: make its writes synchronous, or run with --replay off"
     )]
-    OnlyRecorded { point: u32, found: Box<Outcome> },
+    OnlyRecorded { point: u32, found: Box<Outcome>, tries: u32 },
     #[error(
         "fires only through the {launcher}: there it found {found}, but with every operation exec'd, {}; \
          look for state the {launcher}'s processes made before their operation (a module-level cache a warm-up \

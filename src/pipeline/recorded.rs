@@ -22,14 +22,16 @@ use super::census::{Census, Filter, preflight, trace_outcome};
 use super::confirm;
 use super::driver::{Count, Driver, Got, MOST_PER_BATCH, Passed, Plan, Source};
 use super::outcome::{Failure, Outcome, Site};
+use super::refind::Found;
 use super::sweep::{Swept, sweep};
 use super::trial::Trial;
 use super::verdict::conclude;
 use super::workload::{Workload, ended_well, ended_with};
+use crate::crashstate::likeness::Sought;
 use crate::crashstate::record::record;
 use crate::crashstate::state::process_states;
 use crate::crashstate::{Files, Log, Names, State};
-use crate::kill::syscall::{Driven, Goal, sweep_points};
+use crate::kill::syscall::{Driven, Goal, Point, sweep_points};
 use crate::report::{Crash, Trace};
 use crate::trialdir::TrialEnv;
 
@@ -224,9 +226,12 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
     let mut trials = driver.run(&source, &plan);
     if trials.last().is_some_and(Trial::is_bad) {
         let recorded = trials.pop().expect("a last trial");
-        let real = w.kill_at(rec.filter, u64::from(recorded.index), &rec.census);
-        let mut decided = decide(recorded, real);
-        on_plain_path(w, &rec, &mut decided);
+        let n = recorded.index;
+        let sought = sought(&states, n);
+        let real = w.kill_at(rec.filter, u64::from(n), &rec.census);
+        let refind = || w.refind(rec.filter, &sought, n, &rec.census);
+        let mut decided = decide(recorded, real, &sought.point, refind);
+        on_plain_path(w, &rec, &sought, &mut decided);
         trials.push(decided);
     }
     // A fire only the recording saw has no real kill's calls: the log's.
@@ -303,18 +308,36 @@ fn units_of(states: &[State]) -> Vec<Range<usize>> {
     units
 }
 
-/// A fire the real kill confirmed through the fork server, killed again at
-/// its point with every operation exec'd ([`super::confirm`]), on the
-/// recording's census and length: no census of its own to pay.
-fn on_plain_path(w: &Workload, rec: &Recording, decided: &mut Trial) {
+/// A fire the real kill confirmed through the fork server, killed again
+/// with every operation exec'd ([`super::confirm`]), on the recording's
+/// census and length (no census of its own to pay): at its point, and where
+/// that passes, where a run reaches its state again ([`super::refind`]).
+fn on_plain_path(w: &Workload, rec: &Recording, sought: &Sought, decided: &mut Trial) {
     if !confirm::needed(w.ctx, decided) {
         return;
     }
     let plain = w.ctx.plain();
     let exec = w.on(&plain);
     let n = decided.index;
-    let mut again = |_| Some(exec.kill_at(rec.filter, u64::from(n), &rec.census).outcome);
+    let mut again = |_| {
+        let real = exec.kill_at(rec.filter, u64::from(n), &rec.census);
+        if real.is_bad() {
+            return Some(real.outcome);
+        }
+        Some(match exec.refind(rec.filter, sought, n, &rec.census) {
+            Found::Again(r) => r.trial.outcome,
+            Found::Broken(t) => t.outcome,
+            Found::Missed(_) => real.outcome,
+        })
+    };
     confirm::confirm(decided, (Site::Point(n), &w.ctx.child.launcher()), 1, &mut again);
+}
+
+/// The recorded state of point `index`, as a run that seeks it again
+/// looks for it.
+fn sought(states: &[State], index: u32) -> Sought {
+    let s = states.iter().find(|s| s.point.ordinal == u64::from(index)).expect("the state of a judged point");
+    Sought::new(&s.files, &s.point)
 }
 
 /// Each state's point and a digest of what a recovery sees in it: the
@@ -339,21 +362,39 @@ fn distinct_states(marks: &[(u64, u64)], last: u64) -> u64 {
 }
 
 /// A recorded state that did not pass, against a real kill at its point:
-/// the real kill's trial when it does not pass either (confirmed), else an
-/// `error` naming the non-determinism, with the recorded state as evidence.
-pub fn decide(recorded: Trial, real: Trial) -> Trial {
+/// the real kill's trial when it does not pass either (confirmed); else,
+/// for a store whose calls differ from run to run, the first run killed
+/// where it reached the state again that does not pass (`refind`, called
+/// only then); else an `error` naming the non-determinism, with the
+/// recorded state as evidence. The details say how it was confirmed.
+pub fn decide(recorded: Trial, real: Trial, at: &Point, refind: impl FnOnce() -> Found) -> Trial {
     let n = recorded.index;
     if real.is_bad() {
-        let mut t = real;
-        t.details.push(format!("confirmed by a real kill at point {n}"));
-        if recorded.outcome != t.outcome {
-            t.details.push(format!("the recorded state at point {n} found: {}", recorded.outcome));
-        }
-        return t;
+        return confirmed(real, &recorded, format!("confirmed by a real kill at point {n}"));
     }
-    let mut t = recorded;
-    let found = Box::new(std::mem::replace(&mut t.outcome, Outcome::Pass));
-    t.outcome = Outcome::Error(Failure::OnlyRecorded { point: n, found });
+    match refind() {
+        Found::Again(r) => {
+            let how = r.said(n, at);
+            confirmed(r.trial, &recorded, how)
+        }
+        Found::Broken(t) => *t,
+        Found::Missed(tries) => {
+            let mut t = recorded;
+            let found = Box::new(std::mem::replace(&mut t.outcome, Outcome::Pass));
+            t.outcome = Outcome::Error(Failure::OnlyRecorded { point: n, found, tries });
+            t
+        }
+    }
+}
+
+/// A real kill's trial that did not pass, standing for the recorded one,
+/// with how it was found and what the recorded state found if it differs.
+fn confirmed(mut t: Trial, recorded: &Trial, how: String) -> Trial {
+    let n = recorded.index;
+    t.details.push(how);
+    if recorded.outcome != t.outcome {
+        t.details.push(format!("the recorded state at point {n} found: {}", recorded.outcome));
+    }
     t
 }
 
@@ -375,13 +416,44 @@ mod tests {
         })
     }
 
+    fn at() -> Point {
+        use crate::kill::syscall::FileKind;
+        Point { ordinal: 7, syscall: "pwrite64", file: Some(FileKind::Journal), offset: Some(512), len: Some(4) }
+    }
+
+    fn unasked() -> Found {
+        panic!("a fire the kill at its point repeats is not sought again")
+    }
+
     #[test]
     fn a_fire_a_real_kill_repeats_is_confirmed_and_reported_as_the_real_kill() {
-        let t = decide(trial(7, lost("m1")), trial(7, lost("m1")));
+        let t = decide(trial(7, lost("m1")), trial(7, lost("m1")), &at(), unasked);
         assert_eq!(t.outcome, lost("m1"));
         assert_eq!(t.details, ["confirmed by a real kill at point 7"]);
-        let t = decide(trial(7, lost("m1")), trial(7, lost("m0")));
+        let t = decide(trial(7, lost("m1")), trial(7, lost("m0")), &at(), unasked);
         assert_eq!(t.details[1], "the recorded state at point 7 found: lost m1");
+    }
+
+    #[test]
+    fn a_fire_the_kill_at_its_point_misses_is_confirmed_where_a_run_reaches_it_again_and_says_how() {
+        use crate::crashstate::likeness::Likeness;
+        use crate::pipeline::refind::Refound;
+        for (how, said) in [
+            (Likeness::Write, "at the call of point 7 (pwrite64 journal offset 512 length 4) once the ack journal"),
+            (Likeness::State, "where the store's files first held the state of point 7 again (by a hash"),
+        ] {
+            let again = || Found::Again(Box::new(Refound { trial: trial(7, lost("m0")), how, ordinal: 9, run: 2 }));
+            let t = decide(trial(7, lost("m0")), trial(7, Outcome::Pass), &at(), again);
+            assert_eq!(t.outcome, lost("m0"));
+            assert_eq!(t.details.len(), 1, "{:?}", t.details);
+            let d = &t.details[0];
+            assert!(d.starts_with(&format!("confirmed by a real kill {said}")), "{d}");
+            assert!(d.contains(": point 9 of run 2 of 3; the kill at point 7 itself passed"), "{d}");
+        }
+        // A run that could not be made is that run's trial, as any trial's.
+        let broken = || Found::Broken(Box::new(trial(7, Outcome::Error(Failure::NoReady))));
+        let t = decide(trial(7, lost("m0")), trial(7, Outcome::Pass), &at(), broken);
+        assert_eq!(t.outcome, Outcome::Error(Failure::NoReady));
     }
 
     #[test]
@@ -410,11 +482,14 @@ mod tests {
 
     #[test]
     fn a_fire_only_the_recording_sees_is_an_error_naming_the_non_determinism() {
-        let t = decide(trial(7, lost("m1")), trial(7, Outcome::Pass));
-        let Outcome::Error(Failure::OnlyRecorded { point: 7, found }) = &t.outcome else { panic!("{:?}", t.outcome) };
+        let t = decide(trial(7, lost("m1")), trial(7, Outcome::Pass), &at(), || Found::Missed(3));
+        let Outcome::Error(Failure::OnlyRecorded { point: 7, found, tries: 3 }) = &t.outcome else {
+            panic!("{:?}", t.outcome)
+        };
         assert_eq!(**found, lost("m1"));
         let why = t.outcome.to_string();
         assert!(why.starts_with("point 7 fails only when recorded: the recorded state found lost m1"), "{why}");
+        assert!(why.contains("and so did 3 runs killed where their files first held that state again"), "{why}");
         assert!(why.contains("does not write the same bytes on every run"), "{why}");
         assert_eq!(t.index, 7);
     }

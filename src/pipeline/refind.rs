@@ -1,0 +1,149 @@
+//! A recorded fire found again by a real kill in a store whose calls differ
+//! from run to run (a thread pool takes the store's lock in whatever order
+//! the scheduler gives): when the real kill at the fire's ordinal passes,
+//! the workload runs again, traced, up to [`TRIES`] times, each run killed
+//! at the first counted call where its files are the recorded state again,
+//! or where it makes the recorded point's call once its ack journal holds
+//! what it held there ([`crate::crashstate::likeness`]). The first run
+//! that does not pass confirms the fire; its details say how.
+//!
+//! Crash model: [`super::point`]'s: the child is stopped at the entry of a
+//! counted call and its group gets `SIGKILL` there; the call never runs.
+//! Only how the call is chosen differs: by what the calls so far built
+//! ([`crate::crashstate::record::record_asking`]), not by its ordinal.
+//! Clause: the cell's, judged by [`super::verdict`] like any killed trial.
+//! A fire no run finds again stays an `error` naming the non-determinism.
+
+use super::census::{Census, Filter, trace_outcome};
+use super::outcome::{Failure, Outcome};
+use super::trial::Trial;
+use super::workload::Workload;
+use crate::crashstate::likeness::{Likeness, Sought};
+use crate::crashstate::record::record_asking;
+use crate::crashstate::{Files, Log};
+use crate::kill::syscall::{Driven, Point};
+use crate::report::{Crash, Trace};
+use crate::trialdir::TrialEnv;
+
+/// How many runs seek a recorded fire once the kill at its ordinal passed.
+/// Each is a whole traced workload and a recovery, paid only where a
+/// recorded state did not pass; a run reaches the state again in most runs
+/// of a store that reorders its writes (the likeness by call and acks does
+/// not need the same order), so three make a real fire's error rare while
+/// a fire that only the recording saw costs three runs, not a sweep.
+pub const TRIES: u32 = 3;
+
+/// A run that found the sought state again, and how.
+pub struct Refound {
+    /// The killed run's trial, judged: its index is the recorded point's.
+    pub trial: Trial,
+    pub how: Likeness,
+    /// Where in that run it was killed.
+    pub ordinal: u64,
+    /// Which run of [`TRIES`] it was (from 1).
+    pub run: u32,
+}
+
+/// What the runs that sought a recorded state found.
+pub enum Found {
+    /// A run reached it, and its kill did not pass.
+    Again(Box<Refound>),
+    /// No run's kill there failed (or none reached it): how many ran.
+    Missed(u32),
+    /// A run could not be made or was cut short (a tracing error, the
+    /// deadline, an interrupt): its trial, as any trial's.
+    Broken(Box<Trial>),
+}
+
+impl Refound {
+    /// What the result's details say of how the fire was confirmed.
+    pub fn said(&self, point: u32, sought: &Point) -> String {
+        let (ordinal, run) = (self.ordinal, self.run);
+        let how = match self.how {
+            Likeness::State => format!(
+                "where the store's files first held the state of point {point} again (by a hash that leaves out the \
+                 ready record's pid and what SQLite draws at random)"
+            ),
+            Likeness::Write => {
+                format!("at the call of point {point} ({}) once the ack journal held what it held there", sought.call())
+            }
+        };
+        format!(
+            "confirmed by a real kill {how}: point {ordinal} of run {run} of {TRIES}; the kill at point {point} \
+             itself passed: this store does not make the same calls on every run"
+        )
+    }
+}
+
+impl Workload<'_> {
+    /// Up to [`TRIES`] runs, each killed where it first reaches `sought`
+    /// (the recorded state of point `index`): the first that does not pass.
+    pub fn refind(&self, filter: Filter, sought: &Sought, index: u32, census: &Census) -> Found {
+        for run in 1..=TRIES {
+            match self.ctx.pool.unit(|| self.sought_once(filter, sought, (index, run), census)) {
+                Ok(Some(found)) if found.trial.is_bad() => return Found::Again(Box::new(found)),
+                Ok(_) => {}
+                Err(broken) => return Found::Broken(broken),
+            }
+        }
+        Found::Missed(TRIES)
+    }
+
+    /// One run seeking `sought`: `None` if it ended without reaching it.
+    fn sought_once(
+        &self,
+        filter: Filter,
+        sought: &Sought,
+        (index, run): (u32, u32),
+        census: &Census,
+    ) -> Result<Option<Refound>, Box<Trial>> {
+        let broken = |env: Option<TrialEnv>, o: Outcome| {
+            let t = Trial::ended(index, o);
+            Box::new(if let Some(env) = env { t.with_env(env) } else { t })
+        };
+        let env = self.env(&format!("p{index}-again{run}")).map_err(|f| broken(None, Outcome::Error(f)))?;
+        let (point, log, how) = match self.killed_where(&env, filter, sought) {
+            Ok(Some(found)) => found,
+            Ok(None) => return Ok(None),
+            Err(o) => return Err(broken(Some(env), o)),
+        };
+        let mut trial = Trial::new(index);
+        trial.kill_point = Some(point.kill_point(index, 0));
+        let outcome = self.judge(&env, Some(census), &mut trial);
+        if let Some(kp) = trial.kill_point.as_mut() {
+            kp.after_acks = trial.acked;
+            if !outcome.is_pass() {
+                let _ =
+                    std::fs::write(env.path("kill-point.json"), serde_json::to_string_pretty(kp).unwrap_or_default());
+                trial.trace = Some(Trace::of_log(&log, point.ordinal, Crash::Kill));
+            }
+        }
+        let trial = trial.conclude(outcome).with_env(env);
+        Ok(Some(Refound { trial, how, ordinal: point.ordinal, run }))
+    }
+
+    /// Runs the workload traced in `env`, killed at the first counted call
+    /// where it is like `sought`: that call, the run's log, and how; `None`
+    /// if it ended first.
+    fn killed_where(
+        &self,
+        env: &TrialEnv,
+        filter: Filter,
+        sought: &Sought,
+    ) -> Result<Option<(Point, Log, Likeness)>, Outcome> {
+        let args = self.op_args(env, true);
+        let launch = self.launch(env, &args);
+        let mut child =
+            self.ctx.child.spawn_traced(&launch, filter, self.ctx.deadline).map_err(|e| trace_outcome(e, self.ctx))?;
+        let mut how = None;
+        let mut ask = |files: &Files, call: &Point| {
+            how = sought.like(files, call);
+            how.is_some()
+        };
+        let (driven, log) =
+            record_asking(&mut child, &self.targets(env), &mut ask).map_err(|e| trace_outcome(e, self.ctx))?;
+        let Driven::At(point) = driven else { return Ok(None) };
+        child.kill_and_reap().check().map_err(|e| Outcome::Error(Failure::Reap(e)))?;
+        Ok(how.map(|how| (point, log, how)))
+    }
+}
