@@ -178,6 +178,25 @@ impl Files {
         Ok(dir.join(db))
     }
 
+    /// The store a real crash left in `dir` (a killed trial's folder, its
+    /// files named by `names`), read as a state: its database, `-journal`,
+    /// `-wal` and transport as they are on disk, a file that is not there
+    /// absent; not the ack journal (the store is what recovery reads) nor
+    /// the `-shm` (see the module's words: a first connection resets it).
+    pub fn read_store(dir: &Path, names: &Names) -> std::io::Result<Files> {
+        let mut f = Files::default();
+        for kind in MODELLED.into_iter().filter(|k| *k != FileKind::Acks) {
+            match std::fs::read(dir.join(names.of(kind))) {
+                Ok(bytes) => {
+                    f.files.insert(kind, Pages::from_slice(&bytes));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(f)
+    }
+
     /// Where the model and the disk first differ, for the trial's files in
     /// `dir`; `None` when they agree on every modelled file.
     pub fn differs_from_disk(&self, dir: &Path, names: &Names) -> Option<String> {
@@ -274,6 +293,26 @@ mod tests {
 
     fn write(file: FileKind, at: At, data: &[u8]) -> Event {
         ev(Effect::Write { file, at, data: data.to_vec() })
+    }
+
+    /// A killed trial's folder read as a state: its store's files as they
+    /// are, the ack journal and the `-shm` left out; written back, the
+    /// same bytes.
+    #[test]
+    fn a_folder_a_crash_left_reads_as_its_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = Names::new(&dir.path().join("store.db"), &dir.path().join("acks"), &dir.path().join("t"));
+        for (name, bytes) in [("store.db", "db"), ("store.db-wal", "wal"), ("store.db-shm", "shm"), ("acks", "a")] {
+            std::fs::write(dir.path().join(name), bytes).unwrap();
+        }
+        let f = Files::read_store(dir.path(), &names).unwrap();
+        let kinds: Vec<FileKind> = f.store().map(|(k, _)| *k).collect();
+        assert_eq!(kinds, [FileKind::Database, FileKind::Wal]);
+        assert_eq!(f.get(FileKind::Acks), None, "the acks are not the store");
+        let out = tempfile::tempdir().unwrap();
+        let db = f.write_store_to(out.path(), "s0.db").unwrap();
+        assert_eq!(std::fs::read(sibling(&db, "-wal")).unwrap(), b"wal");
+        assert!(!sibling(&db, "-shm").exists());
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The one driver of rebuilt crash states: a crash source ([`Source`])
-//! yields units of work in ascending order of their kill points and says
+//! The one driver of crash states, rebuilt or left in a trial's folder: a
+//! crash source ([`Source`]) yields units of work in ascending order of
+//! their kill points (or trial indices) and says
 //! how to judge one and how to annotate its finding ([`Cause`]); the driver
 //! owns the rest, written once: the waves of units made over `--jobs`
 //! threads up to the first that does not pass
@@ -13,7 +14,9 @@
 //!
 //! Crash model: a unit's states are crash states rebuilt from a log (a
 //! process crash, a power loss, the end of a run whose call was made to
-//! fail); recovery depends on the store's files only (the ack journal
+//! fail) or read from the folder a killed trial or a race left
+//! ([`crate::crashstate::Files::read_store`]: one kind of store for both,
+//! so that nothing below is written twice); recovery depends on the store's files only (the ack journal
 //! aside), and on what is fixed for the driver (the child, the leg's config
 //! home, the cell's recovery step), so one recovery per distinct store is
 //! exact. Clause: each source's, by the one verdict path
@@ -37,7 +40,7 @@ use crate::crashstate::power::AtPoint;
 use crate::crashstate::{Files, Names, State};
 use crate::matrix::Leg;
 use crate::recovery::batch::Restore;
-use crate::recovery::{Pair, Passes, Recovered, recover_batch};
+use crate::recovery::{Pair, Passes, Recovered, RecoveryError, recover_batch};
 use crate::trialdir::TrialEnv;
 
 /// Most distinct stores one dump process recovers: large enough that an
@@ -51,10 +54,13 @@ pub struct Driver<'a> {
     pub cell: &'a dyn Cell,
     pub leg: &'a Leg,
     /// The recording's census: its ready record and leg audit stand for
-    /// every state (the sweep runs only on a leg the census showed honored).
-    pub census: &'a Census,
-    /// The recorded run's folder: its config home, the workload's seed and
-    /// the recovery step every pass runs.
+    /// every rebuilt state (the sweep runs only on a leg the census showed
+    /// honored); none for trials, each of which has its own.
+    pub census: Option<&'a Census>,
+    /// The folder whose config home and recovery step every pass runs with
+    /// (the recorded run's, or for trials one made for their result: every
+    /// trial of a result has the leg's home and the cell's step), and whose
+    /// database and workload seed a rebuilt state is judged with.
     pub recorded: &'a TrialEnv,
     /// Names this job's folders (`{cell}-{leg}-{label}`).
     pub label: &'a (dyn Fn(&str) -> String + Sync),
@@ -85,6 +91,11 @@ pub trait Source: Sync {
     /// hold several states), in order, a finding annotated and its evidence
     /// kept; the driver keeps them up to the first that does not pass.
     fn judge(&self, d: &Driver, unit: Self::Unit, got: &[Got], memo: &mut Passed) -> Vec<Trial>;
+    /// The trial that says an interrupt kept units from being made, after
+    /// trial `next - 1` (none: before the first).
+    fn interrupted(&self, next: Option<u32>) -> Trial {
+        Trial::ended(next.unwrap_or(0), Outcome::Interrupted(Interruption::BetweenBatches))
+    }
 }
 
 /// A store's recovery as a unit gets it: the store's identity among the
@@ -105,11 +116,14 @@ impl Got {
 }
 
 /// What progress counts: each distinct store as it is recovered (a power
-/// sweep: judging is a moment once they are), or each trial as it is judged.
+/// sweep: judging is a moment once they are), each trial as it is judged,
+/// or each unit as it is made (a trial, once its child has ended: its
+/// judgement waits for its wave's recoveries).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Count {
     Stores,
     Units,
+    Made,
 }
 
 /// How the driver runs a source.
@@ -125,6 +139,10 @@ pub struct Plan<'c> {
     /// Every store comes from one log: stores are told apart by their
     /// version ([`Files::version`]), without hashing megabytes of WAL.
     pub one_log: bool,
+    /// A wave's stores are spread over `--jobs` batches recovered side by
+    /// side (a sweep's hundreds), or recovered in as few as they fit (a
+    /// wave of trials: the fewest processes; other results use the threads).
+    pub spread: bool,
 }
 
 /// The distinct stores of a sweep, by their bytes (the ack journal aside):
@@ -270,7 +288,9 @@ impl Driver<'_> {
         let mut start = 0;
         while start < plan.units {
             let end = (start + plan.wave.max(1)).min(plan.units);
-            if self.wave(source, start..end, plan, &mut ran, &mut trials) || interrupted_after(&mut trials) {
+            if self.wave(source, start..end, plan, &mut ran, &mut trials)
+                || interrupted_after(&mut trials, |next| source.interrupted(next))
+            {
                 break;
             }
             start = end;
@@ -291,6 +311,9 @@ impl Driver<'_> {
         let key = |i: usize| s.key(range.start + i);
         let made = until_first_bad(range.len(), self.ctx.jobs, &key, &|i| {
             let unit = s.make(range.start + i);
+            if plan.count == Count::Made {
+                self.ctx.tally.done();
+            }
             let bad = unit.as_ref().map_or(true, |u| s.decided(u));
             (unit, bad.then(|| key(i)))
         })
@@ -334,10 +357,9 @@ impl Driver<'_> {
             self.ctx.tally.phase("recovering");
         }
         let files: Vec<&Files> = new.iter().map(|&id| &ran.stores.files[id]).collect();
-        let tick = plan.count == Count::Stores;
         let got = match plan.cache {
-            Some(cache) => self.recover_cached(&files, Some(cache), plan.label, tick),
-            None => self.recover_in_run(&files, plan.label, tick, (&mut ran.hits, &mut ran.digests)),
+            Some(cache) => self.recover_cached(&files, cache, plan),
+            None => self.recover_in_run(&files, plan, (&mut ran.hits, &mut ran.digests)),
         };
         ran.recovered.resize(ran.stores.len(), None);
         for (id, r) in new.into_iter().zip(got) {
@@ -345,26 +367,12 @@ impl Driver<'_> {
         }
     }
 
-    /// Recovers `files` in batches over the sweep's threads; with a cache,
-    /// only the stores it does not hold yet, which it then holds (not an
-    /// interrupted one: a later sweep would take it for a verdict). `tick`:
-    /// each store is a step of progress. Each recovery with its batch's
-    /// note, if its batch failed (none for one the cache held).
-    pub fn recover_cached(
-        &self,
-        files: &[&Files],
-        cache: Option<&Cache>,
-        label: &str,
-        tick: bool,
-    ) -> Vec<(Arc<Recovery>, Option<String>)> {
-        let done = |range: Range<usize>| {
-            if tick {
-                range.for_each(|_| self.ctx.tally.done());
-            }
-        };
-        let Some(cache) = cache else {
-            return self.recover_spread(files, label, &done).into_iter().map(|(r, n)| (Arc::new(r), n)).collect();
-        };
+    /// Recovers in batches, as `plan` says, only the stores of `files` the
+    /// cache does not hold yet, which it then holds (not an interrupted
+    /// one: a later sweep would take it for a verdict). Each recovery with
+    /// its batch's note, if its batch failed (none for one the cache held).
+    fn recover_cached(&self, files: &[&Files], cache: &Cache, plan: &Plan) -> Vec<(Arc<Recovery>, Option<String>)> {
+        let done = |range: Range<usize>| self.ticked(plan, range);
         let mut known = cache.0.lock().expect("no sweep panics holding the recoveries");
         // Each store hashed once: a WAL state's store is megabytes.
         let keys: Vec<u64> = files.iter().map(|f| f.store_hash()).collect();
@@ -376,7 +384,7 @@ impl Driver<'_> {
         done(missing.len()..files.len());
         let stores: Vec<&Files> = missing.iter().map(|&i| files[i]).collect();
         let mut notes = vec![None; files.len()];
-        for (&i, (r, note)) in missing.iter().zip(self.recover_spread(&stores, label, &done)) {
+        for (&i, (r, note)) in missing.iter().zip(self.recover_spread(&stores, plan, &done)) {
             notes[i] = note;
             if !matches!(r, Err(Outcome::Interrupted(_))) {
                 known.entry(keys[i]).or_default().push((files[i].clone(), Arc::new(r)));
@@ -386,14 +394,13 @@ impl Driver<'_> {
         notes.into_iter().enumerate().map(|(i, note)| (found(i, &known).unwrap_or_else(interrupted), note)).collect()
     }
 
-    /// Recovers `files` in batches over the sweep's threads, taking from
-    /// the run's recoveries ([`super::recoveries`]) each store they hold
-    /// (`hits` counts them) and keeping there each new one that succeeded.
+    /// Recovers `files` in batches, as `plan` says, taking from the run's
+    /// recoveries ([`super::recoveries`]) each store they hold (`hits`
+    /// counts them) and keeping there each new one that succeeded.
     fn recover_in_run(
         &self,
         files: &[&Files],
-        label: &str,
-        tick: bool,
+        plan: &Plan,
         (hits, memo): (&mut usize, &mut Digests),
     ) -> Vec<(Arc<Recovery>, Option<String>)> {
         let run = &self.ctx.recoveries;
@@ -403,19 +410,23 @@ impl Driver<'_> {
             bytes.iter().map(|b| run.get(*b, &setting).map(|r| (r, None))).collect();
         let missing: Vec<usize> = (0..files.len()).filter(|&i| got[i].is_none()).collect();
         *hits += files.len() - missing.len();
-        let done = |range: Range<usize>| {
-            if tick {
-                range.for_each(|_| self.ctx.tally.done());
-            }
-        };
+        let done = |range: Range<usize>| self.ticked(plan, range);
         done(missing.len()..files.len());
         let stores: Vec<&Files> = missing.iter().map(|&i| files[i]).collect();
-        for (&i, (r, note)) in missing.iter().zip(self.recover_spread(&stores, label, &done)) {
+        for (&i, (r, note)) in missing.iter().zip(self.recover_spread(&stores, plan, &done)) {
             let r = Arc::new(r);
             run.put(bytes[i], &setting, Arc::clone(&r));
             got[i] = Some((r, note));
         }
         got.into_iter().map(|g| g.expect("a recovery per store")).collect()
+    }
+
+    /// Progress for the stores of `range`, recovered: a step each where
+    /// the plan counts stores.
+    fn ticked(&self, plan: &Plan, range: Range<usize>) {
+        if plan.count == Count::Stores {
+            range.for_each(|_| self.ctx.tally.done());
+        }
     }
 
     /// What this driver's recoveries depend on besides the store's bytes.
@@ -428,18 +439,20 @@ impl Driver<'_> {
         }
     }
 
-    /// Recovers `files` in batches spread over the sweep's threads, in
-    /// order, each batch's folders labelled `{label}{b}`; `done` hears the
+    /// Recovers `files` in batches (spread over the sweep's threads if the
+    /// plan says so), in order, each batch's folders labelled `{label}{b}`
+    /// (the plan's label); `done` hears the
     /// range of `files` each batch recovered, as it ends (a progress tick).
     /// One recovery per store (with its batch's note): a batch an interrupt
     /// kept from starting is an interrupted recovery of each of its stores.
-    pub fn recover_spread(
+    fn recover_spread(
         &self,
         files: &[&Files],
-        label: &str,
+        plan: &Plan,
         done: &(dyn Fn(Range<usize>) + Sync),
     ) -> Vec<(Recovery, Option<String>)> {
-        let groups = batches(files.len(), self.ctx.jobs);
+        let label = plan.label;
+        let groups = batches(files.len(), if plan.spread { self.ctx.jobs } else { 1 });
         let got = parallel(groups.len(), self.ctx.jobs, &|_| false, &|b| {
             if crate::harness::interrupted().is_some() {
                 let cut = || (Err(Outcome::Interrupted(Interruption::BetweenBatches)), None);
@@ -506,7 +519,7 @@ impl Driver<'_> {
             db: &self.recorded.db,
             ended: vec![Ended { name: "child".into(), acks: Acks::Bytes(acks), end: End::Killed }],
             seed: self.recorded.seed,
-            census: Some(self.census),
+            census: self.census,
         }
     }
 
@@ -564,7 +577,12 @@ impl Driver<'_> {
     /// Recovers the crash state in `env` again, in its own folder: the
     /// passes' copies and outputs become part of the evidence.
     pub fn beside(&self, env: &TrialEnv) {
-        let _ = self.ctx.pool.unit(|| crate::recovery::recover(&self.ctx.child, self.ctx.deadline, env));
+        let _ = self.alone(env);
+    }
+
+    /// [`Driver::beside`]'s recovery, for a source that judges on it too.
+    pub fn alone(&self, env: &TrialEnv) -> Result<Recovered, RecoveryError> {
+        self.ctx.pool.unit(|| crate::recovery::recover(&self.ctx.child, self.ctx.deadline, env))
     }
 }
 
@@ -583,14 +601,14 @@ impl Ran {
     }
 }
 
-/// An interrupted run may have skipped batches: its last trial says so,
-/// rather than a pass standing for states nobody checked. True if it did.
-pub fn interrupted_after(trials: &mut Vec<Trial>) -> bool {
+/// An interrupted run may have skipped units: its last trial (`cut`, told
+/// the index after the last so far) says so, rather than a pass standing
+/// for states nobody checked. True if it did.
+fn interrupted_after(trials: &mut Vec<Trial>, cut: impl FnOnce(Option<u32>) -> Trial) -> bool {
     if crate::harness::interrupted().is_none() {
         return false;
     }
-    let next = trials.last().map_or(0, |t| t.index.saturating_add(1));
-    trials.push(Trial::ended(next, Outcome::Interrupted(Interruption::BetweenBatches)));
+    trials.push(cut(trials.last().map(|t| t.index.saturating_add(1))));
     true
 }
 
@@ -611,6 +629,25 @@ pub const NOTHING_LOST: &str = "nothing was lost (the process crash's own state)
 /// first).
 pub fn first_rule(rules: &[String]) -> String {
     rules.first().cloned().unwrap_or_else(|| NOTHING_LOST.into())
+}
+
+/// Runs `f` with a driver of cell 1 on a WAL leg under `ctx`, its census
+/// of 20 points in a folder of its own.
+#[cfg(test)]
+pub fn with_driver<T>(ctx: &Context, f: impl FnOnce(&Driver) -> T) -> T {
+    let leg = Leg { name: "wal".into(), journal_mode: None, synchronous: None };
+    let ready: crashcells_protocol::Ready =
+        serde_json::from_str(r#"{"protocol":2,"pid":1,"op":"append","sqlite_version":"3.54.1","journal_mode":"wal"}"#)
+            .unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let recorded = TrialEnv::new(work.path(), &leg, "t").unwrap();
+    let audit = crate::legaudit::audit_leg(&recorded.db, &ready, &leg);
+    let census = Census { points: 20, ready, audit, windows: None };
+    let (label, make_env) = (|l: &str| l.to_string(), |_: &str| Err(Failure::NoKill));
+    let cell = crate::cells::find("prefix-durability").unwrap();
+    let d =
+        Driver { ctx, cell, leg: &leg, census: Some(&census), recorded: &recorded, label: &label, make_env: &make_env };
+    f(&d)
 }
 
 #[cfg(test)]
@@ -680,29 +717,10 @@ mod tests {
         let heard = Arc::clone(&steps);
         let mut ctx = Context::for_tests(2, None);
         ctx.tally = crate::pipeline::Tally::new(move |_| *heard.lock().unwrap() += 1);
-        let leg = Leg { name: "wal".into(), journal_mode: None, synchronous: None };
-        let ready: crashcells_protocol::Ready = serde_json::from_str(
-            r#"{"protocol":2,"pid":1,"op":"append","sqlite_version":"3.54.1","journal_mode":"wal"}"#,
-        )
-        .unwrap();
-        let work = tempfile::tempdir().unwrap();
-        let recorded = TrialEnv::new(work.path(), &leg, "t").unwrap();
-        let audit = crate::legaudit::audit_leg(&recorded.db, &ready, &leg);
-        let census = Census { points: 20, ready, audit, windows: None };
-        let (label, make_env) = (|l: &str| l.to_string(), |_: &str| Err(Failure::NoKill));
-        let cell = crate::cells::find("prefix-durability").unwrap();
-        let d = Driver {
-            ctx: &ctx,
-            cell,
-            leg: &leg,
-            census: &census,
-            recorded: &recorded,
-            label: &label,
-            make_env: &make_env,
-        };
         let source = Fake { fire, broken, made: Default::default() };
-        let plan = Plan { units: 20, wave: 4, label: "t", count: Count::Units, cache: None, one_log: false };
-        let trials = d.run(&source, &plan);
+        let plan =
+            Plan { units: 20, wave: 4, label: "t", count: Count::Units, cache: None, one_log: false, spread: true };
+        let trials = with_driver(&ctx, |d| d.run(&source, &plan));
         let steps = *steps.lock().unwrap();
         (trials.iter().map(|t| t.index).collect(), source.made.into_inner(), steps)
     }

@@ -76,7 +76,15 @@ pub fn fault_sweep(w: &Workload, seed: u64, injection: &'static dyn Injection, m
     let make_env = |l: &str| w.env(l);
     let driver = w.driver(&rec, &label, &make_env);
     let wave = RUNS_PER_JOB * w.ctx.jobs.max(1);
-    let plan = Plan { units: points.len(), wave, label: "fault-", count: Count::Units, cache: None, one_log: false };
+    let plan = Plan {
+        units: points.len(),
+        wave,
+        label: "fault-",
+        count: Count::Units,
+        cache: None,
+        one_log: false,
+        spread: true,
+    };
     let mut trials = driver.run(&sweep, &plan);
     let seen = sweep.seen.into_inner().expect("no judge panics holding the counts");
     if let Some(last) = trials.last_mut() {

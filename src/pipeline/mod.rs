@@ -23,15 +23,16 @@
 //!   recording and its recoveries where asked: [`power_share`]), [`fault`]
 //!   (a run per write or sync made to fail, and what the store made of it,
 //!   its plan and its findings' words);
-//! - [`driver`]: the one driver of rebuilt crash states: a crash source
+//! - [`driver`]: the one driver of crash states: a crash source
 //!   ([`driver::Source`]) yields units and judges one; the driver owns the
 //!   waves up to the first that does not pass, each distinct store
 //!   recovered once, the evidence with its recovery beside it, progress
-//!   (recorded, power, torn and fault run through it); [`recoveries`]:
+//!   (recorded, power, torn, fault, timed trials and free races run through
+//!   it); [`recoveries`]:
 //!   the run's recoveries by store bytes, each distinct state recovered
 //!   once per run;
-//! - [`pending`]: the trials of a timed result or a free race, their
-//!   states recovered in one batch per pass;
+//! - [`pending`]: the trials of a timed result or a free race as the
+//!   driver's source, each trial's folder read in as its store;
 //! - [`race`]: the race shape (cell 2): park, a barrier, N claimants,
 //!   released together (no kill), or in an order that decides whether racer
 //!   r0 wins or loses while it is traced to a kill point; [`race_sweep`]:

@@ -105,8 +105,8 @@ pub fn power_sweep(w: &Workload, seed: u64, power: PowerModel) -> Swept {
     let cache = share.as_deref().map(|s| &s.cache);
     // One wave: every distinct store recovered, then the points judged.
     let (units, wave) = (m.points.len(), m.points.len());
-    let mut trials =
-        driver.run(&source, &Plan { units, wave, label: "power", count: Count::Stores, cache, one_log: false });
+    let mut trials = driver
+        .run(&source, &Plan { units, wave, label: "power", count: Count::Stores, cache, one_log: false, spread: true });
     if crate::harness::interrupted().is_some() {
         return Swept::unplanned(Trial::ended(0, Outcome::Interrupted(Interruption::PowerStates)));
     }

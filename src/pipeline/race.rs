@@ -22,8 +22,9 @@ use crashcells_protocol::{EXIT_LOST, EXIT_WON, HANDOFF_SESSION as HANDOFF, Op, O
 
 use super::census::{Census, Filter, trace_outcome};
 use super::context::Context;
+use super::driver::Driver;
 use super::outcome::{Failure, Interruption, Outcome};
-use super::pending::Pending;
+use super::pending::{Pending, in_order};
 use super::trial::Trial;
 use super::verdict::{Acks, Crash, Ended, conclude, prepare};
 use crate::cells::{Cell, End};
@@ -93,9 +94,30 @@ impl<'a> Race<'a> {
         Race { job, leg, cell, ctx, racers, parked: OnceLock::new() }
     }
 
-    /// Trial `index` of a free race: nothing is killed. Its recovery and
-    /// judgement are [`super::pending`]'s, batched with the result's other races.
-    pub fn free(&self, index: u32) -> Pending {
+    /// The free races `indices` of a result, up to the first that does not
+    /// pass, through the one driver ([`super::pending`]'s source).
+    pub fn free_races(&self, indices: &[u32]) -> Vec<Trial> {
+        // The folder whose config home recovers them all (a race has no step).
+        let home = match self.env("recovery") {
+            Ok(env) => env,
+            Err(f) => return vec![Trial::ended(indices.first().copied().unwrap_or(0), Outcome::Error(f))],
+        };
+        let label = |l: &str| format!("{}-{}-{l}", self.job.cell.id, self.leg.name);
+        let make_env = |l: &str| self.env(l);
+        let d = Driver {
+            ctx: self.ctx,
+            cell: self.cell,
+            leg: self.leg,
+            census: None,
+            recorded: &home,
+            label: &label,
+            make_env: &make_env,
+        };
+        in_order(&d, indices, &|i| self.free(i))
+    }
+
+    /// Trial `index` of a free race: nothing is killed.
+    fn free(&self, index: u32) -> Pending {
         let env = match self.env(&format!("t{index}")) {
             Ok(env) => env,
             Err(f) => return Pending::ended(Trial::ended(index, Outcome::Error(f))),

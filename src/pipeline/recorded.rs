@@ -153,7 +153,7 @@ impl Workload<'_> {
             ctx: self.ctx,
             cell: self.cell,
             leg: self.leg,
-            census: &rec.census,
+            census: Some(&rec.census),
             recorded: &rec.env,
             label,
             make_env,
@@ -222,7 +222,15 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
     // Waves of about one batch of stores per thread: a fire in the first
     // leaves the later ones unrecovered.
     let wave = MOST_PER_BATCH * w.ctx.jobs.max(1);
-    let plan = Plan { units: source.units.len(), wave, label: "b", count: Count::Units, cache: None, one_log: true };
+    let plan = Plan {
+        units: source.units.len(),
+        wave,
+        label: "b",
+        count: Count::Units,
+        cache: None,
+        one_log: true,
+        spread: true,
+    };
     let mut trials = driver.run(&source, &plan);
     if trials.last().is_some_and(Trial::is_bad) {
         let recorded = trials.pop().expect("a last trial");

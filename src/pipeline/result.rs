@@ -8,7 +8,6 @@ use super::confirm;
 use super::context::Context;
 use super::coverage::{self, Coverage};
 use super::outcome::{Failure, Interruption, Outcome, Site, Skip};
-use super::pending::Pending;
 use super::race::Race;
 use super::race_sweep::RaceSweep;
 use super::sweep::sweep;
@@ -113,7 +112,7 @@ fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) ->
             let length = std::sync::atomic::AtomicU64::new(sweep_acks);
             let w = Workload { job, leg, cell, ctx, op, sweep_acks, recovery, checkpoint_ops, length };
             match mode.source {
-                Source::Timed => (in_order(job, ctx, cell, &|i| w.timed(window, i)), None),
+                Source::Timed => (w.timed_trials(window, &trial_indices(job, ctx)), None),
                 // A repro's single point is a real kill, as is every point without replay.
                 Source::Syscall if re_execute(ctx) => covered(sweep(ctx, job.seed, &w)),
                 Source::Syscall => covered(super::recorded::process_sweep(&w, job.seed)),
@@ -128,7 +127,7 @@ fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) ->
             let race = Race::new(job, leg, cell, ctx, racers);
             match mode.race {
                 // Reports before kill mode `none` planned the race as `timed`.
-                RacePolicy::Free => (in_order(job, ctx, cell, &|i| race.free(i)), None),
+                RacePolicy::Free => (race.free_races(&trial_indices(job, ctx)), None),
                 // A race's states depend on the other racers: always re-executed.
                 RacePolicy::Sweep => RaceSweep::run(&race),
                 RacePolicy::Skip(why) => (vec![Trial::ended(0, Outcome::Skip(Skip::Race(why)))], None),
@@ -255,14 +254,13 @@ fn trial_count(job: &Job, ctx: &Context) -> u32 {
     ctx.options.trials.or(p.trials).or(p.races).unwrap_or(1)
 }
 
-/// The trials of a timed result or a free race, up to the first that does
-/// not pass ([`super::pending`]); `--trial N` runs that one alone.
-fn in_order(job: &Job, ctx: &Context, cell: &dyn Cell, run: &(dyn Fn(u32) -> Pending + Sync)) -> Vec<Trial> {
-    let indices: Vec<u32> = match ctx.options.trial {
+/// The trials a timed result or a free race runs (up to the first that
+/// does not pass, [`super::pending`]); `--trial N` runs that one alone.
+fn trial_indices(job: &Job, ctx: &Context) -> Vec<u32> {
+    match ctx.options.trial {
         Some(t) => vec![t],
         None => (0..trial_count(job, ctx)).collect(),
-    };
-    super::pending::in_order(ctx, cell, &indices, run)
+    }
 }
 
 /// A trial that ended in an error while the run was being interrupted is
@@ -437,23 +435,14 @@ mod tests {
         .remove(0)
     }
 
-    /// The progress hook hears how many trials a result plans and each one
-    /// that ends, up to the first that does not pass.
+    /// A result runs `--trials` trials, or the one `--trial` names.
     #[test]
-    fn timed_trials_report_their_progress_to_the_tally() {
-        use std::sync::{Arc, Mutex};
-        let steps = Arc::new(Mutex::new(Vec::new()));
+    fn a_result_runs_its_trials_or_the_one_named() {
         let mut c = ctx(None);
         c.options.trials = Some(4);
-        let heard = Arc::clone(&steps);
-        c.tally = crate::pipeline::Tally::new(move |s| heard.lock().unwrap().push(s));
-        let run = |i: u32| {
-            Pending::ended(Trial::ended(i, if i == 2 { Outcome::Error(Failure::NoKill) } else { Outcome::Pass }))
-        };
-        let cell = crate::cells::find("prefix-durability").unwrap();
-        assert_eq!(in_order(&first_job(), &c, cell, &run).len(), 3);
-        use crate::pipeline::Step::{Done, Planned};
-        assert_eq!(*steps.lock().unwrap(), [Planned(4), Done, Done, Done]);
+        assert_eq!(trial_indices(&first_job(), &c), [0, 1, 2, 3]);
+        c.options.trial = Some(7);
+        assert_eq!(trial_indices(&first_job(), &c), [7]);
     }
 
     #[test]

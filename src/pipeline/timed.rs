@@ -6,13 +6,14 @@
 //!
 //! Crash model: the kill lands wherever the child happens to be, most often
 //! between two commits; the only valid end is death by that signal. The
-//! trial's recovery and judgement are [`super::pending`]'s, batched with
-//! the result's other trials.
+//! trials go through the one driver as [`super::pending`]'s source, their
+//! stores recovered in batches.
 
 use std::time::Instant;
 
+use super::driver::Driver;
 use super::outcome::{Failure, Interruption, Outcome, Skip};
-use super::pending::Pending;
+use super::pending::{Pending, in_order};
 use super::trial::Trial;
 use super::verdict::{Crash, Ended, prepare};
 use super::workload::Workload;
@@ -24,9 +25,31 @@ use crate::legaudit::{Audit, refused_at_ready};
 use crate::trialdir::TrialEnv;
 
 impl Workload<'_> {
+    /// The trials `indices` of a timed result, up to the first that does
+    /// not pass, through the one driver.
+    pub fn timed_trials(&self, window: u64, indices: &[u32]) -> Vec<Trial> {
+        // The folder whose config home and recovery step recover them all.
+        let home = match self.seeded_env("recovery", &[]) {
+            Ok(env) => env,
+            Err(f) => return vec![Trial::ended(indices.first().copied().unwrap_or(0), Outcome::Error(f))],
+        };
+        let label = |l: &str| self.label(l);
+        let make_env = |l: &str| self.env(l);
+        let d = Driver {
+            ctx: self.ctx,
+            cell: self.cell,
+            leg: self.leg,
+            census: None,
+            recorded: &home,
+            label: &label,
+            make_env: &make_env,
+        };
+        in_order(&d, indices, &|i| self.timed(window, i))
+    }
+
     /// Trial `index` of a timed result: kill once the seeded target of acks
     /// is reached, then read what it left.
-    pub fn timed(&self, window: u64, index: u32) -> Pending {
+    fn timed(&self, window: u64, index: u32) -> Pending {
         self.ctx.pool.unit(|| self.timed_trial(window, index))
     }
 
