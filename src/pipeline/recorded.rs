@@ -327,18 +327,30 @@ fn on_plain_path(w: &Workload, rec: &Recording, sought: &Sought, decided: &mut T
     let plain = w.ctx.plain();
     let exec = w.on(&plain);
     let n = decided.index;
+    // How the exec'd run that fired was found, when not at the point itself.
+    let mut how = None;
     let mut again = |_| {
         let real = exec.kill_at(rec.filter, u64::from(n), &rec.census);
         if real.is_bad() {
             return Some(real.outcome);
         }
         Some(match exec.refind(rec.filter, sought, n, &rec.census) {
-            Found::Again(r) => r.trial.outcome,
+            Found::Again(r) => {
+                how = Some(r.said(n, &sought.point));
+                r.trial.outcome
+            }
             Found::Broken(t) => t.outcome,
             Found::Missed(_) => real.outcome,
         })
     };
-    confirm::confirm(decided, (Site::Point(n), &w.ctx.child.launcher()), 1, &mut again);
+    let launcher = w.ctx.child.launcher();
+    confirm::confirm(decided, (Site::Point(n), &launcher), 1, &mut again);
+    // The point itself passed exec'd: say which run fired instead.
+    if let Some(how) = how.filter(|_| decided.plain_confirmed)
+        && let Some(said) = decided.details.iter_mut().rfind(|d| d.starts_with("confirmed exec'd"))
+    {
+        *said = format!("confirmed exec'd (not through the {launcher}): {}", how.trim_start_matches("confirmed "));
+    }
 }
 
 /// The recorded state of point `index`, as a run that seeks it again
