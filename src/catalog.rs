@@ -39,6 +39,10 @@ pub struct Params {
     pub racers: Option<u32>,
     /// Races per result.
     pub races: Option<u32>,
+    /// Racing processes in each race of a syscall sweep: the killed
+    /// claimant and the ones that race for what it left (contention is the
+    /// plain races' job, with `racers`). [`DEFAULT_SWEEP_RACERS`] if unset.
+    pub sweep_racers: Option<u32>,
     /// Operations of a syscall or power sweep's workload: the child runs
     /// them (`--stop-after`) to its own end, and every crash state on the
     /// way, its close included, is checked.
@@ -48,6 +52,18 @@ pub struct Params {
     /// restart, at most this many operations (at the store's own settings:
     /// the driver never changes its `wal_autocheckpoint`).
     pub checkpoint_ops: Option<u64>,
+}
+
+/// Racers in a syscall sweep's race when the catalog does not say: r0, and
+/// two that race for what its kill left (two can both win; more add
+/// processes, not cases).
+pub const DEFAULT_SWEEP_RACERS: u32 = 3;
+
+impl Params {
+    /// Racers in a syscall sweep's race: `sweep_racers`, or the default.
+    pub fn sweep_racers(&self) -> u32 {
+        self.sweep_racers.unwrap_or(DEFAULT_SWEEP_RACERS)
+    }
 }
 
 /// One cell as the catalog describes it (its TOML file): what it checks,
@@ -85,6 +101,7 @@ impl CellSpec {
             ("trials", self.params.trials),
             ("racers", self.params.racers),
             ("races", self.params.races),
+            ("sweep_racers", self.params.sweep_racers),
             ("sweep_ops", sweep_ops),
         ] {
             if value == Some(0) {

@@ -141,7 +141,8 @@ pub struct RunOptions {
     pub points: Option<u32>,
     /// Syscall mode: rebuild every crash state from one recorded run (on,
     /// the default: each fire is confirmed by a real kill) or re-run the
-    /// child to each point (off). Cell 2's races always re-run.
+    /// child to each point (off). Cell 2's sweep records each claim once,
+    /// except in WAL, where its races re-run.
     #[arg(long, value_enum, value_name = "on|off")]
     pub replay: Option<Replay>,
     #[arg(

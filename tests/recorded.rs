@@ -368,3 +368,46 @@ fn a_recorded_sweep_reports_its_phases_and_its_points_as_they_are_judged() {
     assert_eq!(steps[..3], [Step::Phase("recording"), Step::Planned(planned), Step::Phase("checking")], "{steps:?}");
     assert_eq!(steps[3..].iter().filter(|s| **s == Step::Done).count() as u64, planned, "{steps:?}");
 }
+
+/// A catalog folder in `scratch` whose cell 2 runs on every leg: its
+/// `delete` leg is a race on a rollback journal, which recordings stand for
+/// (in WAL the survivors keep r0's `-shm` index, which no log sees).
+fn race_on_every_leg(scratch: &Path) -> String {
+    let dir = scratch.join("cells");
+    std::fs::create_dir_all(&dir).unwrap();
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("cells/2-consume-once.toml")).unwrap();
+    std::fs::write(dir.join("2-consume-once.toml"), text.replace("legs = \"default\"", "legs = \"all\"")).unwrap();
+    dir.to_string_lossy().into_owned()
+}
+
+/// Cell 2's sweep from recordings, on the reference store's `delete` leg:
+/// it lands the points the re-executed sweep lands and passes; on
+/// split-claim (a claim in two transactions) a state rebuilt from the
+/// winning claim's recording fires, a real kill at that point fires too,
+/// and that is what is reported. Under `--replay off` the race re-runs.
+#[test]
+fn a_recorded_race_sweep_passes_on_the_reference_and_fires_on_split_claim_confirmed_by_a_real_kill() {
+    let dir = scratch();
+    let catalog = race_on_every_leg(dir.path());
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "--catalog", &catalog, "--kill", "syscall", "--cell", "2", "--leg", "delete"];
+        args.extend_from_slice(&["--seed", "36"]);
+        args.extend_from_slice(extra);
+        let (code, report) = run_json(&args, dir.path());
+        (code, report["results"][0].clone())
+    };
+    let (code, r) = run(&[]);
+    if r["verdict"] == "skip" {
+        return crate::common::tracing_refused(&r["reason"]);
+    }
+    assert_eq!((code, &r["verdict"], &r["states"]), (0, &Value::from("pass"), &Value::from("recorded")), "{r:#}");
+    let (_, plain) = run(&["--replay", "off"]);
+    assert_eq!(plain["states"], "re-executed", "{plain:#}");
+    assert_eq!(r["points_by_path"], plain["points_by_path"], "the same points, planned and landed: {r:#}");
+    let (code, fire) = run(&["--mutant", "split-claim"]);
+    assert_eq!((code, &fire["verdict"]), (1, &Value::from("fire")), "{fire:#}");
+    let details = fire["details"].to_string();
+    assert!(details.contains("r0 killed on its winning claim"), "{fire:#}");
+    assert!(details.contains("confirmed by a real kill at point"), "{fire:#}");
+}

@@ -200,10 +200,31 @@ impl Files {
     /// Where the model and the disk first differ, for the trial's files in
     /// `dir`; `None` when they agree on every modelled file.
     pub fn differs_from_disk(&self, dir: &Path, names: &Names) -> Option<String> {
-        MODELLED.iter().find_map(|&kind| {
-            let on_disk = std::fs::read(dir.join(names.of(kind))).ok();
-            difference(kind, self.get(kind).as_deref(), on_disk.as_deref())
-        })
+        self.differs_from(&Files::from_disk(dir, names))
+    }
+
+    /// Where the model and `other` (files read from a disk) first differ.
+    pub fn differs_from(&self, other: &Files) -> Option<String> {
+        MODELLED.iter().find_map(|&kind| difference(kind, self.get(kind).as_deref(), other.get(kind).as_deref()))
+    }
+
+    /// The modelled files present in `dir` as `names` names them: a log
+    /// that starts from files already there (a parked handoff) applies to
+    /// these, and a run's end is compared with them.
+    pub fn from_disk(dir: &Path, names: &Names) -> Files {
+        let mut files = BTreeMap::new();
+        for kind in MODELLED {
+            if let Ok(bytes) = std::fs::read(dir.join(names.of(kind))) {
+                files.insert(kind, Pages::from_slice(&bytes));
+            }
+        }
+        Files { files, version: 0 }
+    }
+
+    /// The store's files alone: the ack journal left out.
+    pub fn without_acks(mut self) -> Files {
+        self.files.remove(&FileKind::Acks);
+        self
     }
 }
 

@@ -28,7 +28,13 @@ pub struct State {
 
 /// The process-crash state at each of `points` (ascending), with its acks.
 pub fn process_states(log: &Log, points: &[u64]) -> Vec<State> {
-    let mut files = Files::default();
+    states_from(Files::default(), log, points)
+}
+
+/// [`process_states`] of a log that began on the files `base` (a race's
+/// claimant starts from the parked store, not from an empty folder).
+pub fn states_from(base: Files, log: &Log, points: &[u64]) -> Vec<State> {
+    let mut files = base;
     let mut applied = 0;
     let mut states = Vec::with_capacity(points.len());
     for &n in points {

@@ -36,7 +36,9 @@
 //! - [`race`]: the race shape (cell 2): park, a barrier, N claimants,
 //!   released together (no kill), or in an order that decides whether racer
 //!   r0 wins or loses while it is traced to a kill point; [`race_sweep`]:
-//!   cell 2's syscall sweep over both of r0's paths;
+//!   cell 2's syscall sweep over both of r0's paths, re-run at every point;
+//!   [`race_recorded`]: the same sweep from one recording of each path,
+//!   through the one driver;
 //! - [`sweep`]: the re-executed sweep skeleton, a census then one trial per
 //!   point; [`coverage`]: the points a sweep planned and those that landed;
 //! - [`confirm`]: a fire found through a forked child, run again with every
@@ -64,6 +66,7 @@ pub mod pool;
 pub mod power;
 pub mod power_share;
 pub mod race;
+pub mod race_recorded;
 pub mod race_sweep;
 pub mod recorded;
 pub mod recoveries;

@@ -262,6 +262,13 @@ pub enum Failure {
     )]
     OnlyRecorded { point: u32, found: Box<Outcome>, tries: u32 },
     #[error(
+        "point {point} fails only when recorded: a race over the state r0's recorded claim left there found \
+         {found}, but {races} races with r0 really killed at point {point} all passed; the child does not write \
+         the same bytes on every run (a clock, a random salt, a thread pool's scheduling), so its recorded states \
+         do not stand for it: make its writes synchronous, or run with --replay off"
+    )]
+    OnlyRecordedRace { point: u32, found: Box<Outcome>, races: u32 },
+    #[error(
         "fires only through the {launcher}: there it found {found}, but with every operation exec'd, {}; \
          look for state the {launcher}'s processes made before their operation (a module-level cache a warm-up \
          fills; a random.Random() instance made at import, which a fork does not reseed: docs/PROTOCOL.md §9){}",

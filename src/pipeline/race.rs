@@ -8,8 +8,11 @@
 //! barrier releases the racers in an order that decides r0's path whatever
 //! the scheduler does: r0 alone first (it wins: its winning claim), or the
 //! others first and r0 once they all ended (one of them won: r0's losing
-//! claim). Every racer must end WON (0), LOST (10) or, for r0 at its point,
-//! killed; any other end is an `error`, never a loss.
+//! claim). A recorded sweep ([`super::race_recorded`]) runs the same
+//! orders with r0 recorded to its end, then, for each point, the others
+//! alone on the state r0's kill left (r0 gone). Every racer must end WON
+//! (0), LOST (10) or, for r0 at its point, killed; any other end is an
+//! `error`, never a loss.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -28,6 +31,8 @@ use super::pending::{Pending, in_order};
 use super::trial::Trial;
 use super::verdict::{Acks, Crash, Ended, conclude, prepare};
 use crate::cells::{Cell, End};
+use crate::crashstate::record::record;
+use crate::crashstate::{Files, Log, Names};
 use crate::dbfiles::{DB_FILES, sibling};
 use crate::harness::{Cut, Exit, Launch, POLL, Running, interrupted};
 use crate::kill::KillPoint;
@@ -48,11 +53,16 @@ pub struct Race<'a> {
     parked: OnceLock<Result<TrialEnv, Outcome>>,
 }
 
-/// How racer r0 takes part: racing freely, or traced toward a goal.
+/// How racer r0 takes part: racing freely, traced toward a goal, traced
+/// to its end with its calls logged (a recorded sweep's recording), or gone:
+/// killed before the race, its crash state already laid in the folder (a
+/// recorded sweep's point), the others racing for what it left.
 #[derive(Clone, Copy)]
 pub(super) enum R0 {
     Free,
     Traced(Filter, Goal),
+    Recorded(Filter),
+    Gone,
 }
 
 /// The order in which the barriers release the racers.
@@ -70,8 +80,9 @@ pub(super) enum Order {
 /// How a traced r0 ended.
 enum Traced0 {
     Killed(KillPoint),
-    /// Finished its race after passing this many points.
-    Exited(Exit, u64),
+    /// Finished its race after passing this many points (and, recorded,
+    /// with its calls' log).
+    Exited(Exit, u64, Option<Log>),
 }
 
 /// What a race left before judging: every racer's end, r0 first.
@@ -80,6 +91,8 @@ pub(super) struct Finished {
     pub kill_point: Option<KillPoint>,
     /// Points r0 passed, when it was traced and finished on its own.
     pub r0_points: Option<u64>,
+    /// r0's calls, when it was recorded.
+    pub log: Option<Log>,
 }
 
 /// The locks the racers wait on: r0's own (unless released together) and
@@ -169,7 +182,7 @@ impl<'a> Race<'a> {
     }
 
     /// A finished race, every racer r0 first, as the verdict reads it.
-    fn crash<'s>(&'s self, env: &'s TrialEnv, f: &Finished, census: Option<&'s Census>) -> Crash<'s> {
+    pub(super) fn crash<'s>(&'s self, env: &'s TrialEnv, f: &Finished, census: Option<&'s Census>) -> Crash<'s> {
         let racer =
             |(r, &end): (usize, &End)| Ended { name: format!("r{r}"), acks: Acks::File(acks_of(env, r as u32)), end };
         let ended = f.ends.iter().enumerate().map(racer).collect();
@@ -181,40 +194,61 @@ impl<'a> Race<'a> {
     /// One unit of the run's pool: the park and every claimant, which must
     /// be alive together to race.
     pub(super) fn run(&self, env: &TrialEnv, racers: u32, r0: R0, order: Order) -> Result<Finished, Outcome> {
-        self.ctx.pool.unit(|| self.race(env, racers, r0, order))
+        self.run_turning(env, racers, r0, order, &|| ())
     }
 
-    fn race(&self, env: &TrialEnv, racers: u32, r0: R0, order: Order) -> Result<Finished, Outcome> {
-        self.park(env)?;
+    /// [`Race::run`], calling `turn` when one side of an ordered race has
+    /// ended and the other is not yet released (a recording reads the
+    /// files there: r0's winning claim ends, the others' claims end before
+    /// r0's losing one starts).
+    pub(super) fn run_turning(
+        &self,
+        env: &TrialEnv,
+        racers: u32,
+        r0: R0,
+        order: Order,
+        turn: &dyn Fn(),
+    ) -> Result<Finished, Outcome> {
+        self.ctx.pool.unit(|| self.race(env, racers, r0, order, turn))
+    }
+
+    fn race(&self, env: &TrialEnv, racers: u32, r0: R0, order: Order, turn: &dyn Fn()) -> Result<Finished, Outcome> {
+        // A gone r0's crash state is already in the folder.
+        if !matches!(r0, R0::Gone) {
+            self.park(env)?;
+        }
         let barriers = Barriers::hold(env, order)?;
-        let done = AtomicBool::new(false);
+        let done = AtomicBool::new(matches!(r0, R0::Gone));
         let r0_done = &done;
         let (traced, exits) = std::thread::scope(|s| {
             // ptrace binds r0 to the thread that spawns it, which must keep
             // resuming it while this thread runs the barriers.
             let tracer = match r0 {
-                R0::Free => None,
-                R0::Traced(filter, goal) => Some(s.spawn(move || {
+                R0::Free | R0::Gone => None,
+                R0::Traced(..) | R0::Recorded(_) => Some(s.spawn(move || {
                     // r0 is this race's claimant: it works within the race's unit.
-                    let end = self.ctx.pool.within(|| self.trace_r0(env, filter, goal, order));
+                    let end = self.ctx.pool.within(|| self.trace_r0(env, r0, order));
                     r0_done.store(true, Ordering::SeqCst);
                     end
                 })),
             };
-            let exits = self.release(env, racers, barriers, order, tracer.is_some(), r0_done);
+            let apart = !matches!(r0, R0::Free);
+            let exits = self.release(env, racers, barriers, (order, turn), apart, r0_done);
             let traced = tracer.map(|t| t.join().unwrap_or(Err(Outcome::Error(Failure::TracerPanicked))));
             (traced, exits)
         });
-        let mut finished = Finished { ends: Vec::new(), kill_point: None, r0_points: None };
+        let mut finished = Finished { ends: Vec::new(), kill_point: None, r0_points: None, log: None };
         match traced.transpose()? {
             Some(Traced0::Killed(kp)) => {
                 finished.ends.push(End::Killed);
                 finished.kill_point = Some(kp);
             }
-            Some(Traced0::Exited(exit, counted)) => {
+            Some(Traced0::Exited(exit, counted, log)) => {
                 finished.ends.push(racer_end(env, 0, exit)?);
                 finished.r0_points = Some(counted);
+                finished.log = log;
             }
+            None if matches!(r0, R0::Gone) => finished.ends.push(End::Killed),
             None => {}
         }
         let first = finished.ends.len() as u32;
@@ -233,6 +267,14 @@ impl<'a> Race<'a> {
         let parked = self.parked.get_or_init(|| self.park_once());
         let parked = parked.as_ref().map_err(Clone::clone)?;
         copy_parked(&parked.db, &env.db).map_err(|why| Outcome::Error(Failure::ParkCopy(why)))
+    }
+
+    /// The parked store's files, as every race starts from them: where a
+    /// recorded r0's log begins.
+    pub(super) fn parked_store(&self) -> Result<Files, Outcome> {
+        let parked = self.parked.get_or_init(|| self.park_once());
+        let parked = parked.as_ref().map_err(Clone::clone)?;
+        Ok(Files::from_disk(parked.dir(), &Names::store(&parked.db)).without_acks())
     }
 
     /// Parks the handoff in a folder of its own, for every race of the result.
@@ -270,8 +312,13 @@ impl<'a> Race<'a> {
             .to_args()
     }
 
-    /// Spawns r0 traced and drives it to `goal`.
-    fn trace_r0(&self, env: &TrialEnv, filter: Filter, goal: Goal, order: Order) -> Result<Traced0, Outcome> {
+    /// Spawns r0 traced and drives it to its goal, or records it to its end.
+    fn trace_r0(&self, env: &TrialEnv, r0: R0, order: Order) -> Result<Traced0, Outcome> {
+        let (filter, goal) = match r0 {
+            R0::Traced(filter, goal) => (filter, Some(goal)),
+            R0::Recorded(filter) => (filter, None),
+            R0::Free | R0::Gone => unreachable!("only a traced r0 has a tracer"),
+        };
         let stderr = env.path("racer-r0.stderr");
         let args = self.racer_args(env, 0, order);
         let launch = Launch { args: &args, home: &env.home, trial: env.dir(), stdout: None, stderr: Some(&stderr) };
@@ -279,7 +326,15 @@ impl<'a> Race<'a> {
         let deadline = self.ctx.deadline * 2;
         let mut child =
             self.ctx.child.spawn_traced(&launch, filter, deadline).map_err(|e| trace_outcome(e, self.ctx))?;
-        match drive(&mut child, &Targets::new(&env.db, &acks_of(env, 0)), goal) {
+        let targets = Targets::new(&env.db, &acks_of(env, 0));
+        let Some(goal) = goal else {
+            return match record(&mut child, &targets, Goal::ToEnd) {
+                Ok((Driven::Exited { exit, counted }, log)) => Ok(Traced0::Exited(exit, counted, Some(log))),
+                Ok((Driven::At(p), _)) => Err(Outcome::Error(Failure::RecordingStopped(p.ordinal))),
+                Err(e) => Err(trace_outcome(e, self.ctx)),
+            };
+        };
+        match drive(&mut child, &targets, goal) {
             Ok(Driven::At(p)) => {
                 child
                     .kill_and_reap()
@@ -287,28 +342,29 @@ impl<'a> Race<'a> {
                     .map_err(|error| Outcome::Error(Failure::RacerReap { racer: 0, error }))?;
                 Ok(Traced0::Killed(p.kill_point(u32::try_from(p.ordinal).unwrap_or(u32::MAX), 0)))
             }
-            Ok(Driven::Exited { exit, counted }) => Ok(Traced0::Exited(exit, counted)),
+            Ok(Driven::Exited { exit, counted }) => Ok(Traced0::Exited(exit, counted, None)),
             Err(e) => Err(trace_outcome(e, self.ctx)),
         }
     }
 
-    /// Spawns the free racers (all of them, or all but a traced r0 that its
-    /// tracer spawns), waits until each is at its barrier, releases them in
-    /// `order`, and waits for the free ones to end. A traced r0 is at its
-    /// barrier before the others start, so that its path to the barrier is
-    /// its own whatever they do.
+    /// Spawns the free racers (all of them, or all but an r0 `apart`: one
+    /// its tracer spawns, or one gone), waits until each is at its barrier,
+    /// releases them in `order`, calling `turn` between the two sides of an
+    /// ordered race, and waits for the free ones to end. A traced r0 is at
+    /// its barrier before the others start, so that its path to the
+    /// barrier is its own whatever they do.
     fn release(
         &self,
         env: &TrialEnv,
         racers: u32,
         mut barriers: Barriers,
-        order: Order,
-        traced: bool,
+        (order, turn): (Order, &dyn Fn()),
+        apart: bool,
         r0_done: &AtomicBool,
     ) -> Result<Vec<Exit>, Outcome> {
-        let first = u32::from(traced);
-        let ready = |r: u32| wrote_ready(env, r) || (r == 0 && traced && r0_done.load(Ordering::SeqCst));
-        if traced {
+        let first = u32::from(apart);
+        let ready = |r: u32| wrote_ready(env, r) || (r == 0 && apart && r0_done.load(Ordering::SeqCst));
+        if apart {
             self.wait_ready(0..1, &ready, &mut [], first)?;
         }
         let mut running = self.spawn_racers(env, first..racers, order)?;
@@ -318,6 +374,7 @@ impl<'a> Race<'a> {
             Order::R0First => {
                 barriers.r0.take();
                 self.wait_r0(r0_done)?;
+                turn();
                 barriers.others.take();
             }
             Order::R0Last => {
@@ -325,6 +382,9 @@ impl<'a> Race<'a> {
             }
         }
         let exits = self.wait_all(&mut running, first)?;
+        if order == Order::R0Last {
+            turn();
+        }
         // R0Last: r0 goes once the others have ended.
         barriers.drop_all();
         Ok(exits)

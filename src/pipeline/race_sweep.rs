@@ -66,7 +66,7 @@ impl Claim {
         }
     }
 
-    fn order(self) -> Order {
+    pub(super) fn order(self) -> Order {
         match self {
             Claim::Winning => Order::R0First,
             Claim::Losing => Order::R0Last,
@@ -74,7 +74,7 @@ impl Claim {
     }
 
     /// How r0 ends this path when nothing kills it.
-    fn exit(self) -> i32 {
+    pub(super) fn exit(self) -> i32 {
         match self {
             Claim::Winning => EXIT_WON,
             Claim::Losing => EXIT_LOST,
@@ -162,9 +162,17 @@ impl<'a> RaceSweep<'a> {
         }
     }
 
+    /// A sweep of `race` whose census already ran (a recorded sweep's
+    /// recordings): a real kill at one of its points confirms a fire.
+    pub(super) fn with_split(race: &'a Race<'a>, split: Split) -> RaceSweep<'a> {
+        let me = RaceSweep { race, split: OnceLock::new() };
+        let _ = me.split.set(split);
+        me
+    }
+
     /// One trial of the sweep: r0 killed at sweep point `n`, on the path the
     /// point belongs to, with the others released in that path's order.
-    fn kill_at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
+    pub(super) fn kill_at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
         let index = u32::try_from(n).unwrap_or(u32::MAX);
         let Some(&split) = self.split.get() else {
             return Trial::ended(index, Outcome::Error(Failure::NoSplit));
@@ -205,7 +213,7 @@ fn unreached(claim: Claim, at: u64, f: &Finished, judged: Outcome) -> Outcome {
 }
 
 /// Racer `r`'s ready record, or why there is none.
-fn ready_of(env: &TrialEnv, r: u32) -> Result<Ready, Failure> {
+pub(super) fn ready_of(env: &TrialEnv, r: u32) -> Result<Ready, Failure> {
     let bytes = std::fs::read(acks_of(env, r)).unwrap_or_default();
     match journal::parse(&bytes).map(|j| j.ready) {
         Ok(Some(ready)) => Ok(ready),
@@ -233,7 +241,7 @@ mod tests {
 
     #[test]
     fn a_winning_point_r0_never_reached_is_an_error_unless_the_race_fired() {
-        let f = Finished { ends: vec![End::Exited(EXIT_WON)], kill_point: None, r0_points: Some(30) };
+        let f = Finished { ends: vec![End::Exited(EXIT_WON)], kill_point: None, r0_points: Some(30), log: None };
         assert!(matches!(
             unreached(Claim::Winning, 31, &f, Outcome::Pass),
             Outcome::Error(Failure::WinningPointUnreached { points: 30, at: 31 })

@@ -168,7 +168,7 @@ pub fn self_check(log: &Log, dir: &std::path::Path, names: &Names) -> Option<Str
 }
 
 /// What a result says when its recorded states were not used.
-fn fallback_note(why: &str) -> String {
+pub(super) fn fallback_note(why: &str) -> String {
     format!(
         "recorded states not used: after the run, {why} (the child writes in a way the tracer does not see, \
          e.g. through mmap); every point re-ran the child"

@@ -128,8 +128,12 @@ fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) ->
             match mode.race {
                 // Reports before kill mode `none` planned the race as `timed`.
                 RacePolicy::Free => (race.free_races(&trial_indices(job, ctx)), None),
-                // A race's states depend on the other racers: always re-executed.
-                RacePolicy::Sweep => RaceSweep::run(&race),
+                RacePolicy::Sweep if re_execute(ctx) => RaceSweep::run(&race),
+                RacePolicy::Sweep => {
+                    // A recorded sweep's races: r0 and the few that race for what its kill left.
+                    let swept = Race::new(job, leg, cell, ctx, job.cell.params.sweep_racers());
+                    super::race_recorded::run(&swept, &race)
+                }
                 RacePolicy::Skip(why) => (vec![Trial::ended(0, Outcome::Skip(Skip::Race(why)))], None),
             }
         }

@@ -1,0 +1,392 @@
+//! Cell 2's syscall sweep from recordings: racer r0's path is recorded once
+//! per role (its winning claim, its losing claim: see [`super::race_sweep`]'s
+//! `Claim`), each point's crash state is rebuilt from the recording, and the
+//! surviving racers are released against it; the one driver
+//! ([`super::driver`]) recovers and judges the states, deduplicated by the
+//! store's bytes and shared through the run's recoveries.
+//!
+//! Crash model: as [`super::race_sweep`]'s, state N is what a `SIGKILL` of r0
+//! at the entry of its Nth file-mutating call leaves: the parked store (on
+//! the winning claim) or the store as the other claimants left it (on the
+//! losing claim) with r0's logged calls before N applied. On the winning
+//! claim the others then race for what r0 left: the catalog's
+//! `sweep_racers` less r0, spawned on the rebuilt state and released
+//! together; on the losing claim they had ended before r0 went, and the
+//! recording's ends and ack journals stand for them. Clause: the race's, at
+//! most one racer wins and the handoff is claimed exactly once.
+//!
+//! Trust: each recording is checked against the disk where its r0 ended
+//! (the winning claim before the others went, the losing claim at the end);
+//! a log that disagrees sends the sweep back to re-running the race at every
+//! point, saying why. A state that does not pass is confirmed by a real kill
+//! of r0 at its point; one only the recording fails is an `error` naming the
+//! non-determinism, never a fire.
+
+use std::sync::Mutex;
+
+use super::census::{Census, Filter, preflight};
+use super::confirm;
+use super::coverage::{self, Coverage};
+use super::driver::{Count, Driver, Got, MOST_PER_BATCH, Passed, Plan, Source};
+use super::outcome::{Failure, Outcome};
+use super::race::{Finished, Order, R0, Race, acks_of};
+use super::race_sweep::{Claim, RaceSweep, Split, ready_of};
+use super::recorded::{decide, fallback_note};
+use super::refind::Found;
+use super::sweep::Swept;
+use super::trial::Trial;
+use super::verdict::{Acks, Crash, Ended, conclude};
+use super::workload::ended_with;
+use crate::cells::End;
+use crate::crashstate::state::states_from;
+use crate::crashstate::{Files, Log, Names, State};
+use crate::kill::syscall::sweep_points;
+use crate::legaudit::audit_leg;
+use crate::report::Trace;
+use crate::trialdir::TrialEnv;
+
+/// One of r0's paths, recorded: r0's log, the files it started from, the
+/// other racers' ends and ack journals, and where the log and the disk
+/// disagree, if they do.
+struct Recorded {
+    claim: Claim,
+    log: Log,
+    base: Files,
+    /// The others' ends and journals, r1 first (the losing claim's stand
+    /// for every state of it).
+    others: Vec<(End, Vec<u8>)>,
+    disagrees: Option<String>,
+    env: TrialEnv,
+}
+
+/// The names of r0's files in a race's folder.
+fn r0_names(env: &TrialEnv) -> Names {
+    Names::new(&env.db, &acks_of(env, 0), &env.transport)
+}
+
+/// The syscall result's trials from recordings of `race` (its racers the
+/// catalog's `sweep_racers`), and what they covered. `full` is the race
+/// with every racer of the plain races: the real kill that confirms a fire
+/// runs it, as the re-executed sweep does, which runs instead where a
+/// recording cannot stand for the states (a WAL store, a log that
+/// disagrees with the disk).
+pub fn run(race: &Race, full: &Race) -> (Vec<Trial>, Option<Coverage>) {
+    let rec = match recordings(race) {
+        Ok(Ok(rec)) => rec,
+        Ok(Err(why)) => return re_executed(full, &why),
+        Err(ended) => return (ended.trials, None),
+    };
+    let disagrees = rec.win.disagrees.as_ref().or(rec.lose.as_ref().and_then(|l| l.disagrees.as_ref()));
+    if let Some(why) = disagrees {
+        let note = fallback_note(why);
+        drop(rec);
+        return re_executed(full, &note);
+    }
+    let swept = sweep(race, full, &rec);
+    let coverage = coverage::of(&swept, &rec.split().paths());
+    (swept.trials, coverage)
+}
+
+/// The re-executed sweep of `full`, its last trial saying why.
+fn re_executed(full: &Race, why: &str) -> (Vec<Trial>, Option<Coverage>) {
+    let (mut trials, coverage) = RaceSweep::run(full);
+    if let Some(last) = trials.last_mut() {
+        last.details.push(why.to_string());
+    }
+    (trials, coverage)
+}
+
+/// Why a WAL store's race is re-executed: see [`recordings`].
+pub const WAL_NOTE: &str = "recorded states not used: the store ran in WAL, where the racers that outlive r0 keep \
+     the -shm index it wrote through mmap (no recording sees it, and a fresh connection would rebuild it from the \
+     WAL); every point re-ran the race";
+
+/// Both of r0's paths recorded, with the census they make and the filter
+/// they were recorded with (the real kill that confirms a fire uses it).
+struct Recordings {
+    win: Recorded,
+    lose: Option<Recorded>,
+    census: Census,
+    filter: Filter,
+}
+
+impl Recordings {
+    /// How many of r0's points each path has.
+    fn split(&self) -> Split {
+        Split { winning: self.win.log.total(), losing: self.lose.as_ref().map_or(0, |l| l.log.total()) }
+    }
+}
+
+/// Both recordings and the census they make, or why recordings cannot
+/// stand for the states, or how the sweep ended before its first point
+/// (tracing refused, a recording that failed, a leg the winning claim
+/// shows was not honored).
+///
+/// In WAL the racers that outlive r0 hold the store open, with the
+/// wal-index in the `-shm` as r0 left it through `mmap`: a commit r0 wrote
+/// to the WAL but had not yet indexed is invisible to them, while the
+/// survivors of a rebuilt state, opening it fresh, rebuild the index from
+/// the WAL and see it. The process-crash model leaves the `-shm` out, so a
+/// WAL race's recorded states are not the real kill's: such a sweep is
+/// re-executed. With a rollback journal a survivor and a fresh connection
+/// alike find r0's hot journal and roll it back.
+fn recordings(race: &Race) -> Result<Result<Recordings, String>, Box<Swept>> {
+    race.ctx.tally.phase("recording");
+    let unplanned = |t: Trial| Box::new(Swept::unplanned(t));
+    let filter = preflight().map_err(|o| unplanned(Trial::ended(0, o)))?;
+    let win = record(race, filter, Claim::Winning).map_err(|t| unplanned(*t))?;
+    let ready = ready_of(&win.env, 0).map_err(|f| unplanned(*ended_with(None, Outcome::Error(f))))?;
+    if audit_leg(&win.env.db, &ready, race.leg).effective == "wal" {
+        return Ok(Err(WAL_NOTE.into()));
+    }
+    // With r0 alone there is no other racer to win first.
+    let lose =
+        if race.racers > 1 { Some(record(race, filter, Claim::Losing).map_err(|t| unplanned(*t))?) } else { None };
+    let points = win.log.total() + lose.as_ref().map_or(0, |l| l.log.total());
+    let audit = audit_leg(&win.env.db, &ready, race.leg);
+    let census = Census { points, ready, audit, windows: None };
+    if !census.audit.honored {
+        return Err(Box::new(Swept::skipped(census)));
+    }
+    Ok(Ok(Recordings { win, lose, census, filter }))
+}
+
+/// Runs the race in `claim`'s order with r0 recorded to its end: the files
+/// it started from and where it ended are read at the race's turn (the
+/// winning claim's end, before the others go; the losing claim's start,
+/// once the others ended).
+fn record(race: &Race, filter: Filter, claim: Claim) -> Result<Recorded, Box<Trial>> {
+    let census_error = |env: Option<TrialEnv>, f: Failure| ended_with(env, Outcome::Error(Failure::census(f)));
+    let parked = race.parked_store().map_err(|o| ended_with(None, o.of_census()))?;
+    let env = race.env(&format!("record-{}", claim.name())).map_err(|f| census_error(None, f))?;
+    let at_turn = Mutex::new(None);
+    let turn = || *at_turn.lock().expect("no turn panics") = Some(Files::from_disk(env.dir(), &r0_names(&env)));
+    let finished = match race.run_turning(&env, race.racers, R0::Recorded(filter), claim.order(), &turn) {
+        Ok(f) => f,
+        Err(o) => return Err(ended_with(Some(env), o.of_census())),
+    };
+    let turned = at_turn.into_inner().expect("no turn panics").unwrap_or_default();
+    let log = match (finished.log, finished.ends.first()) {
+        (Some(log), Some(&End::Exited(code))) if code == claim.exit() => log,
+        (_, _) => {
+            let f = Failure::R0OffPath { path: claim.phrase(), ends: finished.ends };
+            return Err(census_error(Some(env), f));
+        }
+    };
+    let (base, ended) = match claim {
+        Claim::Winning => (parked, turned),
+        Claim::Losing => (turned.without_acks(), Files::from_disk(env.dir(), &r0_names(&env))),
+    };
+    let disagrees =
+        states_from(base.clone(), &log, &[log.total() + 1]).pop().and_then(|s| s.files.differs_from(&ended));
+    let others = (1..race.racers)
+        .zip(finished.ends.into_iter().skip(1))
+        .map(|(r, end)| (end, std::fs::read(acks_of(&env, r)).unwrap_or_default()))
+        .collect();
+    Ok(Recorded { claim, log, base, others, disagrees, env })
+}
+
+/// The recorded sweep: each planned point's state rebuilt, raced over (on
+/// the winning claim) and judged by the one driver; a state that does not
+/// pass confirmed by a real kill.
+fn sweep(race: &Race, full: &Race, rec: &Recordings) -> Swept {
+    let (ctx, census, split) = (race.ctx, &rec.census, rec.split());
+    let (win, lose) = (&rec.win, rec.lose.as_ref());
+    let points = sweep_points(census.candidates(), None, ctx.options.points, race.job.seed);
+    ctx.tally.planned(points.len() as u64);
+    ctx.tally.phase("checking");
+    let source = Points::new(race, split, win, lose, &points);
+    let label = |l: &str| format!("{}-{}-{l}", race.job.cell.id, race.leg.name);
+    let make_env = |l: &str| race.env(l);
+    let driver = Driver {
+        ctx,
+        cell: race.cell,
+        leg: race.leg,
+        census: Some(census),
+        recorded: &win.env,
+        label: &label,
+        make_env: &make_env,
+    };
+    let wave = MOST_PER_BATCH * ctx.jobs.max(1);
+    let plan =
+        Plan { units: points.len(), wave, label: "b", count: Count::Units, cache: None, one_log: false, spread: true };
+    let mut trials = driver.run(&source, &plan);
+    if let Some(recorded) = trials.pop_if(|t| t.is_bad()) {
+        let n = u64::from(recorded.index);
+        let (claim, at) = split.locate(n);
+        let log = if claim == Claim::Winning { &win.log } else { &lose.expect("a losing point has its recording").log };
+        let (real, races) = real_kills(full, split, rec, n);
+        // The real kills were the tries: a race has no run to seek the state in.
+        let mut decided = decide(recorded, real, &log.point(at), || Found::Missed(races));
+        if let Outcome::Error(Failure::OnlyRecorded { point, found, .. }) = decided.outcome {
+            decided.outcome = Outcome::Error(Failure::OnlyRecordedRace { point, found, races });
+        }
+        decided.trace.get_or_insert_with(|| Trace::of_log(log, at, crate::report::Crash::Kill));
+        trials.push(decided);
+    }
+    let last = trials.last().map_or(0, |t| u64::from(t.index));
+    let distinct = source.distinct_up_to(last);
+    Swept { planned: Some(points), trials, recorded: true, distinct: Some(distinct) }
+}
+
+/// Real kills of r0 at sweep point `n`, in races of every racer, up to the
+/// first that does not pass: what the survivors do is the scheduler's, so
+/// a fire of theirs (two winners of a racy claim) gets the tries a timed
+/// kill's fire gets ([`confirm::tries`]), counted from the points it took
+/// to find; a state's own fire repeats at the first.
+fn real_kills(full: &Race, split: Split, rec: &Recordings, n: u64) -> (Trial, u32) {
+    let sweep = RaceSweep::with_split(full, split);
+    let tries = confirm::tries(crate::killmode::KillMode::Timed, u32::try_from(n).unwrap_or(u32::MAX));
+    let (mut real, mut races) = (sweep.kill_at(rec.filter, n, &rec.census), 1);
+    while !real.is_bad() && races < tries {
+        real = sweep.kill_at(rec.filter, n, &rec.census);
+        races += 1;
+    }
+    if real.is_bad() && races > 1 {
+        real.details.push(format!("the real kill at point {n} fired in race {races} of at most {tries}"));
+    }
+    (real, races)
+}
+
+/// The planned points' states, as the driver's crash source.
+struct Points<'a> {
+    race: &'a Race<'a>,
+    split: Split,
+    /// Each point's sweep number, path and state.
+    states: Vec<(u64, &'a Recorded, State)>,
+}
+
+/// One point made: its place among the states, and on the winning claim
+/// the race the others ran over it (its folder, their ends); the store to
+/// recover.
+struct Made {
+    i: usize,
+    raced: Option<(TrialEnv, Finished)>,
+    store: Files,
+}
+
+impl<'a> Points<'a> {
+    fn new(race: &'a Race<'a>, split: Split, win: &'a Recorded, lose: Option<&'a Recorded>, points: &[u64]) -> Self {
+        let mut states = Vec::with_capacity(points.len());
+        for rec in std::iter::once(win).chain(lose) {
+            let mine: Vec<(u64, u64)> = points
+                .iter()
+                .map(|&n| (n, split.locate(n)))
+                .filter(|(_, (c, _))| *c == rec.claim)
+                .map(|(n, (_, at))| (n, at))
+                .collect();
+            let ats: Vec<u64> = mine.iter().map(|(_, at)| *at).collect();
+            let built = states_from(rec.base.clone(), &rec.log, &ats);
+            states.extend(mine.iter().zip(built).map(|(&(n, _), s)| (n, rec, s)));
+        }
+        Points { race, split, states }
+    }
+
+    /// How many distinct crash states r0's kill left at the points up to
+    /// `last`: its path, the store and its acks.
+    fn distinct_up_to(&self, last: u64) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let digest = |(claim, s): (Claim, &State)| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            (claim.name(), s.files.store_hash(), s.acks.as_slice()).hash(&mut h);
+            h.finish()
+        };
+        let seen: std::collections::HashSet<u64> =
+            self.states.iter().filter(|(n, _, _)| *n <= last).map(|(_, r, s)| digest((r.claim, s))).collect();
+        seen.len() as u64
+    }
+
+    /// Lays the state in a race's folder and releases the surviving racers
+    /// against it; the store they left.
+    fn raced(&self, n: u64, state: &State) -> Result<(TrialEnv, Finished, Files), Box<Trial>> {
+        let index = u32::try_from(n).unwrap_or(u32::MAX);
+        let race = self.race;
+        let env = race.env(&format!("p{n}")).map_err(|f| Box::new(Trial::ended(index, Outcome::Error(f))))?;
+        let names = r0_names(&env);
+        if let Err(e) = state.files.write_to(env.dir(), &names) {
+            return Err(Box::new(
+                Trial::ended(index, Outcome::Error(Failure::WritingState(e.to_string()))).with_env(env),
+            ));
+        }
+        match race.run(&env, race.racers, R0::Gone, Order::Together) {
+            Ok(f) => {
+                let store = Files::from_disk(env.dir(), &names).without_acks();
+                Ok((env, f, store))
+            }
+            Err(o) => Err(Box::new(self.described(Trial::ended(index, o), n).with_env(env))),
+        }
+    }
+
+    /// A trial's first detail: where on which path r0 was killed.
+    fn described(&self, mut t: Trial, n: u64) -> Trial {
+        let (claim, at) = self.split.locate(n);
+        let of = if claim == Claim::Winning { self.split.winning } else { self.split.losing };
+        let path = claim.phrase();
+        t.details.insert(0, format!("r0 killed on its {path}, at its point {at} of {of} (sweep point {n}); its state rebuilt from the recording"));
+        t
+    }
+
+    /// A losing-claim state that does not pass, as evidence: the state's
+    /// files, r0's journal and the others'.
+    fn evidence(&self, i: usize) -> Option<TrialEnv> {
+        let (n, recorded, state) = &self.states[i];
+        let env = self.race.env(&format!("p{n}")).ok()?;
+        state.files.write_to(env.dir(), &r0_names(&env)).ok()?;
+        for (r, (_, acks)) in (1u32..).zip(&recorded.others) {
+            std::fs::write(acks_of(&env, r), acks).ok()?;
+        }
+        std::fs::write(env.path("recorded-state.txt"), "this state was rebuilt from the recorded race's log\n").ok()?;
+        Some(env)
+    }
+}
+
+impl Source for Points<'_> {
+    type Unit = Made;
+
+    fn key(&self, i: usize) -> u64 {
+        self.states[i].0
+    }
+
+    fn make(&self, i: usize) -> Result<Made, Box<Trial>> {
+        let (n, recorded, state) = &self.states[i];
+        if recorded.claim == Claim::Losing {
+            return Ok(Made { i, raced: None, store: state.files.clone().without_acks() });
+        }
+        let (env, finished, store) = self.raced(*n, state)?;
+        Ok(Made { i, raced: Some((env, finished)), store })
+    }
+
+    fn stores(&self, made: &Made) -> Vec<Files> {
+        vec![made.store.clone()]
+    }
+
+    fn judge(&self, d: &Driver, made: Made, got: &[Got], _: &mut Passed) -> Vec<Trial> {
+        let (n, recorded, state) = &self.states[made.i];
+        let index = u32::try_from(*n).unwrap_or(u32::MAX);
+        let mut t = Trial::new(index);
+        t.kill_point = Some(state.point.kill_point(index, 0));
+        let outcome = match &made.raced {
+            Some((env, f)) => conclude(&self.race.crash(env, f, d.census), &mut t, || got[0].recovered()),
+            None => conclude(&left(d, recorded, state), &mut t, || got[0].recovered()),
+        };
+        let mut t = self.described(t.conclude(outcome), *n);
+        t.details.extend(got[0].note.clone());
+        if t.is_bad() {
+            t.env = match made.raced {
+                Some((env, _)) => Some(env),
+                None => self.evidence(made.i),
+            };
+        }
+        vec![t]
+    }
+}
+
+/// A losing-claim state as the verdict reads it: r0 killed with the
+/// state's journal, the others as the recording's race ended them.
+fn left<'s>(d: &'s Driver, recorded: &'s Recorded, state: &'s State) -> Crash<'s> {
+    let mut ended = vec![Ended { name: "r0".into(), acks: Acks::Bytes(&state.acks), end: End::Killed }];
+    for (r, (end, acks)) in (1..).zip(&recorded.others) {
+        ended.push(Ended { name: format!("r{r}"), acks: Acks::Bytes(acks), end: *end });
+    }
+    Crash { cell: d.cell, leg: d.leg, db: &recorded.env.db, ended, seed: 0, census: d.census }
+}
