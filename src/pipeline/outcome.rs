@@ -255,8 +255,8 @@ pub enum Failure {
     WinningPointUnreached { points: u64, at: u64 },
     #[error(
         "point {point} fails only when recorded: the recorded state found {found}, but a real kill at point \
-         {point} passes, and so did {tries} runs killed where their files first held that state again or at its \
-         call once their ack journal held what it held there (none that reached it fired); the child does not \
+         {point} does not repeat it, nor did {tries} runs killed where their files first held that state again or \
+         at its call once their ack journal held what it held there (none that reached it fired); the child does not \
          write the same bytes on every run (a clock, a random salt, a thread pool's scheduling), so its recorded \
          states do not stand for it: make its writes synchronous, or run with --replay off"
     )]

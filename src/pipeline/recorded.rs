@@ -389,7 +389,7 @@ fn distinct_states(marks: &[(u64, u64)], last: u64) -> u64 {
 /// recorded state as evidence. The details say how it was confirmed.
 pub fn decide(recorded: Trial, real: Trial, at: &Point, refind: impl FnOnce() -> Found) -> Trial {
     let n = recorded.index;
-    if real.is_bad() {
+    if real.is_bad() && reached(&real) {
         return confirmed(real, &recorded, format!("confirmed by a real kill at point {n}"));
     }
     match refind() {
@@ -405,6 +405,15 @@ pub fn decide(recorded: Trial, real: Trial, at: &Point, refind: impl FnOnce() ->
             t
         }
     }
+}
+
+/// Whether a real kill reached its point: its child was stopped there and
+/// killed (or ended there, at an end point). One that ended before its
+/// point did not reach the recorded state: a store whose calls differ ran a
+/// shorter path, which its finding (a store failure: an end before the
+/// point) does not make a fire of this state; a harness error stays one.
+fn reached(real: &Trial) -> bool {
+    real.kill_point.is_some() || !matches!(real.outcome, Outcome::Fire(_))
 }
 
 /// A real kill's trial that did not pass, standing for the recorded one,
@@ -428,6 +437,13 @@ mod tests {
         Trial::ended(n, outcome)
     }
 
+    /// A real kill's trial: its child was stopped at its point and killed.
+    fn real(n: u32, outcome: Outcome) -> Trial {
+        let mut t = Trial::ended(n, outcome);
+        t.kill_point = Some(at().kill_point(n, 1));
+        t
+    }
+
     fn lost(m: &str) -> Outcome {
         Outcome::Fire(Finding {
             violations: vec![Violation::new("lost-ack", format!("lost {m}"))],
@@ -447,10 +463,10 @@ mod tests {
 
     #[test]
     fn a_fire_a_real_kill_repeats_is_confirmed_and_reported_as_the_real_kill() {
-        let t = decide(trial(7, lost("m1")), trial(7, lost("m1")), &at(), unasked);
+        let t = decide(trial(7, lost("m1")), real(7, lost("m1")), &at(), unasked);
         assert_eq!(t.outcome, lost("m1"));
         assert_eq!(t.details, ["confirmed by a real kill at point 7"]);
-        let t = decide(trial(7, lost("m1")), trial(7, lost("m0")), &at(), unasked);
+        let t = decide(trial(7, lost("m1")), real(7, lost("m0")), &at(), unasked);
         assert_eq!(t.details[1], "the recorded state at point 7 found: lost m1");
     }
 
@@ -470,6 +486,17 @@ mod tests {
             assert!(d.starts_with(&format!("confirmed by a real kill {said}")), "{d}");
             assert!(d.contains(": point 9 of run 2 of 3; the kill at point 7 itself passed"), "{d}");
         }
+        // A real kill whose child ended (exit 0) before its point ran a
+        // shorter path: the store failure that makes is not this state's.
+        let ended = Outcome::store_failure(
+            crashcells_protocol::Op::Append,
+            Failure::ChildEnded { exit: crate::harness::Exit::Code(0), counted: 6, before: Some(7), stderr: "".into() },
+        );
+        let again = || {
+            Found::Again(Box::new(Refound { trial: trial(7, lost("m0")), how: Likeness::Write, ordinal: 9, run: 1 }))
+        };
+        let t = decide(trial(7, lost("m0")), trial(7, ended), &at(), again);
+        assert_eq!(t.outcome, lost("m0"));
         // A run that could not be made is that run's trial, as any trial's.
         let broken = || Found::Broken(Box::new(trial(7, Outcome::Error(Failure::NoReady))));
         let t = decide(trial(7, lost("m0")), trial(7, Outcome::Pass), &at(), broken);
@@ -509,7 +536,7 @@ mod tests {
         assert_eq!(**found, lost("m1"));
         let why = t.outcome.to_string();
         assert!(why.starts_with("point 7 fails only when recorded: the recorded state found lost m1"), "{why}");
-        assert!(why.contains("and so did 3 runs killed where their files first held that state again"), "{why}");
+        assert!(why.contains("nor did 3 runs killed where their files first held that state again"), "{why}");
         assert!(why.contains("does not write the same bytes on every run"), "{why}");
         assert_eq!(t.index, 7);
     }

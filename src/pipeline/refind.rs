@@ -4,7 +4,8 @@
 //! the workload runs again, traced, up to [`TRIES`] times, each run killed
 //! at the first counted call where its files are the recorded state again,
 //! or where it makes the recorded point's call once its ack journal holds
-//! what it held there ([`crate::crashstate::likeness`]). The first run
+//! what it held there ([`crate::crashstate::likeness`]); for a fire at
+//! the child's own end, where the run's own end is like it. The first run
 //! that does not pass confirms the fire; its details say how.
 //!
 //! Crash model: [`super::point`]'s: the child is stopped at the entry of a
@@ -21,6 +22,7 @@ use super::workload::Workload;
 use crate::crashstate::likeness::{Likeness, Sought};
 use crate::crashstate::record::record_asking;
 use crate::crashstate::{Files, Log};
+use crate::harness::Exit;
 use crate::kill::syscall::{Driven, Point};
 use crate::report::{Crash, Trace};
 use crate::trialdir::TrialEnv;
@@ -142,8 +144,53 @@ impl Workload<'_> {
         };
         let (driven, log) =
             record_asking(&mut child, &self.targets(env), &mut ask).map_err(|e| trace_outcome(e, self.ctx))?;
-        let Driven::At(point) = driven else { return Ok(None) };
+        let point = match driven {
+            Driven::At(point) => point,
+            Driven::Exited { exit, counted } => return Ok(at_end(sought, log, exit, counted)),
+        };
         child.kill_and_reap().check().map_err(|e| Outcome::Error(Failure::Reap(e)))?;
         Ok(how.map(|how| (point, log, how)))
+    }
+}
+
+/// A run that ended on its own: where the sought state is the one a
+/// child's own end left (its point is `exit`), this run's end, if it ended
+/// well and is like it; no other state is reached by an end.
+fn at_end(sought: &Sought, log: Log, exit: Exit, counted: u64) -> Option<(Point, Log, Likeness)> {
+    if sought.point.syscall != "exit" || exit != Exit::Code(0) {
+        return None;
+    }
+    let end = Point::end(counted + 1);
+    let how = sought.like(&Files::after(log.ran()), &end)?;
+    Some((end, log, how))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crashstate::{At, Effect};
+    use crate::kill::syscall::FileKind;
+
+    /// A run whose acks were written at the end of its file.
+    fn run_of(acks: &[u8]) -> Log {
+        let mut log = Log::default();
+        let point = Point { ordinal: 0, syscall: "write", file: Some(FileKind::Acks), offset: None, len: None };
+        log.push(Some(point), Effect::Write { file: FileKind::Acks, at: At::End, data: acks.to_vec() });
+        log
+    }
+
+    #[test]
+    fn a_fire_at_the_childs_own_end_is_found_again_at_a_runs_end_that_ended_well_and_is_like_it() {
+        let acks = b"{\"kind\":\"ready\",\"pid\":4}\n{\"kind\":\"ack\",\"i\":0}\n";
+        let recorded = run_of(acks);
+        let sought = Sought::new(&Files::after(recorded.ran()), &Point::end(2));
+        let other = run_of(b"{\"kind\":\"ready\",\"pid\":40}\n{\"kind\":\"ack\",\"i\":0}\n");
+        let (end, _, how) = at_end(&sought, other.clone(), Exit::Code(0), 1).expect("the end is like it");
+        assert_eq!((end, how), (Point::end(2), Likeness::State));
+        assert!(at_end(&sought, other.clone(), Exit::Code(3), 1).is_none(), "an end that failed is no state of it");
+        assert!(at_end(&sought, run_of(b"{\"kind\":\"ready\"}\n"), Exit::Code(0), 1).is_none(), "other acks");
+        let mid = Point { ordinal: 2, syscall: "fsync", file: Some(FileKind::Database), offset: None, len: None };
+        let sought = Sought::new(&Files::after(recorded.ran()), &mid);
+        assert!(at_end(&sought, other, Exit::Code(0), 1).is_none(), "a call's state is not reached by an end");
     }
 }
