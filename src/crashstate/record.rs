@@ -238,4 +238,58 @@ mod tests {
         let names = super::super::Names::new(&dir.join("store.db"), &dir.join("acks.ndjson"), &dir.join("t"));
         assert_eq!(super::super::Files::after(log.ran()).differs_from_disk(&dir, &names), None);
     }
+
+    /// A script in a folder of its own, traced: `None` where tracing is refused.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    fn traced_script(script: &str) -> Option<(Traced, Targets, tempfile::TempDir)> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().canonicalize().unwrap();
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", script]).current_dir(&path);
+        let filter = crate::kill::syscall::filter().unwrap();
+        let child = match Traced::spawn(cmd, Some(&path.join("err")), filter, std::time::Duration::from_secs(20)) {
+            Err(TraceError::NotPermitted(why)) => {
+                eprintln!("ptrace refused here: {why}");
+                return None;
+            }
+            other => other.unwrap(),
+        };
+        Some((child, Targets::new(&path.join("store.db"), &path.join("acks.ndjson")), dir))
+    }
+
+    /// A recorded state is found again in runs whose calls differ: one more
+    /// call first (the same files, at another ordinal: by state), or other
+    /// bytes in the store (by the recorded call, once the same acks were
+    /// written); the child is killed there, before the call runs.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    fn a_kill_asked_for_lands_where_a_run_that_differs_reaches_the_recorded_state() {
+        use crate::crashstate::likeness::{Likeness, Sought};
+        let run = |first: &str, pid: u32| {
+            format!(
+                "{first} printf a > store.db; printf '{{\"kind\":\"ready\",\"pid\":{pid}}}\\n' >> acks.ndjson; \
+                 printf b >> store.db; printf '{{\"kind\":\"ack\",\"i\":0}}\\n' >> acks.ndjson; printf c >> store.db"
+            )
+        };
+        let Some((mut child, targets, _dir)) = traced_script(&run("", 7)) else { return };
+        let (_, log) = record(&mut child, &targets, Goal::ToEnd).unwrap();
+        assert_eq!(log.total(), 5, "{:?}", log.points);
+        let sought = Sought::new(&Files::after(log.before(5)), &log.point(5));
+        for (script, ordinal, how) in [
+            (run(": > store.db; sync store.db;", 40417), 6, Likeness::State),
+            (run("", 9).replacen("printf b", "printf x", 1), 5, Likeness::Write),
+        ] {
+            let (mut child, targets, dir) = traced_script(&script).unwrap();
+            let mut found = None;
+            let (driven, _) = record_asking(&mut child, &targets, &mut |files: &Files, call: &Point| {
+                found = sought.like(files, call);
+                found.is_some()
+            })
+            .unwrap();
+            assert!(matches!(&driven, Driven::At(p) if p.ordinal == ordinal), "{script}: {driven:?}");
+            assert_eq!(found, Some(how), "{script}");
+            assert!(child.kill_and_reap().exit.is_sigkill());
+            assert_eq!(std::fs::read(dir.path().join("store.db")).unwrap().len(), 2, "killed before `printf c`");
+        }
+    }
 }
