@@ -211,14 +211,14 @@ impl Files {
     /// The modelled files present in `dir` as `names` names them: a log
     /// that starts from files already there (a parked handoff) applies to
     /// these, and a run's end is compared with them.
+    /// A file that cannot be read counts as absent: the comparison then
+    /// says where it differs.
     pub fn from_disk(dir: &Path, names: &Names) -> Files {
-        let mut files = BTreeMap::new();
-        for kind in MODELLED {
-            if let Ok(bytes) = std::fs::read(dir.join(names.of(kind))) {
-                files.insert(kind, Pages::from_slice(&bytes));
-            }
+        let mut files = Files::read_store(dir, names).unwrap_or_default();
+        if let Ok(acks) = std::fs::read(dir.join(names.of(FileKind::Acks))) {
+            files.set_acks(&acks);
         }
-        Files { files, version: 0 }
+        files
     }
 
     /// The store's files alone: the ack journal left out.

@@ -274,7 +274,8 @@ impl<'a> Race<'a> {
     pub(super) fn parked_store(&self) -> Result<Files, Outcome> {
         let parked = self.parked.get_or_init(|| self.park_once());
         let parked = parked.as_ref().map_err(Clone::clone)?;
-        Ok(Files::from_disk(parked.dir(), &Names::store(&parked.db)).without_acks())
+        Files::read_store(parked.dir(), &Names::store(&parked.db))
+            .map_err(|e| Outcome::Error(Failure::ParkCopy(format!("{}: {e}", parked.db.display()))))
     }
 
     /// Parks the handoff in a folder of its own, for every race of the result.

@@ -42,6 +42,7 @@ use crate::crashstate::state::states_from;
 use crate::crashstate::{Files, Log, Names, State};
 use crate::kill::syscall::sweep_points;
 use crate::legaudit::audit_leg;
+use crate::recovery::RecoveryError;
 use crate::report::Trace;
 use crate::trialdir::TrialEnv;
 
@@ -65,11 +66,14 @@ fn r0_names(env: &TrialEnv) -> Names {
 }
 
 /// The syscall result's trials from recordings of `race` (its racers the
-/// catalog's `sweep_racers`), and what they covered. `full` is the race
-/// with every racer of the plain races: the real kill that confirms a fire
-/// runs it, as the re-executed sweep does, which runs instead where a
-/// recording cannot stand for the states (a WAL store, a log that
-/// disagrees with the disk).
+/// catalog's `sweep_racers`), and what they covered; where a recording
+/// cannot stand for the states (a WAL store, a log that disagrees with the
+/// disk), the re-executed sweep's. `full` is the race with every racer of
+/// the plain races: the re-executed sweep runs it (as `--replay off` and a
+/// `--point` repro do), and so do the real kills that confirm a recorded
+/// fire. Not `race`: a racy claim's fire, found among two survivors, was
+/// then missed by the one exec'd race that confirms it (3 of 4 seeds on
+/// the reference store; with every racer, it repeats).
 pub fn run(race: &Race, full: &Race) -> (Vec<Trial>, Option<Coverage>) {
     let rec = match recordings(race) {
         Ok(Ok(rec)) => rec,
@@ -309,10 +313,14 @@ impl<'a> Points<'a> {
             ));
         }
         match race.run(&env, race.racers, R0::Gone, Order::Together) {
-            Ok(f) => {
-                let store = Files::from_disk(env.dir(), &names).without_acks();
-                Ok((env, f, store))
-            }
+            Ok(f) => match Files::read_store(env.dir(), &names) {
+                Ok(store) => Ok((env, f, store)),
+                // As a killed trial's store that cannot be read in (`pending`).
+                Err(e) => {
+                    let outcome = Outcome::from(RecoveryError::Copy { pass: 1, why: e.to_string() });
+                    Err(Box::new(Trial::ended(index, outcome).with_env(env)))
+                }
+            },
             Err(o) => Err(Box::new(self.described(Trial::ended(index, o), n).with_env(env))),
         }
     }
