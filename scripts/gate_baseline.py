@@ -73,7 +73,7 @@ def figures(report):
     return landed, distinct, cell2 / total, verdicts
 
 
-def bench(name, args, builds, rounds, seed, scratch):
+def bench(name, args, builds, rounds, seed, scratch, keep=None):
     runs = {b: [] for b in builds}
     for i in range(rounds):
         # Alternate which build goes first, so that neither always meets a
@@ -83,6 +83,10 @@ def bench(name, args, builds, rounds, seed, scratch):
             runs[label].append(gate(binary, args, seed, scratch))
     rows = {}
     for label, got in runs.items():
+        if keep:
+            # The last round's report, for where each result's time went (duration_ms).
+            with open(os.path.join(keep, "%s-%s.json" % (name, label)), "w") as f:
+                json.dump(got[-1][2], f)
         wall = statistics.median(g[0] for g in got)
         cpu = statistics.median(g[1] for g in got)
         landed, distinct, share, verdicts = figures(got[-1][2])
@@ -109,6 +113,7 @@ def main():
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--store", action="append", choices=[s[0] for s in STORES],
                    help="only these stores (default: every store that is there)")
+    p.add_argument("--keep", metavar="DIR", help="write each build's last report per store there, as STORE-BUILD.json")
     a = p.parse_args()
     if not (os.path.isfile(a.baseline) and os.access(a.baseline, os.X_OK)):
         print("gate-bench: --baseline %s is not an executable file" % a.baseline, file=sys.stderr)
@@ -123,7 +128,7 @@ def main():
             if name == "hermes" and not os.path.isdir("examples/hermes-store/.wheel/site"):
                 print("hermes     skipped: run examples/hermes-store/fetch first")
                 continue
-            same = bench(name, args, builds, a.rounds, a.seed, scratch) and same
+            same = bench(name, args, builds, a.rounds, a.seed, scratch, a.keep) and same
     sys.exit(0 if same else 1)
 
 
