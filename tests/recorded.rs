@@ -169,8 +169,9 @@ fn a_recorded_fire_is_confirmed_by_a_real_kill_and_its_repro_is_that_kill() {
     assert_eq!(r["states"], "recorded", "the sweep's states came from its recording: {r:#}");
     // Its repro, one point, is a real kill: re-executed, and no whole sweep.
     let repro = r["repro"].as_str().unwrap().split(' ').skip(1).collect::<Vec<_>>();
-    let (_, rs, _dir) = sweep(&repro).unwrap();
+    let (code, rs, _dir) = sweep(&repro).unwrap();
     assert_eq!((&rs[0]["states"], &rs[0]["sampled"]), (&Value::from("re-executed"), &Value::from(true)), "{:#}", rs[0]);
+    assert_eq!((code, rs[0]["verdict"].as_str()), (1, Some("fire")), "the real kill fires again: {:#}", rs[0]);
 }
 
 /// A store that writes from a thread pool (tests/adapters/pooled.py) does
@@ -210,6 +211,9 @@ fn a_store_that_writes_from_a_thread_pool_fires_when_broken_and_passes_when_not(
     assert_eq!((code, rs[0]["verdict"].as_str()), (0, Some("pass")), "{:#}", rs[0]);
 }
 
+/// A re-executed sweep (its points' folders recovered in batches by the
+/// one driver) passes on the reference store and fires on a mutant, the
+/// fire's evidence its kill point and calls, as a lone real kill's.
 #[test]
 fn replay_off_re_executes_and_says_so_in_the_repro() {
     let args = ["run", "--cell", "3", "--leg", "delete", "--kill", "syscall", "--replay", "off", "--points", "3"];
@@ -218,6 +222,13 @@ fn replay_off_re_executes_and_says_so_in_the_repro() {
     assert_eq!(rs[0]["trials"], 3, "{:#}", rs[0]);
     assert!(rs[0]["repro"].as_str().unwrap().contains("--replay off"), "{:#}", rs[0]);
     assert_eq!(rs[0]["states"], "re-executed", "{:#}", rs[0]);
+    let args = ["run", "--cell", "1", "--leg", "delete", "--kill", "syscall", "--replay", "off", "--seed", "41"];
+    let (code, rs, _dir) = sweep(&[&args[..], &["--mutant", "ack-before-commit"]].concat()).unwrap();
+    let r = &rs[0];
+    assert_eq!((code, r["verdict"].as_str(), r["states"].as_str()), (1, Some("fire"), Some("re-executed")), "{r:#}");
+    let evidence = std::path::Path::new(r["evidence"].as_str().expect("the fire's evidence"));
+    assert!(evidence.join("kill-point.json").exists() && evidence.join("recovery-1").exists(), "{r:#}");
+    assert!(r["timeline"].is_string(), "{r:#}");
 }
 
 #[test]

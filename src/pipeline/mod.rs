@@ -39,8 +39,9 @@
 //!   cell 2's syscall sweep over both of r0's paths, re-run at every point;
 //!   [`race_recorded`]: the same sweep from one recording of each path,
 //!   through the one driver;
-//! - [`sweep`]: the re-executed sweep skeleton, a census then one trial per
-//!   point; [`coverage`]: the points a sweep planned and those that landed;
+//! - [`sweep`]: the re-executed sweep's plan (a census, the points), and
+//!   the loop of one trial per point a race sweep runs; [`coverage`]: the
+//!   points a sweep planned and those that landed;
 //! - [`confirm`]: a fire found through a forked child, run again with every
 //!   operation exec'd before it is reported; [`refire`]: a fire's repro
 //!   rerun a few times in the run, how often it fired again;

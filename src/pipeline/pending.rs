@@ -28,9 +28,10 @@ use super::driver::{Count, Driver, Got, Passed, Plan, Source};
 use super::outcome::{Failure, Interruption, Outcome};
 use super::trial::Trial;
 use super::verdict::judged;
-use crate::cells::Process;
+use crate::cells::{Cell, Process};
 use crate::crashstate::{Files, Names};
 use crate::recovery::{Recovered, RecoveryError};
+use crate::report::Trace;
 use crate::trialdir::TrialEnv;
 
 /// A trial whose child has ended, judged up to its recovery.
@@ -41,12 +42,35 @@ pub struct Pending {
     /// the crash left; none when the trial already has its outcome (an
     /// error, a skip) or no folder.
     awaits: Option<(Vec<Process>, Files)>,
+    /// A sweep point's calls up to its kill: its evidence, with its kill
+    /// point, if it does not pass ([`Trial::with_calls`]).
+    calls: Option<Trace>,
 }
 
 impl Pending {
     /// A trial that needs no recovery: its outcome is known.
     pub fn ended(trial: Trial) -> Pending {
-        Pending { trial, awaits: None }
+        Pending { trial, awaits: None, calls: None }
+    }
+
+    /// [`Pending::prepared`], for a sweep point killed after `calls`.
+    pub fn at_point(trial: Trial, env: TrialEnv, prepared: Result<Vec<Process>, Outcome>, calls: Trace) -> Pending {
+        let mut p = Pending::prepared(trial, env, prepared);
+        match p.awaits {
+            Some(_) => p.calls = Some(calls),
+            None => p.trial = p.trial.with_calls(calls),
+        }
+        p
+    }
+
+    /// The trial judged on `recover`'s recovery of its folder alone: one
+    /// real kill (a fire's confirmation), no batch to share.
+    pub fn alone(self, cell: &dyn Cell, recover: impl FnOnce(&TrialEnv) -> Result<Recovered, RecoveryError>) -> Trial {
+        let Pending { mut trial, awaits, calls } = self;
+        let (Some((processes, _)), Some(env)) = (awaits, trial.env.take()) else { return trial };
+        let got = recover(&env).map_err(Outcome::from);
+        let outcome = judge_on(cell, &processes, got.as_ref().map_err(Clone::clone), &env, &mut trial);
+        kept(trial.conclude(outcome).with_env(env), calls)
     }
 
     /// A trial in `env` that [`super::verdict::prepare`] prepared: awaiting
@@ -61,7 +85,7 @@ impl Pending {
                 .map_err(|e| Outcome::from(RecoveryError::Copy { pass: 1, why: e.to_string() }))
         };
         match prepared.and_then(read) {
-            Ok(awaits) => Pending { trial: trial.with_env(env), awaits: Some(awaits) },
+            Ok(awaits) => Pending { trial: trial.with_env(env), awaits: Some(awaits), calls: None },
             Err(outcome) => Pending::ended(trial.conclude(outcome).with_env(env)),
         }
     }
@@ -123,7 +147,7 @@ impl Source for Trials<'_> {
 
     fn judge(&self, d: &Driver, p: Pending, got: &[Got], _: &mut Passed) -> Vec<Trial> {
         vec![match (p.awaits, got.first()) {
-            (Some((processes, _)), Some(got)) => judge(d, p.trial, &processes, got),
+            (Some((processes, _)), Some(got)) => kept(judge(d, p.trial, &processes, got), p.calls),
             _ => p.trial,
         }]
     }
@@ -140,15 +164,19 @@ impl Source for Trials<'_> {
 fn judge(d: &Driver, mut trial: Trial, processes: &[Process], got: &Got) -> Trial {
     let env = trial.env.take().expect("a pending trial has its folder");
     let before = trial.details.len();
-    let outcome = judge_on(d, processes, got.recovered(), &env, &mut trial);
-    if matches!(outcome, Outcome::Pass | Outcome::Interrupted(_)) {
+    let outcome = judge_on(d.cell, processes, got.recovered(), &env, &mut trial);
+    if outcome.is_pass() {
+        // Its folder goes at once: only the decisive trial's is evidence.
         trial.details.extend(got.note.clone());
+        return trial.conclude(outcome);
+    }
+    if matches!(outcome, Outcome::Interrupted(_)) {
         return trial.conclude(outcome).with_env(env);
     }
     trial.details.truncate(before);
     trial.integrity = None;
     let alone = d.alone(&env).map_err(Outcome::from);
-    let alone = judge_on(d, processes, alone.as_ref().map_err(Clone::clone), &env, &mut trial);
+    let alone = judge_on(d.cell, processes, alone.as_ref().map_err(Clone::clone), &env, &mut trial);
     let outcome = match (alone, outcome) {
         (Outcome::Pass, found @ (Outcome::Fire(_) | Outcome::Error(_))) => {
             Outcome::Error(Failure::BatchOnly { found: Box::new(found) })
@@ -158,16 +186,25 @@ fn judge(d: &Driver, mut trial: Trial, processes: &[Process], got: &Got) -> Tria
     trial.conclude(outcome).with_env(env)
 }
 
+/// `trial`, with a sweep point's `calls` kept as its evidence if it does
+/// not pass.
+fn kept(trial: Trial, calls: Option<Trace>) -> Trial {
+    match calls {
+        Some(calls) if trial.is_bad() => trial.with_calls(calls),
+        _ => trial,
+    }
+}
+
 /// A prepared trial's verdict on a recovery of its state.
 fn judge_on(
-    d: &Driver,
+    cell: &dyn Cell,
     processes: &[Process],
     got: Result<&Recovered, Outcome>,
     env: &TrialEnv,
     trial: &mut Trial,
 ) -> Outcome {
     match got {
-        Ok(recovered) => judged(d.cell, processes, recovered, env.seed, trial),
+        Ok(recovered) => judged(cell, processes, recovered, env.seed, trial),
         Err(e) => e,
     }
 }

@@ -1,8 +1,10 @@
 //! The re-executed syscall crash source of a workload cell: the child runs
 //! traced and is killed at its Nth kill point, for real; and the census
 //! that counts a workload's points by running it traced to its end. A
-//! recorded sweep's fire is confirmed this way, a `--point` repro is run
-//! this way, and `--replay off` sweeps every point this way.
+//! recorded sweep's fire is confirmed this way (one kill, recovered alone),
+//! and a `--point` repro and `--replay off` (or a recording whose
+//! self-check disagrees) sweep their points this way, each point's folder
+//! a trial of the one driver ([`super::pending`]).
 //!
 //! Crash model: the child is stopped at the entry of its Nth file-mutating
 //! call on the store's files, the ack journal or the transport, and its
@@ -10,9 +12,12 @@
 //! last call is the child's own end (exit 0 after `--stop-after`).
 
 use super::census::{Census, Filter, trace_outcome};
+use super::driver::Driver;
 use super::outcome::{Failure, Outcome};
-use super::sweep::Sweepable;
+use super::pending::{Pending, in_order};
+use super::sweep::{Sweepable, Swept, planned};
 use super::trial::Trial;
+use super::verdict::{Crash, Ended, prepare};
 use super::workload::{Workload, ended_well, ended_with};
 use crate::kill::KillPoint;
 use crate::kill::syscall::{Driven, Goal, Point, drive, drive_observed};
@@ -68,38 +73,73 @@ impl Workload<'_> {
         }
     }
 
-    /// One trial of a sweep: kill at point `n`, then judge like any killed trial.
+    /// One real kill at point `n`, judged on its own recovery: a fire's
+    /// confirmation, or one point of a sweep that is not the driver's.
     pub fn kill_at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
-        self.ctx.pool.unit(|| self.killed_at(filter, n, census))
+        let pending = self.ctx.pool.unit(|| self.killed_at(filter, n, census));
+        let recover = |env: &TrialEnv| crate::recovery::recover(&self.ctx.child, self.ctx.deadline, env);
+        pending.alone(self.cell, |env| self.ctx.pool.unit(|| recover(env)))
     }
 
-    fn killed_at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
+    /// The re-executed sweep of this workload: its census, then a real kill
+    /// at every point, each point's folder a trial of the one driver
+    /// ([`super::pending`]): their stores recovered in batches, a point
+    /// that does not pass recovered again alone.
+    pub fn re_executed(&self, seed: u64) -> Swept {
+        let (filter, census, points) = match planned(self.ctx, seed, self) {
+            Ok(p) => p,
+            Err(swept) => return *swept,
+        };
+        // The folder whose config home and recovery step recover them all.
+        let home = match self.env("recovery") {
+            Ok(env) => env,
+            Err(f) => return Swept::unplanned(Trial::ended(0, Outcome::Error(f))),
+        };
+        let label = |l: &str| self.label(l);
+        let make_env = |l: &str| self.env(l);
+        let d = Driver {
+            ctx: self.ctx,
+            cell: self.cell,
+            leg: self.leg,
+            census: Some(&census),
+            recorded: &home,
+            label: &label,
+            make_env: &make_env,
+        };
+        let indices: Vec<u32> = points.iter().map(|&n| u32::try_from(n).unwrap_or(u32::MAX)).collect();
+        let run = |n: u32| self.ctx.pool.unit(|| self.killed_at(filter, u64::from(n), &census));
+        let trials = in_order(&d, &indices, &run);
+        Swept { planned: Some(points), trials, recorded: false, distinct: None }
+    }
+
+    /// A real kill at point `n`, read up to its recovery (the kill point's
+    /// acks are the trial's).
+    fn killed_at(&self, filter: Filter, n: u64, census: &Census) -> Pending {
         let index = u32::try_from(n).unwrap_or(u32::MAX);
         let env = match self.env(&format!("p{n}")) {
             Ok(env) => env,
-            Err(f) => return Trial::ended(index, Outcome::Error(f)),
+            Err(f) => return Pending::ended(Trial::ended(index, Outcome::Error(f))),
         };
         let mut trial = Trial::new(index);
         let mut calls = Vec::new();
-        let outcome = match self.traced_to(&env, filter, Goal::KillAt(n), &mut calls) {
-            Ok(kp) => {
-                trial.kill_point = Some(kp);
-                self.judge(&env, Some(census), &mut trial)
-            }
-            Err(o) => o,
+        let kp = match self.traced_to(&env, filter, Goal::KillAt(n), &mut calls) {
+            Ok(kp) => kp,
+            Err(o) => return Pending::ended(trial.conclude(o).with_env(env)),
         };
-        if let Some(kp) = trial.kill_point.as_mut() {
-            kp.after_acks = trial.acked;
-            if !outcome.is_pass() {
-                let _ =
-                    std::fs::write(env.path("kill-point.json"), serde_json::to_string_pretty(kp).unwrap_or_default());
-                // Its calls, for the evidence's timeline: kept only when it
-                // is evidence (a sweep's passing points would add up).
-                let killed = (kp.syscall.as_deref() != Some("exit")).then_some(n);
-                trial.trace = Some(Trace::of_points(&calls, killed));
-            }
-        }
-        trial.conclude(outcome).with_env(env)
+        // Its calls, for the evidence's timeline, if it does not pass.
+        let killed = (kp.syscall.as_deref() != Some("exit")).then_some(n);
+        let calls = Trace::of_points(&calls, killed);
+        let crash = Crash {
+            cell: self.cell,
+            leg: self.leg,
+            db: &env.db,
+            ended: vec![Ended::killed(&env.acks)],
+            seed: env.seed,
+            census: Some(census),
+        };
+        let prepared = prepare(&crash, &mut trial);
+        trial.kill_point = Some(KillPoint { after_acks: trial.acked, ..kp });
+        Pending::at_point(trial, env, prepared, calls)
     }
 
     /// Spawns the workload traced, drives it to `goal` and kills it there;

@@ -23,7 +23,7 @@ use super::confirm;
 use super::driver::{Count, Driver, Got, MOST_PER_BATCH, Passed, Plan, Source};
 use super::outcome::{Failure, Outcome, Site};
 use super::refind::Found;
-use super::sweep::{Swept, sweep};
+use super::sweep::Swept;
 use super::trial::Trial;
 use super::verdict::conclude;
 use super::workload::{Workload, ended_well, ended_with};
@@ -204,7 +204,7 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
     if let Some(why) = &rec.disagrees {
         let note = fallback_note(why);
         drop(rec);
-        let mut swept = sweep(w.ctx, seed, w);
+        let mut swept = w.re_executed(seed);
         if let Some(last) = swept.trials.last_mut() {
             last.details.push(note);
         }

@@ -10,7 +10,6 @@ use super::coverage::{self, Coverage};
 use super::outcome::{Failure, Interruption, Outcome, Site, Skip};
 use super::race::Race;
 use super::race_sweep::RaceSweep;
-use super::sweep::sweep;
 use super::trial::Trial;
 use super::workload::Workload;
 use crate::catalog::Status;
@@ -114,7 +113,7 @@ fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) ->
             match mode.source {
                 Source::Timed => (w.timed_trials(window, &trial_indices(job, ctx)), None),
                 // A repro's single point is a real kill, as is every point without replay.
-                Source::Syscall if re_execute(ctx) => covered(sweep(ctx, job.seed, &w)),
+                Source::Syscall if re_execute(ctx) => covered(w.re_executed(job.seed)),
                 Source::Syscall => covered(super::recorded::process_sweep(&w, job.seed)),
                 Source::Power { torn } => {
                     covered(super::power::power_sweep(&w, job.seed, super::power::PowerModel::of(torn)))

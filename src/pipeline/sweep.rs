@@ -1,8 +1,11 @@
-//! The re-executed sweep, one for every shape: a census counts the kill
-//! points of a short workload and audits the leg, then one trial per point
-//! runs, spread over `--jobs` threads (each trial's tracer is the thread
-//! that spawned its child, as ptrace requires), up to the lowest point that
-//! does not pass ([`super::parallel::until_first_bad`]).
+//! The re-executed sweep's plan, for every shape ([`planned`]): a census
+//! counts the kill points of a short workload and audits the leg, and the
+//! points to visit are drawn. A workload's points then run through the one
+//! driver ([`super::point`]'s `re_executed`); a race's ([`sweep`], for
+//! [`super::race_sweep`]) one trial per point, spread over `--jobs`
+//! threads (each trial's tracer is the thread that spawned its child, as
+//! ptrace requires), up to the lowest point that does not pass
+//! ([`super::parallel::until_first_bad`]).
 //!
 //! Crash model: see [`crate::kill::syscall`]: the child is stopped at the
 //! entry of its Nth file-mutating call on the store's files or the ack
@@ -55,19 +58,10 @@ impl Swept {
 /// decisive trial last. Refused tracing skips the result; a leg the census
 /// shows was not honored skips it too.
 pub fn sweep(ctx: &Context, seed: u64, shape: &dyn Sweepable) -> Swept {
-    let filter = match preflight() {
-        Ok(f) => f,
-        Err(outcome) => return Swept::unplanned(Trial::ended(0, outcome)),
+    let (filter, census, points) = match planned(ctx, seed, shape) {
+        Ok(p) => p,
+        Err(swept) => return *swept,
     };
-    let census = match shape.census(filter) {
-        Ok(c) => c,
-        Err(trial) => return Swept::unplanned(*trial),
-    };
-    if !census.audit.honored {
-        return Swept::skipped(census);
-    }
-    let o = &ctx.options;
-    let points = sweep_points(census.candidates(), o.point, o.points, seed);
     ctx.tally.planned(points.len() as u64);
     let trials = each_point(&points, ctx.jobs, &|n| {
         let trial = shape.at(filter, n, &census);
@@ -75,6 +69,20 @@ pub fn sweep(ctx: &Context, seed: u64, shape: &dyn Sweepable) -> Swept {
         trial
     });
     Swept { planned: Some(points), trials, recorded: false, distinct: None }
+}
+
+/// A sweep's plan: the filter, the census and the points to visit, or how
+/// the sweep ends before its first point (tracing refused, a census that
+/// failed, a leg not honored: a skip).
+pub fn planned(ctx: &Context, seed: u64, shape: &dyn Sweepable) -> Result<(Filter, Census, Vec<u64>), Box<Swept>> {
+    let filter = preflight().map_err(|outcome| Box::new(Swept::unplanned(Trial::ended(0, outcome))))?;
+    let census = shape.census(filter).map_err(|trial| Box::new(Swept::unplanned(*trial)))?;
+    if !census.audit.honored {
+        return Err(Box::new(Swept::skipped(census)));
+    }
+    let o = &ctx.options;
+    let points = sweep_points(census.candidates(), o.point, o.points, seed);
+    Ok((filter, census, points))
 }
 
 /// Runs `run` for each point, up to the lowest that does not pass, which

@@ -47,6 +47,18 @@ impl Trial {
         }
     }
 
+    /// A sweep point's evidence besides its folder: its kill point as JSON
+    /// beside its files, and `calls` (its run's, up to the kill) for the
+    /// timeline. Kept only when it is evidence: a sweep's passing points
+    /// would add up.
+    pub fn with_calls(mut self, calls: Trace) -> Trial {
+        if let (Some(kp), Some(env)) = (&self.kill_point, &self.env) {
+            let _ = std::fs::write(env.path("kill-point.json"), serde_json::to_string_pretty(kp).unwrap_or_default());
+        }
+        self.trace = Some(calls);
+        self
+    }
+
     /// A trial that ended before it began, with `outcome`.
     pub fn ended(index: u32, outcome: Outcome) -> Trial {
         Trial::new(index).conclude(outcome)
