@@ -24,12 +24,15 @@
 //! not pass, which comes last: the decisive trial does not depend on
 //! scheduling.
 
+use super::census::Census;
+use super::context::Context;
 use super::driver::{Count, Driver, Got, Passed, Plan, Source};
 use super::outcome::{Failure, Interruption, Outcome};
 use super::trial::Trial;
 use super::verdict::judged;
 use crate::cells::{Cell, Process};
 use crate::crashstate::{Files, Names};
+use crate::matrix::Leg;
 use crate::recovery::{Recovered, RecoveryError};
 use crate::report::Trace;
 use crate::trialdir::TrialEnv;
@@ -99,12 +102,42 @@ impl Pending {
 /// each trial was recovered alone).
 const WAVE: usize = 8;
 
+/// Whose trials they are: the job's context, cell and leg, and a sweep's
+/// census (its leg audit stands for its points); none for a timed result
+/// or a race, each of whose trials has its own ready record and audit.
+pub struct Owner<'a> {
+    pub ctx: &'a Context,
+    pub cell: &'a dyn Cell,
+    pub leg: &'a Leg,
+    pub census: Option<&'a Census>,
+}
+
 /// Runs the trials `indices` of one result (`run` kills and prepares one)
-/// through the driver `d` (no census: each trial has its own ready record
-/// and leg audit), wave by wave; the trials up to the first that does not
-/// pass, that one last. Progress: each trial is done when its child has
-/// ended.
-pub fn in_order(d: &Driver, indices: &[u32], run: &(dyn Fn(u32) -> Pending + Sync)) -> Vec<Trial> {
+/// through the one driver: `home` is the folder whose config home and
+/// recovery step recover them all (made for the result: every trial of it
+/// has the leg's home and the cell's step), `label` names the batches'
+/// folders. The trials up to the first that does not pass, that one last.
+pub fn in_order(
+    owner: Owner,
+    home: Result<TrialEnv, Failure>,
+    label: &(dyn Fn(&str) -> String + Sync),
+    indices: &[u32],
+    run: &(dyn Fn(u32) -> Pending + Sync),
+) -> Vec<Trial> {
+    let home = match home {
+        Ok(env) => env,
+        Err(f) => return vec![Trial::ended(indices.first().copied().unwrap_or(0), Outcome::Error(f))],
+    };
+    // A trial's evidence is its own folder: the driver makes none.
+    let no_folder = |_: &str| Err(Failure::TrialFolder("a trial's evidence is its own folder".into()));
+    let Owner { ctx, cell, leg, census } = owner;
+    let d = Driver { ctx, cell, leg, census, recorded: &home, label, make_env: &no_folder };
+    through(&d, indices, run)
+}
+
+/// [`in_order`] through `d`, wave by wave. Progress: each trial is done
+/// when its child has ended.
+fn through(d: &Driver, indices: &[u32], run: &(dyn Fn(u32) -> Pending + Sync)) -> Vec<Trial> {
     d.ctx.tally.planned(indices.len() as u64);
     let wave = WAVE.max(d.ctx.jobs);
     let plan = Plan {
@@ -223,7 +256,7 @@ mod tests {
 
     /// The trials `indices` of a result run by `run` through a driver.
     fn in_order(ctx: &Context, indices: &[u32], run: &(dyn Fn(u32) -> Pending + Sync)) -> Vec<Trial> {
-        crate::pipeline::driver::with_driver(ctx, |d| super::in_order(d, indices, run))
+        crate::pipeline::driver::with_driver(ctx, |d| through(d, indices, run))
     }
 
     #[test]

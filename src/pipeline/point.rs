@@ -12,12 +12,11 @@
 //! last call is the child's own end (exit 0 after `--stop-after`).
 
 use super::census::{Census, Filter, trace_outcome};
-use super::driver::Driver;
 use super::outcome::{Failure, Outcome};
-use super::pending::{Pending, in_order};
+use super::pending::Pending;
 use super::sweep::{Sweepable, Swept, planned};
 use super::trial::Trial;
-use super::verdict::{Crash, Ended, prepare};
+use super::verdict::prepare;
 use super::workload::{Workload, ended_well, ended_with};
 use crate::kill::KillPoint;
 use crate::kill::syscall::{Driven, Goal, Point, drive, drive_observed};
@@ -90,25 +89,9 @@ impl Workload<'_> {
             Ok(p) => p,
             Err(swept) => return *swept,
         };
-        // The folder whose config home and recovery step recover them all.
-        let home = match self.env("recovery") {
-            Ok(env) => env,
-            Err(f) => return Swept::unplanned(Trial::ended(0, Outcome::Error(f))),
-        };
-        let label = |l: &str| self.label(l);
-        let make_env = |l: &str| self.env(l);
-        let d = Driver {
-            ctx: self.ctx,
-            cell: self.cell,
-            leg: self.leg,
-            census: Some(&census),
-            recorded: &home,
-            label: &label,
-            make_env: &make_env,
-        };
         let indices: Vec<u32> = points.iter().map(|&n| u32::try_from(n).unwrap_or(u32::MAX)).collect();
         let run = |n: u32| self.ctx.pool.unit(|| self.killed_at(filter, u64::from(n), &census));
-        let trials = in_order(&d, &indices, &run);
+        let trials = self.trials(Some(&census), &indices, &run);
         Swept { planned: Some(points), trials, recorded: false, distinct: None }
     }
 
@@ -129,15 +112,7 @@ impl Workload<'_> {
         // Its calls, for the evidence's timeline, if it does not pass.
         let killed = (kp.syscall.as_deref() != Some("exit")).then_some(n);
         let calls = Trace::of_points(&calls, killed);
-        let crash = Crash {
-            cell: self.cell,
-            leg: self.leg,
-            db: &env.db,
-            ended: vec![Ended::killed(&env.acks)],
-            seed: env.seed,
-            census: Some(census),
-        };
-        let prepared = prepare(&crash, &mut trial);
+        let prepared = prepare(&self.crash(&env, Some(census)), &mut trial);
         trial.kill_point = Some(KillPoint { after_acks: trial.acked, ..kp });
         Pending::at_point(trial, env, prepared, calls)
     }

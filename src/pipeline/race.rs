@@ -25,9 +25,8 @@ use crashcells_protocol::{EXIT_LOST, EXIT_WON, HANDOFF_SESSION as HANDOFF, Op, O
 
 use super::census::{Census, Filter, trace_outcome};
 use super::context::Context;
-use super::driver::Driver;
 use super::outcome::{Failure, Interruption, Outcome};
-use super::pending::{Pending, in_order};
+use super::pending::{Owner, Pending, in_order};
 use super::trial::Trial;
 use super::verdict::{Acks, Crash, Ended, conclude, prepare};
 use crate::cells::{Cell, End};
@@ -110,23 +109,9 @@ impl<'a> Race<'a> {
     /// The free races `indices` of a result, up to the first that does not
     /// pass, through the one driver ([`super::pending`]'s source).
     pub fn free_races(&self, indices: &[u32]) -> Vec<Trial> {
-        // The folder whose config home recovers them all (a race has no step).
-        let home = match self.env("recovery") {
-            Ok(env) => env,
-            Err(f) => return vec![Trial::ended(indices.first().copied().unwrap_or(0), Outcome::Error(f))],
-        };
+        let owner = Owner { ctx: self.ctx, cell: self.cell, leg: self.leg, census: None };
         let label = |l: &str| format!("{}-{}-{l}", self.job.cell.id, self.leg.name);
-        let make_env = |l: &str| self.env(l);
-        let d = Driver {
-            ctx: self.ctx,
-            cell: self.cell,
-            leg: self.leg,
-            census: None,
-            recorded: &home,
-            label: &label,
-            make_env: &make_env,
-        };
-        in_order(&d, indices, &|i| self.free(i))
+        in_order(owner, self.env("recovery"), &label, indices, &|i| self.free(i))
     }
 
     /// Trial `index` of a free race: nothing is killed.

@@ -11,11 +11,10 @@
 
 use std::time::Instant;
 
-use super::driver::Driver;
 use super::outcome::{Failure, Interruption, Outcome, Skip};
-use super::pending::{Pending, in_order};
+use super::pending::Pending;
 use super::trial::Trial;
-use super::verdict::{Crash, Ended, prepare};
+use super::verdict::prepare;
 use super::workload::Workload;
 use crate::harness::{POLL, Running, interrupted};
 use crate::journal;
@@ -28,23 +27,7 @@ impl Workload<'_> {
     /// The trials `indices` of a timed result, up to the first that does
     /// not pass, through the one driver.
     pub fn timed_trials(&self, window: u64, indices: &[u32]) -> Vec<Trial> {
-        // The folder whose config home and recovery step recover them all.
-        let home = match self.seeded_env("recovery", &[]) {
-            Ok(env) => env,
-            Err(f) => return vec![Trial::ended(indices.first().copied().unwrap_or(0), Outcome::Error(f))],
-        };
-        let label = |l: &str| self.label(l);
-        let make_env = |l: &str| self.env(l);
-        let d = Driver {
-            ctx: self.ctx,
-            cell: self.cell,
-            leg: self.leg,
-            census: None,
-            recorded: &home,
-            label: &label,
-            make_env: &make_env,
-        };
-        in_order(&d, indices, &|i| self.timed(window, i))
+        self.trials(None, indices, &|i| self.timed(window, i))
     }
 
     /// Trial `index` of a timed result: kill once the seeded target of acks
@@ -60,17 +43,8 @@ impl Workload<'_> {
         };
         let mut trial = Trial::new(index);
         let seed = crate::seed::derive(self.job.seed, &[&index.to_string()]);
-        let prepared = self.kill_timed(&env, window, seed, &mut trial).and_then(|()| {
-            let crash = Crash {
-                cell: self.cell,
-                leg: self.leg,
-                db: &env.db,
-                ended: vec![Ended::killed(&env.acks)],
-                seed: env.seed,
-                census: None,
-            };
-            prepare(&crash, &mut trial)
-        });
+        let prepared =
+            self.kill_timed(&env, window, seed, &mut trial).and_then(|()| prepare(&self.crash(&env, None), &mut trial));
         Pending::prepared(trial, env, prepared)
     }
 

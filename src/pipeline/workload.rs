@@ -17,6 +17,7 @@ use crashcells_protocol::{Op, OpArgs, Ready};
 use super::census::Census;
 use super::context::Context;
 use super::outcome::{Failure, Outcome};
+use super::pending::{Owner, Pending, in_order};
 use super::trial::Trial;
 use super::verdict::{Crash, Ended, conclude};
 use crate::cells::Cell;
@@ -129,18 +130,36 @@ impl Workload<'_> {
         Targets::new(&env.db, &env.acks).with(&env.transport, FileKind::Transport)
     }
 
-    /// A killed child's folder to a verdict, recovered on its own.
-    pub fn judge(&self, env: &TrialEnv, census: Option<&Census>, trial: &mut Trial) -> Outcome {
-        let crash = Crash {
+    /// What a killed child left in `env`, as the verdict reads it; `census`
+    /// stands for the leg audit of a sweep's points.
+    pub fn crash<'e>(&'e self, env: &'e TrialEnv, census: Option<&'e Census>) -> Crash<'e> {
+        Crash {
             cell: self.cell,
             leg: self.leg,
             db: &env.db,
             ended: vec![Ended::killed(&env.acks)],
             seed: env.seed,
             census,
-        };
+        }
+    }
+
+    /// A killed child's folder to a verdict, recovered on its own.
+    pub fn judge(&self, env: &TrialEnv, census: Option<&Census>, trial: &mut Trial) -> Outcome {
         let recover = || crate::recovery::recover(&self.ctx.child, self.ctx.deadline, env).map_err(Outcome::from);
-        conclude(&crash, trial, || self.ctx.pool.unit(recover))
+        conclude(&self.crash(env, census), trial, || self.ctx.pool.unit(recover))
+    }
+
+    /// Runs the trials `indices` (`run` makes one: a timed trial, a
+    /// re-executed point) through the one driver ([`super::pending`]),
+    /// `census` standing for a sweep's points' leg audit.
+    pub fn trials(
+        &self,
+        census: Option<&Census>,
+        indices: &[u32],
+        run: &(dyn Fn(u32) -> Pending + Sync),
+    ) -> Vec<Trial> {
+        let owner = Owner { ctx: self.ctx, cell: self.cell, leg: self.leg, census };
+        in_order(owner, self.env("recovery"), &|l| self.label(l), indices, run)
     }
 
     /// What a census learns from a run to the end that passed `total`
