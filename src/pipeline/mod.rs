@@ -27,20 +27,21 @@
 //!   ([`driver::Source`]) yields units and judges one; the driver owns the
 //!   waves up to the first that does not pass, each distinct store
 //!   recovered once, the evidence with its recovery beside it, progress
-//!   (recorded, power, torn, fault, timed trials and free races run through
-//!   it); [`recoveries`]:
+//!   (every crash source runs through it); [`recoveries`]:
 //!   the run's recoveries by store bytes, each distinct state recovered
 //!   once per run;
-//! - [`pending`]: the trials of a timed result or a free race as the
-//!   driver's source, each trial's folder read in as its store;
+//! - [`pending`]: the trials of a timed result, of a free race or of a
+//!   re-executed sweep as the driver's source, each trial's folder read in
+//!   as its store;
 //! - [`race`]: the race shape (cell 2): park, a barrier, N claimants,
 //!   released together (no kill), or in an order that decides whether racer
 //!   r0 wins or loses while it is traced to a kill point; [`race_sweep`]:
-//!   cell 2's syscall sweep over both of r0's paths, re-run at every point;
+//!   cell 2's syscall sweep over both of r0's paths, re-run at every point
+//!   through the one driver;
 //!   [`race_recorded`]: the same sweep from one recording of each path,
 //!   through the one driver;
-//! - [`sweep`]: the re-executed sweep's plan (a census, the points), and
-//!   the loop of one trial per point a race sweep runs; [`coverage`]: the
+//! - [`sweep`]: the re-executed sweep's plan (a census, the points), its
+//!   points run through the one driver; [`coverage`]: the
 //!   points a sweep planned and those that landed;
 //! - [`confirm`]: a fire found through a forked child, run again with every
 //!   operation exec'd before it is reported; [`refire`]: a fire's repro

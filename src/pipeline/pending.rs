@@ -1,4 +1,5 @@
-//! The trials of a timed result or of a free race (cell 2, kill `none`)
+//! The trials of a timed result, of a free race (cell 2, kill `none`) or
+//! of a re-executed sweep (a workload's points, a race's: [`super::sweep`])
 //! as a crash source of the one driver ([`super::driver`]): each trial's
 //! child is killed (or its race ends), its files are read as
 //! [`super::verdict::prepare`] reads them, and the store it left in its
@@ -66,12 +67,13 @@ impl Pending {
         p
     }
 
-    /// The trial judged on `recover`'s recovery of its folder alone: one
-    /// real kill (a fire's confirmation), no batch to share.
-    pub fn alone(self, cell: &dyn Cell, recover: impl FnOnce(&TrialEnv) -> Result<Recovered, RecoveryError>) -> Trial {
+    /// The trial judged on a recovery of its folder alone, one unit of the
+    /// run's pool: one real kill (a fire's confirmation), no batch to share.
+    pub fn alone(self, ctx: &Context, cell: &dyn Cell) -> Trial {
         let Pending { mut trial, awaits, calls } = self;
         let (Some((processes, _)), Some(env)) = (awaits, trial.env.take()) else { return trial };
-        let got = recover(&env).map_err(Outcome::from);
+        let recover = || crate::recovery::recover(&ctx.child, ctx.deadline, &env);
+        let got = ctx.pool.unit(recover).map_err(Outcome::from);
         let outcome = judge_on(cell, &processes, got.as_ref().map_err(Clone::clone), &env, &mut trial);
         kept(trial.conclude(outcome).with_env(env), calls)
     }
@@ -93,6 +95,10 @@ impl Pending {
         }
     }
 }
+
+/// Makes trial `i` of a result (a timed trial, a race, a sweep's point):
+/// its child killed or its race ended, read up to its recovery.
+pub type MakeTrial<'a> = dyn Fn(u32) -> Pending + Sync + 'a;
 
 /// How many trials are killed before their states are recovered and judged
 /// together: enough that a batch saves processes (a gate's 16 trials take
@@ -122,7 +128,7 @@ pub fn in_order(
     home: Result<TrialEnv, Failure>,
     label: &(dyn Fn(&str) -> String + Sync),
     indices: &[u32],
-    run: &(dyn Fn(u32) -> Pending + Sync),
+    run: &MakeTrial,
 ) -> Vec<Trial> {
     let home = match home {
         Ok(env) => env,
@@ -137,7 +143,7 @@ pub fn in_order(
 
 /// [`in_order`] through `d`, wave by wave. Progress: each trial is done
 /// when its child has ended.
-fn through(d: &Driver, indices: &[u32], run: &(dyn Fn(u32) -> Pending + Sync)) -> Vec<Trial> {
+fn through(d: &Driver, indices: &[u32], run: &MakeTrial) -> Vec<Trial> {
     d.ctx.tally.planned(indices.len() as u64);
     let wave = WAVE.max(d.ctx.jobs);
     let plan = Plan {
@@ -156,7 +162,7 @@ fn through(d: &Driver, indices: &[u32], run: &(dyn Fn(u32) -> Pending + Sync)) -
 /// the folder's.
 struct Trials<'a> {
     indices: &'a [u32],
-    run: &'a (dyn Fn(u32) -> Pending + Sync),
+    run: &'a MakeTrial<'a>,
 }
 
 impl Source for Trials<'_> {
@@ -255,7 +261,7 @@ mod tests {
     }
 
     /// The trials `indices` of a result run by `run` through a driver.
-    fn in_order(ctx: &Context, indices: &[u32], run: &(dyn Fn(u32) -> Pending + Sync)) -> Vec<Trial> {
+    fn in_order(ctx: &Context, indices: &[u32], run: &MakeTrial) -> Vec<Trial> {
         crate::pipeline::driver::with_driver(ctx, |d| through(d, indices, run))
     }
 

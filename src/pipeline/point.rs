@@ -13,8 +13,8 @@
 
 use super::census::{Census, Filter, trace_outcome};
 use super::outcome::{Failure, Outcome};
-use super::pending::Pending;
-use super::sweep::{Sweepable, Swept, planned};
+use super::pending::{MakeTrial, Pending};
+use super::sweep::{Sweepable, Swept, re_executed};
 use super::trial::Trial;
 use super::verdict::prepare;
 use super::workload::{Workload, ended_well, ended_with};
@@ -28,8 +28,12 @@ impl Sweepable for Workload<'_> {
         self.count_points(filter)
     }
 
-    fn at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
-        self.kill_at(filter, n, census)
+    fn at(&self, filter: Filter, n: u64, census: &Census) -> Pending {
+        self.ctx.pool.unit(|| self.killed_at(filter, n, census))
+    }
+
+    fn driven(&self, census: &Census, indices: &[u32], run: &MakeTrial) -> Vec<Trial> {
+        self.trials(Some(census), indices, run)
     }
 }
 
@@ -73,26 +77,16 @@ impl Workload<'_> {
     }
 
     /// One real kill at point `n`, judged on its own recovery: a fire's
-    /// confirmation, or one point of a sweep that is not the driver's.
+    /// confirmation.
     pub fn kill_at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
-        let pending = self.ctx.pool.unit(|| self.killed_at(filter, n, census));
-        let recover = |env: &TrialEnv| crate::recovery::recover(&self.ctx.child, self.ctx.deadline, env);
-        pending.alone(self.cell, |env| self.ctx.pool.unit(|| recover(env)))
+        self.at(filter, n, census).alone(self.ctx, self.cell)
     }
 
     /// The re-executed sweep of this workload: its census, then a real kill
     /// at every point, each point's folder a trial of the one driver
-    /// ([`super::pending`]): their stores recovered in batches, a point
-    /// that does not pass recovered again alone.
+    /// ([`super::sweep::re_executed`]).
     pub fn re_executed(&self, seed: u64) -> Swept {
-        let (filter, census, points) = match planned(self.ctx, seed, self) {
-            Ok(p) => p,
-            Err(swept) => return *swept,
-        };
-        let indices: Vec<u32> = points.iter().map(|&n| u32::try_from(n).unwrap_or(u32::MAX)).collect();
-        let run = |n: u32| self.ctx.pool.unit(|| self.killed_at(filter, u64::from(n), &census));
-        let trials = self.trials(Some(&census), &indices, &run);
-        Swept { planned: Some(points), trials, recorded: false, distinct: None }
+        re_executed(self.ctx, seed, self)
     }
 
     /// A real kill at point `n`, read up to its recovery (the kill point's

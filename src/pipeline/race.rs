@@ -26,7 +26,7 @@ use crashcells_protocol::{EXIT_LOST, EXIT_WON, HANDOFF_SESSION as HANDOFF, Op, O
 use super::census::{Census, Filter, trace_outcome};
 use super::context::Context;
 use super::outcome::{Failure, Interruption, Outcome};
-use super::pending::{Owner, Pending, in_order};
+use super::pending::{MakeTrial, Owner, Pending, in_order};
 use super::trial::Trial;
 use super::verdict::{Acks, Crash, Ended, conclude, prepare};
 use crate::cells::{Cell, End};
@@ -109,9 +109,17 @@ impl<'a> Race<'a> {
     /// The free races `indices` of a result, up to the first that does not
     /// pass, through the one driver ([`super::pending`]'s source).
     pub fn free_races(&self, indices: &[u32]) -> Vec<Trial> {
-        let owner = Owner { ctx: self.ctx, cell: self.cell, leg: self.leg, census: None };
+        self.trials(None, indices, &|i| self.free(i))
+    }
+
+    /// Runs the races `indices` (`run` makes one: a free race, a sweep's
+    /// point) through the one driver ([`super::pending`]), `census`
+    /// standing for a sweep's points' leg audit. The folder whose config
+    /// home recovers them all is the result's (a race has no step).
+    pub(super) fn trials(&self, census: Option<&Census>, indices: &[u32], run: &MakeTrial) -> Vec<Trial> {
+        let owner = Owner { ctx: self.ctx, cell: self.cell, leg: self.leg, census };
         let label = |l: &str| format!("{}-{}-{l}", self.job.cell.id, self.leg.name);
-        in_order(owner, self.env("recovery"), &label, indices, &|i| self.free(i))
+        in_order(owner, self.env("recovery"), &label, indices, run)
     }
 
     /// Trial `index` of a free race: nothing is killed.
@@ -133,34 +141,9 @@ impl<'a> Race<'a> {
         TrialEnv::new(&self.ctx.work_root, self.leg, &label).map_err(|e| Failure::TrialFolder(e.to_string()))
     }
 
-    /// One race in its own folder, judged; `census` stands for the leg audit
-    /// of a sweep's trials. `note` may turn a finished race's outcome into
-    /// another (a sweep's point that r0 never reached).
-    pub(super) fn trial_with(
-        &self,
-        index: u32,
-        label: &str,
-        r0: R0,
-        order: Order,
-        census: Option<&Census>,
-        note: &dyn Fn(&Finished, Outcome) -> Outcome,
-    ) -> Trial {
-        let env = match self.env(label) {
-            Ok(env) => env,
-            Err(f) => return Trial::ended(index, Outcome::Error(f)),
-        };
-        let mut trial = Trial::new(index);
-        let outcome = match self.run(&env, self.racers, r0, order) {
-            Ok(f) => {
-                let judged = self.judge(&env, &f, census, &mut trial);
-                note(&f, judged)
-            }
-            Err(o) => o,
-        };
-        trial.conclude(outcome).with_env(env)
-    }
-
-    fn judge(&self, env: &TrialEnv, f: &Finished, census: Option<&Census>, trial: &mut Trial) -> Outcome {
+    /// A finished race judged on its folder's recovery alone; `census`
+    /// stands for the leg audit of a sweep's trials.
+    pub(super) fn judge(&self, env: &TrialEnv, f: &Finished, census: Option<&Census>, trial: &mut Trial) -> Outcome {
         trial.kill_point = f.kill_point.clone();
         let recover = || crate::recovery::recover(&self.ctx.child, self.ctx.deadline, env).map_err(Outcome::from);
         conclude(&self.crash(env, f, census), trial, || self.ctx.pool.unit(recover))

@@ -18,6 +18,13 @@
 //! its path was not the census's, and the winning claim, where a claim can
 //! be torn, was not covered. A losing-claim point r0 did not reach is
 //! counted and said, not an error.
+//!
+//! Re-executed (WAL legs, `--replay off`, `--point`, a recording that
+//! disagrees), each point is a real race, and the store the racers left in
+//! its folder is a trial of the one driver ([`super::sweep::re_executed`]):
+//! recovered in a batch with its wave's, judged by the race's judge on
+//! every racer's journal. A winning point r0 never reached is judged alone
+//! at once: its pass is the error above, which no batch may decide.
 
 use std::sync::OnceLock;
 
@@ -26,12 +33,15 @@ use crashcells_protocol::{EXIT_LOST, EXIT_WON, Ready};
 use super::census::{Census, Filter};
 use super::coverage::{self, Coverage, Path};
 use super::outcome::{Failure, Outcome};
+use super::pending::{MakeTrial, Pending};
 use super::race::{Finished, Order, R0, Race, acks_of};
-use super::sweep::{Sweepable, sweep};
+use super::sweep::{Sweepable, re_executed};
 use super::trial::Trial;
+use super::verdict::prepare;
 use super::workload::ended_with;
 use crate::cells::End;
 use crate::journal;
+use crate::kill::KillPoint;
 use crate::kill::syscall::Goal;
 use crate::legaudit::audit_leg;
 use crate::trialdir::TrialEnv;
@@ -110,8 +120,12 @@ impl Sweepable for RaceSweep<'_> {
         self.count_points(filter)
     }
 
-    fn at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
-        self.kill_at(filter, n, census)
+    fn at(&self, filter: Filter, n: u64, census: &Census) -> Pending {
+        self.killed_at(filter, n, census)
+    }
+
+    fn driven(&self, census: &Census, indices: &[u32], run: &MakeTrial) -> Vec<Trial> {
+        self.race.trials(Some(census), indices, run)
     }
 }
 
@@ -119,7 +133,7 @@ impl<'a> RaceSweep<'a> {
     /// The syscall result's trials of `race` and what they covered.
     pub fn run(race: &'a Race<'a>) -> (Vec<Trial>, Option<Coverage>) {
         let me = RaceSweep { race, split: OnceLock::new() };
-        let swept = sweep(race.ctx, race.job.seed, &me);
+        let swept = re_executed(race.ctx, race.job.seed, &me);
         let paths = me.split.get().map(|s| s.paths()).unwrap_or_default();
         let coverage = coverage::of(&swept, &paths);
         (swept.trials, coverage)
@@ -170,35 +184,58 @@ impl<'a> RaceSweep<'a> {
         me
     }
 
-    /// One trial of the sweep: r0 killed at sweep point `n`, on the path the
-    /// point belongs to, with the others released in that path's order.
+    /// One real race at sweep point `n`, judged on its own recovery: a
+    /// recorded fire's confirmation.
     pub(super) fn kill_at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
+        self.killed_at(filter, n, census).alone(self.race.ctx, self.race.cell)
+    }
+
+    /// One trial of the sweep, read up to its recovery: r0 killed at sweep
+    /// point `n`, on the path the point belongs to, with the others
+    /// released in that path's order; the store they left is the trial's.
+    fn killed_at(&self, filter: Filter, n: u64, census: &Census) -> Pending {
         let index = u32::try_from(n).unwrap_or(u32::MAX);
         let Some(&split) = self.split.get() else {
-            return Trial::ended(index, Outcome::Error(Failure::NoSplit));
+            return Pending::ended(Trial::ended(index, Outcome::Error(Failure::NoSplit)));
         };
         let (claim, at) = split.locate(n);
         let of = if claim == Claim::Winning { split.winning } else { split.losing };
-        let r0 = R0::Traced(filter, Goal::KillAt(at));
-        let note = |f: &Finished, judged: Outcome| unreached(claim, at, f, judged);
-        let mut trial = self.race.trial_with(index, &format!("p{n}"), r0, claim.order(), Some(census), &note);
-        if let Some(kp) = trial.kill_point.as_mut() {
-            // The sweep's point, as `--point` takes it; the ordinal stays r0's own.
-            kp.trial = index;
+        let mut trial = Trial::new(index);
+        let raced = self.race.env(&format!("p{n}")).map_err(Outcome::Error).map(|env| {
+            let r0 = R0::Traced(filter, Goal::KillAt(at));
+            let finished = self.race.run(&env, self.race.racers, r0, claim.order());
+            (env, finished)
+        });
+        let reached = raced.as_ref().ok().and_then(|(_, f)| f.as_ref().ok()).map(|f| f.kill_point.is_some());
+        trial.details.push(said(claim, at, of, n, reached));
+        let (env, f) = match raced {
+            Ok((env, Ok(f))) => (env, f),
+            Ok((env, Err(o))) => return Pending::ended(trial.conclude(o).with_env(env)),
+            Err(o) => return Pending::ended(trial.conclude(o)),
+        };
+        if f.r0_points.is_some() && claim == Claim::Winning {
+            let judged = self.race.judge(&env, &f, Some(census), &mut trial);
+            return Pending::ended(trial.conclude(unreached(claim, at, &f, judged)).with_env(env));
         }
-        let path = claim.phrase();
-        trial.details.insert(
-            0,
-            match (&trial.kill_point, &trial.outcome) {
-                (Some(_), _) => format!("r0 killed on its {path}, at its point {at} of {of} (sweep point {n})"),
-                // An error cut the race short: r0's path did not end early, the race did.
-                (None, Outcome::Error(_) | Outcome::Interrupted(_)) => format!(
-                    "r0 not killed at its point {at} of {of} on its {path} (sweep point {n}): the race ended before r0 got there"
-                ),
-                (None, _) => format!("r0 not killed: its {path} ended before its point {at} of {of} (sweep point {n})"),
-            },
-        );
-        trial
+        // The sweep's point, as `--point` takes it; the ordinal stays r0's own.
+        trial.kill_point = f.kill_point.clone().map(|kp| KillPoint { trial: index, ..kp });
+        let prepared = prepare(&self.race.crash(&env, &f, Some(census)), &mut trial);
+        Pending::prepared(trial, env, prepared)
+    }
+}
+
+/// What became of r0 at sweep point `n` (its point `at` of `of` on its
+/// `claim`): killed there, its path ended first, or (`reached` none) the
+/// race ended before r0 got there.
+fn said(claim: Claim, at: u64, of: u64, n: u64, reached: Option<bool>) -> String {
+    let path = claim.phrase();
+    match reached {
+        Some(true) => format!("r0 killed on its {path}, at its point {at} of {of} (sweep point {n})"),
+        // An error cut the race short: r0's path did not end early, the race did.
+        None => format!(
+            "r0 not killed at its point {at} of {of} on its {path} (sweep point {n}): the race ended before r0 got there"
+        ),
+        Some(false) => format!("r0 not killed: its {path} ended before its point {at} of {of} (sweep point {n})"),
     }
 }
 
@@ -237,6 +274,17 @@ mod tests {
         assert_eq!(paths[0].points, 1..=40);
         assert_eq!(paths[1].points, 41..=52);
         assert_eq!(Split { winning: 5, losing: 0 }.paths().len(), 1, "a lone racer has no losing claim");
+    }
+
+    /// What a point says of r0 comes from the race, not from the verdict:
+    /// a point r0's path ended before is said so whatever the judge found.
+    #[test]
+    fn a_point_says_whether_r0_was_killed_its_path_ended_or_the_race_did() {
+        assert!(
+            said(Claim::Winning, 3, 22, 3, Some(true)).starts_with("r0 killed on its winning claim, at its point 3")
+        );
+        assert!(said(Claim::Losing, 31, 30, 52, Some(false)).contains("its losing claim ended before its point 31"));
+        assert!(said(Claim::Winning, 3, 22, 3, None).ends_with("the race ended before r0 got there"));
     }
 
     #[test]

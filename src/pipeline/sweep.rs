@@ -1,11 +1,11 @@
-//! The re-executed sweep's plan, for every shape ([`planned`]): a census
-//! counts the kill points of a short workload and audits the leg, and the
-//! points to visit are drawn. A workload's points then run through the one
-//! driver ([`super::point`]'s `re_executed`); a race's ([`sweep`], for
-//! [`super::race_sweep`]) one trial per point, spread over `--jobs`
-//! threads (each trial's tracer is the thread that spawned its child, as
-//! ptrace requires), up to the lowest point that does not pass
-//! ([`super::parallel::until_first_bad`]).
+//! The re-executed sweep, for every shape ([`re_executed`]): a census
+//! counts the kill points of a short workload (or of r0's two claims) and
+//! audits the leg, the points to visit are drawn ([`planned`]), and each
+//! point's real kill is a trial of the one driver ([`super::pending`]):
+//! its store recovered in a batch with its wave's, a point that does not
+//! pass recovered again alone, no wave after the one that decided. Each
+//! trial's tracer is the thread that spawned its child, as ptrace
+//! requires: the driver's threads make the units.
 //!
 //! Crash model: see [`crate::kill::syscall`]: the child is stopped at the
 //! entry of its Nth file-mutating call on the store's files or the ack
@@ -15,14 +15,17 @@
 use super::census::{Census, Filter, preflight};
 use super::context::Context;
 use super::outcome::{Outcome, Skip};
-use super::parallel::until_first_bad;
+use super::pending::{MakeTrial, Pending};
 use super::trial::Trial;
 use crate::kill::syscall::sweep_points;
 
-/// A shape that can be swept: it counts its points, and kills at one.
+/// A shape that can be swept: it counts its points, kills at one (read up
+/// to its recovery), and runs a result's points through the one driver
+/// with its own recovery home and labels.
 pub trait Sweepable: Sync {
     fn census(&self, filter: Filter) -> Result<Census, Box<Trial>>;
-    fn at(&self, filter: Filter, n: u64, census: &Census) -> Trial;
+    fn at(&self, filter: Filter, n: u64, census: &Census) -> Pending;
+    fn driven(&self, census: &Census, indices: &[u32], run: &MakeTrial) -> Vec<Trial>;
 }
 
 /// What a sweep ran: the points it planned (none when it never got past its
@@ -54,20 +57,17 @@ impl Swept {
     }
 }
 
-/// The trials of a syscall result: the census, then a trial per point, the
-/// decisive trial last. Refused tracing skips the result; a leg the census
-/// shows was not honored skips it too.
-pub fn sweep(ctx: &Context, seed: u64, shape: &dyn Sweepable) -> Swept {
+/// The trials of a re-executed syscall result: the census, then a real
+/// kill at each point through the one driver, the decisive trial last.
+/// Refused tracing skips the result; a leg the census shows was not
+/// honored skips it too.
+pub fn re_executed(ctx: &Context, seed: u64, shape: &dyn Sweepable) -> Swept {
     let (filter, census, points) = match planned(ctx, seed, shape) {
         Ok(p) => p,
         Err(swept) => return *swept,
     };
-    ctx.tally.planned(points.len() as u64);
-    let trials = each_point(&points, ctx.jobs, &|n| {
-        let trial = shape.at(filter, n, &census);
-        ctx.tally.done();
-        trial
-    });
+    let indices: Vec<u32> = points.iter().map(|&n| u32::try_from(n).unwrap_or(u32::MAX)).collect();
+    let trials = shape.driven(&census, &indices, &|n| shape.at(filter, u64::from(n), &census));
     Swept { planned: Some(points), trials, recorded: false, distinct: None }
 }
 
@@ -83,41 +83,4 @@ pub fn planned(ctx: &Context, seed: u64, shape: &dyn Sweepable) -> Result<(Filte
     let o = &ctx.options;
     let points = sweep_points(census.candidates(), o.point, o.points, seed);
     Ok((filter, census, points))
-}
-
-/// Runs `run` for each point, up to the lowest that does not pass, which
-/// comes last: the decisive trial does not depend on scheduling. A passing
-/// trial's folder is dropped at once.
-pub fn each_point(points: &[u64], jobs: usize, run: &(dyn Fn(u64) -> Trial + Sync)) -> Vec<Trial> {
-    until_first_bad(points.len(), jobs, &|i| points[i], &|i| {
-        let mut t = run(points[i]);
-        if t.outcome.is_pass() {
-            t.env = None;
-        }
-        let bad = t.is_bad().then_some(points[i]);
-        (t, bad)
-    })
-    .outputs
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cells::Violation;
-    use crate::pipeline::outcome::Finding;
-
-    fn fire(p: u64) -> Outcome {
-        Outcome::Fire(Finding { violations: vec![Violation::new("x", format!("at {p}"))], power: None, fault: None })
-    }
-
-    #[test]
-    fn a_parallel_sweep_keeps_the_points_up_to_the_lowest_that_does_not_pass_last() {
-        let points: Vec<u64> = (1..=20).collect();
-        let run = |p: u64| Trial::ended(p as u32, if p.is_multiple_of(7) { fire(p) } else { Outcome::Pass });
-        let trials = each_point(&points, 3, &run);
-        let indices: Vec<u32> = trials.iter().map(|t| t.index).collect();
-        assert_eq!(indices, [1, 2, 3, 4, 5, 6, 7]);
-        assert_eq!(trials.last().unwrap().outcome, fire(7));
-        assert_eq!(each_point(&points, 2, &|p| Trial::ended(p as u32, Outcome::Pass)).len(), 20);
-    }
 }

@@ -17,7 +17,7 @@ use crashcells_protocol::{Op, OpArgs, Ready};
 use super::census::Census;
 use super::context::Context;
 use super::outcome::{Failure, Outcome};
-use super::pending::{Owner, Pending, in_order};
+use super::pending::{MakeTrial, Owner, in_order};
 use super::trial::Trial;
 use super::verdict::{Crash, Ended, conclude};
 use crate::cells::Cell;
@@ -152,12 +152,7 @@ impl Workload<'_> {
     /// Runs the trials `indices` (`run` makes one: a timed trial, a
     /// re-executed point) through the one driver ([`super::pending`]),
     /// `census` standing for a sweep's points' leg audit.
-    pub fn trials(
-        &self,
-        census: Option<&Census>,
-        indices: &[u32],
-        run: &(dyn Fn(u32) -> Pending + Sync),
-    ) -> Vec<Trial> {
+    pub fn trials(&self, census: Option<&Census>, indices: &[u32], run: &MakeTrial) -> Vec<Trial> {
         let owner = Owner { ctx: self.ctx, cell: self.cell, leg: self.leg, census };
         in_order(owner, self.env("recovery"), &|l| self.label(l), indices, run)
     }
