@@ -514,9 +514,18 @@ fn a_slow_starting_store_gets_verdicts_not_readiness_errors() {
     assert_eq!((code, r["verdict"].as_str()), (0, Some("pass")), "{r:#}");
 }
 
+/// A `--child` for the Python store started 1.2 s late (a sleep, no CPU:
+/// the test loads no core), written in `dir`.
+fn slow_store(dir: &std::path::Path) -> String {
+    let store = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(STORE);
+    let slow = dir.join("slow.sh");
+    std::fs::write(&slow, format!("sleep 1.2\nexec python3 {} \"$@\"\n", store.display())).unwrap();
+    format!("sh {}", slow.display())
+}
+
 /// `child-check` scales its deadline as `run` does (docs/PROTOCOL.md §1):
-/// a store that takes 1.2 s to start (a sleep, no CPU: the test loads no
-/// core) is checked with `--deadline 1` and conforms, its claimant held at
+/// a store that takes 1.2 s to start is checked with `--deadline 1` and
+/// conforms, its claimant held at
 /// the barrier while a `dump` reads the store (two children at once) too,
 /// because every wait is its measured start × 2 × 3. A deadline that does
 /// not scale fails its `ready` check. (Its `--only`: the fork server's
@@ -524,10 +533,7 @@ fn a_slow_starting_store_gets_verdicts_not_readiness_errors() {
 #[test]
 fn child_check_scales_its_deadline_with_the_childs_start() {
     let dir = scratch();
-    let store = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(STORE);
-    let slow = dir.path().join("slow.sh");
-    std::fs::write(&slow, format!("sleep 1.2\nexec python3 {} \"$@\"\n", store.display())).unwrap();
-    let child = format!("sh {}", slow.display());
+    let child = slow_store(dir.path());
     let out = bin()
         .args(["child-check", "--deadline", "1", "--only", "claim-barrier", "--workdir"])
         .arg(dir.path())
@@ -546,9 +552,7 @@ fn child_check_scales_its_deadline_with_the_childs_start() {
 #[test]
 fn audit_scales_its_deadline_with_the_childs_start() {
     let dir = scratch();
-    let store = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(STORE);
-    let slow = dir.path().join("slow.sh");
-    std::fs::write(&slow, format!("sleep 1.2\nexec python3 {} \"$@\"\n", store.display())).unwrap();
+    let child = slow_store(dir.path());
     let matrix = dir.path().join("m.toml");
     std::fs::write(
         &matrix,
@@ -560,7 +564,7 @@ fn audit_scales_its_deadline_with_the_childs_start() {
         .arg(&matrix)
         .arg("--workdir")
         .arg(dir.path())
-        .args(["--child", &format!("sh {}", slow.display())])
+        .args(["--child", &child])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
