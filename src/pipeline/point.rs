@@ -18,10 +18,38 @@ use super::sweep::{Sweepable, Swept, re_executed};
 use super::trial::Trial;
 use super::verdict::prepare;
 use super::workload::{Workload, ended_well, ended_with};
+use crate::harness::Exit;
 use crate::kill::KillPoint;
 use crate::kill::syscall::{Driven, Goal, Point, drive, drive_observed};
 use crate::report::Trace;
 use crate::trialdir::TrialEnv;
+
+/// What a point that the child's path does not reach is: a sweep's point
+/// (a store that does not make the same calls on every run ended well
+/// before it: its own end is the state, and the point did not land), or an
+/// exact point (a recorded fire's confirming kill: not the fired state, so
+/// the child's end is reported as it ended, for the confirmation to read).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reach {
+    Sweep,
+    Exact,
+}
+
+/// The kill point of a sweep's point `goal` that a child which ended well
+/// after `counted` points never reached: the child's own end is the state
+/// judged (a `SIGKILL` after a clean exit leaves what the exit left), and no
+/// ordinal, so coverage counts the point as not landed and says why ("the
+/// child ended before its kill point"). Before, a store whose path ran
+/// shorter than the census's (a thread pool's writes) was reported as
+/// having failed its operation: a fire on the plain path for a store that
+/// did nothing wrong.
+fn unreached(goal: Goal, counted: u64) -> KillPoint {
+    let trial = match goal {
+        Goal::KillAt(n) => n,
+        _ => counted + 1,
+    };
+    KillPoint { ordinal: None, ..Point::end(counted + 1).kill_point(u32::try_from(trial).unwrap_or(u32::MAX), 0) }
+}
 
 impl Sweepable for Workload<'_> {
     fn census(&self, filter: Filter) -> Result<Census, Box<Trial>> {
@@ -29,7 +57,7 @@ impl Sweepable for Workload<'_> {
     }
 
     fn at(&self, filter: Filter, n: u64, census: &Census) -> Pending {
-        self.ctx.pool.unit(|| self.killed_at(filter, n, census))
+        self.ctx.pool.unit(|| self.killed_at(filter, n, census, Reach::Sweep))
     }
 
     fn driven(&self, census: &Census, indices: &[u32], run: &MakeTrial) -> Vec<Trial> {
@@ -79,7 +107,7 @@ impl Workload<'_> {
     /// One real kill at point `n`, judged on its own recovery: a fire's
     /// confirmation.
     pub fn kill_at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
-        self.at(filter, n, census).alone(self.ctx, self.cell)
+        self.ctx.pool.unit(|| self.killed_at(filter, n, census, Reach::Exact)).alone(self.ctx, self.cell)
     }
 
     /// The re-executed sweep of this workload: its census, then a real kill
@@ -91,7 +119,7 @@ impl Workload<'_> {
 
     /// A real kill at point `n`, read up to its recovery (the kill point's
     /// acks are the trial's).
-    fn killed_at(&self, filter: Filter, n: u64, census: &Census) -> Pending {
+    fn killed_at(&self, filter: Filter, n: u64, census: &Census, reach: Reach) -> Pending {
         let index = u32::try_from(n).unwrap_or(u32::MAX);
         let env = match self.env(&format!("p{n}")) {
             Ok(env) => env,
@@ -99,7 +127,7 @@ impl Workload<'_> {
         };
         let mut trial = Trial::new(index);
         let mut calls = Vec::new();
-        let kp = match self.traced_to(&env, filter, Goal::KillAt(n), &mut calls) {
+        let kp = match self.traced_to(&env, filter, (Goal::KillAt(n), reach), &mut calls) {
             Ok(kp) => kp,
             Err(o) => return Pending::ended(trial.conclude(o).with_env(env)),
         };
@@ -117,7 +145,7 @@ impl Workload<'_> {
         &self,
         env: &TrialEnv,
         filter: Filter,
-        goal: Goal,
+        (goal, reach): (Goal, Reach),
         calls: &mut Vec<Point>,
     ) -> Result<KillPoint, Outcome> {
         let args = self.op_args(env, true);
@@ -132,6 +160,9 @@ impl Workload<'_> {
                 ended_well(exit, counted, &child.stderr_tail()).map_err(|f| self.ended_badly(env, f))?;
                 return Ok(Point::end(counted + 1).kill_point(u32::try_from(counted + 1).unwrap_or(u32::MAX), 0));
             }
+            Ok(Driven::Exited { exit, counted }) if exit == Exit::Code(0) && reach == Reach::Sweep => {
+                return Ok(unreached(goal, counted));
+            }
             Ok(Driven::Exited { exit, counted }) => {
                 let before = match goal {
                     Goal::KillAt(n) => Some(n),
@@ -144,5 +175,18 @@ impl Workload<'_> {
         };
         child.kill_and_reap().check().map_err(|e| Outcome::Error(Failure::Reap(e)))?;
         Ok(point.kill_point(u32::try_from(point.ordinal).unwrap_or(u32::MAX), 0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sweep's point beyond a well-ended child's path is its end, judged,
+    /// and not landed: no ordinal, the trial still the point's.
+    #[test]
+    fn a_point_a_well_ended_child_never_reached_is_its_end_and_does_not_land() {
+        let kp = unreached(Goal::KillAt(207), 198);
+        assert_eq!((kp.trial, kp.ordinal, kp.syscall.as_deref()), (207, None, Some("exit")));
     }
 }
