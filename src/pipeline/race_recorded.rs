@@ -240,7 +240,7 @@ fn sweep(race: &Race, full: &Race, rec: &Recordings) -> Swept {
 /// to find; a state's own fire repeats at the first.
 fn real_kills(full: &Race, split: Split, rec: &Recordings, n: u64) -> (Trial, u32) {
     let sweep = RaceSweep::with_split(full, split);
-    let tries = confirm::tries(crate::killmode::KillMode::Timed, u32::try_from(n).unwrap_or(u32::MAX));
+    let tries = confirm::tries(crate::killmode::KillMode::Timed, true, u32::try_from(n).unwrap_or(u32::MAX));
     let (mut real, mut races) = (sweep.kill_at(rec.filter, n, &rec.census), 1);
     while !real.is_bad() && races < tries {
         real = sweep.kill_at(rec.filter, n, &rec.census);

@@ -162,7 +162,8 @@ fn on_plain_path(
         shaped(job, cell, leg, &plain, shape).0.pop().map(|t| t.outcome)
     };
     let launcher = ctx.child.launcher();
-    confirm::confirm(found, (at, &launcher), confirm::tries(job.kill, found.index), &mut again);
+    let racy = matches!(shape, Shape::Race { .. });
+    confirm::confirm(found, (at, &launcher), confirm::tries(job.kill, racy, found.index), &mut again);
     if job.kill == KillMode::Timed && !found.plain_confirmed && found.is_bad() {
         let sweep = Job { kill: KillMode::Syscall, ..job.clone() };
         let mut plain = ctx.plain();
