@@ -91,10 +91,7 @@ impl Workload<'_> {
 
     /// Runs the sweep's workload traced to its own end; its points.
     fn traced_to_end(&self, env: &TrialEnv, filter: Filter) -> Result<u64, Outcome> {
-        let args = self.op_args(env, true);
-        let launch = self.launch(env, &args);
-        let mut child =
-            self.ctx.child.spawn_traced(&launch, filter, self.ctx.deadline).map_err(|e| trace_outcome(e, self.ctx))?;
+        let mut child = self.spawn_traced(env, filter)?;
         match drive(&mut child, &self.targets(env), Goal::ToEnd) {
             Ok(Driven::Exited { exit, counted }) => {
                 ended_well(exit, counted, &child.stderr_tail()).map_err(|f| self.ended_badly(env, f))
@@ -148,10 +145,7 @@ impl Workload<'_> {
         (goal, reach): (Goal, Reach),
         calls: &mut Vec<Point>,
     ) -> Result<KillPoint, Outcome> {
-        let args = self.op_args(env, true);
-        let launch = self.launch(env, &args);
-        let mut child =
-            self.ctx.child.spawn_traced(&launch, filter, self.ctx.deadline).map_err(|e| trace_outcome(e, self.ctx))?;
+        let mut child = self.spawn_traced(env, filter)?;
         let mut seen = |_: u32, _: i64, _: [u64; 6], p: Option<&Point>| calls.extend(p.cloned());
         let point = match drive_observed(&mut child, &self.targets(env), goal, &mut seen) {
             Ok(Driven::At(p)) => p,

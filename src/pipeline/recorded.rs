@@ -129,10 +129,7 @@ impl Workload<'_> {
     }
 
     fn record_in(&self, env: &TrialEnv, filter: Filter) -> Result<Log, Outcome> {
-        let args = self.op_args(env, true);
-        let launch = self.launch(env, &args);
-        let mut child =
-            self.ctx.child.spawn_traced(&launch, filter, self.ctx.deadline).map_err(|e| trace_outcome(e, self.ctx))?;
+        let mut child = self.spawn_traced(env, filter)?;
         match record(&mut child, &self.targets(env), Goal::ToEnd) {
             Ok((Driven::Exited { exit, counted }, log)) => {
                 ended_well(exit, counted, &child.stderr_tail()).map(|_| log).map_err(|f| self.ended_badly(env, f))

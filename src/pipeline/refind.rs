@@ -133,10 +133,7 @@ impl Workload<'_> {
         filter: Filter,
         sought: &Sought,
     ) -> Result<Option<(Point, Log, Likeness)>, Outcome> {
-        let args = self.op_args(env, true);
-        let launch = self.launch(env, &args);
-        let mut child =
-            self.ctx.child.spawn_traced(&launch, filter, self.ctx.deadline).map_err(|e| trace_outcome(e, self.ctx))?;
+        let mut child = self.spawn_traced(env, filter)?;
         let mut how = None;
         let mut ask = |files: &Files, call: &Point| {
             how = sought.like(files, call);

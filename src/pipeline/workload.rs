@@ -14,14 +14,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crashcells_protocol::{Op, OpArgs, Ready};
 
-use super::census::Census;
+use super::census::{Census, Filter, trace_outcome};
 use super::context::Context;
 use super::outcome::{Failure, Outcome};
 use super::pending::{MakeTrial, Owner, in_order};
 use super::trial::Trial;
 use super::verdict::{Crash, Ended, conclude};
 use crate::cells::Cell;
-use crate::harness::{Exit, Launch};
+use crate::harness::{Exit, Launch, Traced};
 use crate::journal;
 use crate::kill::syscall::{FileKind, Targets};
 use crate::legaudit::audit_leg;
@@ -122,6 +122,17 @@ impl Workload<'_> {
     /// trial's file, nothing on stdout.
     pub fn launch<'e>(&self, env: &'e TrialEnv, args: &'e [OsString]) -> Launch<'e> {
         Launch { args, home: &env.home, trial: env.dir(), stdout: None, stderr: Some(&env.stderr) }
+    }
+
+    /// The workload's sweep operation in `env` (its `--stop-after` the
+    /// sweep's length), started traced under `filter` by the run's
+    /// launcher: what every syscall crash source kills or records.
+    pub fn spawn_traced(&self, env: &TrialEnv, filter: Filter) -> Result<Traced, Outcome> {
+        let args = self.op_args(env, true);
+        self.ctx
+            .child
+            .spawn_traced(&self.launch(env, &args), filter, self.ctx.deadline)
+            .map_err(|e| trace_outcome(e, self.ctx))
     }
 
     /// The files whose calls are kill points: the store's, the ack journal,
