@@ -46,12 +46,19 @@ pub fn results<'a>(report: &'a Value, id: &str) -> Vec<&'a Value> {
     report["results"].as_array().expect("results").iter().filter(|r| r["cell"] == id).collect()
 }
 
+/// A matrix file `m.toml` in `dir` whose legs are `legs` (TOML `[[legs]]`
+/// tables): what an audit of one leg reads.
+pub fn one_leg_matrix(dir: &Path, legs: &str) -> std::path::PathBuf {
+    let matrix = dir.join("m.toml");
+    std::fs::write(&matrix, format!("name = \"m\"\ndescription = \"one leg\"\n{legs}")).unwrap();
+    matrix
+}
+
 /// Audits one leg, with its crash columns, in `dir`: `legs` is the leg's
 /// `[[legs]]` table of a matrix written there. Its exit code, its JSON
 /// report and the matrix file (a `LOSES` row's repro names it).
 pub fn audit_one_leg(dir: &Path, legs: &str) -> (i32, Value, std::path::PathBuf) {
-    let matrix = dir.join("m.toml");
-    std::fs::write(&matrix, format!("name = \"m\"\ndescription = \"one leg\"\n{legs}")).unwrap();
+    let matrix = one_leg_matrix(dir, legs);
     let out =
         bin().args(["audit", "--format", "json", "--matrix"]).arg(&matrix).arg("--workdir").arg(dir).output().unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();

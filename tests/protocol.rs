@@ -553,12 +553,7 @@ fn child_check_scales_its_deadline_with_the_childs_start() {
 fn audit_scales_its_deadline_with_the_childs_start() {
     let dir = scratch();
     let child = slow_store(dir.path());
-    let matrix = dir.path().join("m.toml");
-    std::fs::write(
-        &matrix,
-        "name = \"m\"\ndescription = \"one leg\"\n[[legs]]\nname = \"delete\"\njournal_mode = \"delete\"\n",
-    )
-    .unwrap();
+    let matrix = crate::common::one_leg_matrix(dir.path(), "[[legs]]\nname = \"delete\"\njournal_mode = \"delete\"\n");
     let out = bin()
         .args(["audit", "--no-crash", "--deadline", "1", "--format", "json", "--matrix"])
         .arg(&matrix)
