@@ -35,7 +35,7 @@ use crate::harness::{ChildCommand, Launcher, Running};
 use crate::kill::timed::{WaitError, wait_for_acks};
 use crate::legaudit::{self, audit_leg};
 use crate::matrix::{Leg, Matrix};
-use crate::pipeline::scale_deadline;
+use crate::pipeline::{preflight_deadline, scale_deadline};
 
 pub const SCHEMA: &str = "crashcells.audit.v1";
 
@@ -89,9 +89,8 @@ impl Audit {
     /// start as long as the deadline (at least the default one), as `run`'s.
     pub fn start(mut setup: AuditSetup) -> Result<Audit> {
         let exec = Launcher::exec(setup.child.clone());
-        let assumed = setup.deadline.max(Duration::from_secs(crate::options::DEFAULT_DEADLINE_SECS));
         let began = std::time::Instant::now();
-        let ready = crate::probe::preflight(&exec, &setup.workdir, scale_deadline(assumed, assumed, 1))
+        let ready = crate::probe::preflight(&exec, &setup.workdir, preflight_deadline(setup.deadline))
             .map_err(|e| Error::Child { child: setup.child.display(), message: e.to_string() })?;
         setup.start = began.elapsed();
         Ok(Audit { setup, ready })

@@ -10,7 +10,7 @@ use crashcells_protocol::{Mutant, Ready};
 use crate::error::{Error, Result};
 use crate::harness::Launcher;
 use crate::options::{Replay, RunOptions};
-use crate::pipeline::{Context, scale_deadline};
+use crate::pipeline::{Context, preflight_deadline, scale_deadline};
 use crate::plan::Job;
 use crate::probe::{fork_server, warm_pool};
 
@@ -68,7 +68,7 @@ pub(super) fn start_child(ctx: &mut Context, jobs: &[Job]) -> Result<Option<Read
     // The preflight measures the start every deadline scales with, so its
     // own wait cannot: it assumes a start as long as the deadline (at least
     // the default one), and scales that (docs/PROTOCOL.md §1).
-    let first = first_deadline(ctx.deadline);
+    let first = preflight_deadline(ctx.deadline);
     let began = Instant::now();
     let ready = match crate::probe::preflight_with(&ctx.child, &ctx.work_root, first, ctx.options.mutant.as_deref()) {
         Ok(ready) => Some(ready),
@@ -105,14 +105,6 @@ fn fast_path(ctx: &mut Context, ready: &Ready) -> Result<()> {
         ctx.child = warm;
     }
     Ok(())
-}
-
-/// The preflight's wait: before any start is measured, a start as long as
-/// `asked` (at least the default deadline) is assumed and scaled by the
-/// run's one rule ([`scale_deadline`]), for a child that starts alone.
-fn first_deadline(asked: Duration) -> Duration {
-    let assumed = asked.max(Duration::from_secs(crate::options::DEFAULT_DEADLINE_SECS));
-    scale_deadline(assumed, assumed, 1)
 }
 
 /// The wait for a fork server's line, or a warm pool's `count` processes

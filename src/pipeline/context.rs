@@ -31,6 +31,15 @@ pub fn scale_deadline(asked: Duration, start: Duration, at_once: u32) -> Duratio
     asked.max(start.saturating_mul(at_once.max(1)).saturating_mul(SLACK))
 }
 
+/// The preflight's wait (`run`'s and `audit`'s): before any start is
+/// measured, a start as long as `asked` (at least the default deadline) is
+/// assumed and scaled by the one rule ([`scale_deadline`]), for a child
+/// that starts alone.
+pub fn preflight_deadline(asked: Duration) -> Duration {
+    let assumed = asked.max(Duration::from_secs(crate::options::DEFAULT_DEADLINE_SECS));
+    scale_deadline(assumed, assumed, 1)
+}
+
 /// What every trial of a run needs from it.
 #[derive(Clone, Debug)]
 pub struct Context {

@@ -81,7 +81,7 @@ pub mod trial;
 pub mod verdict;
 pub mod workload;
 
-pub use context::{Context, Shared, Step, Tally, scale_deadline};
+pub use context::{Context, Shared, Step, Tally, preflight_deadline, scale_deadline};
 pub use outcome::Outcome;
 pub use result::{run_job, run_job_guarded};
 pub use trial::Trial;
