@@ -1,0 +1,3 @@
+module crashcells/sdk/go
+
+go 1.19
