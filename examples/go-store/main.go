@@ -391,4 +391,3 @@ func obligations(db *sql.DB) ([]adapter.Obligation, error) {
 	}
 	return out, rows.Err()
 }
-
