@@ -300,7 +300,7 @@ func (t *Threads) State(path string) (adapter.State, error) {
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	st := adapter.State{}
-	if st.Integrity, err = integrity(db); err != nil {
+	if st.Integrity, err = adapter.IntegrityCheck(db); err != nil {
 		return st, err
 	}
 	var tables int
@@ -316,26 +316,6 @@ func (t *Threads) State(path string) (adapter.State, error) {
 		}
 	}
 	return st, err
-}
-
-func integrity(db *sql.DB) (string, error) {
-	rows, err := db.Query("PRAGMA integrity_check")
-	if err != nil {
-		return "", err
-	}
-	defer rows.Close()
-	out := ""
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			return "", err
-		}
-		if out != "" {
-			out += "; "
-		}
-		out += line
-	}
-	return out, rows.Err()
 }
 
 func sessions(db *sql.DB) ([]adapter.Session, error) {
