@@ -49,7 +49,7 @@ type Threads struct {
 }
 
 func main() {
-	adapter.Run("go-store", func() adapter.Store { return &Threads{} })
+	adapter.Run(func() adapter.Store { return &Threads{} })
 }
 
 // Mutants: racy-claim is the store's own; ack-before-commit acks inside the

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -26,12 +27,14 @@ const (
 )
 
 // Run runs the operation named by os.Args and exits. newStore makes an
-// unopened store; it is called once per database.
-func Run(name string, newStore func() Store) {
-	os.Exit(Main(name, newStore, os.Args[1:], os.Stdout, os.Stderr))
+// unopened store; it is called once per operation and per database. Error
+// lines start with the program's name.
+func Run(newStore func() Store) {
+	os.Exit(Main(filepath.Base(os.Args[0]), newStore, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// Main is Run without the exit: it returns the exit code.
+// Main is Run without the exit: it returns the exit code, and its error
+// lines start with name.
 func Main(name string, newStore func() Store, argv []string, stdout, stderr io.Writer) int {
 	code, err := dispatch(newStore, argv, stdout)
 	if err != nil {
