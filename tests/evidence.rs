@@ -245,3 +245,27 @@ fn readme_names_every_file_of_an_evidence_folder() {
         }
     }
 }
+
+/// Every syscall kill's evidence holds `kill-point.json`, cell 2's too:
+/// there racer r0 is killed at its call, and the race's step wrote no file
+/// of its own; the file says where the kill the result reports landed.
+#[test]
+fn a_race_killed_at_a_call_keeps_its_kill_point() {
+    let dir = scratch();
+    let args = ["run", "--cell", "2", "--kill", "syscall", "--mutant", "split-claim", "--seed", "3"];
+    let (code, report) = run_json(&args, dir.path());
+    let r = &report["results"][0];
+    if r["verdict"] == "skip" {
+        return crate::common::tracing_refused(&r["reason"]);
+    }
+    assert_eq!((code, r["verdict"].as_str()), (1, Some("fire")), "{report:#}");
+    let folder = PathBuf::from(r["evidence"].as_str().unwrap());
+    let text = std::fs::read_to_string(folder.join("kill-point.json"))
+        .unwrap_or_else(|e| panic!("kill-point.json in {}: {e}", folder.display()));
+    let kept: Value = serde_json::from_str(&text).unwrap();
+    let reported = r["kill_points"].as_array().unwrap().last().unwrap();
+    for field in ["ordinal", "syscall", "file", "offset", "len"] {
+        assert_eq!(kept[field], reported[field], "{field}: {text}");
+    }
+    assert!(kept["ordinal"].is_u64(), "{text}");
+}

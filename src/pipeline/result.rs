@@ -359,10 +359,23 @@ fn keep_evidence(ctx: &Context, result: &mut CellResult, trials: Vec<Trial>) {
     match env.keep(&dest) {
         Ok(()) => {
             result.kept.evidence = Some(dest.display().to_string());
+            write_kill_point(last.kill_point.as_ref(), &dest);
             write_timeline(result, last.trace.as_ref(), &dest);
             let _ = std::fs::write(dest.join("result.json"), serde_json::to_string_pretty(result).unwrap_or_default());
         }
         Err(e) => result.kept.evidence_error = Some(format!("could not keep {}: {e}", dest.display())),
+    }
+}
+
+/// Writes `kill-point.json` into the evidence of a trial whose kill landed
+/// at a call, where the step that killed it did not (a race's r0, a
+/// recorded state): every syscall kill's evidence says where it landed.
+/// One written beside the crash (with the acks its judge counted) is kept.
+fn write_kill_point(kp: Option<&crate::kill::KillPoint>, dest: &std::path::Path) {
+    let Some(kp) = kp.filter(|kp| kp.ordinal.is_some() || kp.syscall.is_some()) else { return };
+    let path = dest.join("kill-point.json");
+    if !path.exists() {
+        let _ = std::fs::write(path, serde_json::to_string_pretty(kp).unwrap_or_default());
     }
 }
 
