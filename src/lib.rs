@@ -28,6 +28,8 @@ pub mod recovery;
 pub mod report;
 pub mod run;
 pub mod seed;
+#[doc(hidden)]
+pub mod testskip;
 pub mod trialdir;
 
 /// Every insta snapshot of the project lives in `tests/snapshots/`, the unit

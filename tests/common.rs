@@ -126,37 +126,11 @@ reason = "needs a fake-transport seam in the child protocol; delivery scope stil
 legs = "all"
 "#;
 
-/// The variable `.ci/run` sets: where it is set (and not `0`), a test that
-/// needs tracing (ptrace and seccomp) fails when this machine refuses it,
-/// instead of passing without having tested anything.
-pub const REQUIRE_TRACING: &str = "CRASHCELLS_REQUIRE_TRACING";
-
 /// Where tracing is refused: a test that needs it stops here, saying why,
-/// and fails if [`REQUIRE_TRACING`] is set. The caller returns early after it.
+/// and fails where the run requires tracing (the one skip policy,
+/// `crashcells::testskip`). The caller returns early after it.
 pub fn tracing_refused(why: impl std::fmt::Display) {
-    refused(&why.to_string(), tracing_required());
-}
-
-/// Whether this run of the tests must trace ([`REQUIRE_TRACING`]): a
-/// test that counts a refused tracing as fine counts it so only elsewhere.
-pub fn tracing_required() -> bool {
-    std::env::var_os(REQUIRE_TRACING).is_some_and(|v| !v.is_empty() && v != "0")
-}
-
-fn refused(why: &str, required: bool) {
-    assert!(!required, "tracing is refused here and {REQUIRE_TRACING} is set, so this test fails: {why}");
-    eprintln!("ptrace is refused here; skipping: {why}");
-}
-
-#[test]
-#[should_panic(expected = "CRASHCELLS_REQUIRE_TRACING is set")]
-fn refused_tracing_fails_a_test_where_it_is_required() {
-    refused("PTRACE_TRACEME is not permitted here", true);
-}
-
-#[test]
-fn refused_tracing_only_says_so_elsewhere() {
-    refused("PTRACE_TRACEME is not permitted here", false);
+    crashcells::testskip::skip_or_fail(crashcells::testskip::Need::Tracing, why);
 }
 
 /// The entry `name` of `crashcells child-check --format json` on `child`:

@@ -138,7 +138,11 @@ pub fn calls(launcher: &Launcher, trial: &Trial) -> Vec<(Option<Point>, i64)> {
 }
 
 pub fn traced_allowed() -> bool {
-    crashcells::kill::syscall::unsupported_arch().is_none()
+    let unsupported = crashcells::kill::syscall::unsupported_arch();
+    if let Some(why) = &unsupported {
+        crate::common::tracing_refused(why);
+    }
+    unsupported.is_none()
 }
 
 /// The same kill points, call for call (name, file, offset, length), and

@@ -6,18 +6,22 @@
 //!
 //! The adapter needs the Hermes wheel, which `examples/hermes-store/fetch`
 //! downloads (`.ci/run` does, before the tests): without it those tests
-//! say so and return.
+//! say so and return, or fail under CI (`crashcells::testskip`).
 
 use std::path::Path;
 use std::process::Command;
 
+use crashcells::testskip::{Need, skip_or_fail};
+
 const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/hermes-store");
 
-/// Whether the wheel is there; if not, says why the test does nothing.
-fn fetched(test: &str) -> bool {
-    let there = Path::new(EXAMPLE).join(".wheel/site/.complete").is_file();
+/// Whether the wheel is there; if not, says why the test does nothing (or
+/// fails, under CI).
+fn fetched() -> bool {
+    let marker = Path::new(EXAMPLE).join(".wheel/site/.complete");
+    let there = marker.is_file();
     if !there {
-        eprintln!("{test}: skipped: the Hermes wheel is not fetched (run examples/hermes-store/fetch)");
+        skip_or_fail(Need::HermesWheel, format_args!("{} is missing", marker.display()));
     }
     there
 }
@@ -73,7 +77,7 @@ pub fn anchor(heading: &str) -> String {
 
 #[test]
 fn ci_check_passes_the_adapter_with_its_known_findings() {
-    if !fetched("ci_check_passes_the_adapter_with_its_known_findings") {
+    if !fetched() {
         return;
     }
     let (code, out) = ci_check_sweeps(None);
@@ -83,7 +87,7 @@ fn ci_check_passes_the_adapter_with_its_known_findings() {
 
 #[test]
 fn ci_check_fails_when_a_known_finding_is_gone() {
-    if !fetched("ci_check_fails_when_a_known_finding_is_gone") {
+    if !fetched() {
         return;
     }
     let variant = format!("python3 {}/tests/adapters/hermes_variant.py atomic-rotation", env!("CARGO_MANIFEST_DIR"));
@@ -97,7 +101,7 @@ fn ci_check_fails_when_a_known_finding_is_gone() {
 
 #[test]
 fn ci_check_fails_on_a_new_finding_naming_its_fingerprint() {
-    if !fetched("ci_check_fails_on_a_new_finding_naming_its_fingerprint") {
+    if !fetched() {
         return;
     }
     let variant = format!("python3 {}/tests/adapters/hermes_variant.py ack-early", env!("CARGO_MANIFEST_DIR"));

@@ -13,11 +13,12 @@
 //!
 //! The adapter needs Node.js and the packages `examples/langgraph-store/fetch`
 //! installs (`.ci/run` does, before the tests): without them these tests say
-//! so and return.
+//! so and return, or fail under CI (`crashcells::testskip`).
 
 use std::path::Path;
 use std::process::Command;
 
+use crashcells::testskip::{Need, skip_or_fail};
 use serde_json::Value;
 
 use crate::common::{results, run_json, scratch};
@@ -26,11 +27,13 @@ use crate::hermes::anchor;
 const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/langgraph-store");
 const SEED: &str = "31";
 
-/// Whether the packages are installed; if not, says why the test does nothing.
-fn fetched(test: &str) -> bool {
-    let there = Path::new(EXAMPLE).join("node_modules/.crashcells-fetched").is_file();
+/// Whether the packages are installed; if not, says why the test does
+/// nothing (or fails, under CI).
+fn fetched() -> bool {
+    let marker = Path::new(EXAMPLE).join("node_modules/.crashcells-fetched");
+    let there = marker.is_file();
     if !there {
-        eprintln!("{test}: skipped: the checkpointer is not installed (run examples/langgraph-store/fetch)");
+        skip_or_fail(Need::LangGraphPackages, format_args!("{} is missing", marker.display()));
     }
     there
 }
@@ -79,7 +82,7 @@ fn the_examples_known_findings_are_its_power_finding_named_in_its_readme() {
 
 #[test]
 fn ack_before_commit_fires_cell_1_where_the_checkpointer_passes() {
-    if !fetched("ack_before_commit_fires_cell_1_where_the_checkpointer_passes") {
+    if !fetched() {
         return;
     }
     // The same 30 of the sweep's points: the WAL leg's workload runs past
@@ -95,7 +98,7 @@ fn ack_before_commit_fires_cell_1_where_the_checkpointer_passes() {
 
 #[test]
 fn torn_fork_fires_cell_4_whose_whole_sweep_the_checkpointer_passes() {
-    if !fetched("torn_fork_fires_cell_4_whose_whole_sweep_the_checkpointer_passes") {
+    if !fetched() {
         return;
     }
     let Some((verdict, _, reason)) = sweep("fork-determinism", &[]) else { return };
@@ -107,7 +110,7 @@ fn torn_fork_fires_cell_4_whose_whole_sweep_the_checkpointer_passes() {
 
 #[test]
 fn the_delete_leg_skips_because_the_store_imposes_wal() {
-    if !fetched("the_delete_leg_skips_because_the_store_imposes_wal") {
+    if !fetched() {
         return;
     }
     let dir = scratch();
@@ -128,7 +131,7 @@ fn the_delete_leg_skips_because_the_store_imposes_wal() {
 
 #[test]
 fn what_the_checkpointer_cannot_express_exits_69_before_writing() {
-    if !fetched("what_the_checkpointer_cannot_express_exits_69_before_writing") {
+    if !fetched() {
         return;
     }
     let dir = scratch();

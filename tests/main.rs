@@ -22,6 +22,7 @@ mod recorded;
 mod reports;
 mod robustness;
 mod shown;
+mod skips;
 mod syscall;
 mod timeline;
 mod warmpool;

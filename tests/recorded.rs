@@ -137,7 +137,7 @@ fn the_reference_store_dumps_several_databases_in_one_process() {
 fn the_python_store_dumps_several_databases_in_one_process() {
     let store = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/python-store/store.py");
     if Command::new("python3").arg("--version").output().is_err() {
-        return eprintln!("no python3 here; skipping");
+        return crashcells::testskip::skip_or_fail(crashcells::testskip::Need::Python, "it runs a Python store");
     }
     batch_dump_matches_single_dumps(&["python3", store]);
 }
@@ -184,7 +184,7 @@ fn a_recorded_fire_is_confirmed_by_a_real_kill_and_its_repro_is_that_kill() {
 #[test]
 fn a_store_that_writes_from_a_thread_pool_fires_when_broken_and_passes_when_not() {
     if Command::new("python3").arg("--version").output().is_err() {
-        return eprintln!("no python3 here; skipping");
+        return crashcells::testskip::skip_or_fail(crashcells::testskip::Need::Python, "it runs a Python store");
     }
     let child = concat!("python3 ", env!("CARGO_MANIFEST_DIR"), "/tests/adapters/pooled.py");
     // Two appends, not the catalog's four: the bug fires at the first, and

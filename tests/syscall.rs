@@ -143,7 +143,7 @@ fn sampled_points_are_few_and_within_the_sweep() {
     let (_, report) = run_json(&args, dir.path());
     let r = results(&report, "prefix-durability")[0];
     if r["verdict"] == "skip" {
-        return;
+        return crate::common::tracing_refused(&r["reason"]);
     }
     assert_eq!(r["verdict"], "pass", "{r:#}");
     assert_eq!(r["kill_points"].as_array().unwrap().len(), 5, "{r:#}");

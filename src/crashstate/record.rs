@@ -224,7 +224,9 @@ mod tests {
         cmd.current_dir(&dir);
         let filter = crate::kill::syscall::filter().unwrap();
         let mut child = match Traced::spawn(cmd, Some(&dir.join("err")), filter, std::time::Duration::from_secs(20)) {
-            Err(TraceError::NotPermitted(why)) => return eprintln!("ptrace refused here: {why}"),
+            Err(TraceError::NotPermitted(why)) => {
+                return crate::testskip::skip_or_fail(crate::testskip::Need::Tracing, why);
+            }
             other => other.unwrap(),
         };
         let targets = Targets::new(&dir.join("store.db"), &dir.join("acks.ndjson"));
@@ -249,7 +251,7 @@ mod tests {
         let filter = crate::kill::syscall::filter().unwrap();
         let child = match Traced::spawn(cmd, Some(&path.join("err")), filter, std::time::Duration::from_secs(20)) {
             Err(TraceError::NotPermitted(why)) => {
-                eprintln!("ptrace refused here: {why}");
+                crate::testskip::skip_or_fail(crate::testskip::Need::Tracing, why);
                 return None;
             }
             other => other.unwrap(),

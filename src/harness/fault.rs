@@ -119,7 +119,7 @@ mod tests {
         let filter = crate::kill::syscall::filter().unwrap();
         match Traced::spawn(cmd, Some(&dir.join("err")), filter, Duration::from_secs(20)) {
             Err(TraceError::NotPermitted(why)) => {
-                eprintln!("ptrace refused here: {why}");
+                crate::testskip::skip_or_fail(crate::testskip::Need::Tracing, why);
                 None
             }
             other => Some(other.unwrap()),

@@ -364,7 +364,7 @@ mod tests {
         let filter = crate::kill::syscall::filter().unwrap();
         match Traced::spawn(sh(script), None, filter, Duration::from_secs(20)) {
             Err(TraceError::NotPermitted(why)) => {
-                eprintln!("ptrace refused here: {why}");
+                crate::testskip::skip_or_fail(crate::testskip::Need::Tracing, why);
                 None
             }
             other => Some(other.unwrap()),
@@ -431,7 +431,9 @@ mod tests {
     fn a_stalled_traced_child_meets_its_deadline() {
         let filter = crate::kill::syscall::filter().unwrap();
         let mut t = match Traced::spawn(sh("sleep 30; echo late"), None, filter, Duration::from_millis(200)) {
-            Err(TraceError::NotPermitted(_)) => return,
+            Err(TraceError::NotPermitted(why)) => {
+                return crate::testskip::skip_or_fail(crate::testskip::Need::Tracing, why);
+            }
             other => other.unwrap(),
         };
         let pgid = t.pid;
@@ -451,7 +453,9 @@ mod tests {
         cmd.env("CC_SET", "yes").env_remove("HOME").current_dir(dir.path());
         let filter = crate::kill::syscall::filter().unwrap();
         let mut t = match Traced::spawn(cmd, None, filter, Duration::from_secs(20)) {
-            Err(TraceError::NotPermitted(_)) => return,
+            Err(TraceError::NotPermitted(why)) => {
+                return crate::testskip::skip_or_fail(crate::testskip::Need::Tracing, why);
+            }
             other => other.unwrap(),
         };
         while let TraceEvent::Syscall { .. } = t.next_syscall().unwrap() {
@@ -479,7 +483,9 @@ mod tests {
                 let _ = tx.send(Traced::spawn(Command::new(program), None, filter, Duration::from_secs(5)).err());
             });
             match rx.recv_timeout(Duration::from_secs(20)).expect("the spawn ended") {
-                Some(TraceError::NotPermitted(_)) => return,
+                Some(TraceError::NotPermitted(why)) => {
+                    return crate::testskip::skip_or_fail(crate::testskip::Need::Tracing, why);
+                }
                 Some(TraceError::Io(why)) => assert!(why.contains("could not be executed"), "{shown}: {why}"),
                 other => panic!("{shown}: {other:?}"),
             }
