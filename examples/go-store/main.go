@@ -52,6 +52,19 @@ func main() {
 	adapter.Run(func() adapter.Store { return &Threads{} })
 }
 
+// Preload initializes the SQLite library ahead of need, on an in-memory
+// database (no file: nothing an operation uses), so a warm process
+// (docs/PROTOCOL.md §10) has it ready. A Go binary starts in milliseconds,
+// so the pool saves little here; it keeps the warm path under CI.
+func (t *Threads) Preload() error {
+	db, err := sql.Open("sqlite3", ":memory:")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.Ping()
+}
+
 // Mutants: racy-claim is the store's own; ack-before-commit acks inside the
 // append's transaction (AckNow); drop-append the library implements.
 func (t *Threads) Mutants() []string {

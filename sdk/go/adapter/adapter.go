@@ -102,6 +102,15 @@ type Outbox interface {
 	Pending() ([]Obligation, error)
 }
 
+// Preloader does a store's slow start (what every operation does before it
+// opens the store) ahead of need: a store that has one gets the warm pool
+// (docs/PROTOCOL.md §10), whose processes call Preload before they say
+// they are warm; an exec'd operation calls it first. It must open nothing
+// the operations use: no database, no file of a trial.
+type Preloader interface {
+	Preload() error
+}
+
 // Mutator names the deliberately broken variants a store implements
 // (docs/PROTOCOL.md, `--mutant`); Run refuses any other name. The store
 // reads the one given with Base.Mutant.

@@ -32,6 +32,7 @@ var apiMethods = map[string]reflect.Type{
 	"Delivered":     reflect.TypeOf((*Outbox)(nil)).Elem(),
 	"Pending":       reflect.TypeOf((*Outbox)(nil)).Elem(),
 	"Mutants":       reflect.TypeOf((*Mutator)(nil)).Elem(),
+	"Preload":       reflect.TypeOf((*Preloader)(nil)).Elem(),
 	// Base's, promoted into a store that embeds it.
 	"Op":     nil,
 	"Mutant": nil,

@@ -30,7 +30,23 @@ const (
 // unopened store; it is called once per operation and per database. Error
 // lines start with the program's name.
 func Run(newStore func() Store) {
-	os.Exit(Main(filepath.Base(os.Args[0]), newStore, os.Args[1:], os.Stdout, os.Stderr))
+	name := filepath.Base(os.Args[0])
+	if len(os.Args) > 1 && os.Args[len(os.Args)-1] == "warm-pool" {
+		os.Exit(warm(name, newStore))
+	}
+	if err := preload(newStore()); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %s\n", name, oneLine(err.Error()))
+		os.Exit(exitCode(err))
+	}
+	os.Exit(Main(name, newStore, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// preload runs the store's Preload, if it has one.
+func preload(s Store) error {
+	if p, ok := s.(Preloader); ok {
+		return guard("Preload", p.Preload)
+	}
+	return nil
 }
 
 // Main is Run without the exit: it returns the exit code, and its error
@@ -129,6 +145,9 @@ func unless(ok bool, name string) string {
 // them for every store.
 func operations(s Store) []string {
 	ops := []string{"append", "dump", "dump-batch"}
+	if _, ok := s.(Preloader); ok {
+		ops = append(ops, "warm-pool")
+	}
 	if _, ok := s.(Rotator); ok {
 		ops = append(ops, "rotate", "rotate-shapes")
 	}

@@ -325,3 +325,20 @@ func TestJournalLinesAreWholeAndCanonical(t *testing.T) {
 		t.Fatalf("got %q", data)
 	}
 }
+
+type preloading struct {
+	fake
+	err error
+}
+
+func (f *preloading) Preload() error { return f.err }
+
+func TestAPreloaderGetsTheWarmPool(t *testing.T) {
+	if ops := fmt.Sprint(operations(&preloading{})); ops != "[append dump dump-batch warm-pool]" {
+		t.Fatalf("got %s", ops)
+	}
+	err := preload(&preloading{err: errors.New("no driver")})
+	if err == nil || err.Error() != "Preload: no driver" || exitCode(err) != ExitFailed {
+		t.Fatalf("a failed preload: %v", err)
+	}
+}
