@@ -1,6 +1,6 @@
 //! The driver's module order, checked: no import cycle among the modules of
 //! `src/`, and the top-level modules import only modules below them in the
-//! order docs/DESIGN.md draws ("Layout", the picture of the modules).
+//! order docs/design/layout.md draws ("The module order", its picture).
 //!
 //! How: every file of the library is parsed with `syn` (real paths, not
 //! text: comments and strings cannot fool it); its non-test items are
@@ -15,7 +15,7 @@
 //!
 //! Besides the order: the library never links the reference store's crate
 //! (`crashcells-child` serves `crashcells child` from `main.rs` alone), and
-//! every file of `src/` is named in docs/DESIGN.md's layout.
+//! every file of `src/` is named in docs/design/layout.md.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use syn::visit::Visit;
 
 /// The top-level modules, lowest first: a module may import only modules
-/// listed before it. Keep docs/DESIGN.md's picture in step with it.
+/// listed before it. Keep docs/design/layout.md's picture in step with it.
 const LAYERS: &[&[&str]] = &[
     &["error", "seed", "journal", "dbfiles"],
     &["catalog", "matrix"],
@@ -467,12 +467,12 @@ fn uses_child(f: &File) -> bool {
     externs || s.deps(false).any(|p| p.first().is_some_and(|f| f == CHILD))
 }
 
-/// Every file of `src/` is named in docs/DESIGN.md's layout: as its path
+/// Every file of `src/` is named in docs/design/layout.md: as its path
 /// (`audit/crash.rs`), or as its name in the entry of its folder
 /// (`pipeline/` ... `pool`). A folder's `mod.rs` is named by its folder.
 #[test]
 fn every_file_of_src_is_named_in_the_designs_layout() {
-    let design = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/DESIGN.md")).unwrap();
+    let design = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/design/layout.md")).unwrap();
     let layout = layout_block(&design);
     let mut missing = Vec::new();
     let mut stack = vec![src()];
@@ -488,14 +488,14 @@ fn every_file_of_src_is_named_in_the_designs_layout() {
         }
     }
     missing.sort();
-    assert!(missing.is_empty(), "docs/DESIGN.md's layout does not name: {}", missing.join(", "));
+    assert!(missing.is_empty(), "docs/design/layout.md does not name: {}", missing.join(", "));
     assert!(!named(&layout, "pipeline/nowhere.rs"), "a file the layout does not name is found missing");
     assert!(a_cell("cells/prefix.rs") && !a_cell("cells/nowhere.rs") && !a_cell("pipeline/prefix.rs"));
 }
 
 /// Whether `rel` is a live cell's module, which the layout names as "one
 /// module per live cell" and the registry lists (`registry!` in
-/// `cells/mod.rs`): a cell added by DESIGN.md's recipe needs no line here.
+/// `cells/mod.rs`): a cell added by docs/design/adding.md's recipe needs no line here.
 fn a_cell(rel: &str) -> bool {
     let Some(stem) = rel.strip_prefix("cells/").and_then(|f| f.strip_suffix(".rs")) else { return false };
     let registry = std::fs::read_to_string(src().join("cells/mod.rs")).unwrap();
@@ -503,9 +503,9 @@ fn a_cell(rel: &str) -> bool {
     table.lines().any(|l| l.trim().split(" =>").next() == Some(stem))
 }
 
-/// The code block under `## Layout`.
+/// The first code block under the `# Layout` heading.
 fn layout_block(design: &str) -> String {
-    let after = design.split("## Layout").nth(1).expect("a Layout section");
+    let after = design.split("# Layout").nth(1).expect("a Layout section");
     after.split("```").nth(1).expect("the layout's code block").to_string()
 }
 
