@@ -8,6 +8,7 @@ mod ci_install;
 mod cli;
 mod common;
 mod confirm;
+mod docs;
 mod evidence;
 mod faults;
 mod forkserver;
