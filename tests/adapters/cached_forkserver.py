@@ -27,7 +27,7 @@ import store  # noqa: E402
 
 # The sessions this process has created: a create it has done is skipped.
 created = set()
-create = store.Store.create
+create = store.PythonStore._create
 
 
 def cached_create(self, name, continues=None, handoff=None):
@@ -37,7 +37,7 @@ def cached_create(self, name, continues=None, handoff=None):
     created.add(name)
 
 
-store.Store.create = cached_create
+store.PythonStore._create = cached_create
 
 
 def warm_up():
@@ -46,9 +46,10 @@ def warm_up():
     the forked processes hold no descriptor. The cache stays filled."""
     folder = tempfile.mkdtemp(prefix="cached-forkserver-")
     try:
-        warm = store.Store(os.path.join(folder, "warm.db"))
-        warm.create(store.APPEND_SESSION)
-        warm.conn.close()
+        warm = store.PythonStore()
+        warm.open(os.path.join(folder, "warm.db"), store.adapter.Config(None, None))
+        warm.create_session(store.APPEND_SESSION)
+        warm.close()
     finally:
         shutil.rmtree(folder)
 

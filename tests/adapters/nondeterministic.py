@@ -18,19 +18,16 @@ sys.path.insert(0, os.path.join(ROOT, "examples", "python-store"))
 
 import store  # noqa: E402
 
-append = store.Store.append
+class Flushing(store.PythonStore):
+    # Exec'd only: this store's point is its calls, not a fast path.
+    launchers = ()
 
+    def append(self, name, role, content):
+        super().append(name, role, content)
+        for _ in range(random.SystemRandom().randint(0, 9)):
+            self.conn.execute("CREATE TABLE IF NOT EXISTS flusher_stats (n INTEGER)")
+            self.conn.execute("INSERT INTO flusher_stats VALUES (1)")
 
-def flushing_append(self, name, speaker, body, before_commit=None):
-    append(self, name, speaker, body, before_commit)
-    for _ in range(random.SystemRandom().randint(0, 9)):
-        self.conn.execute("CREATE TABLE IF NOT EXISTS flusher_stats (n INTEGER)")
-        self.conn.execute("INSERT INTO flusher_stats VALUES (1)")
-
-
-store.Store.append = flushing_append
-# Exec'd only: this store's point is its calls, not a fast path.
-store.OPERATIONS = tuple(o for o in store.OPERATIONS if o not in ("fork-server", "warm-pool"))
 
 if __name__ == "__main__":
-    sys.exit(store.main())
+    store.adapter.run(Flushing)

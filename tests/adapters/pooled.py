@@ -34,43 +34,46 @@ import store  # noqa: E402
 JITTER_S = 0.002
 
 
-def pooled_append(a):
-    main = store.Store(a.db)
-    main.create(store.APPEND_SESSION)
-    main.transaction(lambda c: c.execute("CREATE TABLE IF NOT EXISTS pool_jobs (i INTEGER)"))
-    acks = store.Acks(a.acks)
-    acks.ready(main, "append")
-    local = threading.local()
-    rng = random.SystemRandom()
+class Pooled(store.PythonStore):
+    # Exec'd only: this store's point is its calls, not a fast path.
+    launchers = ()
 
-    def connection():
-        if not hasattr(local, "store"):
-            local.store = store.Store(a.db)
-        return local.store
+    def open(self, db, config):
+        decision = super().open(db, config)
+        self._transaction(lambda c: c.execute("CREATE TABLE IF NOT EXISTS pool_jobs (i INTEGER)"))
+        self._db, self._config = db, config
+        self._local = threading.local()
+        self._rng = random.SystemRandom()
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=2)
+        return decision
 
-    def message(i):
-        time.sleep(rng.random() * JITTER_S)
-        early = a.mutant == "ack-before-commit"
-        ack = (lambda: acks.ack("append", i)) if early else None
-        connection().append(store.APPEND_SESSION, "user", "m%d" % i, before_commit=ack)
+    def _connection(self):
+        if not hasattr(self._local, "store"):
+            self._local.store = store.PythonStore()
+            self._local.store.open(self._db, self._config)
+        return self._local.store
 
-    def job(i):
-        time.sleep(rng.random() * JITTER_S)
-        for _ in range(rng.randint(0, 2)):
-            connection().transaction(lambda c: c.execute("INSERT INTO pool_jobs VALUES (?)", (i,)))
+    def append(self, name, role, content):
+        """The message's transaction and the job's, each on a worker; returns
+        once both are done, so the library acks after both."""
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        for i in store.ops(a.stop_after):
-            for done in [pool.submit(message, i), pool.submit(job, i)]:
-                done.result()
-            if a.mutant != "ack-before-commit":
-                acks.ack("append", i)
-    return 0
+        def message():
+            time.sleep(self._rng.random() * JITTER_S)
+            before = self.ack_now if self.mutant == "ack-before-commit" else None
+            self._connection()._transaction(lambda c: store.insert_turn(c, name, role, content), before)
 
+        def job():
+            time.sleep(self._rng.random() * JITTER_S)
+            for _ in range(self._rng.randint(0, 2)):
+                self._connection()._transaction(lambda c: c.execute("INSERT INTO pool_jobs VALUES (1)"))
 
-store.op_append = pooled_append
-# Exec'd only: this store's point is its calls, not a fast path.
-store.OPERATIONS = tuple(o for o in store.OPERATIONS if o not in ("fork-server", "warm-pool"))
+        for done in [self._pool.submit(message), self._pool.submit(job)]:
+            done.result()
+
+    def close(self):
+        self._pool.shutdown()
+        super().close()
+
 
 if __name__ == "__main__":
-    sys.exit(store.main())
+    store.adapter.run(Pooled)

@@ -37,10 +37,10 @@ def token_claim(self, name, claimant):
         store.insert_turn(c, name, "system", "claimed by %s" % claimant)
         return True
 
-    return self.transaction(body)
+    return self._transaction(body)
 
 
-store.Store.claim = token_claim
+store.PythonStore.claim = token_claim
 
 if __name__ == "__main__":
     if sys.argv[-1:] == ["fork-server"]:

@@ -11,7 +11,8 @@ silent-wal      the same, but the ready record carries no `resolver`: a
                 silent fallback
 rotate-fails    `rotate` writes its ready record, then fails (exit 3)
 park-fails      `park` fails (exit 3)
-no-rotate       the ready record does not list `rotate`, which is refused
+no-rotate       the store has no `rotate`: the ready record does not list
+                it, and it is refused (exit 69)
 deferred-claim  `claim` reads the handoff in a deferred transaction, then
                 upgrades to write it: racing claimants get "database is
                 locked" (a store's own failure, exit 3, after its ready record)
@@ -36,35 +37,26 @@ spec = importlib.util.spec_from_file_location(
 )
 store = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(store)
+from crashcells import journal, workload  # noqa: E402  (the library the store imported)
+
+Store = store.PythonStore
 
 
-def always_wal(requested, synchronous, version, file_is_wal):
+def always_wal(config, db, version):
     return {
-        "requested": requested,
+        "requested": config.journal_mode,
         "applied": "wal",
-        "synchronous": synchronous,
+        "synchronous": config.synchronous,
         "decided_by": "applies-wal-on-open",
         "reason": "this store applies WAL on open whatever it is asked",
     }
 
 
-def fail(what):
-    def op(a):
-        print("variant: %s is broken here" % what, file=sys.stderr)
-        if what == "rotate":
-            s = store.Store(a.db)
-            store.Acks(a.acks).ready(s, "rotate")
-        return store.EXIT_ERROR
+def broken(what):
+    def method(self, *args):
+        raise store.sqlite3.OperationalError("variant: %s is broken here" % what)
 
-    return op
-
-
-def resending(catch_up):
-    def op(a):
-        a.mutant = "resend-on-catch-up"
-        return catch_up(a)
-
-    return op
+    return method
 
 
 def deferred_claim(self, name, claimant):
@@ -86,65 +78,51 @@ def deferred_claim(self, name, claimant):
         raise
 
 
-def readonly_state(db):
+def readonly_state(self, db):
     """`dump` on a read-only connection."""
     conn = store.sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=store.BUSY_TIMEOUT_S, isolation_level=None)
     try:
-        return store.read_state_with(conn)
+        return store.read_state(conn)
     finally:
         conn.close()
 
 
-def no_ready(a):
-    print("variant: claim fails before its ready record", file=sys.stderr)
-    return store.EXIT_ERROR
+def wrap_open(open_, silent=False, fail_op=None):
+    def open(self, db, config):
+        if self.op == fail_op:
+            raise OSError("variant: %s fails before its ready record" % fail_op)
+        decision = open_(self, db, config)
+        return None if silent else decision
 
-
-def silent(store_init):
-    def init(self, path):
-        store_init(self, path)
-        self.decision = None
-
-    return init
+    return open
 
 
 for variant in sys.argv.pop(1).split(","):
     if variant in ("refuse-delete", "silent-wal"):
-        store.resolve = always_wal
+        store.adapter.resolve = always_wal
         if variant == "silent-wal":
-            store.Store.__init__ = silent(store.Store.__init__)
+            Store.open = wrap_open(Store.open, silent=True)
     elif variant == "rotate-fails":
-        store.op_rotate = fail("rotate")
+        Store.rotate = broken("rotate")
     elif variant == "park-fails":
-        store.op_park = fail("park")
+        Store.park = broken("park")
     elif variant == "deferred-claim":
-        store.Store.claim = deferred_claim
+        Store.claim = deferred_claim
     elif variant == "readonly-dump":
-        store.read_state = readonly_state
+        Store.state = readonly_state
     elif variant == "claim-no-ready":
-        store.op_claim = no_ready
+        Store.open = wrap_open(Store.open, fail_op="claim")
     elif variant == "resend":
-        store.op_catch_up = resending(store.op_catch_up)
+        # Catch-up never finds a key in the transport, so it sends again.
+        journal.arrived = lambda path: set()
     elif variant == "ignore-shapes":
-        rotate = store.op_rotate
-
-        def op_rotate(a, rotate=rotate):
-            a.shapes = None
-            return rotate(a)
-
-        store.op_rotate = op_rotate
+        rotate = workload.OPERATIONS["rotate"]
+        workload.OPERATIONS["rotate"] = lambda s, rotate=rotate: (s.flags.pop("shapes", None), rotate(s))[1]
     elif variant == "no-rotate":
-        store.OPERATIONS = tuple(o for o in store.OPERATIONS if o != "rotate")
-        store.op_rotate = fail("rotate (not implemented)")
+        del Store.rotate
     else:
         sys.exit("variant: unknown variant %s" % variant)
 
-# main() looks the operations up in its own table, built from the module's
-# globals at call time.
-if sys.argv[-1:] == ["fork-server"] and store.crashcells_forkserver is not None:
-    # Patched before the server forks: every forked process runs the variant.
-    store.crashcells_forkserver.serve(store.main)
-if sys.argv[-1:] == ["warm-pool"] and store.crashcells_forkserver is not None:
-    # Patched before the request: the warm process runs the variant.
-    store.crashcells_forkserver.warm(store.main)
-sys.exit(store.main())
+# Patched before the server forks or the warm process gets its request:
+# every operation runs the variant.
+store.adapter.run(Store)
