@@ -47,7 +47,7 @@ func checkMethods(s Store) error {
 		m := t.Method(i)
 		iface, known := apiMethods[m.Name]
 		if !known {
-			return ruleError{m.Name, fmt.Sprintf("is no method of the adapter API%s (rule: sdk/API.md; unexport a helper)", didYouMean(m.Name))}
+			return ruleError{m.Name, fmt.Sprintf("no such method in the adapter API%s (rule: sdk/API.md; unexport a helper)", didYouMean(m.Name))}
 		}
 		if iface == nil {
 			continue
@@ -55,10 +55,10 @@ func checkMethods(s Store) error {
 		want, _ := iface.MethodByName(m.Name)
 		if !sameSignature(m.Type, want.Type) {
 			got := strings.Replace(m.Type.String(), "func("+t.String()+", ", "func(", 1)
-			return ruleError{m.Name, fmt.Sprintf("is %s, but adapter.%s needs %s (rule: sdk/API.md)", got, iface.Name(), want.Type)}
+			return ruleError{m.Name, fmt.Sprintf("its signature %s is not adapter.%s's %s (rule: sdk/API.md)", got, iface.Name(), want.Type)}
 		}
 		if !t.Implements(iface) {
-			return ruleError{m.Name, fmt.Sprintf("alone is no adapter.%s: it needs all of %s (rule: sdk/API.md)", iface.Name(), methodNames(iface))}
+			return ruleError{m.Name, fmt.Sprintf("adapter.%s needs all of %s (rule: sdk/API.md)", iface.Name(), methodNames(iface))}
 		}
 	}
 	return nil

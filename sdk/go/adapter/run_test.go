@@ -103,6 +103,10 @@ type misspelt struct{ fake }
 
 func (f *misspelt) Rewnd(session string, keep, i int) error { return nil }
 
+type halfHandoff struct{ fake }
+
+func (f *halfHandoff) Park(session string) error { return nil }
+
 type wrongSignature struct{ fake }
 
 func (f *wrongSignature) Rewind(session string, keep int) error { return nil }
@@ -227,8 +231,9 @@ func TestBrokenRulesExit2WithOneLineNamingTheMethod(t *testing.T) {
 	}{
 		{"panic", func() Store { return &panicky{} }, appendArgs, 2, "test-store: Append: panicked (index out of range)"},
 		{"error", func() Store { return &failing{} }, appendArgs, 3, "test-store: Append: disk I/O error"},
-		{"misspelt", func() Store { return &misspelt{} }, appendArgs, 2, "Rewnd: is no method of the adapter API; did you mean Rewind?"},
-		{"signature", func() Store { return &wrongSignature{} }, appendArgs, 2, "Rewind: is func(string, int) error, but adapter.Forker needs func(string, int, int) error"},
+		{"misspelt", func() Store { return &misspelt{} }, appendArgs, 2, "Rewnd: no such method in the adapter API; did you mean Rewind?"},
+		{"signature", func() Store { return &wrongSignature{} }, appendArgs, 2, "Rewind: its signature func(string, int) error is not adapter.Forker's func(string, int, int) error"},
+		{"half", func() Store { return &halfHandoff{} }, appendArgs, 2, "Park: adapter.Handoff needs all of Claim, Park"},
 		{"mutant", newFake, append(appendArgs, "--mutant", "racy-claim"), 2, "unknown mutant `racy-claim`"},
 		{"state", func() Store { return &twice{} }, []string{"dump", "--db", db}, 2, "State: session \"main\" appears twice"},
 	} {
