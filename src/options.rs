@@ -12,8 +12,14 @@
 //! children started (`--fork-server`, `--warm-pool`) must not change a
 //! verdict either, but a fast path that did is what a repro must show: a
 //! result's repro names the path its children took ([`RunOptions::on_path`]).
+//! A repro also names the program the way it runs where the run started
+//! ([`program`]): `crashcells` where that is this binary on PATH, else its
+//! path, so that a run started from a wheel's or npm package's folder
+//! prints a line that runs as printed.
 
-use std::path::PathBuf;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
@@ -355,10 +361,18 @@ impl RunOptions {
         self
     }
 
-    /// The command line that reruns exactly what these options select.
+    /// The command line that reruns exactly what these options select,
+    /// started the way this run's program is reached from here ([`program`]).
     pub fn repro(&self) -> String {
+        self.command_line(&program())
+    }
+
+    /// These options as `PROGRAM run ...`: the run's own command names the
+    /// program `crashcells` whatever started it, so that the shares of one
+    /// run on machines with the binary in other folders stay of one command.
+    pub fn command_line(&self, program: &str) -> String {
         let value = serde_json::to_value(self).expect("options always serialize");
-        let mut words = vec!["crashcells".to_string(), "run".to_string()];
+        let mut words = vec![program.to_string(), "run".to_string()];
         // Declaration order, as clap knows it: the order --help shows.
         for arg in RunOptions::augment_args(clap::Command::new("run")).get_arguments() {
             let (Some(long), Some(v)) = (arg.get_long(), value.get(arg.get_id().as_str())) else { continue };
@@ -369,6 +383,55 @@ impl RunOptions {
         }
         words.join(" ")
     }
+}
+
+/// The variable a launcher (the npm package's `bin`) sets to its own path
+/// before it execs the binary: the binary lives in a per-platform package
+/// folder nobody types, and the launcher is what a repro must start.
+pub const INVOKED_AS: &str = "CRASHCELLS_INVOKED_AS";
+
+/// How a repro starts the program: `crashcells` when the first `crashcells`
+/// on PATH is this program (the binary, or the launcher that named itself
+/// in [`INVOKED_AS`]), else the program's absolute path (a virtual
+/// environment's `bin/` not activated, a binary copied to a folder of its
+/// own), since a bare `crashcells` there would run another build or none.
+/// Worked out once per process: neither PATH nor the program changes.
+pub fn program() -> String {
+    static PROGRAM: OnceLock<String> = OnceLock::new();
+    let said = || std::env::var_os(INVOKED_AS);
+    PROGRAM.get_or_init(|| program_from(said(), std::env::current_exe().ok(), std::env::var_os("PATH"))).clone()
+}
+
+/// The program word from what a launcher said (`said`), else this binary
+/// (`exe`). A launcher names its own file, or, where no file is what a
+/// user typed (`npx crashcells` inside an npm project), the command itself,
+/// which a repro then starts with as it is.
+fn program_from(said: Option<OsString>, exe: Option<PathBuf>, search: Option<OsString>) -> String {
+    match said {
+        Some(s) if !s.is_empty() && !Path::new(&s).is_file() => s.to_string_lossy().into_owned(),
+        Some(s) if !s.is_empty() => program_word(Some(PathBuf::from(s)), search),
+        _ => program_word(exe, search),
+    }
+}
+
+/// `crashcells` when `search` (a PATH) finds `own` under that name first,
+/// else `own`'s absolute path as one shell word. A program whose path is
+/// gone (replaced while it ran) is named `crashcells`: nothing better is known.
+fn program_word(own: Option<PathBuf>, search: Option<OsString>) -> String {
+    let Some(own) = own.and_then(|p| p.canonicalize().ok()) else { return "crashcells".into() };
+    let dirs: Vec<PathBuf> = search.map(|s| std::env::split_paths(&s).collect()).unwrap_or_default();
+    let first = dirs.iter().map(|d| d.join("crashcells")).find(|c| executable(c));
+    if first.and_then(|c| c.canonicalize().ok()).as_deref() == Some(own.as_path()) {
+        "crashcells".into()
+    } else {
+        shell_word(&own.to_string_lossy())
+    }
+}
+
+/// What a shell's PATH search takes: a file with an execute bit.
+fn executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// The values a serialized option stands for: none when unset, one per
@@ -464,7 +527,7 @@ mod tests {
     #[test]
     fn a_repro_names_every_serialized_option_and_parses_back_to_them() {
         let o = every_option_set();
-        let line = o.repro();
+        let line = o.command_line("crashcells");
         assert_eq!(
             line,
             "crashcells run --cell cell-a --matrix audit --leg wal-sync-off --kill timed --seed 42 \
@@ -481,14 +544,14 @@ mod tests {
     fn a_repro_names_the_path_its_children_took() {
         let o = RunOptions { matrix: "default".into(), seed: Some(7), ..RunOptions::default() };
         let path = |c: Children| {
-            let line = o.clone().on_path(c).repro();
+            let line = o.clone().on_path(c).command_line("crashcells");
             line.strip_prefix("crashcells run --matrix default --kill all --seed 7").unwrap_or(&line).to_string()
         };
         assert_eq!(path(Children::Forked), " --fork-server on");
         assert_eq!(path(Children::Warm), " --fork-server off --warm-pool on");
         assert_eq!(path(Children::Exec), " --fork-server off --warm-pool off");
         let exec = o.clone().on_path(Children::Exec);
-        assert_eq!(parse(&exec.repro()), exec);
+        assert_eq!(parse(&exec.command_line("crashcells")), exec);
     }
 
     #[test]
@@ -496,7 +559,7 @@ mod tests {
         let mut o = every_option_set();
         (o.jobs, o.workdir.dir, o.evidence, o.refire) = (Some(3), Some("/w".into()), Some("/e".into()), Some(0));
         o.partition = Some(Partition { k: 2, n: 3 });
-        assert_eq!(o.repro(), every_option_set().repro());
+        assert_eq!(o.command_line("crashcells"), every_option_set().command_line("crashcells"));
     }
 
     #[test]
@@ -504,16 +567,20 @@ mod tests {
         let all = RunOptions { matrix: "default".into(), seed: Some(7), points: Some(4), ..RunOptions::default() };
         let timed = all.narrowed("cell-b", Some("default"), KillMode::Timed, Some(2));
         assert_eq!(
-            timed.repro(),
+            timed.command_line("crashcells"),
             "crashcells run --cell cell-b --matrix default --leg default --kill timed --seed 7 --trial 2"
         );
         let point = all.narrowed("cell-c", Some("delete"), KillMode::Syscall, Some(121));
         assert_eq!(
-            point.repro(),
+            point.command_line("crashcells"),
             "crashcells run --cell cell-c --matrix default --leg delete --kill syscall --seed 7 --point 121"
         );
         let census = all.narrowed("cell-c", None, KillMode::Syscall, Some(0));
-        assert!(census.repro().ends_with("--kill syscall --seed 7 --points 4"), "{}", census.repro());
+        assert!(
+            census.command_line("crashcells").ends_with("--kill syscall --seed 7 --points 4"),
+            "{}",
+            census.command_line("crashcells")
+        );
     }
 
     #[test]
@@ -526,7 +593,7 @@ mod tests {
             ..RunOptions::default()
         };
         let point = all.narrowed("cell-e", Some("wal"), KillMode::Syscall, Some(12));
-        let line = point.repro();
+        let line = point.command_line("crashcells");
         assert!(line.ends_with(&format!("--point 12 --child '{child}'")), "{line}");
         assert_eq!(parse(&line).child.command.as_deref(), Some(child));
         assert_eq!(parse(&line), point);
@@ -536,9 +603,67 @@ mod tests {
     fn a_race_without_a_kill_reruns_as_kill_none() {
         let all = RunOptions { matrix: "default".into(), seed: Some(7), points: Some(4), ..RunOptions::default() };
         let race = all.narrowed("cell-d", Some("default"), KillMode::None, Some(5));
-        let line = race.repro();
+        let line = race.command_line("crashcells");
         assert_eq!(line, "crashcells run --cell cell-d --matrix default --leg default --kill none --seed 7 --trial 5");
         assert_eq!(parse(&line), race);
         assert_eq!(parse(&line).kill.modes(), [KillMode::None]);
+    }
+
+    /// A folder holding an executable `crashcells` (a copy of `bytes`).
+    fn install(dir: &Path, bytes: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(dir).unwrap();
+        let program = dir.join("crashcells");
+        std::fs::write(&program, bytes).unwrap();
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        program
+    }
+
+    /// A repro's program runs as printed: `crashcells` only where the first
+    /// `crashcells` on PATH is this one (or a link to it, as
+    /// `node_modules/.bin` holds), its absolute path anywhere else.
+    #[test]
+    fn a_repro_names_the_program_by_path_where_path_finds_another_or_none() {
+        let tmp = tempfile::tempdir().unwrap();
+        let own = install(&tmp.path().join("my bin"), "this one");
+        let other = install(&tmp.path().join("other"), "another build");
+        let linked = tmp.path().join("links");
+        std::fs::create_dir(&linked).unwrap();
+        std::os::unix::fs::symlink(&own, linked.join("crashcells")).unwrap();
+        let search = |dirs: &[&Path]| Some(std::env::join_paths(dirs).unwrap());
+        let by_path = format!("'{}'", own.canonicalize().unwrap().display());
+
+        let first = search(&[own.parent().unwrap(), other.parent().unwrap()]);
+        assert_eq!(program_word(Some(own.clone()), first), "crashcells");
+        assert_eq!(program_word(Some(own.clone()), search(&[&linked])), "crashcells", "a link to it is it");
+        let shadowed = search(&[other.parent().unwrap(), own.parent().unwrap()]);
+        assert_eq!(program_word(Some(own.clone()), shadowed), by_path, "another build comes first");
+        assert_eq!(program_word(Some(own.clone()), search(&[tmp.path()])), by_path, "none on PATH");
+        assert_eq!(program_word(Some(own.clone()), None), by_path, "no PATH at all");
+        assert_eq!(program_word(Some(tmp.path().join("gone")), None), "crashcells", "nothing better is known");
+    }
+
+    /// A launcher's word wins over the binary's own path: its file, by the
+    /// same PATH rule, or a command (`npx crashcells`) as it is.
+    #[test]
+    fn a_launcher_names_the_program_for_the_binary_it_started() {
+        let tmp = tempfile::tempdir().unwrap();
+        let launcher = install(&tmp.path().join("node_modules/crashcells/bin"), "#!/usr/bin/env node");
+        let binary = install(&tmp.path().join("node_modules/@crashcells/linux-x64/bin"), "the binary");
+        let (said, exe) = (Some(launcher.clone().into_os_string()), Some(binary.clone()));
+        let search = Some(std::env::join_paths([launcher.parent().unwrap()]).unwrap());
+        assert_eq!(program_from(said.clone(), exe.clone(), search), "crashcells");
+        let by_path = launcher.canonicalize().unwrap().display().to_string();
+        assert_eq!(program_from(said, exe.clone(), None), by_path);
+        assert_eq!(program_from(Some("npx crashcells".into()), exe.clone(), None), "npx crashcells");
+        let own = shell_word(&binary.canonicalize().unwrap().display().to_string());
+        assert_eq!(program_from(Some("".into()), exe.clone(), None), own, "an empty word says nothing");
+        assert_eq!(program_from(None, exe, None), own);
+    }
+
+    #[test]
+    fn a_repro_starts_with_the_program_it_is_given() {
+        let o = RunOptions { matrix: "default".into(), seed: Some(7), ..RunOptions::default() };
+        assert!(o.command_line("'/opt/my tools/crashcells'").starts_with("'/opt/my tools/crashcells' run --matrix"));
     }
 }

@@ -252,14 +252,16 @@ fn launcher_said(ctx: &Context) -> Option<String> {
 /// The command of the whole run: its options with the seed it used. The
 /// child's folder is left out when it is the start folder, so that the
 /// shares of one run on machines with their checkouts in other places are
-/// still of one command (each result's repro names the folder).
+/// still of one command (each result's repro names the folder), and the
+/// program is `crashcells` wherever each machine keeps it (each result's
+/// repro names it as it runs there).
 fn run_command(ctx: &Context, start_folder: &std::path::Path) -> String {
     let mut o = ctx.options.clone();
     o.seed = Some(ctx.seed);
     if o.cwd.as_deref() == Some(start_folder) {
         o.cwd = None;
     }
-    o.repro()
+    o.command_line("crashcells")
 }
 
 /// The operating system: name, kernel release where the kernel tells it,

@@ -11,9 +11,16 @@ use serde_json::Value;
 /// set them. Each fire's repro is rerun once, not five times
 /// (`CRASHCELLS_REFIRE`, `--refire`'s variable): a rerun is a fire's cost
 /// again, and the suite's firing tests check the verdict, not the rate; a
-/// test about the rate names `--refire`.
+/// test about the rate names `--refire`. Its folder comes first on PATH, as
+/// an installed `crashcells` is: a repro then starts `crashcells run`, the
+/// line a reader of the snapshots expects (a repro names the binary's path
+/// only where PATH finds another or none: `repro_from_a_folder_off_path`).
 pub fn bin() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_crashcells"));
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_crashcells"));
+    let mut cmd = Command::new(exe);
+    let rest = std::env::var_os("PATH").unwrap_or_default();
+    let dirs = std::iter::once(exe.parent().expect("a folder").to_path_buf()).chain(std::env::split_paths(&rest));
+    cmd.env("PATH", std::env::join_paths(dirs).expect("PATH's folders join"));
     for var in ["GITHUB_STEP_SUMMARY", "GITHUB_SHA", "GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"] {
         cmd.env_remove(var);
     }

@@ -269,3 +269,90 @@ fn a_race_killed_at_a_call_keeps_its_kill_point() {
     }
     assert!(kept["ordinal"].is_u64(), "{text}");
 }
+
+/// Runs `line` as a shell reads it, in `dir`, with only `path` as PATH and
+/// the environment `common::bin()` clears; its JSON report.
+fn run_as_printed(line: &str, dir: &Path, path: &str) -> Value {
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{line} --workdir \"$1\" --evidence \"$1/ev-again\" --format json"))
+        .args(["sh", dir.to_str().unwrap()])
+        .current_dir(dir)
+        .env("PATH", path)
+        .env("CRASHCELLS_REFIRE", "1")
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{line}: no report ({e}): {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+/// A timed fire of cell 1 (drop-append, one short trial) started by
+/// `program`, with only the system's folders on PATH: its one result.
+fn fire_off_path(program: &Path, dir: &Path) -> Value {
+    let catalog = crate::common::short_catalog(dir);
+    let args = ["run", "--cell", "1", "--leg", "default", "--kill", "timed", "--trials", "1", "--seed", "3"];
+    let out = std::process::Command::new(program)
+        .args(args)
+        .args(["--mutant", "drop-append", "--catalog", catalog.to_str().unwrap(), "--format", "json"])
+        .arg("--workdir")
+        .arg(dir)
+        .arg("--evidence")
+        .arg(dir.join("ev"))
+        .env("PATH", SYSTEM_PATH)
+        .env("CRASHCELLS_REFIRE", "1")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no report ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(report["results"][0]["verdict"], "fire", "{report:#}");
+    report["results"][0].clone()
+}
+
+/// A PATH with no `crashcells` of this build on it.
+const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// A copy of the built binary in `dir/name/crashcells`.
+fn copy_binary(dir: &Path, name: &str) -> PathBuf {
+    let folder = dir.join(name);
+    std::fs::create_dir_all(&folder).unwrap();
+    let copy = folder.join("crashcells");
+    std::fs::copy(env!("CARGO_BIN_EXE_crashcells"), &copy).unwrap();
+    copy
+}
+
+/// A binary run from a folder PATH does not hold (a virtual environment's
+/// `bin/` not activated, a release unpacked anywhere) prints repros that
+/// start with its absolute path, and such a line, pasted in another
+/// folder with the same PATH, fires again.
+#[test]
+fn repro_from_a_folder_off_path() {
+    let dir = scratch();
+    let copy = copy_binary(dir.path(), "my tools");
+    let fire = fire_off_path(&copy, dir.path());
+    let repro = fire["repro"].as_str().unwrap();
+    let named = format!("'{}' run --cell prefix-durability ", copy.canonicalize().unwrap().display());
+    assert!(repro.starts_with(&named), "{repro}");
+    let elsewhere = scratch();
+    let again = run_as_printed(repro, elsewhere.path(), SYSTEM_PATH);
+    assert_eq!(again["results"][0]["verdict"], "fire", "{repro}: {again:#}");
+}
+
+/// A launcher that execs the binary from a folder nobody types (the npm
+/// package's `bin`) names itself in `CRASHCELLS_INVOKED_AS`: the repro
+/// starts with the launcher, and runs as printed.
+#[test]
+fn repro_through_a_launcher_names_the_launcher() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch();
+    let copy = copy_binary(dir.path(), "platform-package");
+    let launcher = dir.path().join("launch-crashcells");
+    let script = format!("#!/bin/sh\nCRASHCELLS_INVOKED_AS=\"$0\" exec '{}' \"$@\"\n", copy.display());
+    std::fs::write(&launcher, script).unwrap();
+    std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let fire = fire_off_path(&launcher, dir.path());
+    let repro = fire["repro"].as_str().unwrap();
+    assert!(repro.starts_with(&format!("{} run ", launcher.canonicalize().unwrap().display())), "{repro}");
+    let elsewhere = scratch();
+    let again = run_as_printed(repro, elsewhere.path(), SYSTEM_PATH);
+    assert_eq!(again["results"][0]["verdict"], "fire", "{repro}: {again:#}");
+}
