@@ -44,7 +44,7 @@ fn context(work: &Path, jobs: usize, replay: Replay) -> Context {
         jobs,
         child_ready: None,
         tally: Default::default(),
-        pool: crashcells::pipeline::pool::Pool::new(jobs),
+        pool: crashcells::pipeline::run::pool::Pool::new(jobs),
         start: Duration::ZERO,
         crowd: 1,
         shared: Default::default(),

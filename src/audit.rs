@@ -319,7 +319,7 @@ fn audit_one(setup: &AuditSetup, leg: &Leg, root: &Path) -> Result<Row> {
     let bytes = std::fs::read(&files.acks).map_err(|e| fail(format!("ack journal: {e}")))?;
     let journal = crate::journal::parse(&bytes).map_err(|e| fail(e.to_string()))?;
     let ready = journal.ready.ok_or_else(|| fail("the child wrote no ready record".into()))?;
-    crate::pipeline::verdict::check_protocol(&ready).map_err(|e| fail(e.to_string()))?;
+    crate::pipeline::judge::verdict::check_protocol(&ready).map_err(|e| fail(e.to_string()))?;
     let audit = audit_leg(&files.db, &ready, leg);
     Ok(row(leg, &ready, audit, acked))
 }

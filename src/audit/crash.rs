@@ -6,8 +6,8 @@
 //! write or sync (the fault sweep), each checked at every kill point of the
 //! cell's sweep workload.
 //!
-//! Crash model: those of [`crate::pipeline::recorded`],
-//! [`crate::pipeline::power`] (both models) and [`crate::pipeline::fault`];
+//! Crash model: those of [`crate::pipeline::workload::recorded`],
+//! [`crate::pipeline::workload::power`] (both models) and [`crate::pipeline::workload::fault`];
 //! the leg's row says `keeps` when every cell passed, `LOSES` (with the
 //! first cell's reason and the command that reproduces it) when one fired,
 //! and `-` when the leg could not be probed (skipped) or a sweep errored.

@@ -121,7 +121,7 @@ pub(super) fn run_context(options: RunOptions, seed: u64, work_root: &Path, evid
     child.cwd = options.cwd.clone();
     let jobs = options.jobs.map_or_else(default_jobs, |j| j as usize);
     let deadline = options.deadline();
-    let refires = options.refire.unwrap_or(crate::pipeline::refire::RUNS);
+    let refires = options.refire.unwrap_or(crate::pipeline::run::refire::RUNS);
     let ctx =
         Context::new(options, seed, Launcher::exec(child), work_root.to_path_buf(), evidence_root, deadline, jobs);
     Ok(Context { refires, ..ctx })

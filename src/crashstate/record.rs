@@ -6,7 +6,7 @@
 //! Crash model: the same as [`crate::kill::syscall`]: the child is stopped at each
 //! call's entry, so what the call will write is in its memory and nothing of
 //! it has reached the file yet. The log is checked against the disk after
-//! the run (the self-check of `crate::pipeline::recorded`): a child that
+//! the run (the self-check of `crate::pipeline::workload::recorded`): a child that
 //! writes through `mmap`, or whose calls end short, disagrees there.
 
 use super::{At, Effect, Files, Log};

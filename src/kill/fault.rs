@@ -7,7 +7,7 @@
 //! transport stand for the world, not the disk, and are never failed. The
 //! clause (an operation whose call failed is never acknowledged; the store
 //! stays whole; a power loss after a failed sync keeps every ack) is
-//! judged by the injecting sweep, `crate::pipeline::fault`.
+//! judged by the injecting sweep, `crate::pipeline::workload::fault`.
 
 use nix::errno::Errno;
 

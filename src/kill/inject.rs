@@ -6,7 +6,7 @@
 //! Crash model: none; nothing is killed. At kill point N the call is
 //! changed as the mode says (made to fail, or cut short) and every other
 //! call runs as it would; what the store makes of it is the clause's
-//! question (`crate::pipeline::fault` judges it, by the one verdict path).
+//! question (`crate::pipeline::workload::fault` judges it, by the one verdict path).
 
 pub use super::syscall::Injected;
 use super::syscall::Point;

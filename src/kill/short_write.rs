@@ -9,7 +9,7 @@
 //! lets SQLite do its writes is immune; a store that writes one of its
 //! files itself with one `write` and ignores the count leaves that file
 //! short. The clause (the store stays whole and keeps every ack it gave) is
-//! the injecting sweep's, `crate::pipeline::fault` (clause (b)); no call
+//! the injecting sweep's, `crate::pipeline::workload::fault` (clause (b)); no call
 //! fails, so no ack is wrong for its operation's sake (clause (a)) and no
 //! sync loses writes (clause (c)).
 

@@ -54,34 +54,16 @@
 //! imports only files listed before it that it needs (tests/imports.rs
 //! checks that no two import each other).
 
-pub mod census;
-pub mod confirm;
-pub mod context;
-pub mod coverage;
-pub mod driver;
-pub mod fault;
+pub mod judge;
 pub mod outcome;
-pub mod parallel;
-pub mod pending;
-pub mod point;
-pub mod pool;
-pub mod power;
-pub mod power_share;
+pub mod plain;
 pub mod race;
-pub mod race_recorded;
-pub mod race_sweep;
-pub mod recorded;
-pub mod recoveries;
-pub mod refind;
-pub mod refire;
 pub mod result;
-pub mod sweep;
-pub mod timed;
+pub mod run;
 pub mod trial;
-pub mod verdict;
 pub mod workload;
 
-pub use context::{Context, Shared, Step, Tally, preflight_deadline, scale_deadline};
 pub use outcome::Outcome;
-pub use result::{run_job, run_job_guarded};
+pub use result::dispatch::{run_job, run_job_guarded};
+pub use run::context::{Context, Shared, Step, Tally, preflight_deadline, scale_deadline};
 pub use trial::Trial;

@@ -10,7 +10,7 @@
 //! kills racer r0 at the same call while the other racers' timing decides
 //! what that kill leaves. Both are labelled; neither points to the other
 //! as the one to trust. How often a repro did fire again is measured in
-//! the run, per fire (`refire`, `pipeline::refire`), never assumed: a note
+//! the run, per fire (`refire`, `pipeline::run::refire`), never assumed: a note
 //! quotes no figure, and points to that measure.
 
 use crate::plan::KillMode;

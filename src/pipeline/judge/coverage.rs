@@ -11,8 +11,8 @@
 
 use std::ops::RangeInclusive;
 
-use super::sweep::Swept;
-use super::trial::Trial;
+use crate::pipeline::judge::sweep::Swept;
+use crate::pipeline::trial::Trial;
 use crate::report::PathPoints;
 
 /// One path of the killed process, as a range of the sweep's points.

@@ -1,7 +1,7 @@
 //! The run's recoveries, by the store's bytes: each distinct crash state
 //! recovered once per run, so that sweeps of other kill modes, legs and
 //! cells that reach a byte-identical store take its recovery rather than
-//! pay two more processes for it ([`super::driver`] asks it first).
+//! pay two more processes for it ([`crate::pipeline::judge::driver`] asks it first).
 //!
 //! Crash model and clause: unchanged; this is a fast path. A recovery
 //! (the cell's recovery step if any, then `dump`, twice) depends on the
@@ -23,9 +23,9 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 use std::sync::{Arc, Mutex};
 
-use super::outcome::Outcome;
 use crate::crashstate::Files;
 use crate::crashstate::pages::Page;
+use crate::pipeline::outcome::Outcome;
 use crate::recovery::Recovered;
 
 /// A recovery of one distinct store, shared by the states that hold it.

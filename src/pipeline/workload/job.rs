@@ -2,8 +2,8 @@
 //! 1, 3, 4 and 5): its trial folders, the child's command for a run until
 //! killed or for a sweep's run to its own end, the files whose calls are
 //! kill points, and the judgement of a killed child's folder. Its crash
-//! sources are in files of their own: [`super::timed`], [`super::point`],
-//! [`super::recorded`], [`super::power`].
+//! sources are in files of their own: [`crate::pipeline::workload::timed`], [`crate::pipeline::workload::point`],
+//! [`crate::pipeline::workload::recorded`], [`crate::pipeline::workload::power`].
 //!
 //! Crash model: a sweep's workload runs `--stop-after` its operations to
 //! the child's own end, so the census counts every point, the close of the
@@ -14,18 +14,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crashcells_protocol::{Op, OpArgs, Ready};
 
-use super::census::{Census, Filter, trace_outcome};
-use super::context::Context;
-use super::outcome::{Failure, Outcome};
-use super::pending::{MakeTrial, Owner, in_order};
-use super::trial::Trial;
-use super::verdict::{Crash, Ended, conclude};
 use crate::cells::Cell;
 use crate::harness::{Exit, Launch, Traced};
 use crate::journal;
 use crate::kill::syscall::{FileKind, Targets};
 use crate::legaudit::audit_leg;
 use crate::matrix::Leg;
+use crate::pipeline::judge::census::{Census, Filter, trace_outcome};
+use crate::pipeline::judge::pending::{MakeTrial, Owner, in_order};
+use crate::pipeline::judge::verdict::{Crash, Ended, conclude};
+use crate::pipeline::outcome::{Failure, Outcome};
+use crate::pipeline::run::context::Context;
+use crate::pipeline::trial::Trial;
 use crate::plan::Job;
 use crate::trialdir::TrialEnv;
 
@@ -52,7 +52,7 @@ pub struct Workload<'a> {
 
 impl Workload<'_> {
     /// This workload run by `ctx` (another launcher: the plain path that
-    /// confirms a fire, [`super::confirm`]), at the length it settled on.
+    /// confirms a fire, [`crate::pipeline::plain::confirm`]), at the length it settled on.
     pub fn on<'b>(&'b self, ctx: &'b Context) -> Workload<'b> {
         Workload {
             job: self.job,
@@ -161,7 +161,7 @@ impl Workload<'_> {
     }
 
     /// Runs the trials `indices` (`run` makes one: a timed trial, a
-    /// re-executed point) through the one driver ([`super::pending`]),
+    /// re-executed point) through the one driver ([`crate::pipeline::judge::pending`]),
     /// `census` standing for a sweep's points' leg audit.
     pub fn trials(&self, census: Option<&Census>, indices: &[u32], run: &MakeTrial) -> Vec<Trial> {
         let owner = Owner { ctx: self.ctx, cell: self.cell, leg: self.leg, census };

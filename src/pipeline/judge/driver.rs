@@ -4,7 +4,7 @@
 //! how to judge one and how to annotate its finding ([`Cause`]); the driver
 //! owns the rest, written once: the waves of units made over `--jobs`
 //! threads up to the first that does not pass
-//! ([`super::parallel::until_first_bad`]), the deduplication of stores by
+//! ([`crate::pipeline::run::parallel::until_first_bad`]), the deduplication of stores by
 //! their bytes ([`Stores`]) so that each distinct store is recovered once
 //! per sweep (and once per [`Cache`] when one is shared), the batched
 //! recoveries, the memo of states already judged to pass ([`Passed`]), the
@@ -20,7 +20,7 @@
 //! aside), and on what is fixed for the driver (the child, the leg's config
 //! home, the cell's recovery step), so one recovery per distinct store is
 //! exact. Clause: each source's, by the one verdict path
-//! ([`super::verdict::conclude`]). The memo holds passes only: a state
+//! ([`crate::pipeline::judge::verdict::conclude`]). The memo holds passes only: a state
 //! skipped for it is one whose store and acks already passed, and would
 //! pass again, so it never changes a verdict.
 
@@ -28,17 +28,17 @@ use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
-use super::census::Census;
-use super::context::Context;
-use super::outcome::{Failure, Fault, Finding, Interruption, Outcome, PowerLoss};
-use super::parallel::{parallel, until_first_bad};
-use super::recoveries::{Digests, Setting};
-use super::trial::Trial;
-use super::verdict::{Acks, Crash, Ended, conclude};
 use crate::cells::{Cell, End};
 use crate::crashstate::power::AtPoint;
 use crate::crashstate::{Files, Names, State};
 use crate::matrix::Leg;
+use crate::pipeline::judge::census::Census;
+use crate::pipeline::judge::verdict::{Acks, Crash, Ended, conclude};
+use crate::pipeline::outcome::{Failure, Fault, Finding, Interruption, Outcome, PowerLoss};
+use crate::pipeline::run::context::Context;
+use crate::pipeline::run::parallel::{parallel, until_first_bad};
+use crate::pipeline::run::recoveries::{Digests, Setting};
+use crate::pipeline::trial::Trial;
 use crate::recovery::batch::Restore;
 use crate::recovery::{Pair, Passes, Recovered, RecoveryError, recover_batch};
 use crate::trialdir::TrialEnv;
@@ -68,7 +68,7 @@ pub struct Driver<'a> {
     pub make_env: &'a (dyn Fn(&str) -> Result<TrialEnv, Failure> + Sync),
 }
 
-pub use super::recoveries::Recovery;
+pub use crate::pipeline::run::recoveries::Recovery;
 
 /// A crash source, as the driver runs it: units of work (a kill point's
 /// states, a run with a call made to fail), each made (the child work, if
@@ -395,7 +395,7 @@ impl Driver<'_> {
     }
 
     /// Recovers `files` in batches, as `plan` says, taking from the run's
-    /// recoveries ([`super::recoveries`]) each store they hold (`hits`
+    /// recoveries ([`crate::pipeline::run::recoveries`]) each store they hold (`hits`
     /// counts them) and keeping there each new one that succeeded.
     fn recover_in_run(
         &self,

@@ -4,23 +4,23 @@
 //! recorded sweep's fire is confirmed this way (one kill, recovered alone),
 //! and a `--point` repro and `--replay off` (or a recording whose
 //! self-check disagrees) sweep their points this way, each point's folder
-//! a trial of the one driver ([`super::pending`]).
+//! a trial of the one driver ([`crate::pipeline::judge::pending`]).
 //!
 //! Crash model: the child is stopped at the entry of its Nth file-mutating
 //! call on the store's files, the ack journal or the transport, and its
 //! group gets `SIGKILL` there: the call never runs. The point after the
 //! last call is the child's own end (exit 0 after `--stop-after`).
 
-use super::census::{Census, Filter, trace_outcome};
-use super::outcome::{Failure, Outcome};
-use super::pending::{MakeTrial, Pending};
-use super::sweep::{Sweepable, Swept, re_executed};
-use super::trial::Trial;
-use super::verdict::prepare;
-use super::workload::{Workload, ended_well, ended_with};
 use crate::harness::Exit;
 use crate::kill::KillPoint;
 use crate::kill::syscall::{Driven, Goal, Point, drive, drive_observed};
+use crate::pipeline::judge::census::{Census, Filter, trace_outcome};
+use crate::pipeline::judge::pending::{MakeTrial, Pending};
+use crate::pipeline::judge::sweep::{Sweepable, Swept, re_executed};
+use crate::pipeline::judge::verdict::prepare;
+use crate::pipeline::outcome::{Failure, Outcome};
+use crate::pipeline::trial::Trial;
+use crate::pipeline::workload::job::{Workload, ended_well, ended_with};
 use crate::report::Trace;
 use crate::trialdir::TrialEnv;
 
@@ -109,7 +109,7 @@ impl Workload<'_> {
 
     /// The re-executed sweep of this workload: its census, then a real kill
     /// at every point, each point's folder a trial of the one driver
-    /// ([`super::sweep::re_executed`]).
+    /// ([`crate::pipeline::judge::sweep::re_executed`]).
     pub fn re_executed(&self, seed: u64) -> Swept {
         re_executed(self.ctx, seed, self)
     }

@@ -16,16 +16,16 @@
 //! confirmed by a real kill: the states are the model's, and
 //! `docs/DESIGN.md` says what each keeps, drops and does not model.
 
-use super::driver::{BadPower, Cause, Count, Driver, Got, Passed, Plan, Source, Stores, first_rule};
-use super::outcome::{Failure, Interruption, Outcome, PowerLoss};
-use super::power_share::Share;
-use super::sweep::Swept;
-use super::trial::Trial;
-use super::workload::Workload;
 use crate::crashstate::power::{AtPoint, Model};
 use crate::crashstate::torn::Bound;
 use crate::crashstate::{Event, Files, Log, State};
 use crate::kill::syscall::sweep_points;
+use crate::pipeline::judge::driver::{BadPower, Cause, Count, Driver, Got, Passed, Plan, Source, Stores, first_rule};
+use crate::pipeline::judge::sweep::Swept;
+use crate::pipeline::outcome::{Failure, Interruption, Outcome, PowerLoss};
+use crate::pipeline::trial::Trial;
+use crate::pipeline::workload::job::Workload;
+use crate::pipeline::workload::power_share::Share;
 use crate::report::{Crash, Trace};
 
 /// The power-loss model a sweep builds its states with.

@@ -12,9 +12,9 @@
 //! reproduces is reported as found, its details saying it was confirmed.
 //! Confirmations cost only where something fired.
 
-use super::context::Context;
-use super::outcome::{Failure, Outcome, Site};
-use super::trial::Trial;
+use crate::pipeline::outcome::{Failure, Outcome, Site};
+use crate::pipeline::run::context::Context;
+use crate::pipeline::trial::Trial;
 use crate::plan::KillMode;
 
 /// How many exec'd runs, at least, a fire whose kill lands where the

@@ -27,21 +27,13 @@
 //! A fire names the call that failed (for (c), the power loss and the rule
 //! that made its state), keeps the run's folder (for (c), the state) as
 //! evidence, and its repro reruns that point: `--kill fault --point N`.
-//! The runs are a crash source of the one driver ([`super::driver`]): it
+//! The runs are a crash source of the one driver ([`crate::pipeline::judge::driver`]): it
 //! recovers each distinct store once, judges (c)'s power states as a power
 //! sweep's, and keeps the evidence.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
 
-use super::census::{Filter, trace_outcome};
-use super::driver::{BadPower, Cause, Count, Driver, Got, Passed, Plan, Source, first_rule};
-use super::outcome::{Failure, Fault, Finding, Outcome, PowerLoss, Skip};
-use super::recorded::Recording;
-use super::sweep::Swept;
-use super::trial::Trial;
-use super::verdict::conclude;
-use super::workload::Workload;
 use crate::cells::{ACKED_DESPITE_IO_ERROR as ACKED_DESPITE, Violation};
 use crate::crashstate::failed::added_by_failure;
 use crate::crashstate::power::{AtPoint, Dropped, Model, Pending};
@@ -50,6 +42,14 @@ use crate::crashstate::{Effect, Files, Log, Names, State};
 use crate::harness::Exit;
 use crate::kill::inject::{Injected, Injection};
 use crate::kill::syscall::{Driven, FileKind, Goal, sweep_points};
+use crate::pipeline::judge::census::{Filter, trace_outcome};
+use crate::pipeline::judge::driver::{BadPower, Cause, Count, Driver, Got, Passed, Plan, Source, first_rule};
+use crate::pipeline::judge::sweep::Swept;
+use crate::pipeline::judge::verdict::conclude;
+use crate::pipeline::outcome::{Failure, Fault, Finding, Outcome, PowerLoss, Skip};
+use crate::pipeline::trial::Trial;
+use crate::pipeline::workload::job::Workload;
+use crate::pipeline::workload::recorded::Recording;
 use crate::report::{Crash, Trace};
 use crate::trialdir::TrialEnv;
 

@@ -10,11 +10,11 @@
 
 use crashcells_protocol::Ready;
 
-use super::context::Context;
-use super::outcome::{Failure, Interruption, Outcome, Skip};
 use crate::harness::{TraceError, Traps};
 use crate::kill::syscall::{trap_set, unsupported_arch};
 use crate::legaudit::Audit;
+use crate::pipeline::outcome::{Failure, Interruption, Outcome, Skip};
+use crate::pipeline::run::context::Context;
 
 /// What every traced child stops at: the compiled seccomp filter an exec'd
 /// child installs, and its test for a process a fork server forked.

@@ -3,12 +3,12 @@
 //!
 //! Crash model: in a free race (kill mode `none`) nothing is killed; all
 //! claimants are released at once and the race itself is the probe. Under
-//! syscall kills (see [`super::race_sweep`]) racer r0 is traced and killed at
+//! syscall kills (see [`crate::pipeline::race::sweep`]) racer r0 is traced and killed at
 //! the entry of its Nth file-mutating call (its locks die with it), and the
 //! barrier releases the racers in an order that decides r0's path whatever
 //! the scheduler does: r0 alone first (it wins: its winning claim), or the
 //! others first and r0 once they all ended (one of them won: r0's losing
-//! claim). A recorded sweep ([`super::race_recorded`]) runs the same
+//! claim). A recorded sweep ([`crate::pipeline::race::recorded`]) runs the same
 //! orders with r0 recorded to its end, then, for each point, the others
 //! alone on the state r0's kill left (r0 gone). Every racer must end WON
 //! (0), LOST (10) or, for r0 at its point, killed; any other end is an
@@ -23,12 +23,6 @@ use std::time::Instant;
 
 use crashcells_protocol::{EXIT_LOST, EXIT_WON, HANDOFF_SESSION as HANDOFF, Op, OpArgs};
 
-use super::census::{Census, Filter, trace_outcome};
-use super::context::Context;
-use super::outcome::{Failure, Interruption, Outcome};
-use super::pending::{MakeTrial, Owner, Pending, in_order};
-use super::trial::Trial;
-use super::verdict::{Acks, Crash, Ended, conclude, prepare};
 use crate::cells::{Cell, End};
 use crate::crashstate::record::record;
 use crate::crashstate::{Files, Log, Names};
@@ -37,6 +31,12 @@ use crate::harness::{Cut, Exit, Launch, POLL, Running, interrupted};
 use crate::kill::KillPoint;
 use crate::kill::syscall::{Driven, Goal, Targets, drive};
 use crate::matrix::Leg;
+use crate::pipeline::judge::census::{Census, Filter, trace_outcome};
+use crate::pipeline::judge::pending::{MakeTrial, Owner, Pending, in_order};
+use crate::pipeline::judge::verdict::{Acks, Crash, Ended, conclude, prepare};
+use crate::pipeline::outcome::{Failure, Interruption, Outcome};
+use crate::pipeline::run::context::Context;
+use crate::pipeline::trial::Trial;
 use crate::plan::Job;
 use crate::trialdir::TrialEnv;
 
@@ -107,13 +107,13 @@ impl<'a> Race<'a> {
     }
 
     /// The free races `indices` of a result, up to the first that does not
-    /// pass, through the one driver ([`super::pending`]'s source).
+    /// pass, through the one driver ([`crate::pipeline::judge::pending`]'s source).
     pub fn free_races(&self, indices: &[u32]) -> Vec<Trial> {
         self.trials(None, indices, &|i| self.free(i))
     }
 
     /// Runs the races `indices` (`run` makes one: a free race, a sweep's
-    /// point) through the one driver ([`super::pending`]), `census`
+    /// point) through the one driver ([`crate::pipeline::judge::pending`]), `census`
     /// standing for a sweep's points' leg audit. The folder whose config
     /// home recovers them all is the result's (a race has no step).
     pub(super) fn trials(&self, census: Option<&Census>, indices: &[u32], run: &MakeTrial) -> Vec<Trial> {

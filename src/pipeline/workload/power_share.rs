@@ -1,7 +1,7 @@
 //! What the power-loss sweeps of one cell, leg and seed share when their
-//! caller turns sharing on ([`super::context::Shared`]: the audit, whose
+//! caller turns sharing on ([`crate::pipeline::run::context::Shared`]: the audit, whose
 //! power and torn columns sweep the same recorded run): one recording, and
-//! the recovery of each distinct store ([`super::driver::Cache`]), made
+//! the recovery of each distinct store ([`crate::pipeline::judge::driver::Cache`]), made
 //! once for both.
 //!
 //! Crash model: the torn model keeps every state of the in-order one (its
@@ -15,9 +15,9 @@
 
 use std::sync::Arc;
 
-use super::driver::Cache;
-use super::recorded::Recording;
-use super::workload::Workload;
+use crate::pipeline::judge::driver::Cache;
+use crate::pipeline::workload::job::Workload;
+use crate::pipeline::workload::recorded::Recording;
 
 /// A recording and the recoveries of its stores, shared by the power-loss
 /// sweeps of one cell, leg and seed.

@@ -8,22 +8,22 @@
 //! the child's own end, where the run's own end is like it. The first run
 //! that does not pass confirms the fire; its details say how.
 //!
-//! Crash model: [`super::point`]'s: the child is stopped at the entry of a
+//! Crash model: [`crate::pipeline::workload::point`]'s: the child is stopped at the entry of a
 //! counted call and its group gets `SIGKILL` there; the call never runs.
 //! Only how the call is chosen differs: by what the calls so far built
 //! ([`crate::crashstate::record::record_asking`]), not by its ordinal.
-//! Clause: the cell's, judged by [`super::verdict`] like any killed trial.
+//! Clause: the cell's, judged by [`crate::pipeline::judge::verdict`] like any killed trial.
 //! A fire no run finds again stays an `error` naming the non-determinism.
 
-use super::census::{Census, Filter, trace_outcome};
-use super::outcome::{Failure, Outcome};
-use super::trial::Trial;
-use super::workload::Workload;
 use crate::crashstate::likeness::{Likeness, Sought};
 use crate::crashstate::record::record_asking;
 use crate::crashstate::{Files, Log};
 use crate::harness::Exit;
 use crate::kill::syscall::{Driven, Point};
+use crate::pipeline::judge::census::{Census, Filter, trace_outcome};
+use crate::pipeline::outcome::{Failure, Outcome};
+use crate::pipeline::trial::Trial;
+use crate::pipeline::workload::job::Workload;
 use crate::report::{Crash, Trace};
 use crate::trialdir::TrialEnv;
 

@@ -1,11 +1,11 @@
 //! Cell 2's syscall sweep from recordings: racer r0's path is recorded once
-//! per role (its winning claim, its losing claim: see [`super::race_sweep`]'s
+//! per role (its winning claim, its losing claim: see [`crate::pipeline::race::sweep`]'s
 //! `Claim`), each point's crash state is rebuilt from the recording, and the
 //! surviving racers are released against it; the one driver
-//! ([`super::driver`]) recovers and judges the states, deduplicated by the
+//! ([`crate::pipeline::judge::driver`]) recovers and judges the states, deduplicated by the
 //! store's bytes and shared through the run's recoveries.
 //!
-//! Crash model: as [`super::race_sweep`]'s, state N is what a `SIGKILL` of r0
+//! Crash model: as [`crate::pipeline::race::sweep`]'s, state N is what a `SIGKILL` of r0
 //! at the entry of its Nth file-mutating call leaves: the parked store (on
 //! the winning claim) or the store as the other claimants left it (on the
 //! losing claim) with r0's logged calls before N applied. On the winning
@@ -24,24 +24,24 @@
 
 use std::sync::Mutex;
 
-use super::census::{Census, Filter, preflight};
-use super::confirm;
-use super::coverage::{self, Coverage};
-use super::driver::{Count, Driver, Got, MOST_PER_BATCH, Passed, Plan, Source};
-use super::outcome::{Failure, Outcome};
-use super::race::{Finished, Order, R0, Race, acks_of};
-use super::race_sweep::{Claim, RaceSweep, Split, ready_of};
-use super::recorded::{decide, fallback_note};
-use super::refind::Found;
-use super::sweep::Swept;
-use super::trial::Trial;
-use super::verdict::{Acks, Crash, Ended, conclude};
-use super::workload::ended_with;
 use crate::cells::End;
 use crate::crashstate::state::states_from;
 use crate::crashstate::{Files, Log, Names, State};
 use crate::kill::syscall::sweep_points;
 use crate::legaudit::audit_leg;
+use crate::pipeline::judge::census::{Census, Filter, preflight};
+use crate::pipeline::judge::coverage::{self, Coverage};
+use crate::pipeline::judge::driver::{Count, Driver, Got, MOST_PER_BATCH, Passed, Plan, Source};
+use crate::pipeline::judge::sweep::Swept;
+use crate::pipeline::judge::verdict::{Acks, Crash, Ended, conclude};
+use crate::pipeline::outcome::{Failure, Outcome};
+use crate::pipeline::plain::confirm;
+use crate::pipeline::race::job::{Finished, Order, R0, Race, acks_of};
+use crate::pipeline::race::sweep::{Claim, RaceSweep, Split, ready_of};
+use crate::pipeline::trial::Trial;
+use crate::pipeline::workload::job::ended_with;
+use crate::pipeline::workload::recorded::{decide, fallback_note};
+use crate::pipeline::workload::refind::Found;
 use crate::recovery::RecoveryError;
 use crate::report::Trace;
 use crate::trialdir::TrialEnv;

@@ -1,14 +1,14 @@
 //! Recorded sweeps: the child runs its workload once, traced and logged
 //! ([`crate::crashstate::record`]); every crash state is rebuilt from the
 //! log ([`crate::crashstate::state`]) and checked in batches by the one
-//! driver ([`super::driver`]), consecutive states that hold one store
+//! driver ([`crate::pipeline::judge::driver`]), consecutive states that hold one store
 //! sharing one recovery; a process-crash state that does not pass is
-//! confirmed by a real kill at its point ([`super::point`]) before it is
+//! confirmed by a real kill at its point ([`crate::pipeline::workload::point`]) before it is
 //! reported.
 //!
-//! Crash model: as [`super::point`]'s syscall kill: state N is what a
+//! Crash model: as [`crate::pipeline::workload::point`]'s syscall kill: state N is what a
 //! `SIGKILL` at the entry of kill point N leaves, i.e. the logged calls
-//! before N. Clause: the cell's, judged by [`super::verdict`] like any
+//! before N. Clause: the cell's, judged by [`crate::pipeline::judge::verdict`] like any
 //! trial. Trust: the log is only used when, replayed to the end, it agrees
 //! with the files the run left on disk (the self-check); otherwise the sweep
 //! re-executes the child at every point and says why. A recorded state that
@@ -18,20 +18,20 @@
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 
-use super::census::{Census, Filter, preflight, trace_outcome};
-use super::confirm;
-use super::driver::{Count, Driver, Got, MOST_PER_BATCH, Passed, Plan, Source};
-use super::outcome::{Failure, Outcome, Site};
-use super::refind::Found;
-use super::sweep::Swept;
-use super::trial::Trial;
-use super::verdict::conclude;
-use super::workload::{Workload, ended_well, ended_with};
 use crate::crashstate::likeness::Sought;
 use crate::crashstate::record::record;
 use crate::crashstate::state::process_states;
 use crate::crashstate::{Files, Log, Names, State};
 use crate::kill::syscall::{Driven, Goal, Point, sweep_points};
+use crate::pipeline::judge::census::{Census, Filter, preflight, trace_outcome};
+use crate::pipeline::judge::driver::{Count, Driver, Got, MOST_PER_BATCH, Passed, Plan, Source};
+use crate::pipeline::judge::sweep::Swept;
+use crate::pipeline::judge::verdict::conclude;
+use crate::pipeline::outcome::{Failure, Outcome, Site};
+use crate::pipeline::plain::confirm;
+use crate::pipeline::trial::Trial;
+use crate::pipeline::workload::job::{Workload, ended_well, ended_with};
+use crate::pipeline::workload::refind::Found;
 use crate::report::{Crash, Trace};
 use crate::trialdir::TrialEnv;
 
@@ -165,7 +165,7 @@ pub fn self_check(log: &Log, dir: &std::path::Path, names: &Names) -> Option<Str
 }
 
 /// What a result says when its recorded states were not used.
-pub(super) fn fallback_note(why: &str) -> String {
+pub(crate) fn fallback_note(why: &str) -> String {
     format!(
         "recorded states not used: after the run, {why} (the child writes in a way the tracer does not see, \
          e.g. through mmap); every point re-ran the child"
@@ -314,9 +314,9 @@ fn units_of(states: &[State]) -> Vec<Range<usize>> {
 }
 
 /// A fire the real kill confirmed through the fork server, killed again
-/// with every operation exec'd ([`super::confirm`]), on the recording's
+/// with every operation exec'd ([`crate::pipeline::plain::confirm`]), on the recording's
 /// census and length (no census of its own to pay): at its point, and where
-/// that passes, where a run reaches its state again ([`super::refind`]).
+/// that passes, where a run reaches its state again ([`crate::pipeline::workload::refind`]).
 fn on_plain_path(w: &Workload, rec: &Recording, sought: &Sought, decided: &mut Trial) {
     if !confirm::needed(w.ctx, decided) {
         return;
@@ -470,7 +470,7 @@ mod tests {
     #[test]
     fn a_fire_the_kill_at_its_point_misses_is_confirmed_where_a_run_reaches_it_again_and_says_how() {
         use crate::crashstate::likeness::Likeness;
-        use crate::pipeline::refind::Refound;
+        use crate::pipeline::workload::refind::Refound;
         for (how, said) in [
             (Likeness::Write, "at the call of point 7 (pwrite64 journal offset 512 length 4) once the ack journal"),
             (Likeness::State, "where the store's files first held the state of point 7 again (by a hash"),

@@ -1,8 +1,8 @@
 //! The trials of a timed result, of a free race (cell 2, kill `none`) or
-//! of a re-executed sweep (a workload's points, a race's: [`super::sweep`])
-//! as a crash source of the one driver ([`super::driver`]): each trial's
+//! of a re-executed sweep (a workload's points, a race's: [`crate::pipeline::judge::sweep`])
+//! as a crash source of the one driver ([`crate::pipeline::judge::driver`]): each trial's
 //! child is killed (or its race ends), its files are read as
-//! [`super::verdict::prepare`] reads them, and the store it left in its
+//! [`crate::pipeline::judge::verdict::prepare`] reads them, and the store it left in its
 //! folder is read in as a state ([`Files::read_store`]); the driver then
 //! does for a wave of trials what it does for rebuilt states (their stores
 //! told apart by their bytes, recovered in batches per pass with
@@ -10,8 +10,8 @@
 //! trial is judged on its own recovery and its own journals; the next wave
 //! runs only if every trial so far passed.
 //!
-//! Crash model and clause: exactly a single trial's ([`super::timed`],
-//! [`super::race`], [`super::verdict`]); only the processes that recover
+//! Crash model and clause: exactly a single trial's ([`crate::pipeline::workload::timed`],
+//! [`crate::pipeline::race::job`], [`crate::pipeline::judge::verdict`]); only the processes that recover
 //! the states are shared. A trial folder's store is its database,
 //! `-journal`, `-wal` and transport as the crash left them, written out
 //! again for recovery; the `-shm` is not (a first connection resets it, as
@@ -25,15 +25,15 @@
 //! not pass, which comes last: the decisive trial does not depend on
 //! scheduling.
 
-use super::census::Census;
-use super::context::Context;
-use super::driver::{Count, Driver, Got, Passed, Plan, Source};
-use super::outcome::{Failure, Interruption, Outcome};
-use super::trial::Trial;
-use super::verdict::judged;
 use crate::cells::{Cell, Process};
 use crate::crashstate::{Files, Names};
 use crate::matrix::Leg;
+use crate::pipeline::judge::census::Census;
+use crate::pipeline::judge::driver::{Count, Driver, Got, Passed, Plan, Source};
+use crate::pipeline::judge::verdict::judged;
+use crate::pipeline::outcome::{Failure, Interruption, Outcome};
+use crate::pipeline::run::context::Context;
+use crate::pipeline::trial::Trial;
 use crate::recovery::{Recovered, RecoveryError};
 use crate::report::Trace;
 use crate::trialdir::TrialEnv;
@@ -78,7 +78,7 @@ impl Pending {
         kept(trial.conclude(outcome).with_env(env), calls)
     }
 
-    /// A trial in `env` that [`super::verdict::prepare`] prepared: awaiting
+    /// A trial in `env` that [`crate::pipeline::judge::verdict::prepare`] prepared: awaiting
     /// recovery of the store its folder holds, or ended with the outcome
     /// preparation gave (or with the error of reading its store).
     pub fn prepared(trial: Trial, env: TrialEnv, prepared: Result<Vec<Process>, Outcome>) -> Pending {
@@ -254,7 +254,7 @@ mod tests {
 
     use super::*;
     use crate::pipeline::Step::{Done, Planned};
-    use crate::pipeline::context::Context;
+    use crate::pipeline::run::context::Context;
 
     fn ctx(jobs: usize) -> Context {
         Context::for_tests(jobs, None)
@@ -262,7 +262,7 @@ mod tests {
 
     /// The trials `indices` of a result run by `run` through a driver.
     fn in_order(ctx: &Context, indices: &[u32], run: &MakeTrial) -> Vec<Trial> {
-        crate::pipeline::driver::with_driver(ctx, |d| through(d, indices, run))
+        crate::pipeline::judge::driver::with_driver(ctx, |d| through(d, indices, run))
     }
 
     #[test]

@@ -21,7 +21,7 @@
 //!
 //! Re-executed (WAL legs, `--replay off`, `--point`, a recording that
 //! disagrees), each point is a real race, and the store the racers left in
-//! its folder is a trial of the one driver ([`super::sweep::re_executed`]):
+//! its folder is a trial of the one driver ([`crate::pipeline::judge::sweep::re_executed`]):
 //! recovered in a batch with its wave's, judged by the race's judge on
 //! every racer's journal. A winning point r0 never reached is judged alone
 //! at once: its pass is the error above, which no batch may decide.
@@ -30,20 +30,20 @@ use std::sync::OnceLock;
 
 use crashcells_protocol::{EXIT_LOST, EXIT_WON, Ready};
 
-use super::census::{Census, Filter};
-use super::coverage::{self, Coverage, Path};
-use super::outcome::{Failure, Outcome};
-use super::pending::{MakeTrial, Pending};
-use super::race::{Finished, Order, R0, Race, acks_of};
-use super::sweep::{Sweepable, re_executed};
-use super::trial::Trial;
-use super::verdict::prepare;
-use super::workload::ended_with;
 use crate::cells::End;
 use crate::journal;
 use crate::kill::KillPoint;
 use crate::kill::syscall::Goal;
 use crate::legaudit::audit_leg;
+use crate::pipeline::judge::census::{Census, Filter};
+use crate::pipeline::judge::coverage::{self, Coverage, Path};
+use crate::pipeline::judge::pending::{MakeTrial, Pending};
+use crate::pipeline::judge::sweep::{Sweepable, re_executed};
+use crate::pipeline::judge::verdict::prepare;
+use crate::pipeline::outcome::{Failure, Outcome};
+use crate::pipeline::race::job::{Finished, Order, R0, Race, acks_of};
+use crate::pipeline::trial::Trial;
+use crate::pipeline::workload::job::ended_with;
 use crate::trialdir::TrialEnv;
 
 /// How many of r0's kill points each of its paths has.

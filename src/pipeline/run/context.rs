@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use crashcells_protocol::Ready;
 
-use super::pool::Pool;
-use super::recoveries::Recoveries;
 use crate::harness::Launcher;
 use crate::options::RunOptions;
+use crate::pipeline::run::pool::Pool;
+use crate::pipeline::run::recoveries::Recoveries;
 use crate::recovery::Batching;
 use crate::report::Children;
 
@@ -74,7 +74,7 @@ pub struct Context {
     /// What this run's jobs share (nothing, unless the caller asks).
     pub shared: Shared,
     /// How many times each fire's repro is rerun to measure its refire
-    /// rate ([`super::refire`]); 0 measures none.
+    /// rate ([`crate::pipeline::run::refire`]); 0 measures none.
     pub refires: u32,
     /// The run's recoveries by store bytes: each distinct crash state
     /// recovered once per run.
@@ -109,7 +109,7 @@ impl Context {
             start: Duration::ZERO,
             crowd: 1,
             shared: Shared::default(),
-            refires: super::refire::RUNS,
+            refires: crate::pipeline::run::refire::RUNS,
             recoveries: Recoveries::default(),
         }
     }
@@ -119,7 +119,7 @@ impl Context {
 /// the first job that asks for it (a second job asking meanwhile waits for
 /// it), and is of the type the module that makes it says. The audit's power
 /// and torn sweeps of one cell and leg share a recording and the
-/// recoveries of its stores this way ([`super::power`]): their states are
+/// recoveries of its stores this way ([`crate::pipeline::workload::power`]): their states are
 /// the same bytes only when they come from the same recording. Off (the
 /// default, every `run`): each job makes its own.
 #[derive(Clone, Default)]
@@ -245,7 +245,7 @@ impl Context {
 
     /// Whether the child's operations start on a fast path, forked by its
     /// fork server or taken from its warm pool (whose fires the plain path
-    /// confirms, [`super::confirm`]).
+    /// confirms, [`crate::pipeline::plain::confirm`]).
     pub fn fast(&self) -> bool {
         self.child.server_pid().is_some() || self.child.warm_pool().is_some()
     }

@@ -6,21 +6,21 @@
 //!
 //! Crash model: the kill lands wherever the child happens to be, most often
 //! between two commits; the only valid end is death by that signal. The
-//! trials go through the one driver as [`super::pending`]'s source, their
+//! trials go through the one driver as [`crate::pipeline::judge::pending`]'s source, their
 //! stores recovered in batches.
 
 use std::time::Instant;
 
-use super::outcome::{Failure, Interruption, Outcome, Skip};
-use super::pending::Pending;
-use super::trial::Trial;
-use super::verdict::prepare;
-use super::workload::Workload;
 use crate::harness::{POLL, Running, interrupted};
 use crate::journal;
 use crate::kill::KillPoint;
 use crate::kill::timed::{WaitError, phase_delay, timed_target, wait_for_acks};
 use crate::legaudit::{Audit, refused_at_ready};
+use crate::pipeline::judge::pending::Pending;
+use crate::pipeline::judge::verdict::prepare;
+use crate::pipeline::outcome::{Failure, Interruption, Outcome, Skip};
+use crate::pipeline::trial::Trial;
+use crate::pipeline::workload::job::Workload;
 use crate::trialdir::TrialEnv;
 
 impl Workload<'_> {
@@ -73,7 +73,7 @@ impl Workload<'_> {
                 acks,
                 target,
                 deadline: self.ctx.deadline,
-                stderr: super::outcome::or_empty(&child.stderr_tail()).to_string(),
+                stderr: crate::pipeline::outcome::or_empty(&child.stderr_tail()).to_string(),
             }),
         })?;
         std::thread::sleep(phase_delay(seed, reached.mean_op));

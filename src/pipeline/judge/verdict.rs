@@ -21,13 +21,13 @@ use std::path::{Path, PathBuf};
 
 use crashcells_protocol::{Ready, speaks};
 
-use super::census::Census;
-use super::outcome::{Failure, Finding, Outcome, Skip};
-use super::trial::Trial;
 use crate::cells::{Cell, End, Process, Seen, Violation};
 use crate::journal;
 use crate::legaudit::audit_leg;
 use crate::matrix::Leg;
+use crate::pipeline::judge::census::Census;
+use crate::pipeline::outcome::{Failure, Finding, Outcome, Skip};
+use crate::pipeline::trial::Trial;
 use crate::recovery::Recovered;
 
 /// Where a process's ack journal is: the file a process wrote, or the bytes

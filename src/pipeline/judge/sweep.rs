@@ -1,7 +1,7 @@
 //! The re-executed sweep, for every shape ([`re_executed`]): a census
 //! counts the kill points of a short workload (or of r0's two claims) and
 //! audits the leg, the points to visit are drawn ([`planned`]), and each
-//! point's real kill is a trial of the one driver ([`super::pending`]):
+//! point's real kill is a trial of the one driver ([`crate::pipeline::judge::pending`]):
 //! its store recovered in a batch with its wave's, a point that does not
 //! pass recovered again alone, no wave after the one that decided. Each
 //! trial's tracer is the thread that spawned its child, as ptrace
@@ -12,12 +12,12 @@
 //! journal and killed there, for N = 1..=M+1. Each trial is judged exactly
 //! as a timed trial is, with the census's leg audit.
 
-use super::census::{Census, Filter, preflight};
-use super::context::Context;
-use super::outcome::{Outcome, Skip};
-use super::pending::{MakeTrial, Pending};
-use super::trial::Trial;
 use crate::kill::syscall::sweep_points;
+use crate::pipeline::judge::census::{Census, Filter, preflight};
+use crate::pipeline::judge::pending::{MakeTrial, Pending};
+use crate::pipeline::outcome::{Outcome, Skip};
+use crate::pipeline::run::context::Context;
+use crate::pipeline::trial::Trial;
 
 /// A shape that can be swept: it counts its points, kills at one (read up
 /// to its recovery), and runs a result's points through the one driver

@@ -4,19 +4,19 @@
 
 use std::time::Instant;
 
-use super::confirm;
-use super::context::Context;
-use super::coverage::{self, Coverage};
-use super::outcome::{Failure, Interruption, Outcome, Site, Skip};
-use super::race::Race;
-use super::race_sweep::RaceSweep;
-use super::trial::Trial;
-use super::workload::Workload;
 use crate::catalog::Status;
 use crate::cells::{Cell, Shape};
 use crate::harness::interrupted;
 use crate::killmode::{Race as RacePolicy, Source};
 use crate::matrix::Leg;
+use crate::pipeline::judge::coverage::{self, Coverage};
+use crate::pipeline::outcome::{Failure, Interruption, Outcome, Site, Skip};
+use crate::pipeline::plain::confirm;
+use crate::pipeline::race::job::Race;
+use crate::pipeline::race::sweep::RaceSweep;
+use crate::pipeline::run::context::Context;
+use crate::pipeline::trial::Trial;
+use crate::pipeline::workload::job::Workload;
 use crate::plan::{Job, KillMode};
 use crate::report::{CellResult, Fingerprint, States, Verdict};
 
@@ -89,7 +89,7 @@ fn trials(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context) -> (Vec<Trial>, 
 /// docs/PROTOCOL.md §2; a version-1 child has no `operations` to list):
 /// the cell is skipped for it, as for one a ready record does not list.
 fn unsupported(trials: &[Trial], shape: Shape) -> Option<crashcells_protocol::Op> {
-    use super::outcome::Unsupported;
+    use crate::pipeline::outcome::Unsupported;
     use crashcells_protocol::Op;
     let Some(Outcome::Error(f)) = trials.last().map(|t| &t.outcome) else { return None };
     match (f.unsupported()?, shape) {
@@ -114,11 +114,15 @@ fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) ->
                 Source::Timed => (w.timed_trials(window, &trial_indices(job, ctx)), None),
                 // A repro's single point is a real kill, as is every point without replay.
                 Source::Syscall if re_execute(ctx) => covered(w.re_executed(job.seed)),
-                Source::Syscall => covered(super::recorded::process_sweep(&w, job.seed)),
-                Source::Power { torn } => {
-                    covered(super::power::power_sweep(&w, job.seed, super::power::PowerModel::of(torn)))
+                Source::Syscall => covered(crate::pipeline::workload::recorded::process_sweep(&w, job.seed)),
+                Source::Power { torn } => covered(crate::pipeline::workload::power::power_sweep(
+                    &w,
+                    job.seed,
+                    crate::pipeline::workload::power::PowerModel::of(torn),
+                )),
+                Source::Injected(injection) => {
+                    covered(crate::pipeline::workload::fault::fault_sweep(&w, job.seed, injection, mode.phrase))
                 }
-                Source::Injected(injection) => covered(super::fault::fault_sweep(&w, job.seed, injection, mode.phrase)),
                 Source::NoKill => (vec![Trial::ended(0, Outcome::Error(Failure::NoKill))], None),
             }
         }
@@ -131,7 +135,7 @@ fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) ->
                 RacePolicy::Sweep => {
                     // A recorded sweep's races: r0 and the few that race for what its kill left.
                     let swept = Race::new(job, leg, cell, ctx, job.cell.params.sweep_racers());
-                    super::race_recorded::run(&swept, &race)
+                    crate::pipeline::race::recorded::run(&swept, &race)
                 }
                 RacePolicy::Skip(why) => (vec![Trial::ended(0, Outcome::Skip(Skip::Race(why)))], None),
             }
@@ -140,7 +144,7 @@ fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) ->
 }
 
 /// A fire found through the fork server, run again at its trial or point
-/// with every operation exec'd before it is reported ([`super::confirm`]):
+/// with every operation exec'd before it is reported ([`crate::pipeline::plain::confirm`]):
 /// the same job narrowed to that trial or point, on the plain path.
 fn on_plain_path(
     job: &Job,
@@ -174,7 +178,7 @@ fn on_plain_path(
 }
 
 /// A fire's repro rerun `ctx.refires` times on the run's own path, at the
-/// fire's trial or point ([`super::refire`]); none for a fire decided by a
+/// fire's trial or point ([`crate::pipeline::run::refire`]); none for a fire decided by a
 /// sweep's census, whose repro reruns the whole sweep.
 fn refired(job: &Job, ctx: &Context, at: Site) -> Option<crate::report::Refire> {
     let index = match at {
@@ -189,12 +193,13 @@ fn refired(job: &Job, ctx: &Context, at: Site) -> Option<crate::report::Refire> 
         // it; no progress drawn: a rerun is no trial the bar planned.
         let work_root = ctx.work_root.join(format!("refire-{index}-{i}"));
         std::fs::create_dir_all(&work_root).ok()?;
-        let again = Context { options: options.clone(), tally: super::Tally::default(), work_root, ..ctx.clone() };
+        let again =
+            Context { options: options.clone(), tally: crate::pipeline::Tally::default(), work_root, ..ctx.clone() };
         let outcome = shaped(job, cell, leg, &again, shape).0.pop().map(|t| t.outcome);
         let _ = std::fs::remove_dir_all(&again.work_root);
         outcome
     };
-    super::refire::measure(ctx.refires, ctx.jobs, &again)
+    crate::pipeline::run::refire::measure(ctx.refires, ctx.jobs, &again)
 }
 
 /// Adds what a sweep really tested to its result; when fewer points landed
@@ -223,7 +228,7 @@ fn with_coverage(result: &mut CellResult, c: Coverage) {
 }
 
 /// A workload sweep's trials and what it covered (one path).
-fn covered(swept: super::sweep::Swept) -> (Vec<Trial>, Option<Coverage>) {
+fn covered(swept: crate::pipeline::judge::sweep::Swept) -> (Vec<Trial>, Option<Coverage>) {
     let coverage = coverage::of(&swept, &[]);
     (swept.trials, coverage)
 }
@@ -259,7 +264,7 @@ fn trial_count(job: &Job, ctx: &Context) -> u32 {
 }
 
 /// The trials a timed result or a free race runs (up to the first that
-/// does not pass, [`super::pending`]); `--trial N` runs that one alone.
+/// does not pass, [`crate::pipeline::judge::pending`]); `--trial N` runs that one alone.
 fn trial_indices(job: &Job, ctx: &Context) -> Vec<u32> {
     match ctx.options.trial {
         Some(t) => vec![t],
