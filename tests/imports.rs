@@ -1,6 +1,8 @@
 //! The driver's module order, checked: no import cycle among the modules of
 //! `src/`, and the top-level modules import only modules below them in the
 //! order docs/design/layout.md draws ("The module order", its picture).
+//! Inside `pipeline/`, the same one way at the grain of files: each file
+//! imports only files `PIPELINE` lists before it, its folders' files together.
 //!
 //! How: every file of the library is parsed with `syn` (real paths, not
 //! text: comments and strings cannot fool it); its non-test items are
@@ -39,6 +41,38 @@ const LAYERS: &[&[&str]] = &[
     &["run", "childcheck"],
     &["audit"],
     &["cli"],
+];
+
+/// The files of `src/pipeline/`, lowest first, by folder (a folder's files
+/// together): a file may import only files listed before it. Keep
+/// `pipeline/mod.rs` and each folder's `mod.rs` in step with it.
+const PIPELINE: &[&str] = &[
+    "outcome",
+    "trial",
+    "run::pool",
+    "run::parallel",
+    "run::recoveries",
+    "run::refire",
+    "run::context",
+    "judge::census",
+    "judge::verdict",
+    "judge::driver",
+    "judge::pending",
+    "judge::sweep",
+    "judge::coverage",
+    "plain::confirm",
+    "workload::job",
+    "workload::timed",
+    "workload::point",
+    "workload::refind",
+    "workload::recorded",
+    "workload::power_share",
+    "workload::power",
+    "workload::fault",
+    "race::job",
+    "race::sweep",
+    "race::recorded",
+    "result::dispatch",
 ];
 
 type Module = Vec<String>;
@@ -394,6 +428,76 @@ fn top_level_modules_import_only_lower_layers() {
     wrong.sort();
     wrong.dedup();
     assert!(wrong.is_empty(), "imports against the module order:\n  {}", wrong.join("\n  "));
+}
+
+/// Inside `pipeline/`: every file is in `PIPELINE`, a folder's files
+/// stand together there, and each file imports only files before it.
+#[test]
+fn pipeline_files_import_only_files_listed_before_them() {
+    let graph = graph();
+    let tocs: BTreeSet<Module> = files().into_iter().filter(|f| f.toc).map(|f| f.module).collect();
+    let wrong = pipeline_order_wrongs(&graph, &tocs, PIPELINE);
+    assert!(wrong.is_empty(), "pipeline/ against its order (tests/imports.rs's PIPELINE):\n  {}", wrong.join("\n  "));
+}
+
+/// What breaks `order` in the graph's `pipeline` modules (tables of
+/// contents aside): a file it does not list or lists without a file, a
+/// folder split, an import of a file listed later.
+fn pipeline_order_wrongs(
+    graph: &BTreeMap<Module, BTreeSet<Module>>,
+    tocs: &BTreeSet<Module>,
+    order: &[&str],
+) -> Vec<String> {
+    let of = |m: &str| -> Module { ["pipeline"].into_iter().chain(m.split("::")).map(String::from).collect() };
+    let listed: Vec<Module> = order.iter().map(|m| of(m)).collect();
+    let rank = |m: &Module| listed.iter().position(|l| l == m);
+    let mut wrong = Vec::new();
+    let inside = |m: &Module| m.first().is_some_and(|t| t == "pipeline") && !tocs.contains(m);
+    for m in graph.keys().filter(|m| inside(m)) {
+        if rank(m).is_none() {
+            wrong.push(format!("{} is not in PIPELINE", name(m)));
+        }
+    }
+    for l in listed.iter().filter(|l| !graph.contains_key(*l)) {
+        wrong.push(format!("PIPELINE lists {}, which is no file", name(l)));
+    }
+    let folders: Vec<&[String]> = listed.iter().map(|l| &l[..l.len() - 1]).collect();
+    for (i, f) in folders.iter().enumerate() {
+        if folders[..i].contains(f) && folders[i - 1] != *f {
+            wrong.push(format!("PIPELINE splits the folder {}", name(&f.to_vec())));
+        }
+    }
+    for (from, deps) in graph.iter().filter(|(m, _)| inside(m)) {
+        let Some(rf) = rank(from) else { continue };
+        for to in deps.iter().filter(|d| inside(d)) {
+            if rank(to).is_none_or(|rt| rt >= rf) {
+                wrong.push(format!("{} imports {} (not listed before it)", name(from), name(to)));
+            }
+        }
+    }
+    wrong
+}
+
+/// The order check fails on a wrong-way import: a made-up pipeline whose
+/// lower file imports a higher one, and one whose folder is split.
+#[test]
+fn a_wrong_way_import_inside_the_pipeline_is_found() {
+    let files = [
+        file("pipeline", true, "pub mod outcome; pub mod run; pub mod judge;"),
+        file("pipeline::outcome", false, "pub struct Outcome;"),
+        file("pipeline::run", true, "pub mod pool; pub mod context;"),
+        file("pipeline::run::pool", false, "pub fn p() { crate::pipeline::judge::driver::d(); }"),
+        file("pipeline::run::context", false, "use crate::pipeline::outcome::Outcome;"),
+        file("pipeline::judge", true, "pub mod driver;"),
+        file("pipeline::judge::driver", false, "pub fn d() { super::super::run::pool::p(); }"),
+    ];
+    let graph = graph_of(&files);
+    let tocs = files.iter().filter(|f| f.toc).map(|f| f.module.clone()).collect();
+    let wrong = pipeline_order_wrongs(&graph, &tocs, &["outcome", "run::pool", "run::context", "judge::driver"]);
+    assert_eq!(wrong, ["pipeline::run::pool imports pipeline::judge::driver (not listed before it)"]);
+    let split = pipeline_order_wrongs(&graph, &tocs, &["outcome", "run::pool", "judge::driver", "run::context"]);
+    assert!(split.iter().any(|w| w == "PIPELINE splits the folder pipeline::run"), "{split:?}");
+    assert!(split.iter().any(|w| w.starts_with("pipeline::run::pool imports")), "{split:?}");
 }
 
 #[test]
