@@ -22,6 +22,7 @@ mod protocol;
 mod recorded;
 mod reports;
 mod robustness;
+mod sdk_node;
 mod shown;
 mod skips;
 mod syscall;
