@@ -1,16 +1,18 @@
 //! The Node.js adapter library (`sdk/node`): its own `node --test` suite,
-//! run with the crashcells built here, so that `cargo test` covers it. The
-//! suite checks the library's rules unit by unit, the one-line errors and
-//! exit codes of an adapter that breaks a rule, and `child-check` on a
-//! store written on the library (conforming, and failing with the
-//! adapter's line for each broken rule), and the small store of
-//! docs/adapters/node.md as the page shows it.
+//! run with the crashcells built here, so that `cargo test` covers it, a
+//! test per file so that they run side by side: the library's rules unit
+//! by unit (`rules`), the one-line errors and exit codes of an adapter that
+//! breaks a rule (`errors`), `child-check` and `run` on a store written on
+//! the library (`childcheck`: conforming, failing with the adapter's line
+//! for each broken rule; `mutant`: the library's `drop-append` firing cell
+//! 1 where the store passes),
+//! and the small store of docs/adapters/node.md as the page shows it
+//! (`doc`).
 //!
 //! It needs Node.js 20 and the `sqlite3` shell (the suite's store runs on
-//! it: Node.js 20 has no SQLite of its own); without them the test says so
-//! and returns. The page's store runs on the better-sqlite3 that
-//! `examples/langgraph-store/fetch` installs: without it, that one test of
-//! the suite is skipped, and only that one.
+//! it: Node.js 20 has no SQLite of its own); without them the tests say so
+//! and return. The page's store runs on the better-sqlite3 that
+//! `examples/langgraph-store/fetch` installs: without it, `doc` is skipped.
 
 use std::path::Path;
 use std::process::Command;
@@ -26,29 +28,48 @@ fn available(program: &str) -> bool {
     there
 }
 
-#[test]
-fn the_node_librarys_own_tests_pass_against_this_crashcells() {
+/// Runs `sdk/node/test/NAME.test.mjs`; asserts it passed and skipped
+/// `skips` tests (a skipped test would pass without checking anything).
+fn suite(name: &str, skips: u32) {
     if !available("node") || !available("sqlite3") {
         return;
     }
-    let tests: Vec<_> = std::fs::read_dir(Path::new(SDK).join("test"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".test.mjs"))
-        .collect();
-    assert!(tests.len() >= 4, "the suite's files: {tests:?}");
     let out = Command::new("node")
-        .arg("--test")
-        .args(&tests)
+        .args(["--test", &format!("test/{name}.test.mjs")])
         .current_dir(SDK)
         .env("CRASHCELLS", env!("CARGO_BIN_EXE_crashcells"))
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "node --test failed:\n{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    // A skipped test would pass without checking anything: only the page's
-    // store may skip, where better-sqlite3 is not installed.
-    let fetched = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/langgraph-store/node_modules/.crashcells-fetched");
-    let skips = if fetched.is_file() { "# skipped 0" } else { "# skipped 1" };
-    assert!(text.contains(skips), "expected {skips}:\n{text}");
+    assert!(out.status.success(), "node --test {name} failed:\n{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("# fail 0"), "{text}");
+    assert!(text.contains(&format!("# skipped {skips}")), "expected {skips} skipped:\n{text}");
+    assert!(skips > 0 || !text.contains("# pass 0"), "nothing ran:\n{text}");
+}
+
+#[test]
+fn the_librarys_rules_hold_unit_by_unit() {
+    suite("rules", 0);
+}
+
+#[test]
+fn an_adapter_that_breaks_a_rule_gets_one_line_and_its_exit_code() {
+    suite("errors", 0);
+}
+
+#[test]
+fn a_store_on_the_library_conforms_and_its_broken_rules_fail_child_check() {
+    suite("childcheck", 0);
+}
+
+#[test]
+fn the_librarys_own_mutant_fires_cell_1_where_the_store_passes() {
+    suite("mutant", 0);
+}
+
+#[test]
+fn the_pages_small_store_conforms_as_the_page_shows_it() {
+    let fetched =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/langgraph-store/node_modules/.crashcells-fetched");
+    suite("doc", if fetched.is_file() { 0 } else { 1 });
 }
