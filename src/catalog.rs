@@ -174,7 +174,9 @@ impl Catalog {
         self.cells.iter().find(|c| c.id == key || c.number.to_string() == key).ok_or_else(|| {
             // Numbers are accepted as well as ids, so both are listed.
             let known: Vec<_> = self.cells.iter().map(|c| format!("{} {}", c.number, c.id)).collect();
-            Error::Usage(format!("unknown cell `{key}` (known: {})", known.join(", ")))
+            let ids: Vec<&str> = self.cells.iter().map(|c| c.id.as_str()).collect();
+            let near = crate::suggest::did_you_mean(key, &ids);
+            Error::Usage(format!("unknown cell `{key}`{near} (known: {})", known.join(", ")))
         })
     }
 }

@@ -300,8 +300,21 @@ fn clap_error(e: clap::Error) -> i32 {
     }
     let text = e.render().to_string();
     let first = text.lines().next().unwrap_or("bad arguments").trim_start_matches("error: ");
-    note(&format!("error: {first} (see crashcells --help)"));
+    note(&format!("error: {first}{} (see crashcells --help)", valid_values(&e)));
     2
+}
+
+/// For a value clap refused from a fixed set (`--format jsno`): the nearest
+/// valid value and all of them, which clap's first line leaves out.
+fn valid_values(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let (Some(ContextValue::String(word)), Some(ContextValue::Strings(valid))) =
+        (e.get(ContextKind::InvalidValue), e.get(ContextKind::ValidValue))
+    else {
+        return String::new();
+    };
+    let valid: Vec<&str> = valid.iter().map(String::as_str).collect();
+    format!("{} (valid: {})", crate::suggest::did_you_mean(word, &valid), valid.join(", "))
 }
 
 fn cmd_list(a: ListArgs) -> Result<i32> {

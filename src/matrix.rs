@@ -75,7 +75,8 @@ impl Matrix {
         }
         let known: Vec<_> = BUILT_IN.iter().map(|(n, _)| *n).collect();
         Err(Error::Usage(format!(
-            "unknown matrix `{key}` (built in: {}; or give a path to a .toml file)",
+            "unknown matrix `{key}`{} (built in: {}; or give a path to a .toml file)",
+            crate::suggest::did_you_mean(key, &known),
             known.join(", ")
         )))
     }

@@ -96,9 +96,10 @@ impl<'de> Deserialize<'de> for KillArg {
         if name == ALL {
             return Ok(KillArg::ALL);
         }
-        KillMode::named(&name)
-            .map(KillArg::from)
-            .ok_or_else(|| serde::de::Error::custom(format!("unknown --kill `{name}`")))
+        KillMode::named(&name).map(KillArg::from).ok_or_else(|| {
+            let valid: Vec<&str> = KillArg::values().iter().map(|k| k.as_str()).collect();
+            serde::de::Error::custom(crate::suggest::unknown("--kill", &name, &valid))
+        })
     }
 }
 

@@ -39,8 +39,9 @@ pub fn plan(catalog: &Catalog, matrix: &Matrix, sel: &Selection, seed: u64) -> R
         if !matrix.legs.iter().any(|l| &l.name == name) {
             let known: Vec<_> = matrix.legs.iter().map(|l| l.name.as_str()).collect();
             return Err(Error::Usage(format!(
-                "unknown leg `{name}` in matrix {} (legs: {})",
+                "unknown leg `{name}` in matrix {}{} (legs: {})",
                 matrix.name,
+                crate::suggest::did_you_mean(name, &known),
                 known.join(", ")
             )));
         }

@@ -22,6 +22,27 @@ fn bad_input_is_one_line_and_exit_2() {
     fails_with(&["run", "--out", "/nonexistent-folder/x.json"], "does not exist");
 }
 
+/// Every unknown value is one line that lists the valid ones and, for a
+/// typo, names the nearest: format, mutant, cell, matrix, leg, kill mode.
+#[test]
+fn an_unknown_value_lists_the_valid_ones_and_names_the_nearest() {
+    let cases: [(&[&str], &str, &str); 7] = [
+        (&["run", "--format", "jsno"], "did you mean `json`?", "(valid: human, json, junit, markdown)"),
+        (&["run", "--mutant", "racy-clam"], "did you mean `racy-claim`?", "(known: ack-before-commit, racy-claim,"),
+        (&["run", "--cell", "prefx"], "did you mean `prefix-durability`?", "(known: 1 prefix-durability, 2 consume"),
+        (&["run", "--matrix", "audt"], "did you mean `audit`?", "(built in: default, audit;"),
+        (&["run", "--leg", "dlete"], "did you mean `delete`?", "(legs: default, delete, wal)"),
+        (&["run", "--kill", "sycall"], "did you mean `syscall`?", "(valid: timed, syscall, none,"),
+        (&["report", "--format", "mardown", "--from", "r.json"], "did you mean `markdown`?", "(valid: human, json,"),
+    ];
+    for (args, nearest, listed) in cases {
+        fails_with(args, nearest);
+        fails_with(args, listed);
+    }
+    // Near nothing: the list alone.
+    fails_with(&["run", "--format", "xml"], "'xml' for '--format <FORMAT>' (valid: human,");
+}
+
 /// The mutants are the reference store's: a `--child` that does not
 /// implement one refuses it in the preflight, and the run stops there with
 /// one line and exit 2, before any cell ran; a name crashcells does not know

@@ -128,12 +128,9 @@ pub fn unknown(what: &str, word: &str, valid: &[&str]) -> String {
 /// under syscall kills`), said after the word.
 fn unknown_in(what: &str, word: &str, context: &str, valid: &[&str]) -> String {
     let named = if context.is_empty() { format!("`{word}`") } else { format!("`{word}` {context}") };
-    let nearest = valid.iter().min_by_key(|v| strsim::levenshtein(word, v));
-    match nearest {
-        Some(n) if strsim::levenshtein(word, n) <= (n.len() / 3).max(2) => {
-            format!("an unknown {what} {named} (did you mean `{n}`?)")
-        }
-        _ => format!("an unknown {what} {named} (not one of {})", valid.join(", ")),
+    match crate::suggest::nearest(word, valid) {
+        Some(n) => format!("an unknown {what} {named} (did you mean `{n}`?)"),
+        None => format!("an unknown {what} {named} (not one of {})", valid.join(", ")),
     }
 }
 
