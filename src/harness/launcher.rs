@@ -130,6 +130,18 @@ impl Launcher {
         }
     }
 
+    /// How many times the fast path has fallen over so far: the fork
+    /// servers that ended, or 1 once the warm pool broke; 0 for a launcher
+    /// that execs. Work that ran while this grew may have been cut short by
+    /// the fall, not by the store: the pipeline retries it exec'd.
+    pub fn falls(&self) -> usize {
+        match &self.ahead {
+            Some(Ahead::Server(s)) => s.ends(),
+            Some(Ahead::Pool(p)) => usize::from(p.broken()),
+            None => 0,
+        }
+    }
+
     /// Starts `child`'s warm pool of `size` processes (their start's stderr
     /// to `stderr`, each's line within `deadline`, the first awaited); every
     /// operation then runs in a warm process of its own.

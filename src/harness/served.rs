@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::ChildCommand;
 use super::forkserver::ForkServer;
@@ -28,6 +28,8 @@ pub(super) struct Served {
     child: ChildCommand,
     stderr: PathBuf,
     deadline: Duration,
+    /// When the first server started: a note says when each end was seen.
+    began: Instant,
     state: Mutex<State>,
 }
 
@@ -45,7 +47,8 @@ impl Served {
     pub(super) fn start(child: &ChildCommand, stderr: &Path, deadline: Duration) -> Result<Served, ForkError> {
         let server = ForkServer::start(child, stderr, deadline)?;
         let state = State { server: Some(server), restarts: 0, notes: vec![] };
-        Ok(Served { child: child.clone(), stderr: stderr.to_path_buf(), deadline, state: Mutex::new(state) })
+        let (child, stderr, began) = (child.clone(), stderr.to_path_buf(), Instant::now());
+        Ok(Served { child, stderr, deadline, began, state: Mutex::new(state) })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -59,9 +62,12 @@ impl Served {
         let current = st.server.clone()?;
         let Some(why) = current.ended() else { return Some(current) };
         st.server = None;
+        // When, so that a reader can tell which results ran across it.
+        let seen =
+            format!("process {} ended (seen {:.1}s into the run)", current.pid(), self.began.elapsed().as_secs_f64());
         let ended = match current.stderr_tail() {
-            tail if tail.trim().is_empty() => format!("process {} ended: {why}", current.pid()),
-            tail => format!("process {} ended: {why}: {tail}", current.pid()),
+            tail if tail.trim().is_empty() => format!("{seen}: {why}"),
+            tail => format!("{seen}: {why}: {tail}"),
         };
         if st.restarts >= RESTARTS {
             st.notes.push(format!("{ended}; it had been restarted once: every later operation was exec'd"));
@@ -85,6 +91,16 @@ impl Served {
     /// The running server's pid; `None` once the run execs.
     pub(super) fn pid(&self) -> Option<u32> {
         self.lock().server.as_ref().map(|s| s.pid())
+    }
+
+    /// How many of the run's servers have ended so far, the running one's
+    /// end counted as soon as it is known (before any operation asks for
+    /// the next server): what a result compares before and after its work
+    /// to know whether work of its was in flight when a server died.
+    pub(super) fn ends(&self) -> usize {
+        let st = self.lock();
+        // One note per server that ended (restarted, failed to restart, or the last).
+        st.notes.len() + st.server.as_ref().map_or(0, |s| usize::from(s.ended().is_some()))
     }
 
     /// What happened to the run's servers, in order: nothing for a server

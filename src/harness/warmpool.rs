@@ -243,6 +243,11 @@ impl WarmPool {
         }
     }
 
+    /// Whether the pool is broken (its later operations are refused).
+    pub fn broken(&self) -> bool {
+        self.shared.lock().broken.is_some()
+    }
+
     /// How many processes it keeps warm.
     pub fn size(&self) -> usize {
         self.size
