@@ -383,17 +383,23 @@ fn timed_run(adapter: &str, trials: &str) -> (Value, Duration) {
     (report, began.elapsed())
 }
 
-/// A server that dies after five requests is started again once, and when
-/// that one dies too, the run execs: the result is a verdict, not errors,
-/// and the report says what befell the server.
+/// A server that dies a moment after its fifth fork, with that process in
+/// its operation, is started again once, and when that one dies too, the
+/// run execs; the work its deaths cut short is retried exec'd, once: the
+/// result is a verdict, not an error, it says it was retried, and the
+/// report says what befell the server and when.
 #[test]
 fn a_server_that_dies_after_a_few_requests_is_restarted_once_then_the_run_execs() {
     let (report, _) = timed_run("tests/adapters/dying_forkserver.py", "20");
     let r = &report["results"][0];
     assert_eq!(r["verdict"], "pass", "{r:#}");
+    let details: Vec<&str> = r["details"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    let retried = details.iter().find(|d| d.starts_with("retried exec'd")).expect("the retry said");
+    assert!(retried.contains("served 5 requests, dying") && retried.contains("child ended early"), "{retried}");
+    assert_eq!(r["children"], "exec", "the verdict is the exec'd retry's: {r:#}");
     let launcher = report["launcher"].as_str().unwrap_or_default();
-    assert!(launcher.contains("dying at the next; restarted as process"), "{launcher}");
-    assert!(launcher.ends_with("it had been restarted once: every later operation was exec'd)"), "{launcher}");
+    assert!(launcher.contains("served 5 requests, dying; restarted as process"), "{launcher}");
+    assert!(launcher.contains("s after the first server started)"), "when it died: {launcher}");
 }
 
 /// A server that reaps its processes without writing their `exit` lines is

@@ -137,8 +137,19 @@ impl Launcher {
     pub fn falls(&self) -> usize {
         match &self.ahead {
             Some(Ahead::Server(s)) => s.ends(),
-            Some(Ahead::Pool(p)) => usize::from(p.broken()),
+            Some(Ahead::Pool(p)) => usize::from(p.broken().is_some()),
             None => 0,
+        }
+    }
+
+    /// What its last fall was, in the words of the report's `launcher`: a
+    /// server's end (its pid, when, why) or why the pool broke; `None`
+    /// while it never fell.
+    pub fn last_fall(&self) -> Option<String> {
+        match &self.ahead {
+            Some(Ahead::Server(s)) => s.last_end(),
+            Some(Ahead::Pool(p)) => p.broken(),
+            None => None,
         }
     }
 

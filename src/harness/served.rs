@@ -62,13 +62,7 @@ impl Served {
         let current = st.server.clone()?;
         let Some(why) = current.ended() else { return Some(current) };
         st.server = None;
-        // When, so that a reader can tell which results ran across it.
-        let seen =
-            format!("process {} ended (seen {:.1}s into the run)", current.pid(), self.began.elapsed().as_secs_f64());
-        let ended = match current.stderr_tail() {
-            tail if tail.trim().is_empty() => format!("{seen}: {why}"),
-            tail => format!("{seen}: {why}: {tail}"),
-        };
+        let ended = self.end_of(&current, &why);
         if st.restarts >= RESTARTS {
             st.notes.push(format!("{ended}; it had been restarted once: every later operation was exec'd"));
             return None;
@@ -101,6 +95,28 @@ impl Served {
         let st = self.lock();
         // One note per server that ended (restarted, failed to restart, or the last).
         st.notes.len() + st.server.as_ref().map_or(0, |s| usize::from(s.ended().is_some()))
+    }
+
+    /// What the last server that ended said of its end: the running one's,
+    /// once it ended, else the last note; `None` while none ended.
+    pub(super) fn last_end(&self) -> Option<String> {
+        let st = self.lock();
+        let current = st.server.as_ref().and_then(|s| s.ended().map(|why| self.end_of(s, &why)));
+        current.or_else(|| st.notes.last().cloned())
+    }
+
+    /// A server's end as a note says it: its pid, when it was seen (so that
+    /// a reader can tell which results ran across it), why, its stderr.
+    fn end_of(&self, server: &ForkServer, why: &str) -> String {
+        let seen = format!(
+            "process {} ended (seen {:.1}s after the first server started)",
+            server.pid(),
+            self.began.elapsed().as_secs_f64()
+        );
+        match server.stderr_tail() {
+            tail if tail.trim().is_empty() => format!("{seen}: {why}"),
+            tail => format!("{seen}: {why}: {tail}"),
+        }
     }
 
     /// What happened to the run's servers, in order: nothing for a server

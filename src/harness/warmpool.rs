@@ -243,9 +243,9 @@ impl WarmPool {
         }
     }
 
-    /// Whether the pool is broken (its later operations are refused).
-    pub fn broken(&self) -> bool {
-        self.shared.lock().broken.is_some()
+    /// Why the pool is broken, once it is (its later operations are refused).
+    pub fn broken(&self) -> Option<String> {
+        self.shared.lock().broken.clone()
     }
 
     /// How many processes it keeps warm.

@@ -45,19 +45,32 @@ pub fn run_job_guarded(job: &Job, ctx: &Context) -> CellResult {
 /// Produces the result of one job.
 pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
     let start = Instant::now();
-    let (mut trials, coverage) = match (job.cell.status, crate::cells::find(&job.cell.id), job.leg.as_ref()) {
-        (Status::Stub, _, _) | (_, _, None) => {
-            let reason = job.cell.reason.clone().unwrap_or_default();
-            return base_result(job, ctx, Verdict::Stub, reason, 0);
-        }
-        (Status::Live, None, _) => (vec![Trial::ended(0, Outcome::Error(Failure::NoProbe(job.cell.id.clone())))], None),
-        (Status::Live, Some(cell), Some(leg)) => trials(job, cell, leg, ctx),
+    let falls = ctx.child.falls();
+    let mut ran = match job_trials(job, ctx) {
+        Ok(ran) => ran,
+        Err(stub) => return *stub,
     };
+    let plain;
+    let (ctx, retried) = match fell_in_flight(ctx, falls, &ran.0) {
+        Some(said) => {
+            // The first try's folders go before the retry makes its own.
+            drop(ran);
+            plain = ctx.plain();
+            ran = match job_trials(job, &plain) {
+                Ok(ran) => ran,
+                Err(stub) => return *stub,
+            };
+            (&plain, Some(said))
+        }
+        None => (ctx, None),
+    };
+    let (mut trials, coverage) = ran;
     mark_interrupted(&mut trials);
     let mut result = fold(job, ctx, &trials);
     if let Some(c) = coverage {
         with_coverage(&mut result, c);
     }
+    result.details.extend(retried);
     ran_on(&mut result, ctx, &trials);
     if let (Verdict::Fire, Some(last)) = (result.verdict, trials.last()) {
         result.notes.refire = refired(job, ctx, confirm::site(job.kill, last));
@@ -65,6 +78,41 @@ pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
     result.duration_ms = start.elapsed().as_millis() as u64;
     keep_evidence(ctx, &mut result, trials);
     result
+}
+
+/// The trials of `job` and what its sweep covered; a stub, or a job
+/// without a leg, is its result at once.
+fn job_trials(job: &Job, ctx: &Context) -> Result<(Vec<Trial>, Option<Coverage>), Box<CellResult>> {
+    Ok(match (job.cell.status, crate::cells::find(&job.cell.id), job.leg.as_ref()) {
+        (Status::Stub, _, _) | (_, _, None) => {
+            let reason = job.cell.reason.clone().unwrap_or_default();
+            return Err(Box::new(base_result(job, ctx, Verdict::Stub, reason, 0)));
+        }
+        (Status::Live, None, _) => (vec![Trial::ended(0, Outcome::Error(Failure::NoProbe(job.cell.id.clone())))], None),
+        (Status::Live, Some(cell), Some(leg)) => trials(job, cell, leg, ctx),
+    })
+}
+
+/// Whether the job's work may have been in flight when its fast path fell
+/// over (a fork server ended, the warm pool broke: `ctx`'s launcher fell
+/// more often than the `before` it had when the job began) and it ended in
+/// an error: the processes a server takes with it end in errors that are
+/// the server's, not the store's. Such a job is retried exec'd, once
+/// (docs/PROTOCOL.md §9, "A server that fails"); what the retry finds is
+/// its verdict, a store's own error included. The words its details then
+/// carry: what fell, and the first try's error.
+fn fell_in_flight(ctx: &Context, before: usize, trials: &[Trial]) -> Option<String> {
+    let last = trials.last()?;
+    if !matches!(last.outcome, Outcome::Error(_)) || ctx.child.falls() <= before {
+        return None;
+    }
+    let fall = ctx.child.last_fall().unwrap_or_else(|| "it ended".into());
+    Some(format!(
+        "retried exec'd, once: the {} fell over while this result ran ({fall}); the first try found, at trial {}: {}",
+        ctx.child.launcher(),
+        last.index,
+        last.outcome
+    ))
 }
 
 /// The trials of a live cell's job, in the shape the cell asks for (none
