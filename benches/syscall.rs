@@ -46,6 +46,7 @@ fn context(work: &Path, jobs: usize, replay: Replay) -> Context {
         tally: Default::default(),
         pool: crashcells::pipeline::run::pool::Pool::new(jobs),
         start: Duration::ZERO,
+        execd_start: Duration::ZERO,
         crowd: 1,
         shared: Default::default(),
         // A rate of sweeps: no fire's repro is rerun in it.

@@ -291,6 +291,8 @@ fn crash_context(
     // fork server's forks do: their waits scale with that, as a run's.
     let ctx =
         crate::pipeline::Context { child_ready: Some(ready.clone()), start: forks.map_or(setup.start, |f| f.1), ..ctx };
+    // Its preflight was exec'd: the plain path's waits scale with that.
+    let ctx = crate::pipeline::Context { execd_start: setup.start, ..ctx };
     Ok(crate::pipeline::Context { deadline: ctx.scaled_deadline(setup.deadline), ..ctx })
 }
 

@@ -130,3 +130,68 @@ fn every_result_says_which_path_judged_it_and_its_repro_reruns_that_path() {
         assert!(r["deadline_ms"].as_u64().is_some_and(|ms| ms >= 30_000), "the default deadline or more: {r:#}");
     }
 }
+
+/// A scratch catalog whose cell 1 appends twice, not the catalog's four:
+/// a planted bug fires at the first, and a passing sweep costs half the
+/// points. Its folder, kept alive by the caller.
+fn two_appends() -> tempfile::TempDir {
+    let cells = scratch();
+    let cell = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("cells/1-prefix-durability.toml"))
+        .expect("cell 1");
+    assert!(cell.contains("\nsweep_ops = 4\n"), "the catalog's cell 1 changed: {cell}");
+    let two = cell.replace("\nsweep_ops = 4\n", "\nsweep_ops = 2\n");
+    std::fs::write(cells.path().join("1-prefix-durability.toml"), two).expect("a scratch cell");
+    cells
+}
+
+/// Cell 1's syscall sweep on the delete leg of `child` with `args`: its
+/// only result, or none where ptrace is refused (said, or a failure in CI).
+fn swept(child: &str, args: &[&str]) -> Option<Value> {
+    let (dir, cells) = (scratch(), two_appends());
+    let catalog = cells.path().to_str().unwrap();
+    let base = ["run", "--child", child, "--catalog", catalog, "--cell", "1", "--leg", "delete", "--kill", "syscall"];
+    let (_, report) = run_json(&[&base[..], args].concat(), dir.path());
+    let r = report["results"].as_array().expect("results")[0].clone();
+    if r["reason"].as_str().unwrap_or_default().contains("unavailable") {
+        crate::common::tracing_refused(&r["reason"]);
+        return None;
+    }
+    Some(r)
+}
+
+/// Whether `r`'s details say the plain path confirmed it.
+fn confirmed_execd(r: &Value) -> bool {
+    let details = r["details"].as_array().expect("details");
+    details.iter().any(|d| d.as_str().unwrap_or_default().starts_with("confirmed exec'd (not through the fork server)"))
+}
+
+/// A store whose calls differ from run to run (a thread pool,
+/// tests/adapters/pooled.py), through its fork server: the planted
+/// ack-before-commit found forked is found again exec'd as the forked
+/// confirmation found it (where a run reaches the state, or the write,
+/// again), a confirmed fire, never "fires only through the fork server";
+/// without the bug it passes.
+#[test]
+fn a_thread_pool_stores_fire_found_forked_is_found_again_execd() {
+    let child = adapter("pooled_forkserver.py");
+    let Some(r) = swept(&child, &["--seed", "7", "--mutant", "ack-before-commit"]) else { return };
+    assert_eq!((r["verdict"].as_str(), r["children"].as_str()), (Some("fire"), Some("forked")), "{r:#}");
+    assert!(confirmed_execd(&r), "{r:#}");
+    let Some(r) = swept(&child, &["--seed", "7"]) else { return };
+    assert_eq!(r["verdict"], "pass", "{r:#}");
+}
+
+/// A store whose imports take over a second exec'd and milliseconds forked
+/// (tests/adapters/slow_import.py), under a one-second `--deadline`: the
+/// run's waits scale from the forked start, but the exec'd children that
+/// confirm a fire found forked wait as long as the exec'd start needs, so
+/// the fire is confirmed, not an exec'd child's readiness error blamed on
+/// the fork server.
+#[test]
+fn a_fire_found_forked_on_a_store_slow_to_import_is_confirmed_execd_in_time() {
+    let child = adapter("slow_import.py");
+    let args = ["--seed", "3", "--deadline", "1", "--mutant", "ack-before-commit"];
+    let Some(r) = swept(&child, &args) else { return };
+    assert_eq!((r["verdict"].as_str(), r["children"].as_str()), (Some("fire"), Some("forked")), "{r:#}");
+    assert!(confirmed_execd(&r), "{r:#}");
+}

@@ -78,7 +78,9 @@ pub(super) fn start_child(ctx: &mut Context, jobs: &[Job]) -> Result<Option<Read
         Err(_) if crate::harness::interrupted().is_some() => None,
         Err(e) => return Err(preflight_failed(ctx, e)),
     };
-    ctx.start = began.elapsed();
+    // The preflight is exec'd: the plain path's waits scale with it.
+    let start = began.elapsed();
+    (ctx.start, ctx.execd_start) = (start, start);
     ctx.crowd = crowd(jobs, ready.as_ref());
     if let Some(ready) = &ready {
         fast_path(ctx, ready)?;

@@ -208,8 +208,13 @@ pub enum Failure {
     RecordingStopped(u64),
     #[error("the child ended ({exit}) after {counted} kill points{}: {}", before.map(|n| format!(", before point {n}")).unwrap_or_default(), or_empty(stderr))]
     ChildEnded { exit: Exit, counted: u64, before: Option<u64>, stderr: String },
-    #[error("the traced child overstayed the {0:?} deadline")]
-    TraceDeadline(Duration),
+    /// A traced child's wait ran out; the start it was scaled from, and
+    /// the path that start was measured on, say whether it was a fast
+    /// path's deadline that an exec'd child could not meet.
+    #[error(
+        "the traced child overstayed the {deadline:?} deadline (scaled from the child's {path} start of {start:?})"
+    )]
+    TraceDeadline { deadline: Duration, start: Duration, path: &'static str },
     #[error("tracing the child: {0}")]
     Tracing(String),
     /// The seccomp filter could not be compiled.
@@ -229,9 +234,9 @@ pub enum Failure {
     RacerBeforeBarrier { racer: u32, exit: Exit, stderr: String },
     #[error(
         "racers {pending:?} were not ready within {deadline:?} (up to {at_once} claimants start at once; the \
-         child's start took {start:?} in the preflight)"
+         child's {path} start took {start:?} in the preflight)"
     )]
-    RacersNotReady { pending: Vec<u32>, deadline: Duration, at_once: u32, start: Duration },
+    RacersNotReady { pending: Vec<u32>, deadline: Duration, at_once: u32, start: Duration, path: &'static str },
     #[error("racer r{racer} did not finish within {deadline:?}")]
     RacerDeadline { racer: u32, deadline: Duration },
     #[error("racer r0 did not end within {0:?}")]

@@ -59,7 +59,9 @@ pub fn preflight() -> Result<Filter, Outcome> {
 pub fn trace_outcome(e: TraceError, ctx: &Context) -> Outcome {
     match e {
         TraceError::NotPermitted(why) => Outcome::Skip(Skip::NoTracing(why)),
-        TraceError::Deadline => Outcome::Error(Failure::TraceDeadline(ctx.deadline)),
+        TraceError::Deadline => {
+            Outcome::Error(Failure::TraceDeadline { deadline: ctx.deadline, start: ctx.start, path: ctx.start_path() })
+        }
         TraceError::Interrupted => Outcome::Interrupted(Interruption::TracedChild),
         TraceError::Io(why) => Outcome::Error(Failure::Tracing(why)),
     }
@@ -68,12 +70,16 @@ pub fn trace_outcome(e: TraceError, ctx: &Context) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn refused_tracing_skips_with_the_reason_and_a_deadline_is_an_error() {
         let ctx = Context::for_tests(2, None);
         let skip = trace_outcome(TraceError::NotPermitted("PTRACE_TRACEME is not permitted here".into()), &ctx);
         assert!(matches!(&skip, Outcome::Skip(Skip::NoTracing(r)) if r.contains("PTRACE_TRACEME")), "{skip:?}");
-        assert!(matches!(trace_outcome(TraceError::Deadline, &ctx), Outcome::Error(Failure::TraceDeadline(_))));
+        let over = trace_outcome(TraceError::Deadline, &Context { start: Duration::from_millis(190), ..ctx });
+        assert!(matches!(over, Outcome::Error(Failure::TraceDeadline { .. })), "{over:?}");
+        let said = over.to_string();
+        assert!(said.ends_with("deadline (scaled from the child's exec'd start of 190ms)"), "{said}");
     }
 }

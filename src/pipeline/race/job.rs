@@ -438,8 +438,8 @@ impl<'a> Race<'a> {
                 return Err(Outcome::Interrupted(Interruption::AtBarrier));
             }
             if Instant::now() >= end {
-                let (at_once, start) = (self.ctx.at_once(), self.ctx.start);
-                return Err(Outcome::Error(Failure::RacersNotReady { pending, deadline, at_once, start }));
+                let (at_once, start, path) = (self.ctx.at_once(), self.ctx.start, self.ctx.start_path());
+                return Err(Outcome::Error(Failure::RacersNotReady { pending, deadline, at_once, start, path }));
             }
             std::thread::sleep(POLL);
         }

@@ -68,6 +68,11 @@ pub struct Context {
     /// (through its fork server, if it has one): what the deadline scales
     /// with ([`Context::scaled_deadline`]).
     pub start: Duration,
+    /// How long the child took to write its ready record exec'd, in the
+    /// run's own preflight (which is exec'd): what the plain path's waits
+    /// scale with ([`Context::plain`]). The same as `start` for a run
+    /// without a fork server.
+    pub execd_start: Duration,
     /// The most children one unit of the pool starts at once in this run
     /// (a race's claimants; 1 without a race).
     pub crowd: u32,
@@ -107,6 +112,7 @@ impl Context {
             tally: Tally::default(),
             pool: Pool::new(jobs),
             start: Duration::ZERO,
+            execd_start: Duration::ZERO,
             crowd: 1,
             shared: Shared::default(),
             refires: crate::pipeline::run::refire::RUNS,
@@ -259,10 +265,29 @@ impl Context {
         }
     }
 
+    /// Which path the start this context's waits scale with was measured
+    /// on, as a wait that ends names it: `forked` through the fork server,
+    /// else `exec'd` (a warm pool keeps the exec'd start: an operation may
+    /// wait for a process to get warm).
+    pub fn start_path(&self) -> &'static str {
+        match self.children() {
+            Children::Forked => "forked",
+            Children::Warm | Children::Exec => "exec'd",
+        }
+    }
+
     /// This context on the plain path: every operation exec'd, its progress
-    /// drawn nowhere (a confirmation is no trial the bar planned).
+    /// drawn nowhere (a confirmation is no trial the bar planned), its waits
+    /// scaled from the exec'd start, not the fork server's: a store whose
+    /// imports take a second exec'd starts in milliseconds forked, and a
+    /// deadline borrowed from the fast path would cut every exec'd child
+    /// short.
     pub fn plain(&self) -> Context {
-        Context { child: Launcher::exec((*self.child).clone()), tally: Tally::default(), ..self.clone() }
+        let child = Launcher::exec((*self.child).clone());
+        // The larger: an exec'd start never measured (zero) keeps the run's.
+        let start = self.execd_start.max(self.start);
+        let plain = Context { child, tally: Tally::default(), start, ..self.clone() };
+        Context { deadline: plain.scaled_deadline(self.options.deadline()), ..plain }
     }
 }
 
@@ -279,6 +304,23 @@ mod tests {
         let mut ctx = Context::for_tests(2, None);
         (ctx.start, ctx.crowd) = (s(3), 4);
         assert_eq!(ctx.scaled_deadline(s(1)), scale_deadline(s(1), s(3), 8));
+    }
+
+    /// The plain path's waits scale from the exec'd start, whatever the
+    /// fast path's: 190 ms forked, 1.5 s exec'd (ADK's adapter), eight at
+    /// once.
+    #[test]
+    fn the_plain_path_scales_its_deadline_from_the_execd_start() {
+        let ms = Duration::from_millis;
+        let mut ctx = Context::for_tests(2, None);
+        (ctx.start, ctx.execd_start, ctx.crowd, ctx.deadline) = (ms(190), ms(1500), 4, ms(30_000));
+        let plain = ctx.plain();
+        assert_eq!((plain.start, plain.start_path()), (ms(1500), "exec'd"));
+        assert_eq!(plain.deadline, scale_deadline(ctx.options.deadline(), ms(1500), 8));
+        assert!(plain.deadline > ctx.deadline, "{:?} against {:?}", plain.deadline, ctx.deadline);
+        // A context whose exec'd start was never measured keeps its own.
+        ctx.execd_start = Duration::ZERO;
+        assert_eq!(ctx.plain().start, ms(190));
     }
 
     #[test]
