@@ -104,6 +104,8 @@ export interface AdapterClass {
   mutants?: string[];
   /** Error classes that are the store's own failure (exit 3), beside errno and SQLite errors. */
   storeErrors?: Array<new (...args: any[]) => Error>;
+  /** The launchers the ready record offers: ["warm-pool"] (the default) or []. */
+  launchers?: Array<"warm-pool">;
   /** The slow imports, run once before the operation (or before a warm process is warm). */
   preload?(): Maybe<void>;
 }

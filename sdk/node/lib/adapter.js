@@ -13,7 +13,7 @@ const METHODS = [
   "open", "journal", "close", "createSession", "append", "rotate", "park", "claim",
   "rewind", "liveLength", "record", "attempting", "delivered", "pending", "state", "ackNow",
 ];
-const STATICS = ["mutants", "storeErrors", "preload"];
+const STATICS = ["mutants", "storeErrors", "preload", "launchers"];
 const REQUIRED = ["open", "journal", "append", "state"];
 const TOGETHER = [["park", "claim"], ["record", "attempting", "delivered", "pending"]];
 // Mutants the library implements itself for a class that names them.
@@ -58,7 +58,7 @@ export function describe(Class) {
       throw new RuleError(`${name}.${missing[0]}()`, `is missing beside ${some.join(", ")}`, `${group.join(", ")} come together`);
     }
   }
-  return { name, operations: operations(has), mutants: mutants(Class, name), has };
+  return { name, operations: operations(has, launchers(Class, name)), mutants: mutants(Class, name), has };
 }
 
 /** The instance methods of the class and its ancestors up to the base
@@ -88,14 +88,25 @@ function unknown(where, key, known) {
 }
 
 /** The ready record's `operations`, from the methods defined. */
-function operations(has) {
+function operations(has, offered) {
   const ops = ["append", "dump", "dump-batch"];
   if (has.has("rotate")) ops.push("rotate", "rotate-shapes");
   if (has.has("park")) ops.push("park", "claim");
   if (has.has("rewind")) ops.push("fork");
   if (has.has("record")) ops.push("deliver", "catch-up", "catch-up-batch");
-  ops.push("warm-pool");
+  if (offered.includes("warm-pool")) ops.push("warm-pool");
   return ops;
+}
+
+/** Which launchers the ready record offers (`static launchers`, by
+ * default the warm pool): a store that cannot be started ahead of need
+ * leaves it out. Node.js cannot fork, so there is no fork server to offer. */
+function launchers(Class, name) {
+  const list = Class.launchers ?? ["warm-pool"];
+  if (!Array.isArray(list) || !list.every((l) => l === "warm-pool")) {
+    throw new RuleError(`${name}.launchers`, `is ${JSON.stringify(list)}`, "Node.js offers [\"warm-pool\"] or []: it cannot fork (§9)");
+  }
+  return list;
 }
 
 function mutants(Class, name) {

@@ -135,6 +135,11 @@ test("a misspelt method or static is refused with a did-you-mean", () => {
   assert.ok(describe(classOf({ rewind() {}, park() {}, claim() {} })).operations.includes("fork"));
   assert.throws(() => describe(classOf({ rewnid() {} })), /Mine.rewnid is no name of the adapter API \(did you mean `rewind`\?\)/);
   assert.throws(() => describe(classOf({ _helper() {}, park() {} })), /Mine.claim\(\) is missing beside park/);
+  const Cold = classOf({});
+  Cold.launchers = [];
+  assert.equal(describe(Cold).operations.includes("warm-pool"), false);
+  Cold.launchers = ["fork-server"];
+  assert.throws(() => describe(Cold), /Mine.launchers is \["fork-server"\] \(rule: Node.js offers/);
   const Statics = classOf({});
   Statics.mutant = ["torn-fork"];
   assert.throws(() => describe(Statics), /did you mean `mutants`/);
