@@ -5,7 +5,8 @@
 //! breaks a rule (`errors`), `child-check` and `run` on a store written on
 //! the library (`childcheck`: conforming, failing with the adapter's line
 //! for each broken rule; `mutant`: the library's `drop-append` firing cell
-//! 1 where the store passes),
+//! 1 where the store passes, `resend-on-catch-up` and `stall` doing what
+//! they name),
 //! and the small store of docs/adapters/node.md as the page shows it
 //! (`doc`).
 //!
@@ -63,7 +64,7 @@ fn a_store_on_the_library_conforms_and_its_broken_rules_fail_child_check() {
 }
 
 #[test]
-fn the_librarys_own_mutant_fires_cell_1_where_the_store_passes() {
+fn the_librarys_own_mutants_break_what_they_name_and_drop_append_fires_cell_1() {
     suite("mutant", 0);
 }
 

@@ -1,11 +1,13 @@
 // A mutant the library plays itself fires its cell where the store passes:
 // `drop-append` (acks every append, skips every 64th call to `append`,
-// from m1) on the shell store, one timed trial of cell 1 each way. Needs
-// the crashcells binary ($CRASHCELLS, else on PATH); without it, skipped.
+// from m1) on the shell store, one timed trial of cell 1 each way (needs
+// the crashcells binary, $CRASHCELLS or on PATH; without it, skipped);
+// and the two others the library plays, `resend-on-catch-up` and `stall`,
+// each doing what it names where the library without it does not.
 
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -29,4 +31,38 @@ test("the library's drop-append mutant fires cell 1 where the store passes", { s
   const fired = cell1("--mutant", "drop-append");
   assert.equal(fired.verdict, "fire", fired.reason);
   assert.match(fired.fingerprint, /^prefix-durability\/\w+\/\w+\/timed\/hole$/);
+});
+
+/** The shell store run directly (no driver): its exit code, signal and folder. */
+function direct(dir, args, timeout = 60000) {
+  const done = spawnSync("node", [STORE, ...args], { encoding: "utf8", timeout, cwd: dir });
+  return { code: done.status, signal: done.signal, stderr: done.stderr };
+}
+
+function lines(path) {
+  return readFileSync(path, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+}
+
+test("resend-on-catch-up sends again what the transport holds; the library's catch-up does not", () => {
+  for (const [mutant, sends] of [[[], 1], [["--mutant", "resend-on-catch-up"], 2]]) {
+    const dir = mkdtempSync(join(tmpdir(), "sdk-node-outbox-"));
+    const db = join(dir, "s.db");
+    // A transport that cannot be written (a folder): o0 is left attempting.
+    mkdirSync(join(dir, "folder"));
+    const failed = direct(dir, ["deliver", "--db", db, "--acks", join(dir, "a"), "--transport", join(dir, "folder"), "--stop-after", "1"]);
+    assert.equal(failed.code, 3, failed.stderr);
+    // The send had reached the provider before the crash.
+    writeFileSync(join(dir, "t"), '{"key":"o0","payload":"effect of o0"}\n');
+    const r = direct(dir, ["catch-up", "--db", db, "--transport", join(dir, "t"), ...mutant]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(lines(join(dir, "t")).length, sends, mutant.join(" "));
+  }
+});
+
+test("stall acks five appends, then blocks until killed", () => {
+  const dir = mkdtempSync(join(tmpdir(), "sdk-node-stall-"));
+  const r = direct(dir, ["append", "--db", join(dir, "s.db"), "--acks", join(dir, "a"), "--stop-after", "9", "--mutant", "stall"], 5000);
+  assert.equal(r.signal, "SIGTERM", r.stderr);
+  assert.match(r.stderr, /stall mutant: blocking forever after 5 acks/);
+  assert.deepEqual(lines(join(dir, "a")).slice(1).map((a) => a.i), [0, 1, 2, 3, 4]);
 });
