@@ -8,7 +8,8 @@
 //! 1 where the store passes, `resend-on-catch-up` and `stall` doing what
 //! they name),
 //! and the small store of docs/adapters/node.md as the page shows it
-//! (`doc`).
+//! (`doc`); and the npm package's `crashcells` command, the launcher of
+//! the platform package's binary (`launcher`).
 //!
 //! It needs Node.js 20 and the `sqlite3` shell (the suite's store runs on
 //! it: Node.js 20 has no SQLite of its own); without them the tests say so
@@ -66,6 +67,11 @@ fn a_store_on_the_library_conforms_and_its_broken_rules_fail_child_check() {
 #[test]
 fn the_librarys_own_mutants_break_what_they_name_and_drop_append_fires_cell_1() {
     suite("mutant", 0);
+}
+
+#[test]
+fn the_npm_launcher_passes_arguments_exit_codes_and_signals_through() {
+    suite("launcher", 0);
 }
 
 #[test]
