@@ -23,6 +23,7 @@ mod recorded;
 mod reports;
 mod robustness;
 mod sdk_node;
+mod sdk_python;
 mod shown;
 mod skips;
 mod syscall;
