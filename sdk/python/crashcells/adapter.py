@@ -132,7 +132,9 @@ def check_class(cls):
     """Every public method is one of METHODS: a misspelt `apend` would
     otherwise leave `append` undefined, or run with a default, silently."""
     for name in dir(cls):
-        if name.startswith("_") or name in PROVIDED or not callable(getattr(cls, name)):
+        attr = getattr(cls, name)
+        # A nested class (an exception for store_errors, say) is no method.
+        if name.startswith("_") or name in PROVIDED or not callable(attr) or isinstance(attr, type):
             continue
         if name not in METHODS:
             near = difflib.get_close_matches(name, METHODS, n=1)
