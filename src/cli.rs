@@ -40,6 +40,8 @@ use runplan::RunPlan;
 #[command(
     name = "crashcells",
     version,
+    // Help wraps to the terminal, and to 100 columns at most (or in a log).
+    max_term_width = 100,
     about = "Crash-persistence conformance cells for SQLite-backed session stores",
     long_about = "Crash-persistence conformance cells for SQLite-backed session stores.\n\n\
         Each cell runs a child process that writes to a real SQLite store, kills it with a real \
@@ -89,12 +91,12 @@ enum Command {
 }
 
 const RUN_EXAMPLES: &str = "Examples:\n  \
-    crashcells run                                           # the CI gate: every cell on the default matrix\n  \
+    crashcells run                                           # the CI gate: every cell, default matrix\n  \
     crashcells run --cell 1 --mutant drop-append             # see a fire, its evidence and its repro\n  \
     crashcells run --cell 3 --kill syscall --points 5        # 5 seeded kill points of cell 3's sweep\n  \
     crashcells run --matrix audit --format junit --out run.xml\n  \
-    crashcells run --seed 42 --partition 2/4 --format json --out part-2.json   # one CI runner's share\n  \
-    crashcells run --child 'python3 examples/python-store/store.py'\n\n\
+    crashcells run --seed 42 --partition 2/4 --format json --out part-2.json  # a CI runner's share\n  \
+    crashcells run --child 'python3 examples/python-store/store.py'\n  \
     crashcells run --known .crashcells/known.toml            # known findings do not fail the run\n\n\
     Exit codes: 0 nothing fired (or every fire is known), 1 a cell fired (not known) or a known\n  \
     finding is gone, 2 bad input or a harness error, 3 nothing ran,\n  \
@@ -116,6 +118,8 @@ const REPORT_EXAMPLES: &str = "Examples:\n  \
 struct RunArgs {
     #[command(flatten)]
     options: RunOptions,
+    /// Known findings (docs/CI.md): a fire listed there does not fail the run.
+    ///
     /// Known findings (docs/CI.md): a fire whose fingerprint this TOML file lists is `known`, with
     /// its issue, and does not fail the run; a listed finding that a whole sweep no longer fires is
     /// gone (exit 1). Not part of a repro: a repro reproduces the fire.
@@ -130,6 +134,8 @@ struct OutputArgs {
     /// The report's format.
     #[arg(long, value_enum, default_value = "human")]
     format: Format,
+    /// Write the report to this file.
+    ///
     /// Write the report to this file (`run` still prints its human report; `report` only with --show
     /// or on a terminal). Refused while another crashcells writes the same file.
     #[arg(long, value_name = "PATH")]

@@ -126,6 +126,8 @@ pub struct RunOptions {
     /// Run only this leg of the matrix; repeatable.
     #[arg(long = "leg", value_name = "NAME")]
     pub legs: Vec<String>,
+    /// How the child is killed, or what is done to its calls (see --help for each mode).
+    ///
     /// How the child is killed, or what is done to its calls instead (see
     /// --help for each mode); cell 2 runs its race without a kill where
     /// `timed` is asked.
@@ -146,6 +148,8 @@ pub struct RunOptions {
     /// Syscall mode: visit K kill points drawn with the seed instead of all.
     #[arg(long, allow_negative_numbers = true, value_name = "K", value_parser = at_least_one::<u32>)]
     pub points: Option<u32>,
+    /// Syscall mode: rebuild crash states from one recorded run (on) or re-run to each point.
+    ///
     /// Syscall mode: rebuild every crash state from one recorded run (on,
     /// the default: each fire is confirmed by a real kill) or re-run the
     /// child to each point (off). Cell 2's sweep records each claim once,
@@ -168,9 +172,10 @@ pub struct RunOptions {
     #[command(flatten)]
     #[serde(flatten)]
     pub child: ChildArg,
-    /// The folder the child runs in, where a relative path in --child starts [default: the folder
-    /// the run starts in]. The repros of a --child run name it as an absolute path, so that they
-    /// run from any folder.
+    /// The folder the child runs in [default: the folder the run starts in].
+    ///
+    /// A relative path in --child starts there. The repros of a --child run name it as an
+    /// absolute path, so that they run from any folder.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// Results run in parallel [default: the number of cores].
@@ -184,19 +189,25 @@ pub struct RunOptions {
     #[arg(long, value_name = "DIR")]
     #[serde(skip)]
     pub evidence: Option<PathBuf>,
+    /// Run only the kth of n shares of the planned results (merge with `report --from`).
+    ///
     /// Run only the kth of n equal, contiguous shares of the planned
     /// results (CI runners in parallel; merge with `report --from`). A
     /// result's verdict does not depend on the share it ran in.
     #[arg(long, value_name = "k/n")]
     #[serde(skip)]
     pub partition: Option<Partition>,
+    /// How many times each fire's repro is rerun to measure how often it fires again [default: 5].
+    ///
     /// How many times each fire's repro is rerun in the run, on the run's
     /// own path, to measure how often it fires again (the report's
     /// `refire`: "refired k of N"); 0 measures none. It costs only where
-    /// something fired and cannot change a verdict. [default: 5]
+    /// something fired and cannot change a verdict.
     #[arg(long, value_name = "N", env = "CRASHCELLS_REFIRE", hide_env_values = true)]
     #[serde(skip)]
     pub refire: Option<u32>,
+    /// Fork a child's operations through the fork server it offers (on, the default) or exec them.
+    ///
     /// Whether a child that offers a fork server (docs/PROTOCOL.md §9) has
     /// its operations forked by it (on, the default: it pays its imports
     /// once) or exec'd one by one (off: as a child without one). A forked
@@ -206,6 +217,8 @@ pub struct RunOptions {
     /// not depend on it. A repro names the path its result ran.
     #[arg(long, value_enum, value_name = "on|off")]
     pub fork_server: Option<Replay>,
+    /// Run a child's operations in the warm pool it offers (on, the default) or exec them.
+    ///
     /// Whether a child that offers a warm pool (docs/PROTOCOL.md §10), and
     /// whose operations no fork server forks, has them run in processes
     /// started ahead of need, as many as --jobs times a race's claimants
@@ -252,9 +265,11 @@ impl ChildArg {
 /// and a repro does not name it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Args, Serialize, Deserialize)]
 pub struct DeadlineArg {
-    /// Seconds any single wait for the child may take before it is an error [default: 30]; `run`,
-    /// `audit` and `child-check` wait longer when the child's measured start × the children that
-    /// may start at once × 3 is more (docs/PROTOCOL.md §1).
+    /// Seconds any single wait for the child may take [default: 30, or more for a slow start].
+    ///
+    /// A wait that ends later is an error. `run`, `audit` and `child-check` wait longer when the
+    /// child's measured start × the children that may start at once × 3 is more
+    /// (docs/PROTOCOL.md §1).
     #[arg(
         long = "deadline",
         id = "deadline",
