@@ -1,27 +1,25 @@
-//! A job's result: its trials run in the shape its cell asks for, folded
-//! into one result, the evidence of a fire or an error kept, and the command
-//! that reruns it derived from the run's options.
+//! A job dispatched to its source: its trials run in the shape its cell
+//! asks for, by the crash source its kill mode names; a fire found through
+//! the fork server run again on the plain path, and refired; then folded
+//! ([`super::fold`]).
 
 use std::time::Instant;
 
 use crate::catalog::Status;
 use crate::cells::{Cell, Shape};
-use crate::harness::interrupted;
 use crate::killmode::{Race as RacePolicy, Source};
 use crate::matrix::Leg;
 use crate::pipeline::judge::coverage::{self, Coverage};
-use crate::pipeline::outcome::{Failure, Interruption, Outcome, Site, Skip};
+use crate::pipeline::outcome::{Failure, Outcome, Site, Skip};
 use crate::pipeline::plain::confirm;
 use crate::pipeline::race::job::Race;
 use crate::pipeline::race::sweep::RaceSweep;
+use crate::pipeline::result::fold::{base_result, fold, keep_evidence, mark_interrupted, ran_on, with_coverage};
 use crate::pipeline::run::context::Context;
 use crate::pipeline::trial::Trial;
 use crate::pipeline::workload::job::Workload;
 use crate::plan::{Job, KillMode};
-use crate::report::{CellResult, Fingerprint, States, Verdict};
-
-/// The reason of a result whose trial was cut short by `SIGINT`/`SIGTERM`.
-pub const INTERRUPTED: &str = "interrupted before a verdict";
+use crate::report::{CellResult, Verdict};
 
 /// Produces the result of one job; a panic in a probe (a bug of the
 /// harness) becomes this result's `error` rather than the end of the run and
@@ -250,48 +248,10 @@ fn refired(job: &Job, ctx: &Context, at: Site) -> Option<crate::report::Refire> 
     crate::pipeline::run::refire::measure(ctx.refires, ctx.jobs, &again)
 }
 
-/// Adds what a sweep really tested to its result; when fewer points landed
-/// than were planned, the reason of a pass says why (a pass that did not
-/// visit every point must say so where a gate reads it), and the details of
-/// any other result do (a fire or an error is about its deciding point: that
-/// the sweep stopped there is what a sweep does, and its repro, a single
-/// point, must read the same).
-fn with_coverage(result: &mut CellResult, c: Coverage) {
-    result.judged.states = Some(if c.recorded { States::Recorded } else { States::ReExecuted });
-    result.sweep.points_planned = Some(c.planned);
-    result.sweep.points_landed = Some(c.landed);
-    result.sweep.states_distinct = c.distinct;
-    result.sweep.points_by_path = c.by_path;
-    if c.why.is_empty() {
-        return;
-    }
-    let why = format!("{} of {} planned kill points landed: {}", c.landed, c.planned, c.why.join("; "));
-    if result.verdict != Verdict::Pass {
-        result.details.push(why);
-    } else if result.reason.is_empty() {
-        result.reason = why;
-    } else {
-        result.reason = format!("{}; {why}", result.reason);
-    }
-}
-
 /// A workload sweep's trials and what it covered (one path).
 fn covered(swept: crate::pipeline::judge::sweep::Swept) -> (Vec<Trial>, Option<Coverage>) {
     let coverage = coverage::of(&swept, &[]);
     (swept.trials, coverage)
-}
-
-/// Says which path judged a result that ran a child: how its children
-/// started (forked, warm or exec'd), the deadline its waits ran under, and
-/// (where no sweep said) that its states were real runs. A result that ran
-/// none says nothing.
-fn ran_on(result: &mut CellResult, ctx: &Context, trials: &[Trial]) {
-    if !trials.iter().any(|t| t.env.is_some() || t.kill_point.is_some() || t.audit.is_some()) {
-        return;
-    }
-    result.judged.children = Some(ctx.children());
-    result.judged.deadline_ms = Some(ctx.deadline.as_millis() as u64);
-    result.judged.states = result.judged.states.or(Some(States::ReExecuted));
 }
 
 /// Whether a syscall sweep re-runs the child at each point: `--replay off`,
@@ -320,136 +280,10 @@ fn trial_indices(job: &Job, ctx: &Context) -> Vec<u32> {
     }
 }
 
-/// A trial that ended in an error while the run was being interrupted is
-/// not counted as the harness's error: the interrupt killed what it waited
-/// on. Every wait of the harness says when an interrupt cut it short (so
-/// its reason is already `Interrupted`); this catches any other step that
-/// failed in the same moment, and keeps what that step said.
-fn mark_interrupted(trials: &mut [Trial]) {
-    let Some(last) = trials.last_mut() else { return };
-    if let (Outcome::Error(_), Some(_)) = (&last.outcome, interrupted()) {
-        let Outcome::Error(why) = std::mem::replace(&mut last.outcome, Outcome::Pass) else { unreachable!() };
-        last.outcome = Outcome::Interrupted(Interruption::Then(Box::new(why)));
-    }
-}
-
-fn base_result(job: &Job, ctx: &Context, verdict: Verdict, reason: String, trials: u32) -> CellResult {
-    let leg = job.leg.as_ref();
-    let name = leg.map_or("-", |l| l.name.as_str());
-    CellResult {
-        clause: job.cell.clause.clone(),
-        requested_mode: leg.and_then(|l| l.journal_mode).map(|m| m.to_string()),
-        synchronous: leg.and_then(|l| l.synchronous).map(|s| s.to_string()),
-        reason,
-        trials,
-        repro: repro(job, ctx, None),
-        mutant: ctx.options.mutant.clone(),
-        ..CellResult::new(&job.cell.id, job.cell.number, name, job.kill, verdict)
-    }
-}
-
-/// The command that reruns this job's result (its deciding trial, if
-/// given) on the path its children took.
-fn repro(job: &Job, ctx: &Context, decisive: Option<u32>) -> String {
-    let leg = job.leg.as_ref().map(|l| l.name.as_str());
-    ctx.options.narrowed(&job.cell.id, leg, job.kill, decisive).on_path(ctx.children()).repro()
-}
-
-/// Folds trials into a result: the last trial decides (runs stop at the
-/// first fire, error or skip); a pass reports the least acked of its trials.
-/// Here the decisive trial's typed outcome becomes the result's words.
-fn fold(job: &Job, ctx: &Context, trials: &[Trial]) -> CellResult {
-    let last = trials.last().expect("at least one trial");
-    let (verdict, reason) = match &last.outcome {
-        Outcome::Pass => (Verdict::Pass, String::new()),
-        Outcome::Fire(r) => (Verdict::Fire, format!("trial {}: {r}", last.index)),
-        Outcome::Skip(r) => (Verdict::Skip, r.to_string()),
-        Outcome::Error(r) => (Verdict::Error, format!("trial {}: {r}", last.index)),
-        Outcome::Interrupted(r) => (Verdict::Interrupted, format!("trial {}: {INTERRUPTED} ({r})", last.index)),
-    };
-    let mut result = base_result(job, ctx, verdict, reason, trials.len() as u32);
-    result.kill_points = trials.iter().filter_map(|t| t.kill_point.clone()).collect();
-    result.acked = match verdict {
-        // A timed pass reports its least acked trial; a sweep, the most acks
-        // any of its kill points came after.
-        Verdict::Pass if !job.kill.is_timed() => trials.iter().map(|t| t.acked).max().unwrap_or(0),
-        Verdict::Pass => trials.iter().map(|t| t.acked).min().unwrap_or(0),
-        _ => last.acked,
-    };
-    result.effective_mode = trials.iter().rev().find_map(|t| t.audit.as_ref().map(|a| a.effective.clone()));
-    if verdict == Verdict::Pass {
-        // A pass in a mode the resolver chose over the wish says so.
-        result.reason = last.audit.as_ref().map(|a| a.note.clone()).unwrap_or_default();
-    }
-    result.synchronous = trials.iter().rev().find_map(|t| t.synchronous.clone()).or(result.synchronous);
-    // What a fire violated, kept typed as far as the report: its kind, and
-    // the fingerprint made of it and of the leg as audited.
-    if let Outcome::Fire(f) = &last.outcome {
-        result.finding.violation = f.first().map(|v| v.kind.to_string());
-        result.finding.fingerprint = Fingerprint::of(&result).map(|f| f.to_string());
-    }
-    // A `--point`/`--points` sweep visited a selection: no whole sweep.
-    let o = &ctx.options;
-    result.sweep.sampled = job.kill.sweeps_points() && (o.point.is_some() || o.points.is_some());
-    result.integrity = last.integrity.clone();
-    result.details = last.details.clone();
-    // An interrupted result reruns whole: its last trial decided nothing.
-    if !matches!(verdict, Verdict::Pass | Verdict::Interrupted) {
-        result.repro = repro(job, ctx, Some(last.index));
-    }
-    result
-}
-
-/// Keeps the folder of a fired or errored trial, with the result as JSON
-/// beside it; every other trial's folder is removed with its `TrialEnv`.
-fn keep_evidence(ctx: &Context, result: &mut CellResult, trials: Vec<Trial>) {
-    if !result.verdict.is_decisive() {
-        return;
-    }
-    let Some(last) = trials.into_iter().last() else { return };
-    let Some(env) = last.env else { return };
-    let dest = ctx.evidence_root.join(format!("{}-{}-{}", result.cell, result.leg, result.kill.as_str()));
-    match env.keep(&dest) {
-        Ok(()) => {
-            result.kept.evidence = Some(dest.display().to_string());
-            write_kill_point(last.kill_point.as_ref(), &dest);
-            write_timeline(result, last.trace.as_ref(), &dest);
-            let _ = std::fs::write(dest.join("result.json"), serde_json::to_string_pretty(result).unwrap_or_default());
-        }
-        Err(e) => result.kept.evidence_error = Some(format!("could not keep {}: {e}", dest.display())),
-    }
-}
-
-/// Writes `kill-point.json` into the evidence of a trial whose kill landed
-/// at a call, where the step that killed it did not (a race's r0, a
-/// recorded state): every syscall kill's evidence says where it landed.
-/// One written beside the crash (with the acks its judge counted) is kept.
-fn write_kill_point(kp: Option<&crate::kill::KillPoint>, dest: &std::path::Path) {
-    let Some(kp) = kp.filter(|kp| kp.ordinal.is_some() || kp.syscall.is_some()) else { return };
-    let path = dest.join("kill-point.json");
-    if !path.exists() {
-        let _ = std::fs::write(path, serde_json::to_string_pretty(kp).unwrap_or_default());
-    }
-}
-
-/// Writes the evidence's `timeline.html` from the result, its trace and
-/// the files the crash left (the ack journal, the first recovery's dump);
-/// the result names it once written, or says in its details why not.
-fn write_timeline(result: &mut CellResult, trace: Option<&crate::report::Trace>, dest: &std::path::Path) {
-    let acks = std::fs::read_to_string(dest.join("acks.ndjson")).unwrap_or_default();
-    let recovered = std::fs::read_to_string(dest.join("dump-1.json")).ok();
-    let page = crate::report::timeline::Page { result, trace, acks: &acks, recovered: recovered.as_deref() };
-    let html = crate::report::timeline::render(&page);
-    let path = dest.join("timeline.html");
-    match std::fs::write(&path, html) {
-        Ok(()) => result.kept.timeline = Some(path.display().to_string()),
-        Err(e) => result.details.push(format!("could not write {}: {e}", path.display())),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::result::fold::tests::first_job;
     use crashcells_protocol::{Op, Ready};
 
     fn ctx(ready: Option<Ready>) -> Context {
@@ -468,41 +302,6 @@ mod tests {
             resolver: None,
             operations: operations.map(|o| o.into_iter().map(String::from).collect()),
         }
-    }
-
-    /// A folder that cannot be made (a read-only place) loses the evidence:
-    /// the result says so in a field of its own, and keeps its verdict.
-    #[test]
-    fn evidence_that_cannot_be_kept_is_said_in_its_own_field() {
-        let mut c = ctx(None);
-        c.evidence_root = "/proc/crashcells-evidence".into();
-        let work = tempfile::tempdir().unwrap();
-        let leg = crate::matrix::Matrix::load("default").unwrap().legs.remove(0);
-        let env = crate::trialdir::TrialEnv::new(work.path(), &leg, "t0").unwrap();
-        let lost = crate::cells::Violation::new("lost-ack", "lost");
-        let fire =
-            Outcome::Fire(crate::pipeline::outcome::Finding { violations: vec![lost], power: None, fault: None });
-        let trial = Trial::ended(0, fire).with_env(env);
-        let job = first_job();
-        let mut result = fold(&job, &c, std::slice::from_ref(&trial));
-        keep_evidence(&c, &mut result, vec![trial]);
-        assert_eq!((result.verdict, result.kept.evidence.as_deref()), (Verdict::Fire, None));
-        // The kind survives the fold (no trial audited a mode here).
-        assert_eq!(result.finding.violation.as_deref(), Some("lost-ack"));
-        assert_eq!(result.finding.fingerprint.as_deref(), Some("prefix-durability/unaudited/default/timed/lost-ack"));
-        let why = result.kept.evidence_error.unwrap();
-        assert!(why.starts_with("could not keep /proc/crashcells-evidence/"), "{why}");
-    }
-
-    fn first_job() -> Job {
-        crate::plan::plan(
-            &crate::catalog::Catalog::embedded().unwrap(),
-            &crate::matrix::Matrix::load("default").unwrap(),
-            &crate::plan::Selection { kills: vec![crate::plan::KillMode::Timed], ..Default::default() },
-            1,
-        )
-        .unwrap()
-        .remove(0)
     }
 
     /// A result runs `--trials` trials, or the one `--trial` names.

@@ -1,4 +1,5 @@
-//! A job's result: the dispatch of a job to its shape's crash source, and
-//! the fold of its trials into a result.
+//! A job's result: the fold of its trials into a result (fold), and the
+//! dispatch of a job to its shape's crash source (dispatch), which folds.
 
 pub mod dispatch;
+pub mod fold;
