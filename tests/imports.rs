@@ -61,6 +61,7 @@ const PIPELINE: &[&str] = &[
     "judge::sweep",
     "judge::coverage",
     "plain::confirm",
+    "plain::decide",
     "workload::job",
     "workload::timed",
     "workload::point",

@@ -3,3 +3,4 @@
 //! point or where a run reaches it again (decide).
 
 pub mod confirm;
+pub mod decide;

@@ -22,16 +22,16 @@ use crate::crashstate::likeness::Sought;
 use crate::crashstate::record::record;
 use crate::crashstate::state::process_states;
 use crate::crashstate::{Files, Log, Names, State};
-use crate::kill::syscall::{Driven, Goal, Point, sweep_points};
+use crate::kill::syscall::{Driven, Goal, sweep_points};
 use crate::pipeline::judge::census::{Census, Filter, preflight, trace_outcome};
 use crate::pipeline::judge::driver::{Count, Driver, Got, MOST_PER_BATCH, Passed, Plan, Source};
 use crate::pipeline::judge::sweep::Swept;
 use crate::pipeline::judge::verdict::conclude;
 use crate::pipeline::outcome::{Failure, Outcome, Site};
 use crate::pipeline::plain::confirm;
+use crate::pipeline::plain::decide::{Found, decide};
 use crate::pipeline::trial::Trial;
 use crate::pipeline::workload::job::{Workload, ended_well, ended_with};
-use crate::pipeline::workload::refind::Found;
 use crate::report::{Crash, Trace};
 use crate::trialdir::TrialEnv;
 
@@ -378,56 +378,11 @@ fn distinct_states(marks: &[(u64, u64)], last: u64) -> u64 {
     seen.len() as u64
 }
 
-/// A recorded state that did not pass, against a real kill at its point:
-/// the real kill's trial when it does not pass either (confirmed); else,
-/// for a store whose calls differ from run to run, the first run killed
-/// where it reached the state again that does not pass (`refind`, called
-/// only then); else an `error` naming the non-determinism, with the
-/// recorded state as evidence. The details say how it was confirmed.
-pub fn decide(recorded: Trial, real: Trial, at: &Point, refind: impl FnOnce() -> Found) -> Trial {
-    let n = recorded.index;
-    if real.is_bad() && reached(&real) {
-        return confirmed(real, &recorded, format!("confirmed by a real kill at point {n}"));
-    }
-    match refind() {
-        Found::Again(r) => {
-            let how = r.said(n, at);
-            confirmed(r.trial, &recorded, how)
-        }
-        Found::Broken(t) => *t,
-        Found::Missed(tries) => {
-            let mut t = recorded;
-            let found = Box::new(std::mem::replace(&mut t.outcome, Outcome::Pass));
-            t.outcome = Outcome::Error(Failure::OnlyRecorded { point: n, found, tries });
-            t
-        }
-    }
-}
-
-/// Whether a real kill reached its point: its child was stopped there and
-/// killed (or ended there, at an end point). One that ended before its
-/// point did not reach the recorded state: a store whose calls differ ran a
-/// shorter path, which its finding (a store failure: an end before the
-/// point) does not make a fire of this state; a harness error stays one.
-fn reached(real: &Trial) -> bool {
-    real.kill_point.is_some() || !matches!(real.outcome, Outcome::Fire(_))
-}
-
-/// A real kill's trial that did not pass, standing for the recorded one,
-/// with how it was found and what the recorded state found if it differs.
-fn confirmed(mut t: Trial, recorded: &Trial, how: String) -> Trial {
-    let n = recorded.index;
-    t.details.push(how);
-    if recorded.outcome != t.outcome {
-        t.details.push(format!("the recorded state at point {n} found: {}", recorded.outcome));
-    }
-    t
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cells::Violation;
+    use crate::kill::syscall::Point;
     use crate::pipeline::outcome::Finding;
 
     fn trial(n: u32, outcome: Outcome) -> Trial {
@@ -470,7 +425,7 @@ mod tests {
     #[test]
     fn a_fire_the_kill_at_its_point_misses_is_confirmed_where_a_run_reaches_it_again_and_says_how() {
         use crate::crashstate::likeness::Likeness;
-        use crate::pipeline::workload::refind::Refound;
+        use crate::pipeline::plain::decide::Refound;
         for (how, said) in [
             (Likeness::Write, "at the call of point 7 (pwrite64 journal offset 512 length 4) once the ack journal"),
             (Likeness::State, "where the store's files first held the state of point 7 again (by a hash"),

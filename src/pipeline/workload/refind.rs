@@ -22,60 +22,11 @@ use crate::harness::Exit;
 use crate::kill::syscall::{Driven, Point};
 use crate::pipeline::judge::census::{Census, Filter, trace_outcome};
 use crate::pipeline::outcome::{Failure, Outcome};
+use crate::pipeline::plain::decide::{Found, Refound, TRIES};
 use crate::pipeline::trial::Trial;
 use crate::pipeline::workload::job::Workload;
 use crate::report::{Crash, Trace};
 use crate::trialdir::TrialEnv;
-
-/// How many runs seek a recorded fire once the kill at its ordinal passed.
-/// Each is a whole traced workload and a recovery, paid only where a
-/// recorded state did not pass; a run reaches the state again in most runs
-/// of a store that reorders its writes (the likeness by call and acks does
-/// not need the same order), so three make a real fire's error rare while
-/// a fire that only the recording saw costs three runs, not a sweep.
-pub const TRIES: u32 = 3;
-
-/// A run that found the sought state again, and how.
-pub struct Refound {
-    /// The killed run's trial, judged: its index is the recorded point's.
-    pub trial: Trial,
-    pub how: Likeness,
-    /// Where in that run it was killed.
-    pub ordinal: u64,
-    /// Which run of [`TRIES`] it was (from 1).
-    pub run: u32,
-}
-
-/// What the runs that sought a recorded state found.
-pub enum Found {
-    /// A run reached it, and its kill did not pass.
-    Again(Box<Refound>),
-    /// No run's kill there failed (or none reached it): how many ran.
-    Missed(u32),
-    /// A run could not be made or was cut short (a tracing error, the
-    /// deadline, an interrupt): its trial, as any trial's.
-    Broken(Box<Trial>),
-}
-
-impl Refound {
-    /// What the result's details say of how the fire was confirmed.
-    pub fn said(&self, point: u32, sought: &Point) -> String {
-        let (ordinal, run) = (self.ordinal, self.run);
-        let how = match self.how {
-            Likeness::State => format!(
-                "where the store's files first held the state of point {point} again (by a hash that leaves out the \
-                 ready record's pid and what SQLite draws at random)"
-            ),
-            Likeness::Write => {
-                format!("at the call of point {point} ({}) once the ack journal held what it held there", sought.call())
-            }
-        };
-        format!(
-            "confirmed by a real kill {how}: point {ordinal} of run {run} of {TRIES}; the kill at point {point} \
-             itself passed: this store does not make the same calls on every run"
-        )
-    }
-}
 
 impl Workload<'_> {
     /// Up to [`TRIES`] runs, each killed where it first reaches `sought`
