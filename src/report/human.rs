@@ -177,6 +177,7 @@ fn summary(out: &mut String, report: &Report) {
         let _ = write!(out, ", deadline {d}");
     }
     out.push_str(")\n");
+    let _ = writeln!(out, "store: {}", report.store());
     known_findings(out, report);
     if report.new_only {
         let _ = writeln!(out, "new only: {}", report.new_only_line());
@@ -254,5 +255,17 @@ mod tests {
         assert!(text.contains("    known: issue #31\n"), "{text}");
         assert!(text.contains("    evidence: NOT KEPT: could not keep /e: Read-only file system\n"), "{text}");
         assert!(text.contains("    repro: crashcells run --kill syscall\n"), "{text}");
+    }
+
+    /// The report names the store that ran: a gate that checked the
+    /// built-in reference store, not the team's, says so.
+    #[test]
+    fn the_report_names_the_store_that_ran() {
+        use crate::report::tests::{fire, report_of};
+        let mut report = report_of(vec![fire(KillMode::Syscall, "wal")]);
+        report.child = "reference".into();
+        assert!(render(&report, false).contains("\nstore: the built-in reference store\n"));
+        report.child = "python3 store.py".into();
+        assert!(render(&report, false).contains("\nstore: `python3 store.py`\n"));
     }
 }

@@ -165,7 +165,7 @@ fn heading(out: &mut String, report: &Report) {
         ("journal modes", if modes.is_empty() { "none ran".into() } else { modes.join(", ") }),
         ("matrix", format!("`{}`", report.matrix)),
         ("seed", format!("`{}`", report.seed)),
-        ("store", report.child.clone()),
+        ("store", report.store()),
     ];
     if let Some(p) = report.partition {
         rows.push(("partition", format!("`{p}`")));

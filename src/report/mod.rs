@@ -487,6 +487,17 @@ impl Report {
         seen
     }
 
+    /// The store that ran, in words a reader of any format sees first: the
+    /// child's command, or the built-in reference store (`child` is
+    /// `reference` then, or empty in a report written before it was
+    /// recorded). A CI gate that never started the team's store says so.
+    pub fn store(&self) -> String {
+        match self.child.as_str() {
+            "" | "reference" => "the built-in reference store".into(),
+            command => format!("`{command}`"),
+        }
+    }
+
     /// The deadlines the results ran under (`30s`; `30s to 41.7s` when
     /// they differ, as in a merge of shares run on different machines);
     /// `None` when no result recorded one.
