@@ -334,13 +334,7 @@ fn cmd_list(a: ListArgs) -> Result<i32> {
 fn cmd_report(a: ReportArgs) -> Result<i32> {
     let _out = outclaim::OutClaim::take(a.output.out.as_deref(), &a.from)?;
     check_new_only(&a)?;
-    let mut reports = Vec::new();
-    for from in &a.from {
-        let text = std::fs::read_to_string(from).map_err(Error::io("report", from))?;
-        let file = from.display().to_string();
-        reports.push((file.clone(), report::Report::from_json(&file, &text)?));
-    }
-    let mut report = report::merge::merge(reports)?;
+    let mut report = report::merge::merge_files(&a.from)?;
     if let Some(file) = &a.known {
         report.judge_known(Some(file.display().to_string()), report::known::load(file)?);
     }
@@ -450,7 +444,10 @@ fn emit(report: &report::Report, out: &OutputArgs, whole: &[String], step_summar
             if show {
                 stdout(&report::render(report, Format::Human, color)?)?;
             }
-            note(&format!("report written to {}", path.display()));
+            // The counts too: a CI log that shows no report still says what it held.
+            let s = &report.summary;
+            let what = format!("{}: {}", report::words::plural(s.total(), "result"), s.counts());
+            note(&format!("report written to {} ({what})", path.display()));
         }
     }
     if step_summary {

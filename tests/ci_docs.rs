@@ -337,6 +337,18 @@ fn ci_scripts_run_as_a_team_runs_them() {
     assert!(job.file("crashcells.xml").contains("<testsuite") && job.file("crashcells.md").contains("<details>"));
     assert_eq!(job.file("summary.md").matches("## crashcells:").count(), 3, "two shares and the merge, once each");
     assert_eq!(job.file("gh.log"), "issue comment 15 --body-file new.md\n");
+    // A share missing: the merge says so once, as the page does.
+    std::fs::remove_file(job.dir.path().join("part-2.json")).unwrap();
+    let missing = job.step(".crashcells/merge.sh", &[("N", "2")]);
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert_eq!(missing.status.code(), Some(2), "{stderr}");
+    let said = "1 of 2 partitions given: part-2.json not found";
+    assert!(
+        std::fs::read_to_string(repo("docs/CI.md"))
+            .unwrap()
+            .contains("N-1 of N partitions given: part-K.json not found")
+    );
+    assert_eq!((stderr.matches(said).count(), stderr.lines().count()), (1, 1), "{stderr}");
 
     // A share whose budget runs out ends itself with a partial report: 130.
     let job = Job::new();
@@ -352,6 +364,9 @@ fn ci_scripts_run_as_a_team_runs_them() {
     let runner = job.step(".crashcells/plain-runner.sh", &[("K", "1"), ("N", "1"), ("SEED", "9"), ("SHARED", shared)]);
     assert_eq!(runner.status.code(), Some(0), "{}", job.why(&runner, "part-1.json"));
     let merge = job.step(".crashcells/plain-merge.sh", &[("N", "1"), ("SEED", "9"), ("SHARED", shared)]);
-    assert_eq!(merge.status.code(), Some(0), "{}", String::from_utf8_lossy(&merge.stderr));
+    let stderr = String::from_utf8_lossy(&merge.stderr);
+    assert_eq!(merge.status.code(), Some(0), "{stderr}");
     assert!(Path::new(shared).join("9/crashcells.xml").is_file());
+    // It logs what the merged run held, as the page says.
+    assert!(stderr.contains("report written to crashcells.xml (") && stderr.contains(" pass, "), "{stderr}");
 }

@@ -50,6 +50,31 @@ impl std::str::FromStr for Partition {
     }
 }
 
+/// Reads the reports `from` and merges them. A share that is missing (its
+/// runner died before it wrote it) is named in the one error the merge
+/// makes, `N-1 of N partitions given`, rather than as a file error first.
+pub fn merge_files(from: &[std::path::PathBuf]) -> Result<Report> {
+    let (mut reports, mut missing) = (Vec::new(), Vec::new());
+    for path in from {
+        let file = path.display().to_string();
+        match std::fs::read_to_string(path) {
+            Ok(text) => reports.push((file.clone(), Report::from_json(&file, &text)?)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => missing.push(file),
+            Err(e) => return Err(Error::io("report", path)(e)),
+        }
+    }
+    let n = reports.iter().find_map(|(_, r)| r.partition.map(|p| p.n));
+    match (missing.first(), n) {
+        (None, _) => merge(reports),
+        (Some(first), None) => Err(Error::Report { file: first.clone(), message: "not found".into() }),
+        (Some(_), Some(n)) => Err(Error::Usage(format!(
+            "{} of {n} partitions given: {} not found; every partition is needed (rerun that share with the same seed)",
+            reports.len(),
+            missing.join(", ")
+        ))),
+    }
+}
+
 /// Merges `reports` (each with the file it came from). One report is
 /// returned as it is.
 pub fn merge(mut reports: Vec<(String, Report)>) -> Result<Report> {
@@ -217,6 +242,22 @@ mod tests {
         whole.partition = None;
         let e = merge(named(vec![part(1, 2), whole])).unwrap_err().to_string();
         assert!(e.contains("not a partition"), "{e}");
+    }
+
+    /// A share whose file is missing is named once, in the count the
+    /// docs promise, whichever share it is.
+    #[test]
+    fn a_missing_share_is_named_in_the_count_of_partitions_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |k: usize| dir.path().join(format!("part-{k}.json"));
+        for k in [1, 3] {
+            std::fs::write(path(k), serde_json::to_string(&part(k, 3)).unwrap()).unwrap();
+        }
+        let e = merge_files(&[path(1), path(2), path(3)]).unwrap_err().to_string();
+        let expected = format!("2 of 3 partitions given: {} not found; every partition", path(2).display());
+        assert!(e.starts_with(&expected), "{e}");
+        let e = merge_files(&[path(2)]).unwrap_err().to_string();
+        assert_eq!(e, format!("report {}: not found", path(2).display()));
     }
 
     /// A finding one share did not run (and noted so) fired in another:
