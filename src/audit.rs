@@ -333,7 +333,7 @@ fn run_and_kill(setup: &AuditSetup, f: &LegFiles) -> std::result::Result<u64, St
         vec!["append".into(), "--db".into(), f.db.clone().into(), "--acks".into(), f.acks.clone().into()];
     let mut child = Running::spawn(setup.child.command(&args, &f.home), Some(&f.stderr))
         .map_err(|e| format!("could not start the child `{}`: {e}", setup.child.display()))?;
-    let reached = match wait_for_acks(&mut child, &f.acks, AUDIT_ACKS, setup.wait()) {
+    let reached = match wait_for_acks(&mut child, &f.acks, AUDIT_ACKS, setup.wait(), None) {
         Ok(r) => r,
         Err(e @ (WaitError::Exited { .. } | WaitError::Io(_))) => return Err(e.to_string()),
         Err(WaitError::Deadline { acks }) => {

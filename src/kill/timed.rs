@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::harness::{Exit, POLL, Running, interrupted};
 use crate::journal::Tail;
+use crate::report::times::Clock;
 
 /// Why a wait for acks ended without reaching its target.
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +60,7 @@ pub fn wait_for_acks(
     journal: &Path,
     target: u64,
     deadline: Duration,
+    clock: Option<&Clock>,
 ) -> Result<Reached, WaitError> {
     let end = Instant::now() + deadline;
     let mut tail = Tail::default();
@@ -66,6 +68,9 @@ pub fn wait_for_acks(
     loop {
         let lines = tail.poll(journal)?;
         let acks = lines.saturating_sub(1);
+        if let Some(clock) = clock {
+            saw(clock, acks);
+        }
         if acks > 0 && first_ack.is_none() {
             first_ack = Some((Instant::now(), acks));
         }
@@ -87,6 +92,17 @@ pub fn wait_for_acks(
         }
         std::thread::sleep(pause(first_ack, acks, target));
     }
+}
+
+/// A look at the journal on the trial's clock, when it found more acks
+/// than the look before (the timeline's axis: acks against time).
+pub fn saw(clock: &Clock, acks: u64) {
+    let at = clock.now();
+    clock.with(|t| {
+        if t.seen.last().is_none_or(|&(_, n)| n < acks) {
+            t.seen.push((at, acks));
+        }
+    });
 }
 
 /// How long to wait before looking at the journal again: half the time the

@@ -14,6 +14,7 @@ mod render;
 mod repro;
 mod summary;
 pub mod timeline;
+pub mod times;
 pub mod trace;
 pub mod words;
 

@@ -5,13 +5,19 @@
 //! was recovered. Self-contained: inline CSS, a script and the data it draws
 //! from, no network; small: at most [`SHOWN`] calls, saying how many were
 //! left out. Where no call trace was taken (a timed kill, a race) the page
-//! says so and marks the kill among the acks.
+//! says so and marks the kill among the acks, after the last one the
+//! journal holds. A race gets a lane per racer ([`super::times`]), and a
+//! page whose trial has the driver's times gets a time axis.
+
+mod acks;
+mod recovered;
 
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
 use super::CellResult;
+use super::times::Times;
 use super::trace::{Call, Crash, Trace};
 use crate::plan::KillMode;
 
@@ -19,8 +25,6 @@ use crate::plan::KillMode;
 /// failed call up to [`AFTER`] more.
 const SHOWN: usize = 400;
 const AFTER: usize = 40;
-/// At most this many acks are listed.
-const ACKS: usize = 300;
 
 const TEMPLATE: &str = include_str!("timeline.html");
 
@@ -33,6 +37,17 @@ pub struct Page<'a> {
     pub acks: &'a str,
     /// The first recovery pass's dump (`dump-1.json`), if recovery ran.
     pub recovered: Option<&'a str>,
+    /// A race: each racer's ack journal (`acks-rN.ndjson`), r0 first.
+    pub racers: &'a [(u32, String)],
+    /// What the driver's clock saw, if the trial kept it.
+    pub times: Option<&'a Times>,
+}
+
+/// One racer's lane: its acks, for a reader.
+#[derive(Serialize)]
+struct Lane {
+    racer: u32,
+    acks: Vec<String>,
 }
 
 /// The data the page's script draws.
@@ -52,6 +67,18 @@ struct Data<'a> {
     total: usize,
     /// Acks seen when the kill was sent (for a page without calls).
     acked_at_kill: u64,
+    /// The journal line the kill came after, for a page without calls: its
+    /// last ack (`None`: before every ack).
+    kill_line: Option<usize>,
+    /// Acks the journal holds.
+    journal_acks: usize,
+    /// What each shown call's operation was: `ops[call.op]`, by the ack
+    /// that ended it (the last: the one the crash cut).
+    ops: Vec<String>,
+    times: Option<&'a Times>,
+    lanes: Vec<Lane>,
+    /// Where the deciding kill landed, for a reader (a race's r0 lane).
+    kill_point: Option<String>,
 }
 
 /// A call as shown: its place in the whole trace, its sync group, and the
@@ -64,13 +91,15 @@ struct Shown<'a> {
     group: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     ack: Option<String>,
+    /// Its operation, an index into the data's `ops`.
+    op: usize,
 }
 
 /// The whole page.
 pub fn render(page: &Page) -> String {
     let r = page.result;
     let title = format!("crashcells timeline: {} {} {}", r.cell, r.leg, r.kill.as_str());
-    let acks: Vec<String> = page.acks.lines().map(ack_text).collect();
+    let acks: Vec<String> = page.acks.lines().map(acks::text).collect();
     let data = serde_json::to_string(&data(page, &acks)).unwrap_or_else(|_| "{}".into());
     // A string of the data cannot end the script element it is in.
     let data = data.replace("</", "<\\/");
@@ -93,30 +122,39 @@ fn fill(parts: &[(&str, &str)]) -> String {
 
 fn data<'a>(page: &'a Page, acks: &[String]) -> Data<'a> {
     let acked_at_kill = page.result.deciding_kill().map_or(0, |k| k.after_acks);
+    let lines: Vec<&str> = page.acks.lines().collect();
+    let mut ops: Vec<String> = lines.iter().map(|l| acks::operation(l)).collect();
+    ops.push(acks::in_flight(&lines));
+    let lanes =
+        page.racers.iter().map(|(r, j)| Lane { racer: *r, acks: j.lines().map(acks::text).collect() }).collect();
     let Some(t) = page.trace else {
-        let no_trace = Some(no_trace(page.result));
-        let (label, meaning, source) = ("KILL", "", "");
-        let calls = Vec::new();
         return Data {
             crash: None,
-            label,
-            meaning,
-            source,
-            no_trace,
-            calls,
+            label: "KILL",
+            meaning: "",
+            source: "",
+            no_trace: Some(no_trace(page.result)),
+            calls: Vec::new(),
             mark: 0,
             left_before: 0,
             left_after: 0,
             total: 0,
             acked_at_kill,
+            kill_line: acks::last_ack(&lines),
+            journal_acks: lines.iter().filter(|l| acks::is_ack(l)).count(),
+            ops,
+            times: page.times,
+            lanes,
+            kill_point: page.result.deciding_kill().map(|k| k.describe()),
         };
     };
     let end = (t.at + 1 + if t.crash == Crash::Failed { AFTER } else { 0 }).min(t.calls.len());
     let start = end.saturating_sub(SHOWN).min(t.at);
     let groups = groups(&t.calls);
     let completed = ack_lines(&t.calls, page.acks, acks);
+    let op_of = operations(&completed);
     let calls = (start..end)
-        .map(|i| Shown { call: &t.calls[i], index: i + 1, group: groups[i], ack: completed[i].clone() })
+        .map(|i| Shown { call: &t.calls[i], index: i + 1, group: groups[i], ack: completed[i].clone(), op: op_of[i] })
         .collect();
     Data {
         crash: Some(t.crash),
@@ -130,7 +168,30 @@ fn data<'a>(page: &'a Page, acks: &[String]) -> Data<'a> {
         left_after: t.calls.len() - end,
         total: t.calls.len(),
         acked_at_kill,
+        kill_line: None,
+        journal_acks: lines.iter().filter(|l| acks::is_ack(l)).count(),
+        ops,
+        times: page.times,
+        lanes,
+        kill_point: page.result.deciding_kill().map(|k| k.describe()),
     }
+}
+
+/// Each call's operation: the journal line it leads up to (the calls
+/// after one ack and up to the write that completes the next are that
+/// next line's operation).
+fn operations(completed: &[Option<String>]) -> Vec<usize> {
+    let mut line = 0;
+    completed
+        .iter()
+        .map(|done| {
+            let op = line;
+            if done.is_some() {
+                line += 1;
+            }
+            op
+        })
+        .collect()
 }
 
 fn label(crash: Crash) -> &'static str {
@@ -147,8 +208,19 @@ fn label(crash: Crash) -> &'static str {
 /// `none`, or a syscall sweep with paths) is several processes at once.
 fn no_trace(r: &CellResult) -> String {
     let race = r.kill == KillMode::None || (r.kill == KillMode::Syscall && !r.sweep.points_by_path.is_empty());
+    if race && r.kill == KillMode::Syscall {
+        let at = r.deciding_kill().map_or_else(|| "its kill point".to_string(), |k| k.describe());
+        return format!(
+            "Racer r0 was traced and killed at its call ({at}); the calls it made before were counted, not \
+             kept for this page. The racers' lanes above show each one's claim, its end and its acks."
+        );
+    }
+    if r.kill == KillMode::None {
+        return "No call trace was taken: a free race kills nothing; its racers run side by side, untraced. \
+                Their lanes above show each one's claim, its end and its acks."
+            .into();
+    }
     let why = match r.kill {
-        _ if race => "a race's processes run side by side and its kill lands among them; their calls were not traced",
         KillMode::Timed => {
             "a timed kill lands where the scheduler lets it, after a seeded number of acks; its run was not \
              traced (tracing would move the kill). The syscall result of the same cell and leg has a trace"
@@ -202,28 +274,6 @@ fn ack_lines(calls: &[Call], journal: &str, texts: &[String]) -> Vec<Option<Stri
         .collect()
 }
 
-/// One ack-journal line for a reader: `ready (...)`, or the ack's
-/// operation and fields.
-fn ack_text(line: &str) -> String {
-    let Ok(serde_json::Value::Object(m)) = serde_json::from_str::<serde_json::Value>(line) else {
-        return line.chars().take(120).collect();
-    };
-    let field = |k: &str| m.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string();
-    if field("kind") == "ready" {
-        return format!("ready: op {}, journal_mode {}", field("op"), field("journal_mode"));
-    }
-    let rest: Vec<String> = m
-        .iter()
-        .filter(|(k, _)| !matches!(k.as_str(), "kind" | "op"))
-        .map(|(k, v)| format!("{k}={}", plain(v)))
-        .collect();
-    format!("{} {} {}", field("kind"), field("op"), rest.join(" "))
-}
-
-fn plain(v: &serde_json::Value) -> String {
-    v.as_str().map_or_else(|| v.to_string(), str::to_string)
-}
-
 /// The page's head, drawn here: the result, then what was acked against
 /// what was recovered, and the findings.
 fn head(page: &Page, title: &str, acks: &[String]) -> String {
@@ -251,8 +301,13 @@ fn head(page: &Page, title: &str, acks: &[String]) -> String {
         let _ = writeln!(s, "<p>kill point: {}</p>", escape(&k.describe()));
     }
     let _ = writeln!(s, "<h2>Acked against recovered</h2>\n<div class=\"cols\">");
-    acked(&mut s, acks);
-    recovered(&mut s, page.recovered);
+    let lines: Vec<&str> = page.acks.lines().collect();
+    if page.racers.is_empty() || !lines.is_empty() {
+        acked(&mut s, &lines, acks, page.trace.is_none());
+    } else {
+        racers_acked(&mut s, page.racers);
+    }
+    recovered(&mut s, page.recovered, &acks::appended(&lines));
     let _ = writeln!(s, "</div>");
     if !r.details.is_empty() {
         let _ = writeln!(s, "<h2>Findings</h2>\n<ul>");
@@ -265,23 +320,50 @@ fn head(page: &Page, title: &str, acks: &[String]) -> String {
     s
 }
 
-fn acked(s: &mut String, acks: &[String]) {
-    let count = acks.iter().filter(|a| a.starts_with("ack ")).count();
+/// The ack journal's lines: all of a short one; of a long one its head,
+/// its tail and, on a page without calls, the lines around its last ack,
+/// where the kill is drawn (the middle is left out, saying how much).
+fn acked(s: &mut String, lines: &[&str], texts: &[String], untraced: bool) {
+    let count = lines.iter().filter(|l| acks::is_ack(l)).count();
     let _ = writeln!(s, "<div class=\"box\"><h3>Acked: {count} (the ack journal the evidence keeps)</h3>");
     let _ = writeln!(s, "<ol id=\"ack-list\">");
-    for (i, a) in acks.iter().take(ACKS).enumerate() {
-        let _ = writeln!(s, "<li data-ack=\"{i}\">{}</li>", escape(a));
+    let kill = if untraced { acks::last_ack(lines) } else { None };
+    let mut next = 0;
+    for range in acks::shown(texts.len(), kill) {
+        if range.start > next {
+            left_out(s, range.start - next);
+        }
+        for i in range.clone() {
+            let _ = writeln!(s, "<li data-ack=\"{i}\" value=\"{}\">{}</li>", i + 1, escape(&texts[i]));
+        }
+        next = range.end;
     }
-    let _ = writeln!(s, "</ol>");
-    if acks.len() > ACKS {
-        let _ = writeln!(s, "<p class=\"note\">{} more lines left out</p>", acks.len() - ACKS);
+    if texts.len() > next {
+        left_out(s, texts.len() - next);
     }
-    let _ = writeln!(s, "</div>");
+    let _ = writeln!(s, "</ol>\n</div>");
+}
+
+fn left_out(s: &mut String, n: usize) {
+    let _ = writeln!(s, "<li class=\"gap\">… {n} lines left out</li>");
+}
+
+/// A race's acks: each racer's journal, under its name.
+fn racers_acked(s: &mut String, racers: &[(u32, String)]) {
+    let count: usize = racers.iter().map(|(_, j)| j.lines().filter(|l| acks::is_ack(l)).count()).sum();
+    let _ = writeln!(s, "<div class=\"box\"><h3>Acked: {count} (the racers' ack journals, acks-rN.ndjson)</h3>");
+    let _ = writeln!(s, "<ol id=\"ack-list\">");
+    for (r, journal) in racers {
+        for line in journal.lines() {
+            let _ = writeln!(s, "<li data-racer=\"{r}\">r{r}: {}</li>", escape(&acks::text(line)));
+        }
+    }
+    let _ = writeln!(s, "</ol>\n</div>");
 }
 
 /// The recovered state, from the first recovery pass's dump: the integrity
 /// check, each session with its messages (first and last), the outbox.
-fn recovered(s: &mut String, dump: Option<&str>) {
+fn recovered(s: &mut String, dump: Option<&str>, acked: &[String]) {
     let _ = writeln!(s, "<div class=\"box\"><h3>Recovered (the first recovery pass's dump)</h3>");
     match dump.map(serde_json::from_str::<crashcells_protocol::Dump>) {
         None => {
@@ -291,16 +373,20 @@ fn recovered(s: &mut String, dump: Option<&str>) {
             let _ = writeln!(s, "<p>The dump could not be read: {}</p>", escape(&e.to_string()));
         }
         Some(Ok(d)) => {
-            let _ = writeln!(s, "<p>integrity_check: <code>{}</code></p>\n<ul>", escape(&d.integrity));
+            let _ = writeln!(s, "<p>integrity_check: <code>{}</code></p>", escape(&d.integrity));
+            let all: Vec<&str> = d.messages.iter().map(|m| m.content.as_str()).collect();
+            if let Some(line) = recovered::against(acked, &all) {
+                let _ = writeln!(s, "<p id=\"against\"><b>{}</b></p>", escape(&line));
+            }
+            let _ = writeln!(s, "<ul>");
             for session in &d.sessions {
                 let messages: Vec<&str> =
                     d.messages.iter().filter(|m| m.session_id == session.id).map(|m| m.content.as_str()).collect();
                 let ended = session.end_reason.as_deref().map(|r| format!(", ended: {r}")).unwrap_or_default();
-                let shown = match messages.as_slice() {
-                    [] => String::new(),
-                    [one] => format!(": {one}"),
-                    [first, .., last] => format!(": {first} … {last}"),
-                };
+                let handoff = session.handoff_state.as_deref().map(|h| format!(", handoff {h}")).unwrap_or_default();
+                let ended = format!("{ended}{handoff}");
+                let shown =
+                    if messages.is_empty() { String::new() } else { format!(": {}", recovered::runs(&messages)) };
                 let n = messages.len();
                 let _ = writeln!(
                     s,
@@ -353,7 +439,8 @@ mod tests {
     fn the_page_carries_the_calls_and_the_crash_and_its_script_draws_the_mark() {
         let r = fire(KillMode::Syscall, "wal");
         let trace = killed(5, 4);
-        let html = render(&Page { result: &r, trace: Some(&trace), acks: JOURNAL, recovered: None });
+        let html =
+            render(&Page { result: &r, trace: Some(&trace), acks: JOURNAL, recovered: None, racers: &[], times: None });
         let d = data_of(&html);
         assert_eq!(
             (d["crash"].as_str(), d["label"].as_str(), d["mark"].as_u64()),
@@ -366,7 +453,7 @@ mod tests {
             "a sync ends a group"
         );
         assert!(!html.contains("id=\"kill-point\""), "the mark is the script's to draw");
-        assert!(html.contains("<li data-ack=\"1\">ack append i=0</li>"), "{html}");
+        assert!(html.contains("<li data-ack=\"1\" value=\"2\">ack append i=0</li>"), "{html}");
         let svg_namespace = html.matches("http://www.w3.org/2000/svg").count();
         assert_eq!(html.matches("http").count(), svg_namespace, "no address but the SVG namespace's name");
         assert!(!html.contains("src=") && !html.contains("href="), "nothing loaded: no network");
@@ -376,13 +463,27 @@ mod tests {
     fn a_long_trace_is_cut_to_the_calls_before_its_crash_saying_how_many_were_left_out() {
         let r = fire(KillMode::Syscall, "wal");
         let trace = killed(1000, 900);
-        let d = data_of(&render(&Page { result: &r, trace: Some(&trace), acks: "", recovered: None }));
+        let d = data_of(&render(&Page {
+            result: &r,
+            trace: Some(&trace),
+            acks: "",
+            recovered: None,
+            racers: &[],
+            times: None,
+        }));
         assert_eq!(d["calls"].as_array().unwrap().len(), SHOWN);
         assert_eq!((d["left_before"].as_u64(), d["left_after"].as_u64()), (Some(501), Some(99)));
         assert_eq!(d["mark"].as_u64(), Some(SHOWN as u64 - 1), "the crash's call is the last shown");
         assert_eq!(d["calls"][0]["index"].as_u64(), Some(502), "calls keep their place in the whole trace");
         let failed = Trace { crash: Crash::Failed, ..killed(1000, 900) };
-        let d = data_of(&render(&Page { result: &r, trace: Some(&failed), acks: "", recovered: None }));
+        let d = data_of(&render(&Page {
+            result: &r,
+            trace: Some(&failed),
+            acks: "",
+            recovered: None,
+            racers: &[],
+            times: None,
+        }));
         assert_eq!(d["left_after"].as_u64(), Some(1000 - 901 - AFTER as u64), "a failed call's run goes on");
     }
 
@@ -391,27 +492,90 @@ mod tests {
         let mut r = fire(KillMode::Timed, "wal");
         r.kill_points = vec![KillPoint { after_acks: 1, ..KillPoint::default() }];
         let dump = r#"{"protocol":2,"integrity":"ok","sessions":[{"id":"main","parent_session_id":null,"ended":false,"end_reason":null,"message_count":0,"handoff_state":null}],"messages":[]}"#;
-        let html = render(&Page { result: &r, trace: None, acks: JOURNAL, recovered: Some(dump) });
+        let html =
+            render(&Page { result: &r, trace: None, acks: JOURNAL, recovered: Some(dump), racers: &[], times: None });
         let d = data_of(&html);
         assert!(d["crash"].is_null());
         assert!(d["no_trace"].as_str().unwrap().starts_with("No call trace was taken: a timed kill"), "{d}");
         assert_eq!(d["acked_at_kill"].as_u64(), Some(1));
+        assert_eq!((d["kill_line"].as_u64(), d["journal_acks"].as_u64()), (Some(1), Some(1)), "after its last ack");
         let race = fire(KillMode::None, "wal");
-        assert!(no_trace(&race).contains("a race's processes"));
+        assert!(no_trace(&race).contains("a free race kills nothing"));
         let mut swept_race = fire(KillMode::Syscall, "wal");
         assert!(no_trace(&swept_race).contains("before a traced run"), "a workload's sweep that ended early");
         swept_race.sweep.points_by_path =
             vec![crate::report::PathPoints { path: "winning-claim".into(), planned: 1, landed: 1 }];
-        assert!(no_trace(&swept_race).contains("a race's processes"));
+        swept_race.kill_points =
+            vec![KillPoint { ordinal: Some(16), syscall: Some("pwrite64".into()), ..KillPoint::default() }];
+        let said = no_trace(&swept_race);
+        assert!(
+            said.starts_with(
+                "Racer r0 was traced and killed at its call (trial 0, after 0 acks, at syscall #16 pwrite64"
+            ),
+            "{said}"
+        );
         assert!(
             html.contains("integrity_check: <code>ok</code>") && html.contains("session main: 0 messages"),
             "{html}"
         );
     }
 
+    /// A journal of `n` appends, the ready line first.
+    fn appends(n: u64) -> String {
+        let mut j = "{\"kind\":\"ready\",\"op\":\"append\",\"journal_mode\":\"delete\"}\n".to_string();
+        for i in 0..n {
+            j.push_str(&format!("{{\"kind\":\"ack\",\"op\":\"append\",\"i\":{i}}}\n"));
+        }
+        j
+    }
+
+    /// The issue's timed fire: 396 acks, the kill after the last; the list
+    /// keeps the acks before the kill and leaves out the middle, and the
+    /// recovered box names the holes.
+    #[test]
+    fn a_timed_page_lists_the_acks_before_its_kill_and_names_what_was_lost() {
+        let mut r = fire(KillMode::Timed, "delete");
+        r.kill_points = vec![KillPoint { after_acks: 396, ..KillPoint::default() }];
+        let journal = appends(396);
+        let messages: Vec<String> = (0..396)
+            .filter(|i| i % 64 != 63)
+            .map(|i| format!("{{\"session_id\":\"main\",\"seq\":{i},\"role\":\"user\",\"content\":\"m{i}\"}}"))
+            .collect();
+        let dump = format!(
+            "{{\"protocol\":2,\"integrity\":\"ok\",\"sessions\":[{{\"id\":\"main\",\"parent_session_id\":null,\"ended\":false,\"end_reason\":null,\"message_count\":390,\"handoff_state\":null}}],\"messages\":[{}]}}",
+            messages.join(",")
+        );
+        let html =
+            render(&Page { result: &r, trace: None, acks: &journal, recovered: Some(&dump), racers: &[], times: None });
+        let d = data_of(&html);
+        assert_eq!((d["kill_line"].as_u64(), d["journal_acks"].as_u64()), (Some(396), Some(396)));
+        for kept in [395, 396, 340] {
+            assert!(html.contains(&format!("<li data-ack=\"{kept}\" ")), "line {kept} listed");
+        }
+        assert!(!html.contains("<li data-ack=\"200\" "), "the middle is left out");
+        assert!(html.contains("<li class=\"gap\">… "), "saying so");
+        assert!(html.contains("390 of 396 acked recovered; missing: m63, m127, m191, m255, m319, m383"), "{html}");
+        assert!(html.contains("session main: 390 messages: m0–m62, m64–m126, "), "runs, not a range");
+    }
+
+    /// A race's page counts every racer's acks and carries their lanes.
+    #[test]
+    fn a_race_page_counts_the_racers_acks() {
+        let r = fire(KillMode::Syscall, "wal");
+        let claim = "{\"kind\":\"ready\",\"op\":\"claim\",\"journal_mode\":\"wal\"}\n{\"kind\":\"ack\",\"op\":\"claim\",\"i\":0}\n";
+        let racers: Vec<(u32, String)> =
+            (0..8).map(|n| (n, if n == 0 { String::new() } else { claim.to_string() })).collect();
+        let times = Times::default();
+        let html =
+            render(&Page { result: &r, trace: None, acks: "", recovered: None, racers: &racers, times: Some(&times) });
+        assert!(html.contains("<h3>Acked: 7 (the racers' ack journals"), "{html}");
+        assert!(html.contains("<li data-racer=\"3\">r3: ack claim i=0</li>"));
+        assert_eq!(data_of(&html)["lanes"].as_array().unwrap().len(), 8);
+    }
+
     #[test]
     fn each_ack_is_the_write_that_completed_its_line_of_the_journal() {
-        let texts: Vec<String> = JOURNAL.lines().map(ack_text).collect();
+        let texts: Vec<String> = JOURNAL.lines().map(acks::text).collect();
         assert_eq!(texts, ["ready: op append, journal_mode wal", "ack append i=0"]);
         let first = JOURNAL.find('\n').unwrap() as u64 + 1;
         let calls = [
@@ -434,7 +598,8 @@ mod tests {
         r.reason = "</script><b>{{DATA}}".into();
         let mut trace = killed(2, 1);
         trace.calls[0].note = "</script><img>".into();
-        let html = render(&Page { result: &r, trace: Some(&trace), acks: "", recovered: None });
+        let html =
+            render(&Page { result: &r, trace: Some(&trace), acks: "", recovered: None, racers: &[], times: None });
         assert!(html.contains("&lt;/script&gt;&lt;b&gt;{{DATA}}"), "the head escapes, and no marker is filled twice");
         assert_eq!(html.matches("</script>").count(), 2, "the data's and the script's own");
         assert_eq!(data_of(&html)["calls"][0]["note"].as_str(), Some("</script><img>"));

@@ -38,6 +38,7 @@ use crate::pipeline::outcome::{Failure, Interruption, Outcome};
 use crate::pipeline::run::context::Context;
 use crate::pipeline::trial::Trial;
 use crate::plan::Job;
+use crate::report::times::{Clock, Release};
 use crate::trialdir::TrialEnv;
 
 /// A race cell's job, as a race needs it.
@@ -188,6 +189,8 @@ impl<'a> Race<'a> {
         let barriers = Barriers::hold(env, order)?;
         let done = AtomicBool::new(matches!(r0, R0::Gone));
         let r0_done = &done;
+        // The timeline's axis: the driver's clock, from the racers' start.
+        let clock = &Clock::start();
         let (traced, exits) = std::thread::scope(|s| {
             // ptrace binds r0 to the thread that spawns it, which must keep
             // resuming it while this thread runs the barriers.
@@ -195,13 +198,15 @@ impl<'a> Race<'a> {
                 R0::Free | R0::Gone => None,
                 R0::Traced(..) | R0::Recorded(_) => Some(s.spawn(move || {
                     // r0 is this race's claimant: it works within the race's unit.
+                    clock.racer(0, |t| t.started_ms = Some(clock.now()));
                     let end = self.ctx.pool.within(|| self.trace_r0(env, r0, order));
+                    clock.racer(0, |t| t.ended_ms = Some(clock.now()));
                     r0_done.store(true, Ordering::SeqCst);
                     end
                 })),
             };
             let apart = !matches!(r0, R0::Free);
-            let exits = self.release(env, racers, barriers, (order, turn), apart, r0_done);
+            let exits = self.release(env, racers, barriers, (order, turn), apart, (r0_done, clock));
             let traced = tracer.map(|t| t.join().unwrap_or(Err(Outcome::Error(Failure::TracerPanicked))));
             (traced, exits)
         });
@@ -223,6 +228,7 @@ impl<'a> Race<'a> {
         for (r, exit) in (first..).zip(exits?) {
             finished.ends.push(racer_end(env, r, exit)?);
         }
+        record_ends(env, clock, &finished);
         Ok(finished)
     }
 
@@ -329,33 +335,50 @@ impl<'a> Race<'a> {
         mut barriers: Barriers,
         (order, turn): (Order, &dyn Fn()),
         apart: bool,
-        r0_done: &AtomicBool,
+        (r0_done, clock): (&AtomicBool, &Clock),
     ) -> Result<Vec<Exit>, Outcome> {
         let first = u32::from(apart);
-        let ready = |r: u32| wrote_ready(env, r) || (r == 0 && apart && r0_done.load(Ordering::SeqCst));
+        let ready = |r: u32| {
+            let ready = wrote_ready(env, r) || (r == 0 && apart && r0_done.load(Ordering::SeqCst));
+            if ready {
+                clock.racer(r, |t| _ = t.ready_ms.get_or_insert_with(|| clock.now()));
+            }
+            ready
+        };
         if apart {
             self.wait_ready(0..1, &ready, &mut [], first)?;
         }
-        let mut running = self.spawn_racers(env, first..racers, order)?;
+        let mut running = self.spawn_racers(env, first..racers, order, clock)?;
         self.wait_ready(0..racers, &ready, &mut running, first)?;
+        let others = (first.max(1)..racers).collect::<Vec<_>>();
+        let released = |who: &[u32]| released(clock, who);
         match order {
-            Order::Together => barriers.drop_all(),
+            Order::Together => {
+                barriers.drop_all();
+                released(&(0..racers).collect::<Vec<_>>());
+            }
             Order::R0First => {
                 barriers.r0.take();
+                released(&[0]);
                 self.wait_r0(r0_done)?;
                 turn();
                 barriers.others.take();
+                released(&others);
             }
             Order::R0Last => {
                 barriers.others.take();
+                released(&others);
             }
         }
-        let exits = self.wait_all(&mut running, first)?;
+        let exits = self.wait_all(&mut running, first, clock)?;
         if order == Order::R0Last {
             turn();
         }
         // R0Last: r0 goes once the others have ended.
         barriers.drop_all();
+        if order == Order::R0Last {
+            released(&[0]);
+        }
         Ok(exits)
     }
 
@@ -364,9 +387,11 @@ impl<'a> Race<'a> {
         env: &TrialEnv,
         racers: std::ops::Range<u32>,
         order: Order,
+        clock: &Clock,
     ) -> Result<Vec<Running>, Outcome> {
         let mut running = Vec::new();
         for r in racers {
+            clock.racer(r, |t| t.started_ms = Some(clock.now()));
             let stderr = env.path(&format!("racer-r{r}.stderr"));
             let args = self.racer_args(env, r, order);
             let launch = Launch { args: &args, home: &env.home, trial: env.dir(), stdout: None, stderr: Some(&stderr) };
@@ -380,18 +405,32 @@ impl<'a> Race<'a> {
         Ok(running)
     }
 
-    /// Waits for the free racers, numbered from `first`, to end.
-    fn wait_all(&self, running: &mut [Running], first: u32) -> Result<Vec<Exit>, Outcome> {
+    /// Waits for the free racers, numbered from `first`, to end: looks at
+    /// each in turn, so that the time each is seen to end is its own (the
+    /// timeline's lanes), not that of the racer waited on before it.
+    fn wait_all(&self, running: &mut [Running], first: u32, clock: &Clock) -> Result<Vec<Exit>, Outcome> {
         let end = Instant::now() + self.ctx.deadline;
-        let mut exits = Vec::new();
-        for (r, child) in (first..).zip(running.iter_mut()) {
-            let exit = child.wait_until(end).map_err(|cut| match cut {
-                Cut::Deadline => Outcome::Error(Failure::RacerDeadline { racer: r, deadline: self.ctx.deadline }),
-                Cut::Interrupted => Outcome::Interrupted(Interruption::Racer(r)),
-            })?;
-            exits.push(exit);
+        let mut exits: Vec<Option<Exit>> = vec![None; running.len()];
+        loop {
+            for ((r, child), exit) in (first..).zip(running.iter_mut()).zip(exits.iter_mut()) {
+                if exit.is_none() {
+                    *exit = child.try_exit();
+                    if exit.is_some() {
+                        clock.racer(r, |t| t.ended_ms = Some(clock.now()));
+                    }
+                }
+            }
+            let Some(r) = exits.iter().position(Option::is_none).map(|i| first + i as u32) else {
+                return Ok(exits.into_iter().flatten().collect());
+            };
+            if interrupted().is_some() {
+                return Err(Outcome::Interrupted(Interruption::Racer(r)));
+            }
+            if Instant::now() >= end {
+                return Err(Outcome::Error(Failure::RacerDeadline { racer: r, deadline: self.ctx.deadline }));
+            }
+            std::thread::sleep(POLL);
         }
-        Ok(exits)
     }
 
     /// Waits until the traced r0 has ended (killed at its point, or finished).
@@ -486,9 +525,42 @@ fn barrier_of(env: &TrialEnv, r: u32, order: Order) -> PathBuf {
     if r == 0 && order != Order::Together { env.path("barrier-r0.lock") } else { env.path("barrier.lock") }
 }
 
-/// A wait that gave up: on the run's interruption, or on the deadline.
+/// A barrier's release, on the race's clock: whom it let go.
+fn released(clock: &Clock, racers: &[u32]) {
+    let at = clock.now();
+    let who = match racers {
+        [one] => format!("r{one}"),
+        [first, .., last] => format!("r{first}–r{last}"),
+        [] => return,
+    };
+    clock.with(|t| t.releases.push(Release { ms: at, who }));
+    for &r in racers {
+        clock.racer(r, |t| t.released_ms = Some(at));
+    }
+}
+
+/// Racer `r`'s ack journal.
 pub(super) fn acks_of(env: &TrialEnv, r: u32) -> PathBuf {
     env.path(&format!("acks-r{r}.ndjson"))
+}
+
+/// Each racer's end and its ack journal's last write, with the race's
+/// times, into its folder: the timeline's lanes.
+fn record_ends(env: &TrialEnv, clock: &Clock, finished: &Finished) {
+    for (r, end) in (0u32..).zip(&finished.ends) {
+        let end = match end {
+            End::Killed => "killed".to_string(),
+            End::Exited(EXIT_WON) => "won".to_string(),
+            End::Exited(EXIT_LOST) => "lost".to_string(),
+            End::Exited(code) => format!("exit {code}"),
+        };
+        let last_ack = clock.modified(&acks_of(env, r));
+        clock.racer(r, |t| (t.end, t.last_ack_ms) = (Some(end), last_ack));
+    }
+    clock.with(|t| {
+        t.kill_ms = finished.kill_point.as_ref().and(t.racers.first().and_then(|r0| r0.ended_ms));
+    });
+    clock.times().write(env.dir());
 }
 
 fn wrote_ready(env: &TrialEnv, r: u32) -> bool {

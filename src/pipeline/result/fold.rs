@@ -170,7 +170,18 @@ fn write_kill_point(kp: Option<&crate::kill::KillPoint>, dest: &std::path::Path)
 fn write_timeline(result: &mut CellResult, trace: Option<&crate::report::Trace>, dest: &std::path::Path) {
     let acks = std::fs::read_to_string(dest.join("acks.ndjson")).unwrap_or_default();
     let recovered = std::fs::read_to_string(dest.join("dump-1.json")).ok();
-    let page = crate::report::timeline::Page { result, trace, acks: &acks, recovered: recovered.as_deref() };
+    // A race's racers each keep a journal of their own (acks-rN.ndjson).
+    let racers: Vec<(u32, String)> =
+        (0..).map_while(|r| Some((r, std::fs::read_to_string(dest.join(format!("acks-r{r}.ndjson"))).ok()?))).collect();
+    let times = crate::report::times::Times::read(dest);
+    let page = crate::report::timeline::Page {
+        result,
+        trace,
+        acks: &acks,
+        recovered: recovered.as_deref(),
+        racers: &racers,
+        times: times.as_ref(),
+    };
     let html = crate::report::timeline::render(&page);
     let path = dest.join("timeline.html");
     match std::fs::write(&path, html) {

@@ -14,13 +14,14 @@ use std::time::Instant;
 use crate::harness::{POLL, Running, interrupted};
 use crate::journal;
 use crate::kill::KillPoint;
-use crate::kill::timed::{WaitError, phase_delay, timed_target, wait_for_acks};
+use crate::kill::timed::{WaitError, phase_delay, saw, timed_target, wait_for_acks};
 use crate::legaudit::{Audit, refused_at_ready};
 use crate::pipeline::judge::pending::Pending;
 use crate::pipeline::judge::verdict::prepare;
 use crate::pipeline::outcome::{Failure, Interruption, Outcome, Skip};
 use crate::pipeline::trial::Trial;
 use crate::pipeline::workload::job::Workload;
+use crate::report::times::Clock;
 use crate::trialdir::TrialEnv;
 
 impl Workload<'_> {
@@ -50,6 +51,8 @@ impl Workload<'_> {
 
     fn kill_timed(&self, env: &TrialEnv, window: u64, seed: u64, trial: &mut Trial) -> Result<(), Outcome> {
         let started = Instant::now();
+        // The timeline's axis: the driver's looks at the journal, from the spawn.
+        let clock = Clock::start();
         let args = self.op_args(env, false);
         let mut child =
             self.ctx.child.spawn(&self.launch(env, &args), self.ctx.deadline).map_err(|e| {
@@ -63,7 +66,7 @@ impl Workload<'_> {
         }
         let target = timed_target(window, seed);
         let left = self.ctx.deadline.saturating_sub(started.elapsed());
-        let reached = wait_for_acks(&mut child, &env.acks, target, left).map_err(|e| match e {
+        let reached = wait_for_acks(&mut child, &env.acks, target, left, Some(&clock)).map_err(|e| match e {
             WaitError::Exited { exit, acks, stderr_tail } => {
                 self.ended_badly(env, Failure::EndedEarly { exit, acks, stderr: stderr_tail })
             }
@@ -82,7 +85,11 @@ impl Workload<'_> {
         }
         let seen = journal::Tail::default().poll(&env.acks).map_or(reached.acks, |l| l.saturating_sub(1));
         trial.kill_point = Some(KillPoint { trial: trial.index, after_acks: seen, ..KillPoint::default() });
-        child.kill_and_reap().check().map_err(|e| Outcome::Error(Failure::Reap(e)))
+        saw(&clock, seen);
+        clock.with(|t| t.kill_ms = Some(clock.now()));
+        let reaped = child.kill_and_reap().check().map_err(|e| Outcome::Error(Failure::Reap(e)));
+        clock.times().write(env.dir());
+        reaped
     }
 
     /// Waits for the child's ready record and returns the leg audit (and the
