@@ -43,6 +43,10 @@ pub fn run_job_guarded(job: &Job, ctx: &Context) -> CellResult {
 /// Produces the result of one job.
 pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
     let start = Instant::now();
+    // A job begun after its fork server ended for good runs exec'd, and
+    // waits as long as an exec'd child needs.
+    let now = ctx.as_it_runs();
+    let ctx = now.as_ref().unwrap_or(ctx);
     let falls = ctx.child.falls();
     let mut ran = match job_trials(job, ctx) {
         Ok(ran) => ran,

@@ -278,16 +278,29 @@ impl Context {
 
     /// This context on the plain path: every operation exec'd, its progress
     /// drawn nowhere (a confirmation is no trial the bar planned), its waits
-    /// scaled from the exec'd start, not the fork server's: a store whose
-    /// imports take a second exec'd starts in milliseconds forked, and a
-    /// deadline borrowed from the fast path would cut every exec'd child
-    /// short.
+    /// scaled from the exec'd start ([`Context::execd`]).
     pub fn plain(&self) -> Context {
+        Context { tally: Tally::default(), ..self.execd() }
+    }
+
+    /// This context with every operation exec'd and its waits scaled from
+    /// the exec'd start, not the fork server's: a store whose imports take
+    /// a second exec'd starts in milliseconds forked, and a deadline
+    /// borrowed from the fast path would cut every exec'd child short.
+    pub fn execd(&self) -> Context {
         let child = Launcher::exec((*self.child).clone());
         // The larger: an exec'd start never measured (zero) keeps the run's.
         let start = self.execd_start.max(self.start);
-        let plain = Context { child, tally: Tally::default(), start, ..self.clone() };
-        Context { deadline: plain.scaled_deadline(self.options.deadline()), ..plain }
+        let execd = Context { child, start, ..self.clone() };
+        Context { deadline: execd.scaled_deadline(self.options.deadline()), ..execd }
+    }
+
+    /// This context as its launcher now runs: exec'd, its waits scaled
+    /// from the exec'd start, once its fork server ended for good (the
+    /// launcher then execs every operation); `None` while it runs as it
+    /// began.
+    pub fn as_it_runs(&self) -> Option<Context> {
+        (self.child.falls() > 0 && !self.fast()).then(|| self.execd())
     }
 }
 
@@ -318,6 +331,7 @@ mod tests {
         assert_eq!((plain.start, plain.start_path()), (ms(1500), "exec'd"));
         assert_eq!(plain.deadline, scale_deadline(ctx.options.deadline(), ms(1500), 8));
         assert!(plain.deadline > ctx.deadline, "{:?} against {:?}", plain.deadline, ctx.deadline);
+        assert!(ctx.as_it_runs().is_none(), "a launcher that never fell runs as it began");
         // A context whose exec'd start was never measured keeps its own.
         ctx.execd_start = Duration::ZERO;
         assert_eq!(ctx.plain().start, ms(190));
