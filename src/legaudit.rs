@@ -38,6 +38,15 @@ pub struct Audit {
     pub note: String,
 }
 
+impl Audit {
+    /// The mode the trial ran in, typed: none where the evidence
+    /// contradicts the child's word (`wal?`), which no check may take for a
+    /// mode it ran in.
+    pub fn effective_mode(&self) -> Option<JournalMode> {
+        self.effective.parse().ok()
+    }
+}
+
 /// Audits a trial: the child's `ready` record, the header and the artefacts,
 /// against what the leg `requested`. Must run after the child is reaped and
 /// before any recovery pass opens the database.
@@ -187,6 +196,7 @@ mod tests {
         let a = audit(&db, &ready("wal", Some(JournalMode::Wal), FIXED), Some(JournalMode::Wal));
         assert!(a.honored, "{}", a.reason);
         assert_eq!((a.family, a.effective.as_str()), (Family::Wal, "wal"));
+        assert_eq!(a.effective_mode(), Some(JournalMode::Wal));
     }
 
     #[test]
@@ -204,6 +214,7 @@ mod tests {
         let a = audit(&db, &ready("delete", Some(JournalMode::Delete), FIXED), Some(JournalMode::Delete));
         assert!(!a.honored);
         assert!(a.reason.contains("header says WAL"), "{}", a.reason);
+        assert_eq!((a.effective.as_str(), a.effective_mode()), ("delete?", None));
     }
 
     #[test]

@@ -24,6 +24,8 @@
 
 use std::sync::Mutex;
 
+use crashcells_protocol::JournalMode;
+
 use crate::cells::End;
 use crate::crashstate::state::states_from;
 use crate::crashstate::{Files, Log, Names, State};
@@ -140,7 +142,7 @@ fn recordings(race: &Race) -> Result<Result<Recordings, String>, Box<Swept>> {
     let filter = preflight().map_err(|o| unplanned(Trial::ended(0, o)))?;
     let win = record(race, filter, Claim::Winning).map_err(|t| unplanned(*t))?;
     let ready = ready_of(&win.env, 0).map_err(|f| unplanned(*ended_with(None, Outcome::Error(f))))?;
-    if audit_leg(&win.env.db, &ready, race.leg).effective == "wal" {
+    if audit_leg(&win.env.db, &ready, race.leg).effective_mode() == Some(JournalMode::Wal) {
         return Ok(Err(WAL_NOTE.into()));
     }
     // With r0 alone there is no other racer to win first.

@@ -18,6 +18,8 @@
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 
+use crashcells_protocol::JournalMode;
+
 use crate::crashstate::likeness::Sought;
 use crate::crashstate::record::record;
 use crate::crashstate::state::process_states;
@@ -87,7 +89,8 @@ impl Workload<'_> {
     /// and a `--point` repro, run the same workload.
     pub fn recording(&self, filter: Filter) -> Result<Recording, Box<Trial>> {
         let mut rec = self.record(filter)?;
-        let Some(most) = self.checkpoint_ops.filter(|_| rec.census.audit.effective == "wal") else {
+        let Some(most) = self.checkpoint_ops.filter(|_| rec.census.audit.effective_mode() == Some(JournalMode::Wal))
+        else {
             return Ok(rec);
         };
         let mut ops = self.length.load(Ordering::SeqCst);
