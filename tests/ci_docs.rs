@@ -247,6 +247,8 @@ impl Job {
         cmd.env("GH_LOG", self.dir.path().join("gh.log")).env("TRACKING_ISSUE", "15").env("NO_COLOR", "1");
         // As `common::bin()`: a fire's repro rerun once, not five times.
         cmd.env("CRASHCELLS_REFIRE", "1");
+        // The reference store, asked for by name (a test may name another, or none).
+        cmd.env("CRASHCELLS_CHILD", "builtin");
         cmd.envs(env.iter().copied()).output().unwrap()
     }
 
@@ -369,4 +371,37 @@ fn ci_scripts_run_as_a_team_runs_them() {
     assert!(Path::new(shared).join("9/crashcells.xml").is_file());
     // It logs what the merged run held, as the page says.
     assert!(stderr.contains("report written to crashcells.xml (") && stderr.contains(" pass, "), "{stderr}");
+}
+
+/// A team's own store, named in `.crashcells/child` as docs/CI.md says: the
+/// gate runs it (the report's `store:` line names it, not the reference
+/// store); with no store named, the gate and a share refuse with the one
+/// line the page quotes, exit 2, before any child ran.
+#[test]
+fn the_gate_runs_the_store_the_team_names_and_refuses_none() {
+    let job = Job::new();
+    let team = job.dir.path();
+    std::fs::copy(repo("examples/python-store/store.py"), team.join("store.py")).unwrap();
+    let doc = std::fs::read_to_string(repo("docs/CI.md")).unwrap();
+    let unnamed = [("CRASHCELLS_CHILD", ""), ("K", "1"), ("N", "1"), ("SEED", "9")];
+    for script in [".crashcells/gate.sh", ".crashcells/share.sh"] {
+        let refused = job.step(script, &unnamed);
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(2), "{script}: {err}");
+        assert_eq!(err.lines().count(), 1, "{script}: {err}");
+        assert!(doc.contains(&format!("\n{}\n", err.trim_end())), "docs/CI.md quotes {err}");
+    }
+    assert!(!team.join("crashcells.json").exists() && !team.join("part-1.json").exists(), "no child ran");
+
+    std::fs::write(team.join(".crashcells/child"), "# the store under test\npython3 store.py\n").unwrap();
+    let python = repo("sdk/python");
+    let gate = job.step(".crashcells/gate.sh", &[("CRASHCELLS_CHILD", ""), ("PYTHONPATH", python.to_str().unwrap())]);
+    assert_eq!(gate.status.code(), Some(0), "{}", job.why(&gate, "crashcells.json"));
+    let human = Command::new(env!("CARGO_BIN_EXE_crashcells"))
+        .args(["report", "--from", "crashcells.json"])
+        .current_dir(team)
+        .output()
+        .unwrap();
+    let human = String::from_utf8_lossy(&human.stdout);
+    assert!(human.contains("\nstore: `python3 store.py`\n"), "{human}");
 }
