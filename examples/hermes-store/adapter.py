@@ -1,87 +1,37 @@
 #!/usr/bin/env python3
 """The Hermes agent's real `SessionDB` (hermes_state.py, hermes-agent 0.19.0)
-behind the crashcells child protocol (docs/PROTOCOL.md).
+behind the crashcells child protocol (docs/PROTOCOL.md), on the Python
+adapter library (`crashcells.adapter`, sdk/python; sdk/API.md).
 
-crashcells grew from a conformance suite written for this store; this adapter
-puts the store itself back under the cells. It is an integration, not a
-re-implementation: every write goes through SessionDB's public methods
-(`create_session`, `append_message`, `end_session`, `replace_messages`,
-`request_handoff`, `claim_handoff`, ...), with SessionDB's own connection,
-transactions (`_execute_write`: BEGIN IMMEDIATE, commit, jittered retry) and
-journal mode. Nothing in its persistence layer is patched. Where Hermes
-spends more transactions than the protocol asks for (a compression rotation
-takes four), the adapter does what Hermes does and lets the cell judge it.
+An integration, not a re-implementation: every write goes through
+SessionDB's public methods (own connection, `_execute_write` transactions,
+journal mode) or the gateway's delivery ledger; nothing in Hermes is patched.
+Where Hermes spends more transactions than the protocol asks for, the adapter
+does what Hermes does and lets the cell judge. What is left here is Hermes;
+the library runs the protocol around it.
 
-`fork` rewinds through `SessionDB.rewind_to_message` (a soft-delete of the
-tail, one transaction), and `deliver`/`catch-up` go through the gateway's
-delivery ledger (`gateway/delivery_ledger.py`: `record_obligation`,
-`mark_attempting`, `mark_delivered`, `sweep_recoverable`), with the driver's
-transport file as the messaging platform. The ledger keeps its table in
-`$HERMES_HOME/state.db`, the SessionDB's own file; the adapter gives it a
-home whose `state.db` is the protocol's `--db` (see `ledger_home`).
+Crash model: the process may be killed with SIGKILL at any instant. The
+library writes an ack only after the method that made the writes returned,
+so after Hermes committed them.
 
-Only `dump` reads the file directly, with the standard `sqlite3` module, and
-maps Hermes's schema to the protocol's canonical state (see `read_state`).
-
-The wheel comes from `./fetch` (pinned version and sha256), unpacked into
-`.wheel/site/` next to this file; the adapter needs nothing else than the
-standard library.
-
-Crash model: the process may be killed with SIGKILL at any instant. An ack is
-written with one write(2) on an O_APPEND descriptor, only after the SessionDB
-call(s) it acknowledges returned.
+The wheel comes from `./fetch`, unpacked into `.wheel/site/` next to this file.
 
 Run as: python3 adapter.py <append|rotate|park|claim|fork|deliver|catch-up|dump> [flags],
 or python3 adapter.py fork-server (docs/PROTOCOL.md, "Fork server").
 """
 
-import argparse
-import fcntl
-import json
 import os
 import sqlite3
 import sys
 import types
+from pathlib import Path
 
-# The fork server's helper (docs/PROTOCOL.md, "Fork server"), beside the
-# examples: the adapter is started once, imports Hermes once (0.1-0.3 s), and
-# forks a process per operation. Without the helper, every operation is exec'd.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "forkserver"))
-try:
-    import crashcells_forkserver
-except ImportError:
-    crashcells_forkserver = None
-del sys.path[0]
+# The library of this checkout first (an installed one may be older).
+_sdk = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "sdk", "python")
+if os.path.isdir(os.path.join(_sdk, "crashcells")):
+    sys.path.insert(0, _sdk)
+from crashcells import adapter, config, journal, workload  # noqa: E402
 
-PROTOCOL = 2
-# What the adapter implements, listed in the ready record (protocol 2), with
-# "dump-batch": its dump takes several --db and prints a line for each,
-# "catch-up-batch": its catch-up takes several --db/--transport pairs,
-# "rotate-shapes": its rotate takes --shapes on (docs/PROTOCOL.md, `rotate`),
-# and "fork-server" when the helper is there to serve forks.
-OPERATIONS = (
-    "append",
-    "rotate",
-    "park",
-    "claim",
-    "dump",
-    "dump-batch",
-    "rotate-shapes",
-    "fork",
-    "deliver",
-    "catch-up",
-    "catch-up-batch",
-) + (
-    ("fork-server",) if crashcells_forkserver is not None else ()
-)
-EXIT_WON = 0
-EXIT_LOST = 10
-EXIT_USAGE = 2
-EXIT_CONFIG = 2
-EXIT_ERROR = 3
-APPEND_SESSION = "main"
-JOURNAL_MODES = ("delete", "truncate", "persist", "memory", "wal", "off")
-SYNC_LEVELS = ("off", "normal", "full", "extra")
 SITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".wheel", "site")
 # Written by ./fetch once the wheel is verified, unpacked and compiled.
 SITE_STAMP = os.path.join(SITE, ".complete")
@@ -90,13 +40,8 @@ SOURCE = "cli"
 MODEL = "crashcells-adapter"
 # The platform a parked handoff is headed for (request_handoff's argument).
 HANDOFF_PLATFORM = "telegram"
-# state_meta key where the winner of a handoff leaves its name (see op_claim).
+# state_meta key where the winner of a handoff leaves its name (see `claim`).
 CLAIMANT_KEY = "crashcells.handoff_claimant:"
-# A fork run rewinds at every FORK_EVERY-th operation (docs/PROTOCOL.md, `fork`).
-FORK_EVERY = 4
-# With --shapes on, a carrying rotation carries the parent's last CARRIED
-# messages (docs/PROTOCOL.md, `rotate`).
-CARRIED = 2
 # Where `deliver`'s obligations are headed, as the gateway records them:
 # the driver's transport file stands for this platform and chat.
 LEDGER_PLATFORM = "crashcells"
@@ -106,393 +51,268 @@ LEDGER_SESSION_KEY = "agent:main:crashcells:dm:transport"
 LEDGER_HOME_SUFFIX = ".hermes-home"
 
 
-class ConfigError(Exception):
-    """A config home the adapter cannot read: exit 2, never a silent fallback."""
+class HermesStore(adapter.Store):
+    # Hermes's failures, the wheel's absence included, are the store's: exit 3.
+    store_errors = (OSError, ImportError, RuntimeError, ValueError, sqlite3.Error)
+    # A fork server, not a warm pool (examples/hermes-store/ci-check expects so).
+    launchers = ("fork-server",)
 
-
-class Usage(Exception):
-    """A command line the adapter refuses: exit 2 with one line."""
-
-
-# --- config home -------------------------------------------------------------
-#
-# The same reader as examples/python-store: `[database]` with `journal_mode`
-# and `synchronous`, anything else refused. Hermes has no knob for either
-# (see `resolver`), but a leg must still never run on a config we did not
-# understand.
-
-
-def parse_config(text):
-    try:
-        import tomllib
-
+    @staticmethod
+    def preload():
+        """hermes_state and the ledger, once. Neither opens anything at import,
+        so a forked process starts fresh. A missing wheel: `open` says so, exit 3."""
         try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
-            raise ConfigError(str(e))
-    except ImportError:
-        data = parse_flat_toml(text)
-    unknown = set(data) - {"database"}
-    if unknown:
-        raise ConfigError("unknown table or key `%s`" % sorted(unknown)[0])
-    db = data.get("database", {})
-    if not isinstance(db, dict):
-        raise ConfigError("`database` is not a table")
-    unknown = set(db) - {"journal_mode", "synchronous"}
-    if unknown:
-        raise ConfigError("unknown key `%s` in [database]" % sorted(unknown)[0])
-    return (
-        check_value(db.get("journal_mode"), JOURNAL_MODES, "journal_mode"),
-        check_value(db.get("synchronous"), SYNC_LEVELS, "synchronous"),
-    )
+            _import_hermes()
+            _import_ledger()
+        except (ImportError, RuntimeError):
+            pass
+
+    def open(self, db, cfg):
+        if self.op in ("deliver", "catch-up"):
+            _ledger_home(db)
+        self.hs = _import_hermes()
+        self.ledger = _import_ledger() if self.op in ("deliver", "catch-up") else None
+        # SessionDB.__init__ connects, applies WAL (apply_wal_with_fallback),
+        # turns on foreign keys and creates or reconciles its schema.
+        self.db = self.hs.SessionDB(db_path=Path(db))
+        return self._resolver(cfg)
+
+    def _resolver(self, cfg):
+        """Hermes has no journal-mode setting: apply_wal_with_fallback sets WAL
+        on every open (DELETE where the filesystem refuses WAL), and it never
+        sets `synchronous` off macOS. The config is reported as asked, next to
+        what the store did; the driver skips a leg asking otherwise."""
+        info = self.journal()
+        mode = info["journal_mode"]
+        if mode not in config.JOURNAL_MODES:
+            return None
+        if mode == "wal":
+            why = "Hermes's SessionDB sets journal_mode=WAL on every open (hermes_state.apply_wal_with_fallback), whatever is asked"
+        else:
+            why = "Hermes's SessionDB asks for WAL on every open; apply_wal_with_fallback fell back to %s here" % mode
+        if cfg.journal_mode is not None:
+            why += "; the config asked for %s" % cfg.journal_mode
+        if cfg.synchronous is not None:
+            why += "; Hermes never sets synchronous, which runs at SQLite's default (%s)" % info["synchronous"]
+        return {
+            "requested": cfg.journal_mode,
+            "applied": mode,
+            "synchronous": cfg.synchronous,
+            "decided_by": "hermes-wal-on-open",
+            "reason": why,
+        }
+
+    def journal(self):
+        """What SessionDB's connection reports, its mode read with Hermes's own
+        probe (a read of PRAGMA journal_mode, no assignment)."""
+        info = workload.journal_of(self.db._conn)
+        info["journal_mode"] = self.hs._on_disk_journal_mode(self.db._conn) or "unknown"
+        return info
+
+    # --- append and fork -----------------------------------------------------------
+
+    def create_session(self, session):
+        self.db.create_session(session, SOURCE)
+
+    def append(self, session, role, content):
+        """One append_message: one _execute_write transaction that inserts the
+        row and bumps sessions.message_count."""
+        self.db.append_message(session, role, content)
+
+    def live_length(self, session):
+        # The live transcript is what get_messages loads: the active rows.
+        return len(self.db.get_messages(session))
+
+    def rewind(self, session, keep, i):
+        """Hermes's /rewind: rewind_to_message(id of the (keep+1)-th live
+        message) soft-deletes it and every later active row in one
+        _execute_write (message_count stays; cell 4 does not read it)."""
+        live = self.db.get_messages(session)
+        self.db.rewind_to_message(session, live[keep]["id"])
+
+    # --- rotate ----------------------------------------------------------------------
+
+    def rotate(self, parent, child, work, carried, new_parent):
+        """A compression with rotation as `compress_context` does it with
+        `compression.in_place` off, call for call: the session, the lease,
+        the turn's messages flushed to the old session, the title read,
+        `_publish`, the lease released. The tail carried is read back with
+        get_messages (Hermes's `protect_last_n`)."""
+        if new_parent:
+            self.db.create_session(parent, SOURCE, model=MODEL)
+        holder = "pid=%d:crashcells:rotate=%s" % (os.getpid(), child)
+        if not self.db.try_acquire_compression_lock(parent, holder, ttl_seconds=300.0):
+            raise RuntimeError("could not take the compression lock on %s" % parent)
+        try:
+            for role, content in work:
+                self.db.append_message(parent, role, content)
+            held = self.db.get_messages(parent)
+            tail = held[len(held) - carried :] if carried else []
+            self.db.get_session_title(parent)
+            compressed = [{"role": "system", "content": "continued from %s" % parent}]
+            compressed += [{"role": m["role"], "content": m["content"]} for m in tail]
+            self._publish(parent, child, compressed)
+        finally:
+            self.db.release_compression_lock(parent, holder)
+
+    def _publish(self, parent, child, compressed):
+        """FOUR transactions, not one: a kill between them leaves a parent
+        ended without its continuation, or a continuation without its summary.
+        That is Hermes's behaviour and cell 3's finding."""
+        self.db.end_session(parent, "compression")
+        self.db.create_session(child, SOURCE, model=MODEL, parent_session_id=parent)
+        self.db.update_system_prompt(child, "You are a crashcells probe (continuation of %s)." % parent)
+        self.db.replace_messages(child, compressed)
+
+    # --- park and claim ----------------------------------------------------------------
+
+    def park(self, session):
+        """create_session, then request_handoff (park is never killed)."""
+        self.db.create_session(session, SOURCE)
+        if not self.db.request_handoff(session, HANDOFF_PLATFORM):
+            raise RuntimeError("request_handoff(%s) found no session to park or one already in flight" % session)
+
+    def claim(self, session, claimant):
+        """claim_handoff: one predicated UPDATE. Hermes records no claimant,
+        so the winner leaves its name with set_meta, a second transaction: a
+        kill between loses the name (`claimed by (unnamed)`), not the claim."""
+        won = bool(self.db.claim_handoff(session))
+        if won:
+            self.db.set_meta(CLAIMANT_KEY + session, claimant)
+        return won
+
+    # --- deliver and catch-up: the gateway's delivery ledger ----------------------------
+
+    def record(self, key, payload):
+        """record_obligation (then `_prune`), each ledger call on a connection
+        and in a transaction of its own; the id is the protocol's key."""
+        self.ledger.record_obligation(
+            obligation_id=key,
+            session_key=LEDGER_SESSION_KEY,
+            platform=LEDGER_PLATFORM,
+            chat_id=LEDGER_CHAT,
+            thread_id=None,
+            content=payload,
+        )
+
+    def attempting(self, key):
+        self.ledger.mark_attempting(key)
+
+    def delivered(self, key):
+        self.ledger.mark_delivered(key)
+
+    def pending(self):
+        rows = self.db._conn.execute(
+            "SELECT obligation_id, content, state FROM delivery_obligations WHERE state != 'delivered' ORDER BY rowid"
+        )
+        return [(key, content, "recorded" if st == "pending" else "attempting") for key, content, st in rows]
+
+    def _restart(self, transport):
+        """The gateway's `_redeliver_pending_obligations`: sweep_recoverable
+        claims the rows a dead owner left, each is sent (RECOVERED_MARKER in
+        front unless it was `pending`) and marked delivered. Hermes never asks
+        the platform whether an `attempting` row arrived (at-least-once): cell
+        5's finding. Hence `catch-up` runs this, not the library's rule."""
+        claimed = self.ledger.sweep_recoverable(None, deliverable_platforms={LEDGER_PLATFORM})
+        failed = []
+        for row in claimed:
+            key, content = row["obligation_id"], row["content"]
+            if row.get("needs_marker"):
+                content = self.ledger.RECOVERED_MARKER + content
+            try:
+                journal.send(transport, key, content)
+            except OSError as e:
+                self.ledger.mark_failed(key, str(e))
+                failed.append("%s (%s)" % (key, e))
+                continue
+            self.ledger.mark_delivered(key)
+        if failed:
+            raise RuntimeError("could not redeliver %s" % ", ".join(failed))
+
+    # --- dump ------------------------------------------------------------------------------
+
+    def state(self, db):
+        """Hermes's schema with the standard sqlite3 module, no pragma
+        (SessionDB's __init__ would set WAL). message_count is Hermes's own
+        counter, not recounted (cell 1 sees one that disagrees); messages in
+        id order, soft-deleted ones inactive, then a derived `claimed by
+        <name>` per claimed handoff; ledger states mapped to the protocol's
+        (failed and abandoned were never known delivered: attempting). A file
+        killed before the schema was committed is the empty store."""
+        conn = sqlite3.connect(db, isolation_level=None)
+        try:
+            integrity = "; ".join(str(r[0]) for r in conn.execute("PRAGMA integrity_check"))
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if not {"sessions", "messages"} <= tables:
+                return {"integrity": integrity}
+            return dict(_read(conn, tables), integrity=integrity)
+        finally:
+            conn.close()
 
 
-def parse_flat_toml(text):
-    """Python < 3.11 has no tomllib: a reader for the flat lines config.toml holds."""
-    data = {}
-    table = data
-    for raw in text.splitlines():
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            table = data.setdefault(line[1:-1].strip(), {})
-            continue
-        key, sep, value = line.partition("=")
-        value = value.strip()
-        if not sep or len(value) < 2 or value[0] != '"' or value[-1] != '"':
-            raise ConfigError("cannot read line `%s`" % raw)
-        table[key.strip()] = value[1:-1]
-    return data
+SESSIONS_SQL = (
+    "SELECT id, parent_session_id, ended_at IS NOT NULL, end_reason, message_count, handoff_state "
+    "FROM sessions ORDER BY id"
+)
+MESSAGES_SQL = "SELECT session_id, role, content, active FROM messages ORDER BY id"
+OUTBOX_SQL = "SELECT obligation_id, state FROM delivery_obligations ORDER BY obligation_id"
+OUTBOX_STATES = {"pending": "recorded", "attempting": "attempting", "failed": "attempting",
+                 "abandoned": "attempting", "delivered": "delivered"}
+CLAIMED_STATES = ("running", "completed", "failed")
+SESSION_KEYS = ("id", "parent_session_id", "ended", "end_reason", "message_count", "handoff_state")
 
 
-def check_value(value, known, what):
-    if value is None:
-        return None
-    if not isinstance(value, str) or value.lower() not in known:
-        raise ConfigError("unknown %s `%s` (expected one of %s)" % (what, value, "|".join(known)))
-    return value.lower()
+def _read(conn, tables):
+    sessions = [dict(zip(SESSION_KEYS, row), ended=bool(row[2])) for row in conn.execute(SESSIONS_SQL)]
+    messages = [
+        {"session_id": sid, "role": role, "content": content, "active": bool(active)}
+        for sid, role, content, active in conn.execute(MESSAGES_SQL)
+    ]
+    names = {}
+    if "state_meta" in tables:
+        rows = conn.execute("SELECT key, value FROM state_meta WHERE substr(key, 1, ?) = ?", (len(CLAIMANT_KEY), CLAIMANT_KEY))
+        names = {key[len(CLAIMANT_KEY) :]: value for key, value in rows}
+    for s in sessions:
+        if s["handoff_state"] in CLAIMED_STATES:
+            name = names.get(s["id"], "(unnamed)")
+            messages.append({"session_id": s["id"], "role": "system", "content": "claimed by %s" % name})
+    obligations = []
+    if "delivery_obligations" in tables:
+        for key, st in conn.execute(OUTBOX_SQL):
+            if st not in OUTBOX_STATES:
+                raise ValueError("delivery_obligations has a row in state %r, which this adapter does not know" % st)
+            obligations.append({"key": key, "state": OUTBOX_STATES[st]})
+    return {"sessions": sessions, "messages": messages, "obligations": obligations}
 
 
-def read_config():
-    home = os.environ.get("CRASHCELLS_HOME")
-    if home is None:
-        return None, None
-    if os.path.exists(home) and not os.path.isdir(home):
-        raise ConfigError("%s: CRASHCELLS_HOME is not a folder" % home)
-    path = os.path.join(home, "config.toml")
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
-        return None, None
-    try:
-        return parse_config(text)
-    except ConfigError as e:
-        raise ConfigError("config %s: %s" % (path, e))
+def _catch_up(s):
+    """`catch-up` (and its batch): each store's restart in turn, Hermes's way;
+    the ledger reads HERMES_HOME on every call, so `open` re-points it."""
+    for db, transport in zip(s.flags["db"], s.flags["transport"]):
+        store = s.open(db)
+        workload.call(store, "_restart", transport)
+        workload.close(store)
+    return 0
 
 
-# --- the store ---------------------------------------------------------------
+workload.OPERATIONS["catch-up"] = _catch_up
 
 
-def import_hermes():
-    """hermes_state from the unpacked wheel. Imported only by the operations
-    that write (dump does not need it), after the config was read, so that a
-    bad config is refused before the slow import."""
+def _import_hermes():
+    """hermes_state from the unpacked wheel."""
     if not os.path.isfile(SITE_STAMP):
         raise RuntimeError("no unpacked hermes-agent wheel at %s: run examples/hermes-store/fetch first" % SITE)
-    sys.path.insert(0, SITE)
+    if SITE not in sys.path:
+        sys.path.insert(0, SITE)
     import hermes_state
 
     return hermes_state
 
 
-class Store:
-    """One SessionDB, opened the way Hermes opens it, and what it really did."""
-
-    def __init__(self, path):
-        self.requested, self.asked_sync = read_config()
-        self.hs = import_hermes()
-        from pathlib import Path
-
-        # SessionDB.__init__ connects, applies WAL (apply_wal_with_fallback),
-        # turns on foreign keys and creates or reconciles its schema.
-        self.db = self.hs.SessionDB(db_path=Path(path))
-        # What the store's own connection reports, read with Hermes's own probe
-        # (a read of PRAGMA journal_mode, no assignment).
-        self.journal_mode = self.hs._on_disk_journal_mode(self.db._conn) or "unknown"
-        level = self.db._conn.execute("PRAGMA synchronous").fetchone()[0]
-        self.synchronous = SYNC_LEVELS[level] if 0 <= level < len(SYNC_LEVELS) else None
-
-    def resolver(self):
-        """Hermes has no journal-mode setting: SessionDB.__init__ calls
-        hermes_state.apply_wal_with_fallback, which sets WAL on every open and
-        falls back to DELETE only where the filesystem refuses WAL (NFS, SMB).
-        Nor does it set `synchronous` (except FULL on macOS). The config is
-        read and checked, then reported as asked, next to what the store did;
-        a leg asking for anything else is skipped by the driver with `reason`."""
-        applied = self.journal_mode if self.journal_mode in JOURNAL_MODES else None
-        if applied == "wal":
-            why = "Hermes's SessionDB sets journal_mode=WAL on every open (hermes_state.apply_wal_with_fallback), whatever is asked"
-        else:
-            why = "Hermes's SessionDB asks for WAL on every open; apply_wal_with_fallback fell back to %s here" % self.journal_mode
-        if self.requested is not None:
-            why += "; the config asked for %s" % self.requested
-        if self.asked_sync is not None:
-            why += "; Hermes never sets synchronous, which runs at SQLite's default (%s)" % self.synchronous
-        return {
-            "requested": self.requested,
-            "applied": applied,
-            "synchronous": self.asked_sync,
-            "decided_by": "hermes-wal-on-open",
-            "reason": why,
-        }
-
-
-# --- the ack journal -----------------------------------------------------------
-
-
-class Acks:
-    """NDJSON, one record per line, each line put down with a single write(2)
-    on an O_APPEND file, so that a kill tears at most the final line."""
-
-    def __init__(self, path):
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-
-    def record(self, obj):
-        line = (json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
-        n = os.write(self.fd, line)
-        if n != len(line):
-            # A second write could be split from the first by the kill.
-            raise OSError("short write of an ack: %d of %d bytes" % (n, len(line)))
-
-    def ready(self, store, op):
-        resolver = store.resolver()
-        source_id = store.db._conn.execute("SELECT sqlite_source_id()").fetchone()[0]
-        self.record(
-            {
-                "kind": "ready",
-                "protocol": PROTOCOL,
-                "pid": os.getpid(),
-                "op": op,
-                "sqlite_version": sqlite3.sqlite_version,
-                "sqlite_source_id": source_id,
-                "journal_mode": store.journal_mode,
-                "synchronous": store.synchronous,
-                # An `applied` outside the six modes would make the record
-                # unreadable: then say nothing rather than something malformed.
-                "resolver": resolver if resolver["applied"] is not None else None,
-                "operations": list(OPERATIONS),
-            }
-        )
-
-    def ack(self, op, i, parent=None, child=None, **more):
-        rec = {"kind": "ack", "op": op, "i": i}
-        if parent is not None:
-            rec["parent"], rec["child"] = parent, child
-        rec.update(more)
-        self.record(rec)
-
-
-# --- the operations --------------------------------------------------------------
-
-
-def ops(stop_after):
-    i = 0
-    while stop_after is None or i < stop_after:
-        yield i
-        i += 1
-
-
-def op_append(a):
-    """Each append is one append_message: one _execute_write transaction that
-    inserts the row and bumps sessions.message_count."""
-    store = Store(a.db)
-    db = store.db
-    db.create_session(APPEND_SESSION, SOURCE)
-    acks = Acks(a.acks)
-    acks.ready(store, "append")
-    for i in ops(a.stop_after):
-        db.append_message(APPEND_SESSION, "user", "m%d" % i)
-        acks.ack("append", i)
-    return 0
-
-
-def rotation(k, shapes):
-    """Rotation k of a rotate run: (parent, child, carried), by the rule of
-    docs/PROTOCOL.md (`rotate`). Without shapes, p<k> -> c<k>, nothing
-    carried. With shapes, odd rotations rotate the last continuation again
-    (the agent's session is the continuation after a compression, and the
-    next compression ends it), and rotations 1 and 2 of every four carry the
-    parent's last CARRIED messages."""
-    parent = "c%d" % (k - 1) if shapes and k % 2 == 1 else "p%d" % k
-    carried = CARRIED if shapes and k % 4 in (1, 2) else 0
-    return parent, "c%d" % k, carried
-
-
-def op_rotate(a):
-    store = Store(a.db)
-    acks = Acks(a.acks)
-    acks.ready(store, "rotate")
-    shapes = a.shapes == "on"
-    for k in ops(a.stop_after):
-        parent, child, carried = rotation(k, shapes)
-        rotate(store.hs, store.db, parent, child, k, shapes, carried)
-        if shapes:
-            acks.ack("rotate", k, parent, child, carried=carried)
-        else:
-            acks.ack("rotate", k, parent, child)
-    return 0
-
-
-def rotate(hs, db, parent, child, k, shapes=False, carried=0):
-    """One context compression with rotation, as
-    agent/conversation_compression.py `compress_context` does it when
-    `compression.in_place` is off, call for call and transaction for
-    transaction (each SessionDB write below is its own _execute_write):
-
-    - the agent's session exists (`_ensure_db_session` -> create_session),
-      unless it is the continuation of an earlier compression (with
-      --shapes on, odd rotations): the agent then runs on that session, and
-      this compression ends it;
-    - try_acquire_compression_lock(old id, holder) (the lease, its own
-      transaction);
-    - `_flush_messages_to_session_db`: the turn's un-persisted messages,
-      append_message on the OLD session (`work <k>`; with --shapes on, the
-      turn's `user` message `work <k>` and the `assistant` reply `reply <k>`);
-    - get_session_title(old) (a read);
-    - end_session(old, "compression");
-    - create_session(new, source, model, model_config, parent_session_id=old);
-    - (migrate_goal_to_session: no /goal here, and it reads the profile's
-      global state.db, not this one; the title is only propagated when the
-      parent has one, and ours have none);
-    - update_system_prompt(new, prompt);
-    - replace_messages(new, compressed): the continuation's transcript. The
-      compressor's output is its summary, then the tail it protects
-      (`protect_last_n`: copies of the last messages, role and content as
-      the old session holds them). Here the summary is one `system` message
-      (the protocol's marker; Hermes's summary message is a user or
-      assistant turn), and with --shapes on the tail is the old session's
-      last `carried` messages, read back with get_messages as the agent's
-      in-memory list holds them. (On a session's first compression Hermes
-      also keeps its first messages verbatim, `protect_first_n`; the
-      protocol's rule carries the tail only, and so does the adapter.)
-    - finally release_compression_lock(old, holder).
-
-    So the rotation is published in FOUR transactions (end, create, prompt,
-    messages), not one: a kill between end_session and create_session leaves
-    a parent ended by compression without its continuation, and one between
-    create_session and replace_messages a continuation without its summary
-    and tail. That is Hermes's behaviour and cell 3's question; the adapter
-    does not paper over it. The ack comes after the whole sequence
-    returned."""
-    if not parent.startswith("c"):
-        db.create_session(parent, SOURCE, model=MODEL)
-    holder = "pid=%d:crashcells:rotate=%d" % (os.getpid(), k)
-    if not db.try_acquire_compression_lock(parent, holder, ttl_seconds=300.0):
-        raise RuntimeError("could not take the compression lock on %s" % parent)
-    try:
-        db.append_message(parent, "user", "work %d" % k)
-        if shapes:
-            db.append_message(parent, "assistant", "reply %d" % k)
-        held = db.get_messages(parent)
-        tail = held[len(held) - carried :] if carried else []
-        db.get_session_title(parent)
-        db.end_session(parent, "compression")
-        db.create_session(child, SOURCE, model=MODEL, parent_session_id=parent)
-        db.update_system_prompt(child, "You are a crashcells probe (continuation of %s)." % parent)
-        compressed = [{"role": "system", "content": "continued from %s" % parent}]
-        compressed += [{"role": m["role"], "content": m["content"]} for m in tail]
-        db.replace_messages(child, compressed)
-    finally:
-        db.release_compression_lock(parent, holder)
-
-
-def op_park(a):
-    """A CLI session asks for a handoff: create_session, then request_handoff
-    (two transactions; the protocol does not kill park)."""
-    store = Store(a.db)
-    store.db.create_session(a.session, SOURCE)
-    if not store.db.request_handoff(a.session, HANDOFF_PLATFORM):
-        raise RuntimeError("request_handoff(%s) found no session to park or one already in flight" % a.session)
-    return 0
-
-
-def op_claim(a):
-    """The gateway's handoff watcher claims with claim_handoff: one predicated
-    UPDATE sessions SET handoff_state='running' WHERE handoff_state='pending'
-    in one _execute_write; True means this process won.
-
-    Hermes records nothing else about the claim: no message, no claimant. The
-    claim lives in sessions.handoff_state alone, and `dump` derives the
-    protocol's `claimed by` message from it. So that the derived message can
-    name the winner, the winner then leaves its name with set_meta, in a second
-    transaction of its own; a kill between the two only loses the name, never
-    the claim (dump then names it `claimed by (unnamed)`)."""
-    barrier = open(a.barrier, "rb")
-    # Open before the barrier, so that released claimants race on the claim itself.
-    store = Store(a.db)
-    acks = Acks(a.acks)
-    acks.ready(store, "claim")
-    # Blocks while the driver holds its exclusive lock; its deadline bounds the wait.
-    fcntl.flock(barrier.fileno(), fcntl.LOCK_SH)
-    won = store.db.claim_handoff(a.session)
-    if won:
-        store.db.set_meta(CLAIMANT_KEY + a.session, a.claimant)
-    acks.ack("claim", 0)
-    return EXIT_WON if won else EXIT_LOST
-
-
-def fork_step(seed, i, length):
-    """Operation i of a fork run: ("append",) or ("rewind", k), as docs/PROTOCOL.md says."""
-    if i % FORK_EVERY == FORK_EVERY - 1 and length >= 2:
-        return ("rewind", (seed + i) % (length - 1))
-    return ("append",)
-
-
-def op_fork(a):
-    """Session `main`, rewound as Hermes's /rewind does it: the live transcript
-    is what get_messages loads (the active rows, in id order), and a rewind
-    that keeps the first k live messages is
-    rewind_to_message(main, id of the (k+1)-th), which soft-deletes that row
-    and every later active one (active = 0) and bumps sessions.rewind_count,
-    in one _execute_write transaction. It leaves sessions.message_count as it
-    was (cell 4 does not read it). Appends are append_message, as in
-    `append`."""
-    store = Store(a.db)
-    db = store.db
-    db.create_session(APPEND_SESSION, SOURCE)
-    acks = Acks(a.acks)
-    acks.ready(store, "fork")
-    for i in ops(a.stop_after):
-        live = db.get_messages(APPEND_SESSION)
-        step = fork_step(a.seed, i, len(live))
-        if step[0] == "append":
-            db.append_message(APPEND_SESSION, "user", "m%d" % i)
-            acks.ack("append", i)
-        else:
-            k = step[1]
-            # The target is itself soft-deleted: rewinding to the (k+1)-th
-            # live message keeps the k before it. Every message here is a
-            # `user` turn, the only role rewind_to_message accepts.
-            db.rewind_to_message(APPEND_SESSION, live[k]["id"])
-            acks.ack("rewind", i, k=k)
-    return 0
-
-
-# --- deliver and catch-up: the gateway's delivery ledger ------------------------
-
-
-def ledger_home(db):
-    """A HERMES_HOME for the delivery ledger. The ledger connects to
-    `get_hermes_home() / "state.db"` (`_db_path`), the file Hermes's
-    SessionDB uses by default; the driver names its database otherwise
-    (`store.db`, `s3.db`, ...). So the home is a folder beside the database,
-    `<db>.hermes-home/`, whose `state.db` is a relative symbolic link to it:
-    SQLite resolves the link on open, so the ledger's connections use the
-    very file (and its `-wal`) the SessionDB holds. Set before Hermes is
-    imported, so the whole process sees one home (nothing reads the user's
-    ~/.hermes)."""
+def _ledger_home(db):
+    """The ledger connects to `$HERMES_HOME/state.db`: a home `<db>.hermes-home/`
+    whose `state.db` is a relative link to the database, so the ledger uses
+    the very file (and `-wal`) the SessionDB holds, never ~/.hermes."""
     db = os.path.abspath(db)
     home = db + LEDGER_HOME_SUFFIX
     link = os.path.join(home, "state.db")
@@ -505,33 +325,18 @@ def ledger_home(db):
             os.unlink(link)
         os.symlink(target, link)
     os.environ["HERMES_HOME"] = home
-    return home
 
 
-def import_ledger(site=SITE):
-    """gateway.delivery_ledger from the unpacked wheel, standard library only.
-
-    The module itself needs only the standard library and hermes_constants,
-    but its package's __init__ (gateway/__init__.py) imports the gateway's
-    config, session store and delivery router, which import PyYAML. So the
-    package is registered as a bare package whose path is the wheel's
-    gateway folder, and the ledger module, unmodified, is imported from it.
-
-    The ledger tells a dead owner from a live one by its pid and process
-    start time (`_owner_stamp`, `_owner_alive`), read with
-    gateway.status.get_process_start_time (/proc/<pid>/stat). Without
-    gateway.status it falls back to the pid alone, which a recycled pid
-    fools: a catch-up then takes a dead deliver's obligation for a live
-    gateway's and leaves it undelivered (seen here under load, pids
-    wrapping at 32768 within a sweep). gateway.status is standard library
-    but for `from utils import atomic_json_write` (utils imports PyYAML),
-    which only its status-file writer calls. So the adapter imports the
-    real gateway.status with a stand-in `utils` whose atomic_json_write
-    refuses to run, on every machine alike, PyYAML or not: the ledger runs
-    as in a gateway, with the pid-reuse guard."""
+def _import_ledger():
+    """gateway.delivery_ledger, standard library only: `gateway`'s __init__
+    imports PyYAML, so it is a bare package on the wheel's folder. The ledger
+    needs gateway.status (pid plus start time: a recycled pid fooled the pid
+    alone under load), whose `utils` import serves only its status-file
+    writer: a stand-in `utils` refuses to run it."""
+    _import_hermes()
     if "gateway" not in sys.modules:
         package = types.ModuleType("gateway")
-        package.__path__ = [os.path.join(site, "gateway")]
+        package.__path__ = [os.path.join(SITE, "gateway")]
         sys.modules["gateway"] = package
     if "utils" not in sys.modules:
         stand_in = types.ModuleType("utils")
@@ -549,347 +354,5 @@ def import_ledger(site=SITE):
     return ledger
 
 
-def send(path, key, payload):
-    """The platform's send: one delivery line appended to the driver's
-    transport with a single write(2) on an O_APPEND descriptor."""
-    line = (json.dumps({"key": key, "payload": payload}, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        n = os.write(fd, line)
-    finally:
-        os.close(fd)
-    if n != len(line):
-        raise OSError("short write of a send: %d of %d bytes" % (n, len(line)))
-
-
-def op_deliver(a):
-    """The gateway's final-response delivery (gateway/platforms/base.py, the
-    ledger block around `_send_with_retry`), one obligation at a time:
-    record_obligation (state `pending`), mark_attempting, the send, then
-    mark_delivered on success or mark_failed on a failed send. Every ledger
-    call opens its own connection (`_connect`: PRAGMA journal_mode=WAL,
-    CREATE TABLE IF NOT EXISTS) and commits its own transaction;
-    record_obligation is followed by `_prune`, a transaction of its own. The
-    obligation id is the protocol's key `o<j>` (the gateway hashes the turn
-    into one with compute_obligation_id; record_obligation takes any id)."""
-    ledger_home(a.db)
-    store = Store(a.db)
-    ledger = import_ledger()
-    acks = Acks(a.acks)
-    acks.ready(store, "deliver")
-    for j in ops(a.stop_after):
-        key = "o%d" % j
-        content = "effect of %s" % key
-        ledger.record_obligation(
-            obligation_id=key,
-            session_key=LEDGER_SESSION_KEY,
-            platform=LEDGER_PLATFORM,
-            chat_id=LEDGER_CHAT,
-            thread_id=None,
-            content=content,
-        )
-        ledger.mark_attempting(key)
-        try:
-            send(a.transport, key, content)
-        except OSError as e:
-            # The gateway marks a send that did not succeed failed; the
-            # protocol makes it an error, never an ack.
-            ledger.mark_failed(key, str(e))
-            raise
-        ledger.mark_delivered(key)
-        acks.ack("deliver", j, key=key)
-    return 0
-
-
-def op_catch_up(a):
-    """The gateway's restart path (`_redeliver_pending_obligations` in
-    gateway/run.py): sweep_recoverable claims every row left `pending`,
-    `attempting` or `failed` by a dead owner (re-stamping the owner and
-    counting the attempt, one transaction), then each claimed row is sent,
-    with Hermes's RECOVERED_MARKER in front when it was not `pending`, and
-    marked delivered (or failed). Hermes never asks the platform whether an
-    `attempting` row arrived: its contract is at-least-once with a visible
-    marker, so a kill between the send and mark_delivered makes this send
-    the obligation a second time. That is Hermes's design and cell 5's
-    question; the adapter does what the gateway does.
-
-    With several --db and --transport (catch-up-batch), each store's restart
-    in turn: the ledger finds its database through HERMES_HOME on every
-    call (`_db_path`), so pointing the home at the next store is all a
-    second restart needs."""
-    if len(a.db) != len(a.transport):
-        print("adapter.py: error: --db and --transport come in pairs", file=sys.stderr)
-        return EXIT_CONFIG
-    ledger = None
-    for db, transport in zip(a.db, a.transport):
-        ledger_home(db)
-        Store(db)
-        ledger = ledger or import_ledger()
-        restart(ledger, transport)
-    return 0
-
-
-def restart(ledger, transport):
-    """One store's `_redeliver_pending_obligations`, to the transport given."""
-    claimed = ledger.sweep_recoverable(None, deliverable_platforms={LEDGER_PLATFORM})
-    failed = []
-    for row in claimed:
-        content = row["content"]
-        if row.get("needs_marker"):
-            content = ledger.RECOVERED_MARKER + content
-        try:
-            send(transport, row["obligation_id"], content)
-        except OSError as e:
-            ledger.mark_failed(row["obligation_id"], str(e))
-            failed.append("%s (%s)" % (row["obligation_id"], e))
-            continue
-        ledger.mark_delivered(row["obligation_id"])
-    if failed:
-        raise RuntimeError("could not redeliver %s" % ", ".join(failed))
-
-
-# --- dump ----------------------------------------------------------------------
-
-
-def op_dump(a):
-    """Recovery pass, with the standard sqlite3 module only: the file is opened
-    read-write (a read-only connection cannot roll back a hot journal) and no
-    pragma is applied, so recovery never changes the mode under audit.
-    SessionDB itself is not opened: its __init__ would set WAL and write.
-    With several --db (dump-batch), one line per database, in the order
-    given, each from a fresh connection closed before the next one opens;
-    every file is checked before any line is printed."""
-    for db in a.db:
-        if not os.path.isfile(db):
-            raise FileNotFoundError("no database at %s" % db)
-    lines = [json.dumps(recovered_state(db), separators=(",", ":"), ensure_ascii=False) + "\n" for db in a.db]
-    sys.stdout.write("".join(lines))
-    return 0
-
-
-def recovered_state(db):
-    try:
-        return read_state(db)
-    except sqlite3.DatabaseError as e:
-        if not isinstance(e, sqlite3.OperationalError) or "malformed" in str(e) or "not a database" in str(e):
-            # A file SQLite calls corrupt is a finding, not a failed pass.
-            return empty_state("corrupt: %s" % e)
-        raise
-
-
-def empty_state(integrity):
-    return {"protocol": PROTOCOL, "integrity": integrity, "sessions": [], "messages": []}
-
-
-# Hermes's schema (SCHEMA_SQL in hermes_state.py) to the canonical state:
-#
-# session  <- a row of `sessions`, sorted by id (TEXT, BINARY collation):
-#   id                 sessions.id
-#   parent_session_id  sessions.parent_session_id (set by create_session for a
-#                      compression continuation)
-#   ended              sessions.ended_at IS NOT NULL (end_session sets ended_at
-#                      and end_reason in the same UPDATE)
-#   end_reason         sessions.end_reason, as stored ("compression", ...)
-#   message_count      sessions.message_count, Hermes's own counter: bumped by
-#                      append_message in the INSERT's transaction, set by
-#                      replace_messages. Not recounted here, so a counter that
-#                      disagrees with the rows is visible to cell 1 (the
-#                      derived claim messages below are not counted)
-#   handoff_state      sessions.handoff_state, as stored (NULL, "pending",
-#                      "running", "completed", "failed")
-#
-# message  <- every row of `messages`, in id order (AUTOINCREMENT: commit
-#   order for Hermes's single writer at a time). Content is stored as given
-#   for a string (our operations write only strings).
-#   session_id, role, content  messages.session_id, .role, .content
-#   active             "active": false only for a row with active = 0, which
-#                      rewind_to_message soft-deleted (the protocol's
-#                      soft-delete form of a rewind; archive_and_compact
-#                      also sets it, and no operation here calls it). The
-#                      live transcript (what get_messages loads) is the rows
-#                      without it. Absent for an active row.
-#
-# plus one derived message per landed handoff claim, after the stored ones:
-#   {"session_id": <id>, "role": "system", "content": "claimed by <NAME>"} for
-#   each session whose handoff_state left "pending" through a claim
-#   ("running", and the later "completed"/"failed" of the gateway). Hermes's
-#   claim_handoff changes only handoff_state and records no claimant, so the
-#   count of claims is the state itself; <NAME> is the winner's state_meta note
-#   (see op_claim), "(unnamed)" when the kill took it.
-#
-# outbox  <- the rows of the delivery ledger's `delivery_obligations` table
-#   (created in the same file by `deliver`), sorted by key; omitted when the
-#   table is missing or empty:
-#   key                obligation_id (the adapter records `o<j>`)
-#   state              Hermes's state, mapped to the protocol's three:
-#                      pending -> recorded (never sent);
-#                      attempting -> attempting (the send may have arrived);
-#                      failed -> attempting (a send that did not succeed,
-#                        which sweep_recoverable sends again, with the marker);
-#                      abandoned -> attempting (given up after MAX_ATTEMPTS or
-#                        24 h: never known delivered);
-#                      delivered -> delivered.
-#   Hermes's `_prune` deletes delivered rows after 7 days and the oldest ones
-#   beyond 500 rows; runs here are far shorter than either.
-SESSIONS_SQL = (
-    "SELECT id, parent_session_id, ended_at IS NOT NULL, end_reason, message_count, handoff_state "
-    "FROM sessions ORDER BY id"
-)
-MESSAGES_SQL = "SELECT session_id, role, content, active FROM messages ORDER BY id"
-OUTBOX_SQL = "SELECT obligation_id, state FROM delivery_obligations ORDER BY obligation_id"
-OUTBOX_STATES = {
-    "pending": "recorded",
-    "attempting": "attempting",
-    "failed": "attempting",
-    "abandoned": "attempting",
-    "delivered": "delivered",
-}
-CLAIMED_STATES = ("running", "completed", "failed")
-
-
-def read_state(db):
-    conn = sqlite3.connect(db, isolation_level=None)
-    try:
-        integrity = "; ".join(str(r[0]) for r in conn.execute("PRAGMA integrity_check"))
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if not {"sessions", "messages"} <= tables:
-            # Killed before SessionDB's schema was committed (its executescript
-            # creates the tables one autocommit statement at a time): no session
-            # was ever written, so this is the empty store.
-            return empty_state(integrity)
-        sessions = [
-            {
-                "id": sid,
-                "parent_session_id": parent,
-                "ended": bool(ended),
-                "end_reason": reason,
-                "message_count": count,
-                "handoff_state": handoff,
-            }
-            for sid, parent, ended, reason, count, handoff in conn.execute(SESSIONS_SQL)
-        ]
-        messages = [message(*row) for row in conn.execute(MESSAGES_SQL)]
-        names = claimant_names(conn, tables)
-        for s in sessions:
-            if s["handoff_state"] in CLAIMED_STATES:
-                name = names.get(s["id"], "(unnamed)")
-                messages.append({"session_id": s["id"], "role": "system", "content": "claimed by %s" % name})
-        state = {"protocol": PROTOCOL, "integrity": integrity, "sessions": sessions, "messages": messages}
-        if "delivery_obligations" in tables:
-            outbox = [{"key": key, "state": outbox_state(st)} for key, st in conn.execute(OUTBOX_SQL)]
-            if outbox:
-                # Omitted when empty: a default is not canonical.
-                state["outbox"] = outbox
-        return state
-    finally:
-        conn.close()
-
-
-def message(sid, role, content, active):
-    m = {"session_id": sid, "role": role, "content": content}
-    if not active:
-        m["active"] = False
-    return m
-
-
-def outbox_state(state):
-    if state not in OUTBOX_STATES:
-        raise ValueError("delivery_obligations has a row in state %r, which this adapter does not know" % state)
-    return OUTBOX_STATES[state]
-
-
-def claimant_names(conn, tables):
-    if "state_meta" not in tables:
-        return {}
-    rows = conn.execute("SELECT key, value FROM state_meta WHERE substr(key, 1, ?) = ?", (len(CLAIMANT_KEY), CLAIMANT_KEY))
-    return {key[len(CLAIMANT_KEY) :]: value for key, value in rows}
-
-
-# --- command line ----------------------------------------------------------------
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse, with its errors as one line and exit 2."""
-
-    def error(self, message):
-        raise Usage(message)
-
-
-def parser():
-    p = Parser(prog="adapter.py", description="Hermes's SessionDB behind the crashcells child protocol.")
-    sub = p.add_subparsers(dest="op", required=True, parser_class=Parser)
-    for name in ("append", "rotate"):
-        s = sub.add_parser(name)
-        s.add_argument("--db", required=True)
-        s.add_argument("--acks", required=True)
-        s.add_argument("--mutant")
-        s.add_argument("--stop-after", type=int)
-    sub.choices["rotate"].add_argument("--shapes", choices=("on",))
-    s = sub.add_parser("park")
-    s.add_argument("--db", required=True)
-    s.add_argument("--session", required=True)
-    s = sub.add_parser("claim")
-    for flag in ("--db", "--acks", "--session", "--barrier", "--claimant"):
-        s.add_argument(flag, required=True)
-    s.add_argument("--mutant")
-    s = sub.add_parser("dump")
-    s.add_argument("--db", required=True, action="append")
-    for name in ("fork", "deliver"):
-        s = sub.add_parser(name)
-        s.add_argument("--db", required=True)
-        s.add_argument("--acks", required=True)
-        s.add_argument("--mutant")
-        s.add_argument("--stop-after", type=int)
-    sub.choices["fork"].add_argument("--seed", type=int, required=True)
-    sub.choices["deliver"].add_argument("--transport", required=True)
-    s = sub.add_parser("catch-up")
-    s.add_argument("--db", required=True, action="append")
-    s.add_argument("--transport", required=True, action="append")
-    s.add_argument("--mutant")
-    return p
-
-
-def main():
-    try:
-        a = parser().parse_args()
-        if getattr(a, "mutant", None) is not None:
-            # No mutant is implemented: a mutant run must not pass silently.
-            raise Usage("unknown mutant `%s`: this adapter implements none" % a.mutant)
-    except Usage as e:
-        print("adapter.py: error: %s" % e, file=sys.stderr)
-        return EXIT_USAGE
-    run = {
-        "append": op_append,
-        "rotate": op_rotate,
-        "park": op_park,
-        "claim": op_claim,
-        "fork": op_fork,
-        "deliver": op_deliver,
-        "catch-up": op_catch_up,
-        "dump": op_dump,
-    }[a.op]
-    try:
-        return run(a)
-    except ConfigError as e:
-        print("adapter.py: error: %s" % e, file=sys.stderr)
-        return EXIT_CONFIG
-    except (OSError, ImportError, RuntimeError, ValueError, sqlite3.Error) as e:
-        print("adapter.py: error: %s: %s" % (type(e).__name__, e), file=sys.stderr)
-        return EXIT_ERROR
-
-
-def preload():
-    """The fork server's imports, done once before it forks: hermes_state
-    (with the agent modules it imports) and the gateway's delivery ledger.
-    Neither opens a database or a file at import: SessionDB connects in its
-    __init__, the ledger in each call, so a forked process starts as fresh
-    as an exec'd one. The config home is still read by each operation,
-    before it touches the store."""
-    import_hermes()
-    import_ledger()
-
-
 if __name__ == "__main__":
-    if crashcells_forkserver is not None and sys.argv[-1:] == ["fork-server"]:
-        crashcells_forkserver.serve(main, preload=preload)
-    sys.exit(main())
+    adapter.run(HermesStore)

@@ -22,11 +22,11 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 spec = importlib.util.spec_from_file_location(
-    "adapter", os.path.join(HERE, "..", "..", "examples", "hermes-store", "adapter.py")
+    "hermes_adapter", os.path.join(HERE, "..", "..", "examples", "hermes-store", "adapter.py")
 )
-adapter = importlib.util.module_from_spec(spec)
-sys.modules["adapter"] = adapter
-spec.loader.exec_module(adapter)
+hermes = importlib.util.module_from_spec(spec)
+sys.modules["hermes_adapter"] = hermes
+spec.loader.exec_module(hermes)
 
 
 @contextlib.contextmanager
@@ -47,53 +47,27 @@ def one_transaction(db):
         del db._execute_write
 
 
-def atomic_rotate(hs, db, parent, child, k, shapes=False, carried=0):
-    """adapter.rotate with its four publishing writes in one transaction."""
-    if not parent.startswith("c"):
-        db.create_session(parent, adapter.SOURCE, model=adapter.MODEL)
-    holder = "pid=%d:crashcells:rotate=%d" % (os.getpid(), k)
-    if not db.try_acquire_compression_lock(parent, holder, ttl_seconds=300.0):
-        raise RuntimeError("could not take the compression lock on %s" % parent)
-    try:
-        db.append_message(parent, "user", "work %d" % k)
-        if shapes:
-            db.append_message(parent, "assistant", "reply %d" % k)
-        held = db.get_messages(parent)
-        tail = held[len(held) - carried :] if carried else []
-        db.get_session_title(parent)
-        compressed = [{"role": "system", "content": "continued from %s" % parent}]
-        compressed += [{"role": m["role"], "content": m["content"]} for m in tail]
-        with one_transaction(db):
-            db.end_session(parent, "compression")
-            db.create_session(child, adapter.SOURCE, model=adapter.MODEL, parent_session_id=parent)
-            db.update_system_prompt(child, "You are a crashcells probe (continuation of %s)." % parent)
-            db.replace_messages(child, compressed)
-    finally:
-        db.release_compression_lock(parent, holder)
+class AtomicRotation(hermes.HermesStore):
+    """The adapter's rotation with its four publishing writes in one transaction."""
+
+    def _publish(self, parent, child, compressed):
+        with one_transaction(self.db):
+            super()._publish(parent, child, compressed)
 
 
-def ack_early_append(a):
-    """adapter.op_append with each ack written before its append."""
-    store = adapter.Store(a.db)
-    db = store.db
-    db.create_session(adapter.APPEND_SESSION, adapter.SOURCE)
-    acks = adapter.Acks(a.acks)
-    acks.ready(store, "append")
-    for i in adapter.ops(a.stop_after):
-        acks.ack("append", i)
-        db.append_message(adapter.APPEND_SESSION, "user", "m%d" % i)
-    return 0
+class AckEarly(hermes.HermesStore):
+    """The adapter's append, its ack written before append_message."""
+
+    def append(self, session, role, content):
+        self.ack_now()
+        super().append(session, role, content)
 
 
-variant = sys.argv.pop(1)
-if variant == "atomic-rotation":
-    adapter.rotate = atomic_rotate
-elif variant == "ack-early":
-    adapter.op_append = ack_early_append
-else:
-    sys.exit("hermes_variant: unknown variant %s" % variant)
+VARIANTS = {"atomic-rotation": AtomicRotation, "ack-early": AckEarly}
 
-if adapter.crashcells_forkserver is not None and sys.argv[-1:] == ["fork-server"]:
-    # Patched before the server forks: every forked process runs the variant.
-    adapter.crashcells_forkserver.serve(adapter.main, preload=adapter.preload)
-sys.exit(adapter.main())
+if __name__ == "__main__":
+    variant = sys.argv.pop(1) if len(sys.argv) > 1 else None
+    if variant not in VARIANTS:
+        sys.exit("hermes_variant: unknown variant %s" % variant)
+    # Chosen before the server forks: every forked process runs the variant.
+    hermes.adapter.run(VARIANTS[variant])
