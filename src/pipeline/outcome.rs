@@ -249,6 +249,8 @@ pub enum Failure {
     RacerNoReady(u32),
     #[error("the tracer panicked")]
     TracerPanicked,
+    #[error("a held schedule ran without its hold")]
+    NoHold,
     #[error("the race's census did not split r0's paths")]
     NoSplit,
     #[error("r0 did not end its {path} as it must ({})", ends_of(ends))]

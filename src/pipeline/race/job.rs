@@ -35,6 +35,7 @@ use crate::pipeline::judge::census::{Census, Filter, trace_outcome};
 use crate::pipeline::judge::pending::{MakeTrial, Owner, Pending, in_order};
 use crate::pipeline::judge::verdict::{Acks, Crash, Ended, conclude, prepare};
 use crate::pipeline::outcome::{Failure, Interruption, Outcome};
+use crate::pipeline::race::schedule::Hold;
 use crate::pipeline::run::context::Context;
 use crate::pipeline::trial::Trial;
 use crate::plan::Job;
@@ -58,11 +59,14 @@ pub struct Race<'a> {
 /// killed before the race, its crash state already laid in the folder (a
 /// recorded sweep's point), the others racing for what it left.
 #[derive(Clone, Copy)]
-pub(super) enum R0 {
+pub(super) enum R0<'h> {
     Free,
     Traced(Filter, Goal),
     Recorded(Filter),
     Gone,
+    /// Traced and held at its claim's first write until the others wait
+    /// (a controlled schedule, [`crate::pipeline::race::schedule`]).
+    Held(Filter, &'h Hold),
 }
 
 /// The order in which the barriers release the racers.
@@ -75,6 +79,10 @@ pub(super) enum Order {
     R0First,
     /// The others; r0 once they all ended. One of them won: r0's losing claim.
     R0Last,
+    /// r0 alone, up to its claim's first write, where it is held; then the
+    /// others, until each waits for the write lock or has ended; then r0
+    /// goes on: every claim's read done before any claim's write.
+    ReadsFirst,
 }
 
 /// How a traced r0 ended.
@@ -196,7 +204,7 @@ impl<'a> Race<'a> {
             // resuming it while this thread runs the barriers.
             let tracer = match r0 {
                 R0::Free | R0::Gone => None,
-                R0::Traced(..) | R0::Recorded(_) => Some(s.spawn(move || {
+                R0::Traced(..) | R0::Recorded(_) | R0::Held(..) => Some(s.spawn(move || {
                     // r0 is this race's claimant: it works within the race's unit.
                     clock.racer(0, |t| t.started_ms = Some(clock.now()));
                     let end = self.ctx.pool.within(|| self.trace_r0(env, r0, order));
@@ -206,7 +214,10 @@ impl<'a> Race<'a> {
                 })),
             };
             let apart = !matches!(r0, R0::Free);
-            let exits = self.release(env, racers, barriers, (order, turn), apart, (r0_done, clock));
+            let hold = if let R0::Held(_, hold) = r0 { Some(hold) } else { None };
+            let exits = self.release(env, racers, barriers, (order, turn), (apart, hold), (r0_done, clock));
+            // Whatever ended the release, a held r0 must not wait for a go that never comes.
+            hold.inspect(|h| h.go());
             let traced = tracer.map(|t| t.join().unwrap_or(Err(Outcome::Error(Failure::TracerPanicked))));
             (traced, exits)
         });
@@ -291,7 +302,7 @@ impl<'a> Race<'a> {
     fn trace_r0(&self, env: &TrialEnv, r0: R0, order: Order) -> Result<Traced0, Outcome> {
         let (filter, goal) = match r0 {
             R0::Traced(filter, goal) => (filter, Some(goal)),
-            R0::Recorded(filter) => (filter, None),
+            R0::Recorded(filter) | R0::Held(filter, _) => (filter, None),
             R0::Free | R0::Gone => unreachable!("only a traced r0 has a tracer"),
         };
         let stderr = env.path("racer-r0.stderr");
@@ -302,6 +313,11 @@ impl<'a> Race<'a> {
         let mut child =
             self.ctx.child.spawn_traced(&launch, filter, deadline).map_err(|e| trace_outcome(e, self.ctx))?;
         let targets = Targets::new(&env.db, &acks_of(env, 0));
+        if let R0::Held(_, hold) = r0 {
+            let (exit, counted) =
+                hold.drive_held(&mut child, &targets, deadline).map_err(|e| trace_outcome(e, self.ctx))?;
+            return Ok(Traced0::Exited(exit, counted, None));
+        }
         let Some(goal) = goal else {
             return match record(&mut child, &targets, Goal::ToEnd) {
                 Ok((Driven::Exited { exit, counted }, log)) => Ok(Traced0::Exited(exit, counted, Some(log))),
@@ -334,7 +350,7 @@ impl<'a> Race<'a> {
         racers: u32,
         mut barriers: Barriers,
         (order, turn): (Order, &dyn Fn()),
-        apart: bool,
+        (apart, hold): (bool, Option<&Hold>),
         (r0_done, clock): (&AtomicBool, &Clock),
     ) -> Result<Vec<Exit>, Outcome> {
         let first = u32::from(apart);
@@ -368,6 +384,16 @@ impl<'a> Race<'a> {
             Order::R0Last => {
                 barriers.others.take();
                 released(&others);
+            }
+            Order::ReadsFirst => {
+                let hold = hold.ok_or(Outcome::Error(Failure::NoHold))?;
+                hold.release_r0(|| barriers.r0.take());
+                released(&[0]);
+                hold.wait_held(r0_done, self.ctx.deadline)?;
+                barriers.others.take();
+                released(&others);
+                hold.wait_others(&mut running, self.ctx.deadline)?;
+                hold.go();
             }
         }
         let exits = self.wait_all(&mut running, first, clock)?;

@@ -181,11 +181,21 @@ fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) ->
             match mode.race {
                 // Reports before kill mode `none` planned the race as `timed`.
                 RacePolicy::Free => (race.free_races(&trial_indices(job, ctx)), None),
-                RacePolicy::Sweep if re_execute(ctx) => RaceSweep::run(&race),
+                // A controlled schedule that fires is the result: a sweep
+                // would only find again what the schedule showed by construction.
                 RacePolicy::Sweep => {
-                    // A recorded sweep's races: r0 and the few that race for what its kill left.
-                    let swept = Race::new(job, leg, cell, ctx, job.cell.params.sweep_racers());
-                    crate::pipeline::race::recorded::run(&swept, &race)
+                    let scheduled = race.scheduled();
+                    if scheduled.iter().any(Trial::is_bad) {
+                        return (scheduled, None);
+                    }
+                    let swept = if re_execute(ctx) {
+                        RaceSweep::run(&race)
+                    } else {
+                        // A recorded sweep's races: r0 and the few that race for what its kill left.
+                        let swept = Race::new(job, leg, cell, ctx, job.cell.params.sweep_racers());
+                        crate::pipeline::race::recorded::run(&swept, &race)
+                    };
+                    crate::pipeline::race::schedule::noted(&scheduled, swept)
                 }
                 RacePolicy::Skip(why) => (vec![Trial::ended(0, Outcome::Skip(Skip::Race(why)))], None),
             }
