@@ -11,6 +11,21 @@ use crashcells_protocol::OpArgs;
 
 use crate::matrix::Leg;
 
+/// The child's stderr's name in its trial's folder: the one file beside the
+/// store that is not the store's (the tracer leaves its writes out).
+pub const STDERR: &str = "child.stderr";
+
+/// Whether a file directly in a trial's folder is the harness's own and
+/// not the store's: the child's and racers' stderr and stdout, ack
+/// journals, a race's barrier locks and the notes evidence carries. Every
+/// other file there is the store's (a crash state holds it; the tracer
+/// counts its calls); the config home is a folder below, never the store's.
+pub fn is_harness_file(name: &str) -> bool {
+    const NOTES: [&str; 3] = ["kill-point.json", "fault.txt", "recorded-state.txt"];
+    let ends = |suffix| name.ends_with(suffix);
+    ends(".stderr") || ends(".stdout") || ends(".lock") || name.starts_with("acks") || NOTES.contains(&name)
+}
+
 /// A trial's private folder.
 #[derive(Debug)]
 pub struct TrialEnv {
@@ -40,7 +55,7 @@ impl TrialEnv {
         Ok(TrialEnv {
             db: dir.path().join("store.db"),
             acks: dir.path().join("acks.ndjson"),
-            stderr: dir.path().join("child.stderr"),
+            stderr: dir.path().join(STDERR),
             transport: dir.path().join("transport.ndjson"),
             seed: 0,
             recovery_step: None,

@@ -11,6 +11,7 @@ mod confirm;
 mod docs;
 mod evidence;
 mod faults;
+mod folder;
 mod forkserver;
 mod hermes;
 mod imports;

@@ -205,6 +205,10 @@ fn append(a: WorkArgs) -> Result<(), ChildError> {
             stall_forever();
         }
         let content = format!("m{i}");
+        let marked = a.mutant == Some(Mutant::DirtyMarker);
+        if marked {
+            std::fs::write(dirty_marker(&a.db), b"dirty\n").map_err(ChildError::io("dirty marker"))?;
+        }
         if a.mutant == Some(Mutant::DropAppend) && i % DROP_EVERY == DROP_FIRST {
             acks.record(&ack("append", i)).map_err(ChildError::io("ack journal"))?;
         } else if a.mutant == Some(Mutant::AckBeforeCommit) {
@@ -222,11 +226,42 @@ fn append(a: WorkArgs) -> Result<(), ChildError> {
             }
             acks.record(&ack("append", i)).map_err(ChildError::io("ack journal"))?;
         }
+        if marked {
+            std::fs::remove_file(dirty_marker(&a.db)).map_err(ChildError::io("dirty marker"))?;
+        }
         if a.mutant == Some(Mutant::IgnoreShortWrite) && i == 0 {
             store = compact(store, &a.db)?;
         }
     }
     Ok(())
+}
+
+/// The dirty-marker mutant's marker: a file beside the database
+/// (`store.db.dirty`), present from before an append until after its ack.
+fn dirty_marker(db: &std::path::Path) -> std::path::PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push(".dirty");
+    name.into()
+}
+
+/// The dirty-marker mutant's repair, at a dump's open: a marker beside the
+/// database is taken to mean the last append did not finish, so the
+/// session's last message is deleted and the marker removed. Its fault: the
+/// marker outlives the ack, so the message it deletes may be acknowledged.
+/// Only that mutant ever writes a marker; without one this does nothing.
+fn repair_if_dirty(db: &std::path::Path) -> Result<(), ChildError> {
+    let marker = dirty_marker(db);
+    if !marker.exists() {
+        return Ok(());
+    }
+    let mut conn = rusqlite::Connection::open(db)?;
+    let tx = conn.transaction()?;
+    let last = "SELECT MAX(id) FROM messages WHERE session_id=?1";
+    let gone = tx.execute(&format!("DELETE FROM messages WHERE id = ({last})"), [APPEND_SESSION])?;
+    let count = "UPDATE sessions SET message_count = message_count - ?2 WHERE id=?1";
+    tx.execute(count, rusqlite::params![APPEND_SESSION, gone as i64])?;
+    tx.commit()?;
+    std::fs::remove_file(&marker).map_err(ChildError::io("dirty marker"))
 }
 
 /// The ignore-short-write mutant's compaction: the store vacuums itself
@@ -410,6 +445,7 @@ fn print_dump(a: DumpArgs) -> Result<(), ChildError> {
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for db in &a.db {
+        repair_if_dirty(db)?;
         let state = dump(db)?;
         let text = serde_json::to_string(&state).map_err(|e| ChildError::Io("dump".into(), e.into()))?;
         writeln!(out, "{text}").map_err(ChildError::io("stdout"))?;

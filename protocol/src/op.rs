@@ -310,10 +310,16 @@ pub enum Mutant {
     /// short-write`, which cuts that write short; a kill at it fires too:
     /// the copy is not crash-safe).
     IgnoreShortWrite,
+    /// `append` writes a dirty marker beside its database before each
+    /// append and removes it after the ack; a dump's open, finding the
+    /// marker, "repairs" by deleting the session's last message (cell 1
+    /// fires under `--kill syscall`: a kill after the ack, before the
+    /// marker's removal, loses an acknowledged append).
+    DirtyMarker,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 12] = [
+    pub const ALL: [Mutant; 13] = [
         Mutant::AckBeforeCommit,
         Mutant::RacyClaim,
         Mutant::SplitRotation,
@@ -326,6 +332,7 @@ impl Mutant {
         Mutant::TornBranch,
         Mutant::AckDespiteIoError,
         Mutant::IgnoreShortWrite,
+        Mutant::DirtyMarker,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -342,6 +349,7 @@ impl Mutant {
             Mutant::TornBranch => "torn-branch",
             Mutant::AckDespiteIoError => "ack-despite-io-error",
             Mutant::IgnoreShortWrite => "ignore-short-write",
+            Mutant::DirtyMarker => "dirty-marker",
         }
     }
 
@@ -376,6 +384,10 @@ impl Mutant {
                 "`append` copies a vacuumed image over its database with one write whose count it ignores (found by \
                  --kill short-write)"
             }
+            Mutant::DirtyMarker => {
+                "`append` keeps a dirty marker beside its database until each ack; an open that finds it deletes the \
+                 last message (found by --kill syscall)"
+            }
         }
     }
 
@@ -387,7 +399,8 @@ impl Mutant {
             | Mutant::Stall
             | Mutant::DropAppend
             | Mutant::AckDespiteIoError
-            | Mutant::IgnoreShortWrite => 1,
+            | Mutant::IgnoreShortWrite
+            | Mutant::DirtyMarker => 1,
             Mutant::RacyClaim | Mutant::SplitClaim => 2,
             Mutant::SplitRotation | Mutant::SplitContinuation => 3,
             Mutant::TornFork | Mutant::TornBranch => 4,

@@ -5,10 +5,12 @@
 //! Crash model: a `SIGKILL` at the entry of kill point N leaves the page
 //! cache intact, so the files hold exactly what the calls before N wrote:
 //! state N is the log's events before N applied, in order, to the empty
-//! trial folder. The `-shm` is not part of a state: SQLite writes it through
+//! trial folder. A state is the store's whole folder: the database, its
+//! `-journal` and `-wal`, every other file the store keeps directly beside
+//! them (a marker, a manifest, blobs: [`FileKind::Other`]) and the ack
+//! journal. The `-shm` is not part of a state: SQLite writes it through
 //! `mmap` (no system call to log) and a fresh connection rebuilds it from
-//! the WAL, so a state carries the database, `-journal`, `-wal` and the ack
-//! journal, and nothing else.
+//! the WAL.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -76,6 +78,11 @@ impl Files {
         };
     }
 
+    /// The store's other files present ([`FileKind::Other`]), in order.
+    pub fn sidecars(&self) -> impl Iterator<Item = FileKind> + '_ {
+        self.files.keys().copied().filter(|k| matches!(k, FileKind::Other(_)))
+    }
+
     /// The store's files alone, to tell two states' stores apart.
     pub fn store(&self) -> impl Iterator<Item = (&FileKind, &Pages)> {
         self.files.iter().filter(|(k, _)| **k != FileKind::Acks)
@@ -115,7 +122,7 @@ impl Files {
     /// The bytes of `kind` to change, created if missing (a write reaches a
     /// file the driver saw opened); `None` for a file the model does not keep.
     fn file(&mut self, kind: FileKind) -> Option<&mut Pages> {
-        MODELLED.contains(&kind).then(|| self.files.entry(kind).or_default())
+        modelled(kind).then(|| self.files.entry(kind).or_default())
     }
 
     fn write(&mut self, kind: FileKind, at: At, data: &[u8]) -> bool {
@@ -129,7 +136,7 @@ impl Files {
     }
 
     fn open(&mut self, kind: FileKind, create: bool, truncate: bool) -> bool {
-        if !MODELLED.contains(&kind) || (!create && !self.files.contains_key(&kind)) {
+        if !modelled(kind) || (!create && !self.files.contains_key(&kind)) {
             return false;
         }
         let f = self.files.entry(kind).or_default();
@@ -142,7 +149,7 @@ impl Files {
     fn rename(&mut self, from: Option<FileKind>, to: Option<FileKind>) -> bool {
         let moved = from.and_then(|f| self.files.remove(&f));
         match (to, moved) {
-            (Some(to), Some(bytes)) if MODELLED.contains(&to) => {
+            (Some(to), Some(bytes)) if modelled(to) => {
                 self.files.insert(to, bytes);
             }
             // A file the model does not follow replaces one it does: its
@@ -167,9 +174,9 @@ impl Files {
     }
 
     /// Writes the store's files alone (not the ack journal: recovery never
-    /// reads it) into `dir`, the database named `db`: many states can share
-    /// one folder, each under its own database name (SQLite finds a
-    /// database's journals by its name). Returns the database's path.
+    /// reads it) into `dir`, the database named `db`, every other file of
+    /// the store's under its own name beside it: a state's folder is its
+    /// own, as the store laid it out. Returns the database's path.
     pub fn write_store_to(&self, dir: &Path, db: &str) -> std::io::Result<PathBuf> {
         let names = Names::store(&dir.join(db));
         for (kind, bytes) in self.store() {
@@ -180,12 +187,15 @@ impl Files {
 
     /// The store a real crash left in `dir` (a killed trial's folder, its
     /// files named by `names`), read as a state: its database, `-journal`,
-    /// `-wal` and transport as they are on disk, a file that is not there
-    /// absent; not the ack journal (the store is what recovery reads) nor
-    /// the `-shm` (see the module's words: a first connection resets it).
+    /// `-wal`, transport and every other file of the store's beside them
+    /// as they are on disk, a file that is not there absent; not the ack
+    /// journal (the store is what recovery reads), the `-shm` (see the
+    /// module's words: a first connection resets it) nor the harness's own
+    /// files ([`crate::trialdir::is_harness_file`]).
     pub fn read_store(dir: &Path, names: &Names) -> std::io::Result<Files> {
         let mut f = Files::default();
-        for kind in MODELLED.into_iter().filter(|k| *k != FileKind::Acks) {
+        let kinds = MODELLED.into_iter().filter(|k| *k != FileKind::Acks).chain(sidecars(dir, names)?);
+        for kind in kinds {
             match std::fs::read(dir.join(names.of(kind))) {
                 Ok(bytes) => {
                     f.files.insert(kind, Pages::from_slice(&bytes));
@@ -205,7 +215,9 @@ impl Files {
 
     /// Where the model and `other` (files read from a disk) first differ.
     pub fn differs_from(&self, other: &Files) -> Option<String> {
-        MODELLED.iter().find_map(|&kind| difference(kind, self.get(kind).as_deref(), other.get(kind).as_deref()))
+        let kinds: std::collections::BTreeSet<FileKind> =
+            MODELLED.into_iter().chain(self.files.keys().copied()).chain(other.files.keys().copied()).collect();
+        kinds.into_iter().find_map(|kind| difference(kind, self.get(kind).as_deref(), other.get(kind).as_deref()))
     }
 
     /// The modelled files present in `dir` as `names` names them: a log
@@ -226,6 +238,31 @@ impl Files {
         self.files.remove(&FileKind::Acks);
         self
     }
+}
+
+/// Whether the model keeps a file of `kind`: the `-shm` aside, all.
+pub(crate) fn modelled(kind: FileKind) -> bool {
+    MODELLED.contains(&kind) || matches!(kind, FileKind::Other(_))
+}
+
+/// The store's other files in `dir`: every regular file directly in it that
+/// none of `names` names and that is not the harness's own.
+fn sidecars(dir: &Path, names: &Names) -> std::io::Result<Vec<FileKind>> {
+    let known: Vec<String> = [FileKind::Database, FileKind::Journal, FileKind::Wal, FileKind::Shm]
+        .into_iter()
+        .map(|k| names.of(k))
+        .chain([names.acks.clone(), names.transport.clone()])
+        .collect();
+    let mut out = vec![];
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let theirs = known.contains(&name) || crate::trialdir::is_harness_file(&name);
+        if !theirs && entry.file_type()?.is_file() {
+            out.push(FileKind::Other(crate::kill::syscall::Sidecar::named(&name)));
+        }
+    }
+    Ok(out)
 }
 
 /// Writes `bytes` as the whole of the file at `path`, as `fs::write` does.
@@ -300,6 +337,7 @@ impl Names {
             FileKind::Shm => beside("-shm"),
             FileKind::Acks => self.acks.clone(),
             FileKind::Transport => self.transport.clone(),
+            FileKind::Other(s) => s.name().to_string(),
         }
     }
 }

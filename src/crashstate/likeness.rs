@@ -64,13 +64,13 @@ fn lens(files: &Files) -> Vec<Option<usize>> {
         FileKind::Acks => Some(acks_after_ready(files).len()),
         kind => files.len_of(kind),
     };
-    MODELLED.iter().map(|&kind| len(kind)).collect()
+    MODELLED.into_iter().chain(files.sidecars()).map(len).collect()
 }
 
 /// A hash of every modelled file as two runs can share it.
 fn digest(files: &Files) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    for &kind in &MODELLED {
+    for kind in MODELLED.into_iter().chain(files.sidecars()) {
         let bytes = match kind {
             FileKind::Acks => Some(acks_after_ready(files)),
             kind => files.get(kind).map(|b| shareable(kind, b)),

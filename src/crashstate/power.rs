@@ -27,7 +27,7 @@
 
 use std::collections::BTreeMap;
 
-use super::files::{Files, MODELLED};
+use super::files::{Files, modelled};
 use super::image::{apply_data, carry, sectors_of, write};
 use super::log::{At, Effect, Event, next_points, place};
 use super::sectors::SECTOR;
@@ -235,7 +235,7 @@ impl Disk {
                 write(self.transport.get_or_insert_with(Vec::new), *at, data)
             }
             Effect::Write { file, .. } | Effect::Truncate { file, .. } => {
-                let Some(&ino) = self.names.get(file).filter(|_| MODELLED.contains(file)) else { return };
+                let Some(&ino) = self.names.get(file).filter(|_| modelled(*file)) else { return };
                 apply_data(&mut self.inodes[ino].data, effect);
                 let needs = format!("an fsync of the {}", file.as_str());
                 self.pending.push((Op::Data(ino, effect.clone()), pending(needs)));
@@ -298,7 +298,7 @@ impl Disk {
     }
 
     fn open(&mut self, file: FileKind, create: bool, truncate: bool, e: &Effect, p: impl Fn(String) -> Pending) {
-        if !MODELLED.contains(&file) || OUTSIDE_POWER_LOSS.contains(&file) {
+        if !modelled(file) || OUTSIDE_POWER_LOSS.contains(&file) {
             return;
         }
         if create && !self.names.contains_key(&file) {
@@ -317,7 +317,7 @@ impl Disk {
         if let Some(f) = from.filter(|_| ino.is_some()) {
             self.pending.push((Op::Name(f, None), p.clone()));
         }
-        if let Some(t) = to.filter(|t| MODELLED.contains(t)) {
+        if let Some(t) = to.filter(|t| modelled(*t)) {
             match ino {
                 Some(i) => self.names.insert(t, i),
                 None => self.names.remove(&t),

@@ -223,7 +223,12 @@ mod tests {
         cmd.args(["-c", "printf a > store.db; sync store.db; printf b >> store.db; printf c >> store.db"]);
         cmd.current_dir(&dir);
         let filter = crate::kill::syscall::filter().unwrap();
-        let mut child = match Traced::spawn(cmd, Some(&dir.join("err")), filter, std::time::Duration::from_secs(20)) {
+        let mut child = match Traced::spawn(
+            cmd,
+            Some(&dir.join(crate::trialdir::STDERR)),
+            filter,
+            std::time::Duration::from_secs(20),
+        ) {
             Err(TraceError::NotPermitted(why)) => {
                 return crate::testskip::skip_or_fail(crate::testskip::Need::Tracing, why);
             }
@@ -231,7 +236,7 @@ mod tests {
         };
         let targets = Targets::new(&dir.join("store.db"), &dir.join("acks.ndjson"));
         let (driven, log) = record(&mut child, &targets, Goal::InjectAt(3, Injected::Failed(Errno::ENOSPC))).unwrap();
-        assert!(matches!(driven, Driven::Exited { counted: 4, .. }), "{driven:?}");
+        assert!(matches!(driven, Driven::Exited { counted: 4, .. }), "{driven:?} {:?}", log.points);
         let failed: Vec<&Effect> =
             log.ran().iter().map(|e| &e.effect).filter(|e| matches!(e, Effect::Failed { .. })).collect();
         assert_eq!(failed.len(), 1, "{:?}", log.ran());
@@ -249,7 +254,12 @@ mod tests {
         let mut cmd = std::process::Command::new("sh");
         cmd.args(["-c", script]).current_dir(&path);
         let filter = crate::kill::syscall::filter().unwrap();
-        let child = match Traced::spawn(cmd, Some(&path.join("err")), filter, std::time::Duration::from_secs(20)) {
+        let child = match Traced::spawn(
+            cmd,
+            Some(&path.join(crate::trialdir::STDERR)),
+            filter,
+            std::time::Duration::from_secs(20),
+        ) {
             Err(TraceError::NotPermitted(why)) => {
                 crate::testskip::skip_or_fail(crate::testskip::Need::Tracing, why);
                 return None;

@@ -5,8 +5,10 @@
 //! (`write`, `pwrite64`, `writev`, `pwritev`, `pwritev2`, `fsync`,
 //! `fdatasync`, `ftruncate`, `unlink`, `unlinkat`, `rename`, `renameat`,
 //! `renameat2`); the driver counts those that touch the database, its
-//! `-journal`, `-wal` or `-shm`, the ack journal, or a file the workload
-//! adds (the transport a child sends through), and at the Nth sends
+//! `-journal`, `-wal` or `-shm`, the ack journal, a file the workload
+//! adds (the transport a child sends through), or any other file directly
+//! in the store's folder (a marker, a manifest, a blob: the store's own,
+//! [`FileKind::Other`]; the child's stderr aside), and at the Nth sends
 //! `SIGKILL` to the group while the call has not run. The files then hold
 //! exactly what calls 1..N-1 left, so a sweep over N visits every crash state
 //! of a short workload, where a timed kill rarely lands inside a commit.
@@ -166,6 +168,33 @@ pub enum FileKind {
     /// The fake provider's log of a child that sends (cell 5): a send is a
     /// kill point, so a sweep visits the instants before and after it.
     Transport,
+    /// Any other file directly in the store's folder: the store's too (a
+    /// recovery that reads a marker beside its database must see it), so
+    /// its calls are kill points and its bytes part of every state.
+    Other(Sidecar),
+}
+
+/// The name of a file of the store's folder that is none of the trial's
+/// known files, interned so that a [`FileKind`] stays `Copy`: the names a
+/// store uses are few and the same in every trial, so the table stays small.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Sidecar(u32);
+
+impl Sidecar {
+    /// The sidecar named `name` (a file name, no folder).
+    pub fn named(name: &str) -> Sidecar {
+        let mut names = sidecar_names();
+        let at = names.iter().position(|n| *n == name).unwrap_or_else(|| {
+            names.push(Box::leak(name.to_owned().into_boxed_str()));
+            names.len() - 1
+        });
+        Sidecar(at as u32)
+    }
+
+    /// Its file name.
+    pub fn name(self) -> &'static str {
+        sidecar_names().get(self.0 as usize).copied().unwrap_or("?")
+    }
 }
 
 impl FileKind {
@@ -177,8 +206,14 @@ impl FileKind {
             FileKind::Shm => "shm",
             FileKind::Acks => "acks",
             FileKind::Transport => "transport",
+            FileKind::Other(s) => s.name(),
         }
     }
+}
+
+fn sidecar_names() -> std::sync::MutexGuard<'static, Vec<&'static str>> {
+    static NAMES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    NAMES.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The files whose calls count as kill points, and the trial's folder
@@ -215,12 +250,19 @@ impl Targets {
 
     /// The kind of `path`; a relative path is matched on its file name (the
     /// trial's folder is private, so names are unique within it).
+    /// Any other file directly in the folder (not in a folder below it,
+    /// such as the config home) is the store's: [`FileKind::Other`].
     pub fn kind(&self, path: &Path) -> Option<FileKind> {
         let by_name = path.is_relative();
-        self.files
-            .iter()
-            .find(|(p, _)| if by_name { p.file_name() == path.file_name() } else { p == path })
-            .map(|f| f.1)
+        let known =
+            self.files.iter().find(|(p, _)| if by_name { p.file_name() == path.file_name() } else { p == path });
+        known.map(|f| f.1).or_else(|| self.sidecar(path))
+    }
+
+    fn sidecar(&self, path: &Path) -> Option<FileKind> {
+        let beside = path.is_absolute() && path.parent() == self.dir.as_deref();
+        let name = path.file_name()?.to_str()?;
+        (beside && !crate::trialdir::is_harness_file(name)).then(|| FileKind::Other(Sidecar::named(name)))
     }
 }
 
@@ -521,7 +563,10 @@ mod tests {
         assert_eq!(t.kind(Path::new("/t/acks.ndjson")), Some(FileKind::Acks));
         assert_eq!(t.kind(Path::new("store.db")), Some(FileKind::Database));
         assert_eq!(t.kind(Path::new("/other/store.db")), None);
-        assert_eq!(t.kind(Path::new("/t/child.stderr")), None);
+        assert_eq!(t.kind(Path::new("/t/child.stderr")), None, "the child's stderr is not the store's");
+        assert_eq!(t.kind(Path::new("/t/home/config.toml")), None, "a folder below is not the store's");
+        let marker = t.kind(Path::new("/t/store.db.dirty")).unwrap();
+        assert_eq!((marker, marker.as_str()), (FileKind::Other(Sidecar::named("store.db.dirty")), "store.db.dirty"));
         let t = t.with(Path::new("/t/transport.ndjson"), FileKind::Transport);
         assert_eq!(t.kind(Path::new("/t/transport.ndjson")), Some(FileKind::Transport));
         assert_eq!(t.kind(Path::new("/t/acks.ndjson")), Some(FileKind::Acks));

@@ -26,7 +26,6 @@ use crashcells_protocol::OpArgs;
 use super::{
     Pass, Passes, Recovered, RecoveryError, after_step, excused, pass, pass_copies, run_op, step, stepped_pass,
 };
-use crate::dbfiles::{DB_FILES, sibling};
 use crate::trialdir::TrialEnv;
 
 /// Which recovery steps the child takes for many states in one process:
@@ -68,22 +67,28 @@ impl Pair<'_> {
         (db, self.transports.as_ref().map_or_else(PathBuf::new, |t| t[i].clone()))
     }
 
-    /// Pass `n`'s copies as the crash left them, whatever ran on them.
+    /// Pass `n`'s copies as the crash left them, whatever ran on them: the
+    /// copy's folder is its store's alone, so every file a recovery left
+    /// there (a marker it removed comes back, one it made goes) is cleared
+    /// first.
     fn restored(&self, n: u32) -> Result<(), RecoveryError> {
         let Some(restore) = &self.restore else { return Ok(()) };
-        let (db, transport) = self.copies(n);
-        let clear = |p: &Path| match std::fs::remove_file(p) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
-        };
-        DB_FILES
-            .iter()
-            .map(|s| sibling(&db, s))
-            .chain(self.transports.as_ref().map(|_| transport))
-            .try_for_each(|p| clear(&p))
+        let (db, _) = self.copies(n);
+        clear_folder(db.parent().unwrap_or(Path::new(".")))
             .and_then(|()| restore(n))
             .map_err(|e| RecoveryError::Copy { pass: n, why: e.to_string() })
     }
+}
+
+/// Removes every file directly in `dir` (a copy's folder, the store's alone).
+fn clear_folder(dir: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            std::fs::remove_file(entry.path())?;
+        }
+    }
+    Ok(())
 }
 
 /// A trial's crash state as one state of a batch ([`recover_batch`]): its
@@ -277,12 +282,14 @@ mod tests {
     }
 
     /// `n` states in `dir`, each with copies for both passes (and
-    /// transports), whose restore counts its calls in `restored`.
+    /// transports) in folders of their own (`dir/{i}-1/1.db`), whose
+    /// restore counts its calls in `restored`.
     fn states<'a>(dir: &Path, n: usize, restored: &'a AtomicUsize) -> Vec<Pair<'a>> {
         (0..n)
             .map(|i| {
-                let path = |s: &str| dir.join(format!("{i}-{s}"));
+                let path = |s: &str| dir.join(format!("{i}-{}", &s[..1])).join(s);
                 for s in ["1.db", "2.db"] {
+                    std::fs::create_dir_all(path(s).parent().unwrap()).unwrap();
                     std::fs::write(path(s), b"crash state").unwrap();
                 }
                 let copies = [path("1.db"), path("2.db")];
@@ -336,7 +343,7 @@ for a in "$@"; do case "$a" in --db) echo 'LINE';; esac; done
         let restored = AtomicUsize::new(0);
         let states = states(dir.path(), 6, &restored);
         // State 2 is broken in both passes: restores write it broken again.
-        for s in ["2-1.db", "2-2.db"] {
+        for s in ["2-1/1.db", "2-2/2.db"] {
             std::fs::write(dir.path().join(s), b"broken").unwrap();
         }
         let mut states = states;

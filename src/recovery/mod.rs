@@ -123,16 +123,29 @@ impl Recovered {
     }
 }
 
-/// Copies the database and its journal files, as they are, into `dir`;
-/// returns the copy's path. Nothing writes them any more (the child is
-/// reaped), so a copy is the crash state exactly.
-fn copy_db(db: &Path, dir: &Path) -> std::io::Result<PathBuf> {
+/// Copies the store's folder, as it is, into `dir`: the database, its
+/// journal files and every other file of the store's beside them (a
+/// marker, a manifest: recovery runs in place, on the store's own layout and
+/// names), not the harness's own files nor those in `skip` (the ack journal
+/// and transport, which a pass copies where it needs them); returns the
+/// copy's path. Nothing writes them any more (the child is reaped), so a
+/// copy is the crash state exactly.
+fn copy_db(db: &Path, dir: &Path, skip: &[&Path]) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let copy = dir.join(db.file_name().unwrap_or_else(|| "store.db".as_ref()));
     for suffix in DB_FILES {
         let from = sibling(db, suffix);
         if from.exists() {
             std::fs::copy(&from, sibling(&copy, suffix))?;
+        }
+    }
+    let folder = db.parent().unwrap_or(Path::new("."));
+    for entry in std::fs::read_dir(folder)? {
+        let entry = entry?;
+        let (path, name) = (entry.path(), entry.file_name().to_string_lossy().into_owned());
+        let known = DB_FILES.iter().any(|s| sibling(db, s) == path) || skip.contains(&path.as_path());
+        if !known && !crate::trialdir::is_harness_file(&name) && entry.file_type()?.is_file() {
+            std::fs::copy(&path, dir.join(&name))?;
         }
     }
     Ok(copy)
@@ -241,7 +254,8 @@ pub fn recover(child: &Launcher, deadline: Duration, env: &TrialEnv) -> Result<R
 /// database and its journals, and the transport when a step will read it.
 pub(super) fn pass_copies(env: &TrialEnv, n: u32) -> Result<(PathBuf, PathBuf), RecoveryError> {
     let copies = env.path(&format!("recovery-{n}"));
-    let db = copy_db(&env.db, &copies).map_err(|e| RecoveryError::Copy { pass: n, why: e.to_string() })?;
+    let skip = [env.acks.as_path(), env.transport.as_path()];
+    let db = copy_db(&env.db, &copies, &skip).map_err(|e| RecoveryError::Copy { pass: n, why: e.to_string() })?;
     let transport = copies.join("transport.ndjson");
     if env.recovery_step.is_some() && env.transport.exists() {
         std::fs::copy(&env.transport, &transport)
@@ -273,7 +287,13 @@ mod tests {
         for (suffix, body) in [("", "db"), ("-wal", "wal"), ("-journal", "journal")] {
             std::fs::write(sibling(&db, suffix), body).unwrap();
         }
-        let copy = copy_db(&db, &dir.path().join("recovery")).unwrap();
+        std::fs::write(dir.path().join("store.db.dirty"), "marker").unwrap();
+        std::fs::write(dir.path().join("acks.ndjson"), "{}").unwrap();
+        std::fs::write(dir.path().join("child.stderr"), "err").unwrap();
+        let copy = copy_db(&db, &dir.path().join("recovery"), &[&dir.path().join("acks.ndjson")]).unwrap();
+        let dir_of = |p: &str| dir.path().join("recovery").join(p);
+        assert_eq!(std::fs::read_to_string(dir_of("store.db.dirty")).unwrap(), "marker", "the store's marker too");
+        assert!(!dir_of("acks.ndjson").exists() && !dir_of("child.stderr").exists(), "not the harness's files");
         assert_eq!(copy, dir.path().join("recovery/store.db"));
         for (suffix, body) in [("", "db"), ("-wal", "wal"), ("-journal", "journal")] {
             assert_eq!(std::fs::read_to_string(sibling(&copy, suffix)).unwrap(), body);

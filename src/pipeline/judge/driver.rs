@@ -479,20 +479,20 @@ impl Driver<'_> {
             Ok(d) => d,
             Err(e) => return fail(Failure::BatchFolder(e.to_string())),
         };
-        // One folder per pass, each state's store under a database name of its own.
-        let passes = [dir.path().join("1"), dir.path().join("2")];
-        if let Err(e) = passes.iter().try_for_each(std::fs::create_dir) {
-            return fail(Failure::BatchFolder(e.to_string()));
-        }
+        // One folder per pass and state, the store in place: its own
+        // database name and every file of its folder beside it, so that a
+        // recovery that reads a file beside its database sees it.
+        let db = self.recorded.db.file_name().map_or_else(|| "store.db".into(), |n| n.to_string_lossy().into_owned());
         let step = self.recorded.recovery_step.as_ref();
         let mut pairs = Vec::with_capacity(stores.len());
         for (i, &files) in stores.iter().enumerate() {
-            let db = format!("s{i}.db");
-            match (files.write_store_to(&passes[0], &db), files.write_store_to(&passes[1], &db)) {
+            let dirs = [1, 2].map(|n| dir.path().join(format!("{n}/s{i}")));
+            let write = |d: &std::path::Path| std::fs::create_dir_all(d).and_then(|()| files.write_store_to(d, &db));
+            match (write(&dirs[0]), write(&dirs[1])) {
                 (Ok(first), Ok(second)) => {
                     // A recovery step reads and writes the state's transport.
                     let transports = step.map(|_| [&first, &second].map(|d| Names::store(d).transport_path(d)));
-                    let dirs = passes.clone();
+                    let db = db.clone();
                     let restore: Restore =
                         Arc::new(move |n| files.write_store_to(&dirs[n as usize - 1], &db).map(drop));
                     pairs.push(Pair { first, second, transports, restore: Some(restore) })
