@@ -19,7 +19,7 @@ const FIRES: &[&[&str]] = &[
     &["--leg", "delete", "--kill", "power", "--point", "94"],
     &["--leg", "delete", "--kill", "torn", "--point", "94"],
     &["--leg", "wal", "--kill", "fault", "--point", "51", "--mutant", "ack-despite-io-error"],
-    &["--leg", "wal", "--kill", "short-write", "--point", "73", "--mutant", "ignore-short-write"],
+    &["--leg", "wal", "--kill", "short-write", "--point", "87", "--mutant", "ignore-short-write"],
 ];
 
 fn settings(dir: &Path) -> insta::Settings {
