@@ -22,17 +22,23 @@ pub enum Need {
     Chromium,
     /// A system SQLite the WAL-reset gate refuses, for the system build's tests.
     AffectedSystemSqlite,
+    /// Node.js and the `sqlite3` shell, for the Node.js library's own suite.
+    NodeAndSqliteShell,
+    /// A Python with pytest (`CRASHCELLS_TEST_PYTHON`), for the pytest plugin's test.
+    Pytest,
 }
 
 impl Need {
     /// Every reason a test may skip.
-    pub const ALL: [Need; 6] = [
+    pub const ALL: [Need; 8] = [
         Need::Tracing,
         Need::Python,
         Need::HermesWheel,
         Need::LangGraphPackages,
         Need::Chromium,
         Need::AffectedSystemSqlite,
+        Need::NodeAndSqliteShell,
+        Need::Pytest,
     ];
 
     /// What is missing, and what provides it (`.ci/run` does each).
@@ -44,6 +50,8 @@ impl Need {
             Need::LangGraphPackages => "LangGraph.js's packages are not installed (run examples/langgraph-store/fetch)",
             Need::Chromium => "chromium is not on PATH",
             Need::AffectedSystemSqlite => "the system SQLite is not one the WAL-reset gate refuses",
+            Need::NodeAndSqliteShell => "node or the sqlite3 shell is not installed",
+            Need::Pytest => "no Python with pytest (CRASHCELLS_TEST_PYTHON names one; .ci/run makes it)",
         }
     }
 

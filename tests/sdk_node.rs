@@ -12,29 +12,27 @@
 //! the platform package's binary (`launcher`).
 //!
 //! It needs Node.js 20 and the `sqlite3` shell (the suite's store runs on
-//! it: Node.js 20 has no SQLite of its own); without them the tests say so
-//! and return. The page's store runs on the better-sqlite3 that
-//! `examples/langgraph-store/fetch` installs: without it, `doc` is skipped.
+//! it: Node.js 20 has no SQLite of its own); without them the tests skip
+//! through the suite's one policy (a failure under CI). The page's store runs on the better-sqlite3 that
+//! `examples/langgraph-store/fetch` installs: without it, `doc` skips
+//! through the same policy.
 
+use crashcells::testskip::{Need, skip_or_fail};
 use std::path::Path;
 use std::process::Command;
 
 const SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sdk/node");
 
-/// Whether `program --version` runs; if not, says why the test does nothing.
+/// Whether `program --version` runs.
 fn available(program: &str) -> bool {
-    let there = Command::new(program).arg("--version").output().is_ok_and(|o| o.status.success());
-    if !there {
-        eprintln!("sdk_node: skipped: `{program}` is not installed");
-    }
-    there
+    Command::new(program).arg("--version").output().is_ok_and(|o| o.status.success())
 }
 
 /// Runs `sdk/node/test/NAME.test.mjs`; asserts it passed and skipped
 /// `skips` tests (a skipped test would pass without checking anything).
 fn suite(name: &str, skips: u32) {
-    if !available("node") || !available("sqlite3") {
-        return;
+    if let Some(missing) = ["node", "sqlite3"].into_iter().find(|p| !available(p)) {
+        return skip_or_fail(Need::NodeAndSqliteShell, format_args!("`{missing} --version` did not run"));
     }
     let out = Command::new("node")
         .args(["--test", &format!("test/{name}.test.mjs")])
@@ -78,5 +76,8 @@ fn the_npm_launcher_passes_arguments_exit_codes_and_signals_through() {
 fn the_pages_small_store_conforms_as_the_page_shows_it() {
     let fetched =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/langgraph-store/node_modules/.crashcells-fetched");
-    suite("doc", if fetched.is_file() { 0 } else { 1 });
+    if !fetched.is_file() {
+        return skip_or_fail(Need::LangGraphPackages, "the page's store runs on better-sqlite3");
+    }
+    suite("doc", 0);
 }
