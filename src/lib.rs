@@ -31,6 +31,7 @@ pub mod seed;
 pub mod suggest;
 #[doc(hidden)]
 pub mod testskip;
+pub mod times;
 pub mod trialdir;
 
 /// Every insta snapshot of the project lives in `tests/snapshots/`, the unit

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::harness::{Exit, POLL, Running, interrupted};
 use crate::journal::Tail;
-use crate::report::times::Clock;
+use crate::times::Clock;
 
 /// Why a wait for acks ended without reaching its target.
 #[derive(Debug, thiserror::Error)]

@@ -14,7 +14,6 @@ mod render;
 mod repro;
 mod summary;
 pub mod timeline;
-pub mod times;
 pub mod trace;
 pub mod words;
 

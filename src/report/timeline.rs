@@ -17,9 +17,9 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::CellResult;
-use super::times::Times;
 use super::trace::{Call, Crash, Trace};
 use crate::plan::KillMode;
+use crate::times::Times;
 
 /// At most this many calls are shown: those before the crash, and after a
 /// failed call up to [`AFTER`] more.

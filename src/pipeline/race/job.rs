@@ -39,7 +39,7 @@ use crate::pipeline::race::schedule::Hold;
 use crate::pipeline::run::context::Context;
 use crate::pipeline::trial::Trial;
 use crate::plan::Job;
-use crate::report::times::{Clock, Release};
+use crate::times::{Clock, Release};
 use crate::trialdir::TrialEnv;
 
 /// A race cell's job, as a race needs it.

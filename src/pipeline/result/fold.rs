@@ -173,7 +173,7 @@ fn write_timeline(result: &mut CellResult, trace: Option<&crate::report::Trace>,
     // A race's racers each keep a journal of their own (acks-rN.ndjson).
     let racers: Vec<(u32, String)> =
         (0..).map_while(|r| Some((r, std::fs::read_to_string(dest.join(format!("acks-r{r}.ndjson"))).ok()?))).collect();
-    let times = crate::report::times::Times::read(dest);
+    let times = crate::times::Times::read(dest);
     let page = crate::report::timeline::Page {
         result,
         trace,

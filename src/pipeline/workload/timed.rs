@@ -21,7 +21,7 @@ use crate::pipeline::judge::verdict::prepare;
 use crate::pipeline::outcome::{Failure, Interruption, Outcome, Skip};
 use crate::pipeline::trial::Trial;
 use crate::pipeline::workload::job::Workload;
-use crate::report::times::Clock;
+use crate::times::Clock;
 use crate::trialdir::TrialEnv;
 
 impl Workload<'_> {
