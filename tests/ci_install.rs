@@ -1,10 +1,10 @@
-//! `.crashcells/install.sh` and `scripts/release-build`, run in a copy of
-//! the repository's sources with a stand-in `cargo` on PATH (it logs each
-//! call and makes the binary a build would, in no time): the second
-//! install of one key restores the cached binary and compiles nothing; a
-//! changed lock file or source is a new key; a release file is built with
-//! its sha256, downloaded, checked and cached, and a file whose sum does
-//! not match is refused with nothing cached.
+//! `scripts/release-build`, run in a copy of the repository's sources with
+//! a stand-in `cargo` on PATH (it logs each call and makes the binary a
+//! build would, in no time), and `.crashcells/install.sh` in a team's
+//! repository that holds only the copied kit: a release file is built with
+//! its sha256, downloaded, checked and cached without a checkout of
+//! crashcells, and a file whose sum does not match is refused with nothing
+//! cached.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -50,6 +50,13 @@ impl Checkout {
         Checkout { dir }
     }
 
+    /// A team's repository: the kit copied as docs/CI.md says, nothing else.
+    fn team() -> Checkout {
+        let dir = scratch();
+        copy(&Path::new(env!("CARGO_MANIFEST_DIR")).join(".crashcells"), &dir.path().join(".crashcells"));
+        Checkout { dir }
+    }
+
     fn path(&self, p: &str) -> PathBuf {
         self.dir.path().join(p)
     }
@@ -59,7 +66,14 @@ impl Checkout {
         let path = format!("{}:{}", self.path("bin").display(), std::env::var("PATH").unwrap_or_default());
         let mut cmd = Command::new(self.path(script));
         cmd.args(args).current_dir(self.dir.path()).env("PATH", path).env("CARGO_LOG", self.path("cargo.log"));
-        for var in ["GITHUB_OUTPUT", "GITHUB_PATH", "CRASHCELLS_RELEASE", "CRASHCELLS_CACHE", "CARGO_TARGET_DIR"] {
+        for var in [
+            "GITHUB_OUTPUT",
+            "GITHUB_PATH",
+            "CRASHCELLS_RELEASE",
+            "CRASHCELLS_FROM",
+            "CRASHCELLS_CACHE",
+            "CARGO_TARGET_DIR",
+        ] {
             cmd.env_remove(var);
         }
         cmd.env("CRASHCELLS_CACHE", self.path("cache")).envs(env.iter().copied()).output().unwrap()
@@ -84,49 +98,13 @@ fn text(out: &Output) -> (String, String) {
     (String::from_utf8_lossy(&out.stdout).trim().to_string(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
-/// The second job with one key compiles nothing; a changed lock file or
-/// source is a new key and compiles again. On GitHub the key goes to the
-/// step's outputs and the binary's folder to PATH.
-#[test]
-fn a_second_install_of_one_key_restores_the_binary_and_compiles_nothing() {
-    let c = Checkout::new();
-    let outputs = c.path("github-output");
-    let key = c.run(".crashcells/install.sh", &["key"], &[("GITHUB_OUTPUT", outputs.to_str().unwrap())]);
-    let (key, _) = text(&key);
-    assert!(key.starts_with("crashcells-0.") && key.contains("-lock-") && key.contains("-src-"), "{key}");
-    assert_eq!(std::fs::read_to_string(&outputs).unwrap(), format!("key={key}\n"));
-
-    let github_path = c.path("github-path");
-    let first = c.run(".crashcells/install.sh", &[], &[("GITHUB_PATH", github_path.to_str().unwrap())]);
-    let (bin, err) = text(&first);
-    assert!(first.status.success(), "{err}");
-    assert_eq!(bin, c.path("cache").join(&key).join("bin").display().to_string());
-    assert_eq!(std::fs::read_to_string(&github_path).unwrap(), format!("{bin}\n"));
-    assert_eq!(c.cargo_calls(), 1, "a miss compiles");
-    assert!(Path::new(&bin).join("crashcells").is_file());
-
-    let second = c.run(".crashcells/install.sh", &[], &[]);
-    assert_eq!(text(&second).0, bin);
-    assert!(text(&second).1.contains(&format!("cached ({key})")), "{}", text(&second).1);
-    assert_eq!(c.cargo_calls(), 1, "a hit compiles nothing");
-
-    // A changed lock file, then a changed source: each a new key, a new build.
-    std::fs::write(c.path("Cargo.lock"), std::fs::read_to_string(c.path("Cargo.lock")).unwrap() + "\n").unwrap();
-    let relocked = text(&c.run(".crashcells/install.sh", &["key"], &[])).0;
-    assert_ne!(relocked, key);
-    c.run(".crashcells/install.sh", &[], &[]);
-    assert_eq!(c.cargo_calls(), 2);
-    std::fs::write(c.path("src/lib.rs"), std::fs::read_to_string(c.path("src/lib.rs")).unwrap() + "\n").unwrap();
-    assert_ne!(text(&c.run(".crashcells/install.sh", &["key"], &[])).0, relocked);
-    c.run(".crashcells/install.sh", &[], &[]);
-    assert_eq!(c.cargo_calls(), 3);
-}
-
 /// A release: built and packed with its sha256 under the version its tag
-/// must name; downloaded, checked and cached without compiling; a file
-/// whose sum does not match stops the install with nothing cached.
+/// must name; installed in a team's repository that holds only the copied
+/// `.crashcells/` (no checkout of crashcells): downloaded, checked and
+/// cached, a second install downloading nothing; a file whose sum does not
+/// match is refused with nothing cached.
 #[test]
-fn a_release_is_downloaded_checked_and_cached_and_a_bad_sum_is_refused() {
+fn a_release_is_installed_without_a_checkout_checked_and_cached() {
     let c = Checkout::new();
     let wrong = c.run("scripts/release-build", &["v0.0.0-wrong"], &[]);
     assert_eq!(wrong.status.code(), Some(2), "{}", text(&wrong).1);
@@ -138,24 +116,52 @@ fn a_release_is_downloaded_checked_and_cached_and_a_bad_sum_is_refused() {
     assert!(file.starts_with("dist/crashcells-") && file.ends_with(&format!("-{arch}-linux.tar.gz")), "{file}");
     assert!(c.path(&format!("{file}.sha256")).is_file());
 
+    let team = Checkout::team();
+    assert!(!team.path("Cargo.toml").exists(), "the team's repository is no checkout");
     let release = format!("file://{}", c.path("dist").display());
-    let calls = c.cargo_calls();
-    let installed = c.run(".crashcells/install.sh", &[], &[("CRASHCELLS_RELEASE", &release)]);
+    let github_path = team.path("github-path");
+    let env = [("CRASHCELLS_RELEASE", release.as_str()), ("GITHUB_PATH", github_path.to_str().unwrap())];
+    let installed = team.run(".crashcells/install.sh", &[], &env);
     let (bin, err) = text(&installed);
     assert!(installed.status.success(), "{err}");
-    assert!(bin.ends_with(&format!("-{arch}-linux-release/bin")), "{bin}");
+    let key = text(&team.run(".crashcells/install.sh", &["key"], &env)).0;
+    assert!(key.contains(&format!("-{arch}-linux-release-")), "{key}");
+    assert_eq!(bin, team.path("cache").join(&key).join("bin").display().to_string());
+    assert_eq!(std::fs::read_to_string(&github_path).unwrap(), format!("{bin}\n"), "on PATH by itself");
     let ran = Command::new(Path::new(&bin).join("crashcells")).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&ran.stdout), "crashcells release\n");
-    assert_eq!(c.cargo_calls(), calls, "a release compiles nothing");
+    assert_eq!(c.cargo_calls(), 1, "the release build only: an install compiles nothing");
+
+    // The second job: the cached binary, nothing downloaded (the release is gone).
+    let dist = c.path("dist.moved");
+    std::fs::rename(c.path("dist"), &dist).unwrap();
+    let second = team.run(".crashcells/install.sh", &[], &env);
+    assert!(second.status.success() && text(&second).1.contains(&format!("cached ({key})")), "{}", text(&second).1);
+    std::fs::rename(&dist, c.path("dist")).unwrap();
 
     // The file changed on the way: refused, and no cached binary left behind.
     let mut bytes = std::fs::read(c.path(&file)).unwrap();
     bytes.push(0);
     std::fs::write(c.path(&file), bytes).unwrap();
-    let other_cache = c.path("cache-2");
+    let other_cache = team.path("cache-2");
     let env = [("CRASHCELLS_RELEASE", release.as_str()), ("CRASHCELLS_CACHE", other_cache.to_str().unwrap())];
-    let refused = c.run(".crashcells/install.sh", &[], &env);
+    let refused = team.run(".crashcells/install.sh", &[], &env);
     assert!(!refused.status.success());
     assert!(text(&refused).1.contains("FAILED"), "{}", text(&refused).1);
-    assert!(!other_cache.exists() || std::fs::read_dir(&other_cache).unwrap().next().is_none());
+    let left = std::fs::read_dir(&other_cache).map(|d| d.flatten().filter(|e| e.path().join("done").exists()).count());
+    assert_eq!(left.unwrap_or(0), 0, "nothing cached as a hit");
+}
+
+/// The kit installs the version it was copied from by default: the pin in
+/// `install.sh` is this repository's version, and an unknown way is refused
+/// with one line and exit 2.
+#[test]
+fn install_pins_this_version_and_refuses_an_unknown_way() {
+    let script = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(".crashcells/install.sh")).unwrap();
+    let pin = format!("version=${{CRASHCELLS_VERSION:-{}}}", env!("CARGO_PKG_VERSION"));
+    assert!(script.contains(&pin), "install.sh pins another version than {}", env!("CARGO_PKG_VERSION"));
+    let team = Checkout::team();
+    let out = team.run(".crashcells/install.sh", &[], &[("CRASHCELLS_FROM", "cargo")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(text(&out).1, "CRASHCELLS_FROM=cargo: not one of pip, npm, release\n");
 }
