@@ -21,7 +21,7 @@ pub const STDERR: &str = "child.stderr";
 /// other file there is the store's (a crash state holds it; the tracer
 /// counts its calls); the config home is a folder below, never the store's.
 pub fn is_harness_file(name: &str) -> bool {
-    const NOTES: [&str; 3] = ["kill-point.json", "fault.txt", "recorded-state.txt"];
+    const NOTES: [&str; 4] = ["kill-point.json", "fault.txt", "recorded-state.txt", "times.json"];
     let ends = |suffix| name.ends_with(suffix);
     ends(".stderr") || ends(".stdout") || ends(".lock") || name.starts_with("acks") || NOTES.contains(&name)
 }
