@@ -115,7 +115,7 @@ fn decisive(out: &mut String, r: &CellResult) {
         let _ = writeln!(out, "{IN}kill point: {}", k.describe());
     }
     for d in &r.details {
-        let _ = writeln!(out, "{IN}details: {d}");
+        let _ = writeln!(out, "{IN}details: {}", super::words::shown_detail(d));
     }
     where_to_start(out, r);
     if let Some(s) = &r.notes.syscall_repro {

@@ -334,7 +334,7 @@ fn section(r: &CellResult) -> String {
     if let Some(m) = &r.mutant {
         let _ = writeln!(out, "- **Mutant:** `{m}`");
     }
-    let findings: Vec<&str> = r.details.iter().map(String::as_str).collect();
+    let findings: Vec<std::borrow::Cow<str>> = r.details.iter().map(|d| super::words::shown_detail(d)).collect();
     if findings.is_empty() {
         let _ = writeln!(out, "- **Acked vs recovered:** not compared (no recovery ran)");
     } else {

@@ -40,6 +40,21 @@ pub fn mode(r: &CellResult) -> String {
     }
 }
 
+/// A detail as a person reads it: a per-point list (`states per kill
+/// point (built/distinct): #1 3/3, … #615 595/595`, thousands of
+/// characters) becomes its count and a pointer to the JSON report, which
+/// keeps the whole list; any other detail is shown as it is.
+pub fn shown_detail(d: &str) -> std::borrow::Cow<'_, str> {
+    const LONGEST: usize = 300;
+    match d.split_once(": ") {
+        Some((label, list)) if d.chars().count() > LONGEST && list.matches(", ").count() >= 10 => {
+            let n = list.split(", ").count();
+            format!("{label}: {n} entries (the whole list is in the JSON report's details)").into()
+        }
+        _ => d.into(),
+    }
+}
+
 /// `1 result`, `2 results`.
 pub fn plural(n: usize, word: &str) -> String {
     if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
@@ -75,6 +90,18 @@ pub fn padded(cell: &str, width: usize, right: bool) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_per_point_list_is_shown_as_its_count() {
+        let list: Vec<String> = (1..=615).map(|i| format!("#{i} {i}/{i}")).collect();
+        let d = format!("states per kill point (built/distinct): {}", list.join(", "));
+        assert_eq!(
+            super::shown_detail(&d),
+            "states per kill point (built/distinct): 615 entries (the whole list is in the JSON report's details)"
+        );
+        let short = "recovered 3 of 4 acked messages: m0, m1, m2";
+        assert_eq!(super::shown_detail(short), short);
+    }
+
     use super::*;
 
     #[test]
