@@ -650,7 +650,9 @@ fn a_stores_own_failure_is_a_fire_and_a_broken_protocol_an_error() {
         report["results"][0].clone()
     };
     // A claim in a deferred transaction: racing claimants cannot upgrade.
-    let r = result(&variant("deferred-claim"), &["--cell", "2", "--kill", "timed", "--trials", "4"]);
+    // Whether two overlap is the scheduler's: 4 races missed on a loaded
+    // machine, and the first race that fails ends the result.
+    let r = result(&variant("deferred-claim"), &["--cell", "2", "--kill", "timed", "--trials", "20"]);
     assert_eq!(r["verdict"], "fire", "{r:#}");
     assert_eq!(r["violation"], "store-failed-claim", "{r:#}");
     assert!(r["reason"].as_str().unwrap().contains("database is locked"), "{r:#}");

@@ -35,7 +35,7 @@ use crate::pipeline::judge::census::{Census, Filter, trace_outcome};
 use crate::pipeline::judge::pending::{MakeTrial, Owner, Pending, in_order};
 use crate::pipeline::judge::verdict::{Acks, Crash, Ended, conclude, prepare};
 use crate::pipeline::outcome::{Failure, Interruption, Outcome};
-use crate::pipeline::race::schedule::Hold;
+use crate::pipeline::race::hold::Hold;
 use crate::pipeline::run::context::Context;
 use crate::pipeline::trial::Trial;
 use crate::plan::Job;
