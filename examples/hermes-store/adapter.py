@@ -6,13 +6,11 @@ adapter library (`crashcells.adapter`, sdk/python; sdk/API.md).
 An integration, not a re-implementation: every write goes through
 SessionDB's public methods (own connection, `_execute_write` transactions,
 journal mode) or the gateway's delivery ledger; nothing in Hermes is patched.
-Where Hermes spends more transactions than the protocol asks for, the adapter
-does what Hermes does and lets the cell judge. What is left here is Hermes;
-the library runs the protocol around it.
+Where Hermes spends more transactions than the protocol asks, the adapter does
+what Hermes does and lets the cell judge; the library runs the protocol.
 
-Crash model: the process may be killed with SIGKILL at any instant. The
-library writes an ack only after the method that made the writes returned,
-so after Hermes committed them.
+Crash model: SIGKILL at any instant. The library acks only after the method
+that made the writes returned, so after Hermes committed them.
 
 The wheel comes from `./fetch`, unpacked into `.wheel/site/` next to this file.
 
@@ -63,7 +61,7 @@ class HermesStore(adapter.Store):
         so a forked process starts fresh. A missing wheel: `open` says so, exit 3."""
         try:
             _import_hermes()
-            _import_ledger()
+            import_ledger()
         except (ImportError, RuntimeError):
             pass
 
@@ -71,7 +69,7 @@ class HermesStore(adapter.Store):
         if self.op in ("deliver", "catch-up"):
             _ledger_home(db)
         self.hs = _import_hermes()
-        self.ledger = _import_ledger() if self.op in ("deliver", "catch-up") else None
+        self.ledger = import_ledger() if self.op in ("deliver", "catch-up") else None
         # SessionDB.__init__ connects, applies WAL (apply_wal_with_fallback),
         # turns on foreign keys and creates or reconciles its schema.
         self.db = self.hs.SessionDB(db_path=Path(db))
@@ -327,16 +325,18 @@ def _ledger_home(db):
     os.environ["HERMES_HOME"] = home
 
 
-def _import_ledger():
+def import_ledger(site=SITE):
     """gateway.delivery_ledger, standard library only: `gateway`'s __init__
     imports PyYAML, so it is a bare package on the wheel's folder. The ledger
     needs gateway.status (pid plus start time: a recycled pid fooled the pid
     alone under load), whose `utils` import serves only its status-file
-    writer: a stand-in `utils` refuses to run it."""
-    _import_hermes()
+    writer: a stand-in `utils` refuses to run it. `fetch` passes the folder it
+    unpacks (on its sys.path already) before it stamps it."""
+    if site == SITE:
+        _import_hermes()
     if "gateway" not in sys.modules:
         package = types.ModuleType("gateway")
-        package.__path__ = [os.path.join(SITE, "gateway")]
+        package.__path__ = [os.path.join(site, "gateway")]
         sys.modules["gateway"] = package
     if "utils" not in sys.modules:
         stand_in = types.ModuleType("utils")

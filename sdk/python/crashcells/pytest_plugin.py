@@ -27,12 +27,12 @@ PATH.
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import sysconfig
 
 import pytest
+
+import crashcells
 
 CHILD = "crashcells_child"
 # A run that outlives this is killed (its children die with it: their
@@ -42,14 +42,8 @@ _runs = {}
 
 
 def find_binary():
-    """The crashcells binary: $CRASHCELLS_BIN, the interpreter's scripts folder, PATH."""
-    named = os.environ.get("CRASHCELLS_BIN")
-    if named:
-        return named
-    beside = os.path.join(sysconfig.get_path("scripts"), "crashcells")
-    if os.access(beside, os.X_OK):
-        return beside
-    found = shutil.which("crashcells")
+    """The crashcells binary (`crashcells.binary`), or a usage error."""
+    found = crashcells.binary()
     if found is None:
         raise pytest.UsageError(
             "crashcells: no `crashcells` binary (set CRASHCELLS_BIN, or install the crashcells wheel)"
