@@ -9,11 +9,13 @@
 //! `--points 5` sample shows `5/5 points`), and a race's paths follow under
 //! its row. The `path` column says which path judged the result (its
 //! children forked, warm or exec'd; its states recorded or re-executed),
-//! and the summary line the deadline the results ran under.
+//! and the summary line the deadline the results ran under. A reason that
+//! the rows of one leg share is said once, on a `leg NAME:` line before the
+//! leg's first row, and those rows point to it.
 
 use std::fmt::Write;
 
-use super::words::{duration, mode, padded, plural, ran, ran_nothing, widths};
+use super::words::{LegReasons, duration, mode, padded, plural, ran, ran_nothing, widths};
 use super::{CellResult, Report, Verdict};
 
 fn paint(text: &str, verdict: Verdict, color: bool) -> String {
@@ -59,8 +61,15 @@ pub fn render(report: &Report, color: bool) -> String {
     if !shown.is_empty() {
         line(&mut out, &header, &widths, "reason", None);
     }
+    // A reason every row of a leg repeats is said once, before the leg's
+    // first row, so that rows stay one screen wide.
+    let legs = LegReasons::of(&shown);
+    let mut noted = Vec::new();
     for (r, row) in shown.iter().zip(&rows) {
-        line(&mut out, row, &widths, &r.reason, Some((r.verdict, color)));
+        if let Some(why) = legs.note_before(r, &mut noted) {
+            let _ = writeln!(out, "leg {}: {why}", r.leg);
+        }
+        line(&mut out, row, &widths, &legs.row_reason(r), Some((r.verdict, color)));
         // The `ran` column has landed of planned; a race's paths, or points
         // that did not land, need their line.
         let worth_a_line = !r.sweep.points_by_path.is_empty() || r.sweep.points_landed != r.sweep.points_planned;
@@ -255,6 +264,34 @@ mod tests {
         assert!(text.contains("    known: issue #31\n"), "{text}");
         assert!(text.contains("    evidence: NOT KEPT: could not keep /e: Read-only file system\n"), "{text}");
         assert!(text.contains("    repro: crashcells run --kill syscall\n"), "{text}");
+    }
+
+    /// A reason shared by a leg's rows is said once, before the leg's first
+    /// row; a row with a reason of its own keeps it.
+    #[test]
+    fn a_reason_shared_by_a_legs_rows_is_said_once() {
+        use crate::report::tests::{fire, report_of};
+        let why = "ran delete: WAL-reset gate: SQLite 3.40.1 is affected, so WAL is refused and DELETE applied";
+        let row = |leg: &str, verdict, reason: &str| {
+            let mut r = fire(KillMode::Syscall, leg);
+            (r.verdict, r.reason) = (verdict, reason.to_string());
+            r
+        };
+        let results = vec![
+            row("default", Verdict::Pass, why),
+            row("wal", Verdict::Pass, why),
+            row("default", Verdict::Pass, why),
+            row("default", Verdict::Fire, "a hole at position 1"),
+        ];
+        let text = render(&report_of(results), false);
+        // Once for the default leg, once on the wal leg's only row.
+        assert_eq!(text.matches(why).count(), 2, "{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], format!("leg default: {why}"), "{text}");
+        assert_eq!(text.matches("(leg default's reason, above)").count(), 2, "{text}");
+        assert!(text.contains("a hole at position 1"), "{text}");
+        // One row of a leg: nothing repeated, the reason stays on its row.
+        assert!(!text.contains("leg wal:") && lines[3].ends_with(why), "{text}");
     }
 
     /// The report names the store that ran: a gate that checked the

@@ -19,11 +19,12 @@
 //! [`LIMIT`] by leaving out whole sections from the end (their rows stay in
 //! the table) and saying how many it left out and where the whole report is.
 //! GitHub-flavoured: table cells are escaped so that a reason cannot break
-//! the table, and the text inside HTML elements is escaped as HTML.
+//! the table, and the text inside HTML elements is escaped as HTML. A
+//! reason the rows of one leg share is said once, above the table.
 
 use std::fmt::Write;
 
-use super::words::{duration, plural, ran, ran_nothing};
+use super::words::{LegReasons, duration, plural, ran, ran_nothing};
 use super::{CellResult, Report, Verdict};
 
 /// The most characters a rendering has: below GitHub's 65,536 for an issue
@@ -243,6 +244,15 @@ fn table(results: &[&CellResult]) -> String {
     if results.is_empty() {
         return out;
     }
+    // A reason every row of a leg repeats is said once, above the table
+    // (a note cannot sit between a table's rows).
+    let legs = LegReasons::of(results);
+    for (leg, why) in legs.iter() {
+        let _ = writeln!(out, "- Leg `{leg}`: {}", line(why));
+    }
+    if legs.iter().next().is_some() {
+        out.push('\n');
+    }
     let _ = writeln!(out, "| verdict | cell | leg | mode | kill | path | ran | acked | time | reason |");
     let _ = writeln!(out, "|---|---|---|---|---|---|--:|--:|--:|---|");
     for r in results {
@@ -252,7 +262,7 @@ fn table(results: &[&CellResult]) -> String {
         };
         let reason = match (&r.finding.known, r.verdict) {
             (Some(k), Verdict::Known) => format!("issue {}: {}", k.issue, r.reason),
-            _ => r.reason.clone(),
+            _ => legs.row_reason(r).into_owned(),
         };
         // A stub, or a skip before any trial, ran nothing: its counts would only be noise.
         let counted = |v: String| if ran_nothing(r) { "-".to_string() } else { v };
@@ -445,6 +455,24 @@ mod tests {
             run_url: "https://github.example/team/store/actions/runs/42".into(),
         });
         r
+    }
+
+    /// A reason every row of a leg shares is said once above the table;
+    /// a fire's section keeps its whole reason.
+    #[test]
+    fn a_reason_shared_by_a_legs_rows_is_said_once() {
+        let why = "requested wal, child ran delete: WAL-reset gate (decided by wal-reset-gate)";
+        let results: Vec<CellResult> = (0..3)
+            .map(|_| {
+                let mut r = fire(KillMode::Timed, "wal");
+                (r.verdict, r.reason) = (Verdict::Skip, why.to_string());
+                r
+            })
+            .collect();
+        let text = table(&results.iter().collect::<Vec<_>>());
+        assert_eq!(text.matches(why).count(), 1, "{text}");
+        assert!(text.contains(&format!("- Leg `wal`: {why}\n")), "{text}");
+        assert_eq!(text.matches("(leg wal's reason, above)").count(), 3, "{text}");
     }
 
     #[test]

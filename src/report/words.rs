@@ -55,6 +55,58 @@ pub fn shown_detail(d: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// The reasons said once per leg: a reason that two or more shown rows of
+/// one leg share word for word (every default-leg row repeating "…so WAL is
+/// refused and DELETE applied (decided by wal-reset-gate)") is the leg's,
+/// said once in a note, and those rows point to it. The most frequent shared
+/// reason of a leg wins, the first seen on a tie; JSON and JUnit keep every
+/// row's reason (machines read them).
+#[derive(Debug, Default)]
+pub struct LegReasons(std::collections::BTreeMap<String, String>);
+
+impl LegReasons {
+    pub fn of(rows: &[&CellResult]) -> Self {
+        let mut counts: Vec<(&str, &str, usize)> = Vec::new();
+        for r in rows.iter().filter(|r| !r.reason.is_empty()) {
+            match counts.iter_mut().find(|(l, why, _)| *l == r.leg && *why == r.reason) {
+                Some(c) => c.2 += 1,
+                None => counts.push((&r.leg, &r.reason, 1)),
+            }
+        }
+        let mut legs = std::collections::BTreeMap::<String, (String, usize)>::new();
+        for (leg, why, n) in counts.into_iter().filter(|c| c.2 >= 2) {
+            let best = legs.entry(leg.to_string()).or_insert_with(|| (why.to_string(), n));
+            if n > best.1 {
+                *best = (why.to_string(), n);
+            }
+        }
+        Self(legs.into_iter().map(|(leg, (why, _))| (leg, why)).collect())
+    }
+
+    /// The leg's own reason, if `r` is the first row of its leg to say it
+    /// (the note goes before that row).
+    pub fn note_before<'a>(&'a self, r: &CellResult, seen: &mut Vec<String>) -> Option<&'a str> {
+        let why = self.0.get(&r.leg)?;
+        (!seen.contains(&r.leg)).then(|| {
+            seen.push(r.leg.clone());
+            why.as_str()
+        })
+    }
+
+    /// The reason a row shows: a pointer to its leg's note when it is the
+    /// leg's reason, its own otherwise.
+    pub fn row_reason<'a>(&self, r: &'a CellResult) -> std::borrow::Cow<'a, str> {
+        match self.0.get(&r.leg) {
+            Some(why) if *why == r.reason => format!("(leg {}'s reason, above)", r.leg).into(),
+            _ => r.reason.as_str().into(),
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &String)> {
+        self.0.iter()
+    }
+}
+
 /// `1 result`, `2 results`.
 pub fn plural(n: usize, word: &str) -> String {
     if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
