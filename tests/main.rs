@@ -10,6 +10,7 @@ mod common;
 mod confirm;
 mod docs;
 mod evidence;
+mod example_mutants;
 mod faults;
 mod folder;
 mod forkserver;
