@@ -34,9 +34,13 @@ fn suite(name: &str, skips: u32) {
     if let Some(missing) = ["node", "sqlite3"].into_iter().find(|p| !available(p)) {
         return skip_or_fail(Need::NodeAndSqliteShell, format_args!("`{missing} --version` did not run"));
     }
+    // The suites' scratch folders (os.tmpdir()) go in one folder removed
+    // after the run, whatever a test left behind.
+    let scratch = tempfile::tempdir().unwrap();
     let out = Command::new("node")
         .args(["--test", &format!("test/{name}.test.mjs")])
         .current_dir(SDK)
+        .env("TMPDIR", scratch.path())
         .env("CRASHCELLS", env!("CARGO_BIN_EXE_crashcells"))
         .output()
         .unwrap();

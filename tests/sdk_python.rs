@@ -19,9 +19,13 @@ fn python() -> String {
 fn the_python_library_passes_its_own_tests() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let python = python();
+    // The tests' scratch folders (tempfile's) go in one folder removed after
+    // the run, whatever a test left behind.
+    let scratch = tempfile::tempdir().unwrap();
     let out = Command::new(&python)
         .args(["-m", "unittest", "discover", "-s", "sdk/python/tests"])
         .current_dir(root)
+        .env("TMPDIR", scratch.path())
         .env("CRASHCELLS_BIN", env!("CARGO_BIN_EXE_crashcells"))
         .output()
         .expect("python3 runs");
