@@ -160,7 +160,7 @@ fn system_build_refuses_wal_legs_by_the_gate() {
     let (code, report, stderr) = audit_json(&["--matrix", "audit"], dir.path());
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(rows(&report).len(), audit_legs().len());
-    if !affected(rows(&report)[0]) {
+    if !affected(&rows(&report)[0]) {
         let version = &rows(&report)[0]["sqlite_version"];
         return crashcells::testskip::skip_or_fail(
             crashcells::testskip::Need::AffectedSystemSqlite,
