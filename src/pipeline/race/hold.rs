@@ -20,6 +20,12 @@ use crate::pipeline::outcome::{Failure, Interruption, Outcome};
 /// The schedule's name, as a result says which one fired.
 pub const READS_FIRST: &str = "reads-first";
 
+/// The longest the others are waited for while the held process keeps the
+/// write lock: well under the busy timeouts stores set (Python's default
+/// and the examples' are 5 s), so that the hold never makes a waiting store
+/// give up on the lock (a failure the store did not make).
+pub const HOLD_AT_MOST: Duration = Duration::from_millis(2500);
+
 /// One process held at its first write after its release, shared by the
 /// thread that traces it and the one that releases the others.
 #[derive(Default)]
@@ -94,15 +100,24 @@ impl Hold {
         Ok(())
     }
 
-    /// Waits until each of `running` (r1 on) waits for a lock or has ended.
-    /// Those still running at `deadline` are noted, not an error: the
-    /// schedule then was not reached, and the result says so.
+    /// Waits until each of `running` (r1 on) waits for a lock or has ended,
+    /// at most [`HOLD_AT_MOST`] (or `deadline`, if shorter). Those not seen
+    /// waiting by then are noted, not an error: the schedule then was not
+    /// reached for them, and the result says so.
     pub fn wait_others(&self, running: &mut [Running], deadline: Duration) -> Result<(), Outcome> {
-        let end = Instant::now() + deadline;
+        let end = Instant::now() + deadline.min(HOLD_AT_MOST);
+        // A process counts as waiting when seen so on two polls in a row: a
+        // runtime's threads may all block for a moment between two steps.
+        let mut seen = vec![false; running.len()];
         loop {
             let unseen: Vec<u32> = (1..)
-                .zip(running.iter_mut())
-                .filter_map(|(r, c)| (c.try_exit().is_none() && !waiting(c.pid())).then_some(r))
+                .zip(running.iter_mut().zip(seen.iter_mut()))
+                .filter_map(|(r, (c, was))| {
+                    let now = c.try_exit().is_some() || waiting(c.pid());
+                    let counted = now && *was;
+                    *was = now;
+                    (!counted).then_some(r)
+                })
                 .collect();
             if unseen.is_empty() || Instant::now() >= end {
                 if let Ok(mut u) = self.unseen.lock() {
@@ -140,18 +155,50 @@ impl Hold {
     }
 }
 
-/// Whether process `pid` is stopped in a sleep: SQLite's busy handler
-/// sleeps between its tries for a lock another holds. Unreadable (gone, or
-/// not ours) is not waiting.
+/// Whether process `pid` waits in SQLite's busy handler, which sleeps
+/// between its tries for a lock another holds: every thread is blocked
+/// (asleep, or parked on a futex or a poll) and one of them sleeps. Every
+/// thread, not the main one alone: a Go store's SQLite call runs on a
+/// thread of the runtime's choosing. Unreadable (gone, or not ours) is not
+/// waiting.
 fn waiting(pid: u32) -> bool {
-    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/syscall")) else { return false };
-    sleeping(&text)
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return false };
+    let mut slept = false;
+    for task in tasks.flatten() {
+        let Ok(text) = std::fs::read_to_string(task.path().join("syscall")) else { return false };
+        match call_of(&text) {
+            Some(Call::Sleep) => slept = true,
+            Some(Call::Parked) => {}
+            None => return false,
+        }
+    }
+    slept
 }
 
-/// `/proc/PID/syscall`'s first field names a sleep.
-fn sleeping(text: &str) -> bool {
-    let nr = text.split_whitespace().next().and_then(|n| n.parse::<i64>().ok());
-    nr.is_some_and(|nr| nr == libc::SYS_nanosleep || nr == libc::SYS_clock_nanosleep)
+enum Call {
+    Sleep,
+    Parked,
+}
+
+/// What `/proc/PID/task/TID/syscall`'s first field says the thread is
+/// blocked in: a sleep, a park (futex, poll, epoll), or neither (running,
+/// or any other call).
+fn call_of(text: &str) -> Option<Call> {
+    let nr = text.split_whitespace().next().and_then(|n| n.parse::<i64>().ok())?;
+    if nr == libc::SYS_nanosleep || nr == libc::SYS_clock_nanosleep {
+        return Some(Call::Sleep);
+    }
+    let parked = [
+        libc::SYS_futex,
+        libc::SYS_epoll_wait,
+        libc::SYS_epoll_pwait,
+        libc::SYS_poll,
+        libc::SYS_ppoll,
+        libc::SYS_select,
+        libc::SYS_pselect6,
+        libc::SYS_rt_sigtimedwait,
+    ];
+    parked.contains(&nr).then_some(Call::Parked)
 }
 
 #[cfg(test)]
@@ -159,11 +206,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_sleep_is_waiting_and_anything_else_is_not() {
-        assert!(sleeping(&format!("{} 0x0 0x7ffc 0x0 0x0 0x0 0x0 0x7ffc 0x7f00", libc::SYS_clock_nanosleep)));
-        assert!(!sleeping(&format!("{} 0x3 0x7ffc 0x1000 0x0 0x0 0x0 0x7ffc 0x7f00", libc::SYS_read)));
-        assert!(!sleeping("running"));
-        assert!(!sleeping(""));
+    fn a_sleep_waits_a_park_may_and_anything_else_does_not() {
+        let line = |nr: i64| format!("{nr} 0x0 0x7ffc 0x0 0x0 0x0 0x0 0x7ffc 0x7f00");
+        assert!(matches!(call_of(&line(libc::SYS_clock_nanosleep)), Some(Call::Sleep)));
+        assert!(matches!(call_of(&line(libc::SYS_futex)), Some(Call::Parked)));
+        assert!(call_of(&line(libc::SYS_read)).is_none());
+        assert!(call_of(&line(libc::SYS_flock)).is_none(), "a racer at its barrier is not waiting");
+        assert!(call_of("running").is_none());
+        assert!(call_of("").is_none());
+    }
+
+    #[test]
+    fn this_process_running_its_test_is_not_waiting() {
+        assert!(!waiting(std::process::id()));
     }
 
     #[test]
