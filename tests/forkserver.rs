@@ -205,7 +205,7 @@ fn a_traced_forked_process_killed_at_a_point_ends_by_sigkill_and_leaves_nothing(
         Driven::At(p) => p,
         other => panic!("{other:?}"),
     };
-    assert_eq!(at.ordinal, 5);
+    assert_eq!(at.ordinal.0, 5);
     let pgid = nix::unistd::Pid::from_raw(child.pid() as i32);
     child.kill_and_reap().check().unwrap();
     assert!(!group_alive(pgid));

@@ -14,6 +14,7 @@
 //! copy of the race with the kill points it planned and landed on both of
 //! r0's paths, as a real sweep reports them.
 
+use crashcells::kill::TrialIndex;
 use std::path::Path;
 
 use crashcells::kill::KillPoint;
@@ -68,7 +69,7 @@ fn skip_from(pass: &CellResult, reason: String) -> CellResult {
     skip.verdict = Verdict::Skip;
     skip.reason = reason;
     skip.details.clear();
-    skip.kill_points = vec![KillPoint { trial: 0, after_acks: 57, ..KillPoint::default() }];
+    skip.kill_points = vec![KillPoint { trial: TrialIndex::nth(0), after_acks: 57, ..KillPoint::default() }];
     skip.acked = 58;
     skip.repro = pass.repro.replace("--leg delete", "--leg wal") + " --trial 0";
     skip
@@ -82,8 +83,9 @@ fn swept_from(race: &CellResult) -> CellResult {
     // numbered on its own path.
     swept.trials = 6;
     let ordinal = |n: u32| u64::from(if n <= 4 { n } else { n - 4 });
-    swept.kill_points =
-        (1..=6).map(|n| KillPoint { trial: n, ordinal: Some(ordinal(n)), ..KillPoint::default() }).collect();
+    swept.kill_points = (1..=6)
+        .map(|n| KillPoint { trial: TrialIndex::nth(n), ordinal: Some(ordinal(n)), ..KillPoint::default() })
+        .collect();
     (swept.sweep.points_planned, swept.sweep.points_landed) = (Some(6), Some(6));
     swept.sweep.points_by_path = vec![
         PathPoints { path: "winning-claim".into(), planned: 4, landed: 4 },

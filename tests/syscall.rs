@@ -351,8 +351,8 @@ fn a_call_made_to_fail_is_reported_by_sqlite_and_nothing_is_acknowledged() {
     use nix::errno::Errno;
     // The first call on the journal that fault injection fails with `errno`.
     let first = |errno: Errno| {
-        let p = points.iter().find(|p| p.file == Some(FileKind::Journal) && fault_for(p.syscall) == Some(errno));
-        p.map(|p| (p.ordinal, p.syscall)).unwrap()
+        let p = points.iter().find(|p| p.file == Some(FileKind::Journal) && fault_for(p.syscall.name()) == Some(errno));
+        p.map(|p| (p.ordinal.0, p.syscall.name())).unwrap()
     };
     for (errno, message) in [(Errno::ENOSPC, "database or disk is full"), (Errno::EIO, "disk I/O error")] {
         let (n, syscall) = first(errno);

@@ -143,9 +143,17 @@ fn first_difference(first: &[Point], second: &[Point]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kill::Ordinal;
+    use crate::kill::syscall::Call;
 
     fn p(n: u64, syscall: &'static str, offset: u64) -> Point {
-        Point { ordinal: n, syscall, file: Some(FileKind::Database), offset: Some(offset), len: Some(4096) }
+        Point {
+            ordinal: Ordinal(n),
+            syscall: Call::Sys(syscall),
+            file: Some(FileKind::Database),
+            offset: Some(offset),
+            len: Some(4096),
+        }
     }
 
     #[test]

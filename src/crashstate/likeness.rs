@@ -143,6 +143,8 @@ fn journal(b: &mut [u8]) {
 mod tests {
     use super::*;
     use crate::crashstate::{At, Effect};
+    use crate::kill::Ordinal;
+    use crate::kill::syscall::Call;
 
     fn files(parts: &[(FileKind, &[u8])]) -> Files {
         let mut f = Files::default();
@@ -153,7 +155,13 @@ mod tests {
     }
 
     fn call(syscall: &'static str, file: FileKind, offset: u64) -> Point {
-        Point { ordinal: 9, syscall, file: Some(file), offset: Some(offset), len: Some(512) }
+        Point {
+            ordinal: Ordinal(9),
+            syscall: Call::Sys(syscall),
+            file: Some(file),
+            offset: Some(offset),
+            len: Some(512),
+        }
     }
 
     /// A WAL of one 8-byte frame with the given salt and checksum byte.

@@ -14,6 +14,7 @@
 
 use std::ops::RangeInclusive;
 
+use crate::kill::Ordinal;
 use crate::kill::syscall::{FileKind, Point};
 
 /// Where a write lands.
@@ -133,7 +134,7 @@ impl Log {
     /// Logs a call; a counted one (`point`) gets the next number.
     pub fn push(&mut self, point: Option<Point>, effect: Effect) {
         let number = point.map(|mut p| {
-            p.ordinal = self.points.len() as u64 + 1;
+            p.ordinal = Ordinal(self.points.len() as u64 + 1);
             self.at.push(self.events.len());
             self.points.push(p);
             self.points.len() as u64
@@ -150,7 +151,7 @@ impl Log {
     /// Kill point `n`: a counted call, or (one past the last) the end of a
     /// run that ended on its own.
     pub fn point(&self, n: u64) -> Point {
-        self.points.get(n as usize - 1).cloned().unwrap_or_else(|| Point::end(n))
+        self.points.get(n as usize - 1).cloned().unwrap_or_else(|| Point::end(Ordinal(n)))
     }
 
     /// How many kill points the run has.
@@ -328,9 +329,16 @@ pub(crate) mod build {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kill::syscall::Call;
 
     fn point() -> Point {
-        Point { ordinal: 0, syscall: "pwrite64", file: Some(FileKind::Database), offset: Some(0), len: Some(1) }
+        Point {
+            ordinal: Ordinal(0),
+            syscall: Call::Sys("pwrite64"),
+            file: Some(FileKind::Database),
+            offset: Some(0),
+            len: Some(1),
+        }
     }
 
     fn write(b: u8) -> Effect {
@@ -346,7 +354,7 @@ mod tests {
         log.push(Some(point()), write(2));
         log.killed_at_last();
         assert_eq!(log.total(), 2);
-        assert_eq!(log.points[1].ordinal, 2);
+        assert_eq!(log.points[1].ordinal, Ordinal(2));
         assert_eq!(log.before(1).len(), 1, "point 1 leaves only the create");
         assert_eq!(log.before(2).len(), 3, "point 2 leaves the create, write 1 and the folder's fsync");
         assert_eq!(log.ran().len(), 3, "the call the child was killed at never ran");

@@ -11,6 +11,7 @@
 
 use super::{At, Effect, Files, Log};
 use crate::harness::{TraceError, Traced};
+use crate::kill::Ordinal;
 use crate::kill::inject::Injected;
 use crate::kill::syscall::short_count;
 use crate::kill::syscall::{
@@ -35,7 +36,7 @@ pub fn record(child: &mut Traced, targets: &Targets, goal: Goal) -> Result<(Driv
     let mut observe = |pid: u32, nr: i64, args: [u64; 6], point: Option<&crate::kill::syscall::Point>| {
         if let Some(effect) = observe(pid, targets, nr, args, point.and_then(|p| p.file)) {
             let effect = match (injecting, point) {
-                (Some((n, injected)), Some(p)) if p.ordinal == n => changed(effect, injected),
+                (Some((n, injected)), Some(p)) if p.ordinal == Ordinal(n) => changed(effect, injected),
                 _ => effect,
             };
             log.push(point.cloned(), effect);
@@ -298,7 +299,7 @@ mod tests {
                 found.is_some()
             })
             .unwrap();
-            assert!(matches!(&driven, Driven::At(p) if p.ordinal == ordinal), "{script}: {driven:?}");
+            assert!(matches!(&driven, Driven::At(p) if p.ordinal == Ordinal(ordinal)), "{script}: {driven:?}");
             assert_eq!(found, Some(how), "{script}");
             assert!(child.kill_and_reap().exit.is_sigkill());
             assert_eq!(std::fs::read(dir.path().join("store.db")).unwrap().len(), 2, "killed before `printf c`");

@@ -34,7 +34,7 @@ pub const STORE_FILES: [FileKind; 4] = [FileKind::Database, FileKind::Journal, F
 
 /// The errno kill point `p`'s call is made to fail with, if it gets one.
 pub fn fault_of(p: &Point) -> Option<Errno> {
-    p.file.filter(|f| STORE_FILES.contains(f)).and(fault_for(p.syscall))
+    p.file.filter(|f| STORE_FILES.contains(f)).and(fault_for(p.syscall.name()))
 }
 
 impl Injection for Fault {
@@ -58,9 +58,11 @@ impl Injection for Fault {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kill::Ordinal;
+    use crate::kill::syscall::Call;
 
     fn point(syscall: &'static str, file: FileKind) -> Point {
-        Point { ordinal: 1, syscall, file: Some(file), offset: None, len: None }
+        Point { ordinal: Ordinal(1), syscall: Call::Sys(syscall), file: Some(file), offset: None, len: None }
     }
 
     #[test]
@@ -70,7 +72,7 @@ mod tests {
         assert_eq!(fault_of(&point("write", FileKind::Acks)), None, "the acks stand for the world");
         assert_eq!(fault_of(&point("write", FileKind::Transport)), None, "so does the transport");
         assert_eq!(fault_of(&point("unlink", FileKind::Journal)), None);
-        assert_eq!(fault_of(&Point::end(9)), None);
+        assert_eq!(fault_of(&Point::end(Ordinal(9))), None);
         assert_eq!(fault_for("writev"), Some(Errno::ENOSPC));
     }
 }

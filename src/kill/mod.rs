@@ -19,11 +19,67 @@ pub mod syscall;
 pub mod timed;
 
 use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A kill point's ordinal: the Nth counted call of a traced run, from 1
+/// (the point after its last call is one more). Its own type, apart from
+/// [`TrialIndex`]: a sweep names its trials by their points, a timed run
+/// by their number, and the two were one `u32` cast from a `u64`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Ordinal(pub u64);
+
+impl fmt::Display for Ordinal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A trial's index in its job: a timed trial's number, or the ordinal of
+/// the kill point a sweep judged (0: its census). A report's field is 32
+/// bits, so an ordinal past it saturates (no workload has 4 billion calls).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TrialIndex(u32);
+
+impl TrialIndex {
+    /// A sweep's census, before any point.
+    pub const CENSUS: TrialIndex = TrialIndex(0);
+
+    /// The `n`th trial of a run that counts its trials.
+    pub const fn nth(n: u32) -> TrialIndex {
+        TrialIndex(n)
+    }
+
+    /// The trial that judged kill point `at`.
+    pub fn at(at: Ordinal) -> TrialIndex {
+        TrialIndex(u32::try_from(at.0).unwrap_or(u32::MAX))
+    }
+
+    /// The kill point a sweep's trial judged (its census: 0).
+    pub fn ordinal(self) -> Ordinal {
+        Ordinal(u64::from(self.0))
+    }
+
+    pub const fn get(self) -> u32 {
+        self.0
+    }
+
+    /// The next trial.
+    pub fn next(self) -> TrialIndex {
+        TrialIndex(self.0.saturating_add(1))
+    }
+}
+
+impl fmt::Display for TrialIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
 
 /// Where a trial's kill landed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KillPoint {
-    pub trial: u32,
+    pub trial: TrialIndex,
     /// Acknowledged operations seen when the kill was sent.
     pub after_acks: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -15,7 +15,7 @@
 
 use super::fault::STORE_FILES;
 use super::inject::{Injected, Injection};
-use super::syscall::Point;
+use super::syscall::{Call, Point};
 
 /// The injection of `--kill short-write`.
 pub struct ShortWrite;
@@ -26,7 +26,7 @@ pub static SHORT_WRITE: ShortWrite = ShortWrite;
 impl Injection for ShortWrite {
     fn at(&self, p: &Point) -> Option<Injected> {
         let store = p.file.is_some_and(|f| STORE_FILES.contains(&f));
-        let single = matches!(p.syscall, "write" | "pwrite64");
+        let single = matches!(p.syscall, Call::Sys("write" | "pwrite64"));
         (store && single && p.len.is_some_and(|l| l >= 2)).then_some(Injected::Short)
     }
 
@@ -45,10 +45,11 @@ impl Injection for ShortWrite {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kill::Ordinal;
     use crate::kill::syscall::FileKind;
 
     fn point(syscall: &'static str, file: FileKind, len: Option<u64>) -> Point {
-        Point { ordinal: 1, syscall, file: Some(file), offset: None, len }
+        Point { ordinal: Ordinal(1), syscall: Call::Sys(syscall), file: Some(file), offset: None, len }
     }
 
     #[test]

@@ -40,7 +40,7 @@ use seccompiler::{
 };
 
 use crate::harness::{TraceError, TraceEvent, Traced, Traps};
-use crate::kill::KillPoint;
+use crate::kill::{KillPoint, Ordinal, TrialIndex};
 
 /// The trapped system calls, by name and number on this architecture.
 #[cfg(target_arch = "x86_64")]
@@ -266,12 +266,40 @@ impl Targets {
     }
 }
 
+/// A kill point's call: a system call by name, or the child's own end
+/// (the point after its last call, reported as `exit`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Call {
+    Sys(&'static str),
+    End,
+}
+
+impl Call {
+    /// Its name in reports: the call's, or `exit` for the end.
+    pub fn name(self) -> &'static str {
+        match self {
+            Call::Sys(name) => name,
+            Call::End => "exit",
+        }
+    }
+
+    pub fn is_end(self) -> bool {
+        self == Call::End
+    }
+}
+
+impl std::fmt::Display for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// One kill point: the Nth counted call, or the end of a workload that
-/// ran to its own exit (the point after its last call: `exit`, no file).
+/// ran to its own exit (the point after its last call: no file).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Point {
-    pub ordinal: u64,
-    pub syscall: &'static str,
+    pub ordinal: Ordinal,
+    pub syscall: Call,
     pub file: Option<FileKind>,
     pub offset: Option<u64>,
     pub len: Option<u64>,
@@ -280,8 +308,8 @@ pub struct Point {
 impl Point {
     /// The point after the last call of a workload that ended on its own:
     /// the state it left is what a crash after its last call leaves.
-    pub fn end(ordinal: u64) -> Point {
-        Point { ordinal, syscall: "exit", file: None, offset: None, len: None }
+    pub fn end(ordinal: Ordinal) -> Point {
+        Point { ordinal, syscall: Call::End, file: None, offset: None, len: None }
     }
 
     /// The call in words, as much as the point says: `pwrite64 database
@@ -300,11 +328,11 @@ impl Point {
         out
     }
 
-    pub fn kill_point(&self, trial: u32, after_acks: u64) -> KillPoint {
+    pub fn kill_point(&self, trial: TrialIndex, after_acks: u64) -> KillPoint {
         KillPoint {
             trial,
             after_acks,
-            ordinal: Some(self.ordinal),
+            ordinal: Some(self.ordinal.0),
             syscall: Some(self.syscall.to_string()),
             file: self.file.map(|f| f.as_str().to_string()),
             offset: self.offset,
@@ -331,7 +359,7 @@ pub(crate) fn classify(pid: u32, targets: &Targets, nr: i64, a: [u64; 6]) -> Opt
         "rename" => (path_kind(pid, targets, &[a[0], a[1]])?, None, None),
         _ => (path_kind(pid, targets, &[a[1], a[3]])?, None, None),
     };
-    Some(Point { ordinal: 0, syscall: name, file: Some(file), offset, len })
+    Some(Point { ordinal: Ordinal(0), syscall: Call::Sys(name), file: Some(file), offset, len })
 }
 
 pub(crate) fn fd_kind(pid: u32, targets: &Targets, fd: u64) -> Option<FileKind> {
@@ -497,7 +525,7 @@ fn drive_with(child: &mut Traced, targets: &Targets, goal: Goal, observe: &mut A
         let pid = child.stopped_pid();
         let point = classify(pid, targets, nr, args).map(|mut p| {
             counted += 1;
-            p.ordinal = counted;
+            p.ordinal = Ordinal(counted);
             p
         });
         let asked = observe(pid, nr, args, point.as_ref());
@@ -515,7 +543,7 @@ fn drive_with(child: &mut Traced, targets: &Targets, goal: Goal, observe: &mut A
             let at = match goal {
                 Goal::KillAt(n) => counted == n,
                 Goal::Census { acks } => {
-                    if p.file == Some(FileKind::Acks) && p.syscall.contains("write") {
+                    if p.file == Some(FileKind::Acks) && p.syscall.name().contains("write") {
                         ack_writes += 1;
                     }
                     // The ready record is the first write on the ack journal.

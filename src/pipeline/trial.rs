@@ -3,7 +3,7 @@
 //! when the trial passes and kept as evidence when it does not.
 
 use super::outcome::Outcome;
-use crate::kill::KillPoint;
+use crate::kill::{KillPoint, TrialIndex};
 use crate::legaudit::Audit;
 use crate::report::Trace;
 use crate::trialdir::TrialEnv;
@@ -12,7 +12,7 @@ use crate::trialdir::TrialEnv;
 #[derive(Debug)]
 pub struct Trial {
     /// The trial's number (timed), or its kill point (syscall; 0 for a census).
-    pub index: u32,
+    pub index: TrialIndex,
     pub outcome: Outcome,
     pub kill_point: Option<KillPoint>,
     pub acked: u64,
@@ -31,7 +31,7 @@ pub struct Trial {
 }
 
 impl Trial {
-    pub fn new(index: u32) -> Trial {
+    pub fn new(index: TrialIndex) -> Trial {
         Trial {
             index,
             outcome: Outcome::Pass,
@@ -60,7 +60,7 @@ impl Trial {
     }
 
     /// A trial that ended before it began, with `outcome`.
-    pub fn ended(index: u32, outcome: Outcome) -> Trial {
+    pub fn ended(index: TrialIndex, outcome: Outcome) -> Trial {
         Trial::new(index).conclude(outcome)
     }
 

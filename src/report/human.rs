@@ -222,6 +222,7 @@ fn known_findings(out: &mut String, report: &Report) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kill::TrialIndex;
     use crate::plan::KillMode;
 
     #[test]
@@ -231,8 +232,15 @@ mod tests {
         let mut r = fire(KillMode::Syscall, "wal");
         (r.sweep.points_planned, r.sweep.points_landed) = (Some(1), Some(1));
         let (file, offset, len) = (Some("store.db".into()), Some(0), Some(1));
-        r.kill_points =
-            vec![KillPoint { trial: 1, after_acks: 1, ordinal: Some(1), file, offset, len, ..KillPoint::default() }];
+        r.kill_points = vec![KillPoint {
+            trial: TrialIndex::nth(1),
+            after_acks: 1,
+            ordinal: Some(1),
+            file,
+            offset,
+            len,
+            ..KillPoint::default()
+        }];
         let text = render(&report_of(vec![r]), false);
         assert!(text.contains(" 1/1 point ") && !text.contains("points"), "{text}");
         assert!(

@@ -240,6 +240,7 @@ fn repro_lines(r: &CellResult) -> impl Iterator<Item = String> + '_ {
 mod tests {
     use super::*;
     use crate::kill::KillPoint;
+    use crate::kill::TrialIndex;
     use crate::plan::KillMode;
     use crate::report::{SCHEMA, Summary};
 
@@ -250,7 +251,7 @@ mod tests {
             effective_mode: Some("wal".into()),
             reason: format!("{} <reason> & more", verdict.as_str()),
             trials: 1,
-            kill_points: vec![KillPoint { trial: 0, after_acks: 7, ..KillPoint::default() }],
+            kill_points: vec![KillPoint { trial: TrialIndex::nth(0), after_acks: 7, ..KillPoint::default() }],
             acked: 7,
             duration_ms: 1500,
             kept: crate::report::Kept { evidence: Some("/ev/x".into()), ..Default::default() },

@@ -418,6 +418,7 @@ fn cell_text(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kill::TrialIndex;
     use crate::plan::KillMode;
 
     use crate::report::tests::{fire, report_of};
@@ -436,7 +437,7 @@ mod tests {
             "first missing acked index: m1".into(),
             "also: acked append m1 was lost (acked 296, recovered 291)".into(),
         ];
-        r.kill_points = vec![KillPoint { trial: 0, after_acks: 296, ..KillPoint::default() }];
+        r.kill_points = vec![KillPoint { trial: TrialIndex::nth(0), after_acks: 296, ..KillPoint::default() }];
         r.kept.evidence = Some(format!("target/crashcells/evidence/1796019514-2912/prefix-durability-leg-{i}-timed"));
         r.kept.evidence_error = None;
         r.repro = format!(

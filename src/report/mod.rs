@@ -530,13 +530,14 @@ impl Report {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::kill::TrialIndex;
 
     #[test]
     fn kill_point_names_the_syscall_fields_it_has() {
-        let timed = KillPoint { trial: 2, after_acks: 292, ..KillPoint::default() };
+        let timed = KillPoint { trial: TrialIndex::nth(2), after_acks: 292, ..KillPoint::default() };
         assert_eq!(timed.describe(), "trial 2, after 292 acks");
         let syscall = KillPoint {
-            trial: 17,
+            trial: TrialIndex::nth(17),
             after_acks: 3,
             ordinal: Some(17),
             syscall: Some("pwrite64".into()),

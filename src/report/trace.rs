@@ -87,7 +87,7 @@ impl Trace {
     /// (the last of `points`), or to its own end when `kill` is `None`.
     pub fn of_points(points: &[Point], kill: Option<u64>) -> Trace {
         let calls: Vec<Call> = points.iter().map(call_of_point).collect();
-        let (at, crash) = match kill.and_then(|n| points.iter().position(|p| p.ordinal == n)) {
+        let (at, crash) = match kill.and_then(|n| points.iter().position(|p| p.ordinal.0 == n)) {
             Some(i) => (i, Crash::Kill),
             None => (calls.len(), Crash::End),
         };
@@ -116,12 +116,12 @@ fn is_sync(syscall: &str) -> bool {
 
 fn call_of_point(p: &Point) -> Call {
     Call {
-        point: Some(p.ordinal),
+        point: Some(p.ordinal.0),
         call: p.syscall.to_string(),
         file: p.file.map_or("-", |f| f.as_str()).to_string(),
         offset: p.offset,
         len: p.len,
-        sync: is_sync(p.syscall),
+        sync: is_sync(p.syscall.name()),
         note: String::new(),
     }
 }
@@ -189,10 +189,17 @@ fn call_of_effect(effect: &Effect) -> Call {
 mod tests {
     use super::*;
     use crate::crashstate::log::build::{ev, open, put};
-    use crate::kill::syscall::FileKind;
+    use crate::kill::Ordinal;
+    use crate::kill::syscall::{Call, FileKind};
 
     fn point(ordinal: u64, syscall: &'static str, file: FileKind) -> Point {
-        Point { ordinal, syscall, file: Some(file), offset: Some(0), len: Some(4096) }
+        Point {
+            ordinal: Ordinal(ordinal),
+            syscall: Call::Sys(syscall),
+            file: Some(file),
+            offset: Some(0),
+            len: Some(4096),
+        }
     }
 
     fn log_of(events: Vec<Event>) -> Log {

@@ -11,6 +11,7 @@
 
 use std::ops::RangeInclusive;
 
+use crate::kill::TrialIndex;
 use crate::pipeline::judge::sweep::Swept;
 use crate::pipeline::trial::Trial;
 use crate::report::PathPoints;
@@ -42,8 +43,8 @@ pub struct Coverage {
 /// failed or showed the leg was not honored).
 pub fn of(swept: &Swept, paths: &[Path]) -> Option<Coverage> {
     let planned = swept.planned.as_ref()?;
-    let landed: Vec<u64> = swept.trials.iter().filter(|t| landed(t)).map(|t| u64::from(t.index)).collect();
-    let ran: Vec<u64> = swept.trials.iter().map(|t| u64::from(t.index)).collect();
+    let landed: Vec<u64> = swept.trials.iter().filter(|t| landed(t)).map(|t| t.index.ordinal().0).collect();
+    let ran: Vec<u64> = swept.trials.iter().map(|t| t.index.ordinal().0).collect();
     let mut c = Coverage {
         planned: planned.len() as u64,
         landed: landed.len() as u64,
@@ -57,7 +58,7 @@ pub fn of(swept: &Swept, paths: &[Path]) -> Option<Coverage> {
     }
     let not_run = planned.iter().filter(|n| !ran.contains(n)).count();
     if not_run > 0 {
-        let last = swept.trials.last().map_or(0, |t| t.index);
+        let last = swept.trials.last().map_or(TrialIndex::CENSUS, |t| t.index);
         c.why.push(format!(
             "the sweep stopped at point {last}, the first that did not pass: {not_run} planned after it did not run"
         ));
@@ -71,7 +72,7 @@ pub fn of(swept: &Swept, paths: &[Path]) -> Option<Coverage> {
 /// and killed there (a trial that ended before its point, or before its
 /// child started, has no kill point).
 fn landed(t: &Trial) -> bool {
-    t.index > 0 && t.kill_point.as_ref().is_some_and(|k| k.ordinal.is_some())
+    t.index > TrialIndex::CENSUS && t.kill_point.as_ref().is_some_and(|k| k.ordinal.is_some())
 }
 
 /// "at 3 points the child ended before its kill point", per path if any.
@@ -104,9 +105,10 @@ mod tests {
     use crate::pipeline::Outcome;
 
     fn trial(n: u32, landed: bool, outcome: Outcome) -> Trial {
-        let mut t = Trial::ended(n, outcome);
+        let mut t = Trial::ended(TrialIndex::nth(n), outcome);
         if landed {
-            t.kill_point = Some(KillPoint { trial: n, ordinal: Some(u64::from(n)), ..KillPoint::default() });
+            t.kill_point =
+                Some(KillPoint { trial: TrialIndex::nth(n), ordinal: Some(u64::from(n)), ..KillPoint::default() });
         }
         t
     }

@@ -31,6 +31,7 @@ use std::sync::{Arc, Mutex};
 use crate::cells::{Cell, End};
 use crate::crashstate::power::AtPoint;
 use crate::crashstate::{Files, Names, State};
+use crate::kill::TrialIndex;
 use crate::matrix::Leg;
 use crate::pipeline::judge::census::Census;
 use crate::pipeline::judge::verdict::{Acks, Crash, Ended, conclude};
@@ -93,8 +94,8 @@ pub trait Source: Sync {
     fn judge(&self, d: &Driver, unit: Self::Unit, got: &[Got], memo: &mut Passed) -> Vec<Trial>;
     /// The trial that says an interrupt kept units from being made, after
     /// trial `next - 1` (none: before the first).
-    fn interrupted(&self, next: Option<u32>) -> Trial {
-        Trial::ended(next.unwrap_or(0), Outcome::Interrupted(Interruption::BetweenBatches))
+    fn interrupted(&self, next: Option<TrialIndex>) -> Trial {
+        Trial::ended(next.unwrap_or(TrialIndex::CENSUS), Outcome::Interrupted(Interruption::BetweenBatches))
     }
 }
 
@@ -532,7 +533,7 @@ impl Driver<'_> {
     /// trial is the point's (its acks, its leg audit).
     pub fn power_point(
         &self,
-        index: u32,
+        index: TrialIndex,
         at: &AtPoint,
         got: &[Got],
         memo: &mut Passed,
@@ -604,11 +605,11 @@ impl Ran {
 /// An interrupted run may have skipped units: its last trial (`cut`, told
 /// the index after the last so far) says so, rather than a pass standing
 /// for states nobody checked. True if it did.
-fn interrupted_after(trials: &mut Vec<Trial>, cut: impl FnOnce(Option<u32>) -> Trial) -> bool {
+fn interrupted_after(trials: &mut Vec<Trial>, cut: impl FnOnce(Option<TrialIndex>) -> Trial) -> bool {
     if crate::harness::interrupted().is_none() {
         return false;
     }
-    trials.push(cut(trials.last().map(|t| t.index.saturating_add(1))));
+    trials.push(cut(trials.last().map(|t| t.index.next())));
     true
 }
 
@@ -656,6 +657,7 @@ mod tests {
     use crate::cells::Violation;
     use crate::crashstate::{At, Effect};
     use crate::harness::Exit;
+    use crate::kill::Ordinal;
     use crate::kill::inject::Injected;
     use crate::kill::syscall::FileKind;
 
@@ -695,7 +697,7 @@ mod tests {
             self.made.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let key = self.key(i);
             if key == self.broken {
-                return Err(Box::new(Trial::ended(key as u32, Outcome::Error(Failure::NoKill))));
+                return Err(Box::new(Trial::ended(TrialIndex::at(Ordinal(key)), Outcome::Error(Failure::NoKill))));
             }
             Ok(key)
         }
@@ -706,7 +708,10 @@ mod tests {
 
         fn judge(&self, _: &Driver, key: u64, _: &[Got], _: &mut Passed) -> Vec<Trial> {
             let fire = Finding { violations: vec![Violation::new("x", "y")], power: None, fault: None };
-            vec![Trial::ended(key as u32, if key == self.fire { Outcome::Fire(fire) } else { Outcome::Pass })]
+            vec![Trial::ended(
+                TrialIndex::at(Ordinal(key)),
+                if key == self.fire { Outcome::Fire(fire) } else { Outcome::Pass },
+            )]
         }
     }
 
@@ -722,7 +727,7 @@ mod tests {
             Plan { units: 20, wave: 4, label: "t", count: Count::Units, cache: None, one_log: false, spread: true };
         let trials = with_driver(&ctx, |d| d.run(&source, &plan));
         let steps = *steps.lock().unwrap();
-        (trials.iter().map(|t| t.index).collect(), source.made.into_inner(), steps)
+        (trials.iter().map(|t| t.index.get()).collect(), source.made.into_inner(), steps)
     }
 
     #[test]

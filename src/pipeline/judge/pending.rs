@@ -27,6 +27,7 @@
 
 use crate::cells::{Cell, Process};
 use crate::crashstate::{Files, Names};
+use crate::kill::TrialIndex;
 use crate::matrix::Leg;
 use crate::pipeline::judge::census::Census;
 use crate::pipeline::judge::driver::{Count, Driver, Got, Passed, Plan, Source};
@@ -98,7 +99,7 @@ impl Pending {
 
 /// Makes trial `i` of a result (a timed trial, a race, a sweep's point):
 /// its child killed or its race ended, read up to its recovery.
-pub type MakeTrial<'a> = dyn Fn(u32) -> Pending + Sync + 'a;
+pub type MakeTrial<'a> = dyn Fn(TrialIndex) -> Pending + Sync + 'a;
 
 /// How many trials are killed before their states are recovered and judged
 /// together: enough that a batch saves processes (a gate's 16 trials take
@@ -127,12 +128,12 @@ pub fn in_order(
     owner: Owner,
     home: Result<TrialEnv, Failure>,
     label: &(dyn Fn(&str) -> String + Sync),
-    indices: &[u32],
+    indices: &[TrialIndex],
     run: &MakeTrial,
 ) -> Vec<Trial> {
     let home = match home {
         Ok(env) => env,
-        Err(f) => return vec![Trial::ended(indices.first().copied().unwrap_or(0), Outcome::Error(f))],
+        Err(f) => return vec![Trial::ended(indices.first().copied().unwrap_or(TrialIndex::CENSUS), Outcome::Error(f))],
     };
     // A trial's evidence is its own folder: the driver makes none.
     let no_folder = |_: &str| Err(Failure::TrialFolder("a trial's evidence is its own folder".into()));
@@ -143,7 +144,7 @@ pub fn in_order(
 
 /// [`in_order`] through `d`, wave by wave. Progress: each trial is done
 /// when its child has ended.
-fn through(d: &Driver, indices: &[u32], run: &MakeTrial) -> Vec<Trial> {
+fn through(d: &Driver, indices: &[TrialIndex], run: &MakeTrial) -> Vec<Trial> {
     d.ctx.tally.planned(indices.len() as u64);
     let wave = WAVE.max(d.ctx.jobs);
     let plan = Plan {
@@ -161,7 +162,7 @@ fn through(d: &Driver, indices: &[u32], run: &MakeTrial) -> Vec<Trial> {
 /// A result's trials as a crash source: a unit per trial, its one store
 /// the folder's.
 struct Trials<'a> {
-    indices: &'a [u32],
+    indices: &'a [TrialIndex],
     run: &'a MakeTrial<'a>,
 }
 
@@ -169,7 +170,7 @@ impl Source for Trials<'_> {
     type Unit = Pending;
 
     fn key(&self, i: usize) -> u64 {
-        u64::from(self.indices[i])
+        self.indices[i].ordinal().0
     }
 
     fn make(&self, i: usize) -> Result<Pending, Box<Trial>> {
@@ -191,8 +192,8 @@ impl Source for Trials<'_> {
         }]
     }
 
-    fn interrupted(&self, next: Option<u32>) -> Trial {
-        let next = next.or(self.indices.first().copied()).unwrap_or(0);
+    fn interrupted(&self, next: Option<TrialIndex>) -> Trial {
+        let next = next.or(self.indices.first().copied()).unwrap_or(TrialIndex::CENSUS);
         Trial::ended(next, Outcome::Interrupted(Interruption::BeforeTrial))
     }
 }
@@ -260,21 +261,26 @@ mod tests {
         Context::for_tests(jobs, None)
     }
 
+    fn indices(range: std::ops::Range<u32>) -> Vec<TrialIndex> {
+        range.map(TrialIndex::nth).collect()
+    }
+
     /// The trials `indices` of a result run by `run` through a driver.
-    fn in_order(ctx: &Context, indices: &[u32], run: &MakeTrial) -> Vec<Trial> {
+    fn in_order(ctx: &Context, indices: &[TrialIndex], run: &MakeTrial) -> Vec<Trial> {
         crate::pipeline::judge::driver::with_driver(ctx, |d| through(d, indices, run))
     }
 
     #[test]
     fn trials_up_to_the_first_that_does_not_pass_are_kept_it_last_whatever_the_threads() {
-        let run = |i: u32| {
+        let run = |i: TrialIndex| {
+            let n = i.get();
             let outcome =
-                if i == 2 || i == 5 { Outcome::Error(Failure::CensusStopped(u64::from(i))) } else { Outcome::Pass };
+                if n == 2 || n == 5 { Outcome::Error(Failure::CensusStopped(n.into())) } else { Outcome::Pass };
             Pending::ended(Trial::ended(i, outcome))
         };
         for jobs in [1, 3] {
-            let trials = in_order(&ctx(jobs), &[0, 1, 2, 3, 4, 5], &run);
-            let got: Vec<(u32, Outcome)> = trials.into_iter().map(|t| (t.index, t.outcome)).collect();
+            let trials = in_order(&ctx(jobs), &indices(0..6), &run);
+            let got: Vec<(u32, Outcome)> = trials.into_iter().map(|t| (t.index.get(), t.outcome)).collect();
             assert_eq!(got.last(), Some(&(2, Outcome::Error(Failure::CensusStopped(2)))), "{jobs} jobs");
             assert_eq!(got.len(), 3, "{jobs} jobs");
         }
@@ -287,8 +293,8 @@ mod tests {
         let mut c = ctx(1);
         let heard = Arc::clone(&steps);
         c.tally = crate::pipeline::Tally::new(move |s| heard.lock().unwrap().push(s));
-        let run = |i: u32| Pending::ended(Trial::ended(i, Outcome::Pass));
-        assert_eq!(in_order(&c, &[0, 1], &run).len(), 2);
+        let run = |i: TrialIndex| Pending::ended(Trial::ended(i, Outcome::Pass));
+        assert_eq!(in_order(&c, &indices(0..2), &run).len(), 2);
         assert_eq!(*steps.lock().unwrap(), [Planned(2), Done, Done]);
     }
 
@@ -298,16 +304,15 @@ mod tests {
     fn no_wave_starts_after_the_one_that_decided() {
         for (bad, most_started) in [(3, WAVE), (20, 3 * WAVE)] {
             let started = AtomicUsize::new(0);
-            let run = |i: u32| {
+            let run = |i: TrialIndex| {
                 started.fetch_add(1, Ordering::SeqCst);
-                let outcome =
-                    if i == bad { Outcome::Error(Failure::CensusStopped(u64::from(i))) } else { Outcome::Pass };
+                let n = i.get();
+                let outcome = if n == bad { Outcome::Error(Failure::CensusStopped(n.into())) } else { Outcome::Pass };
                 Pending::ended(Trial::ended(i, outcome))
             };
-            let indices: Vec<u32> = (0..100).collect();
-            let trials = in_order(&ctx(2), &indices, &run);
+            let trials = in_order(&ctx(2), &indices(0..100), &run);
             assert_eq!(trials.len(), bad as usize + 1);
-            assert_eq!(trials.last().map(|t| t.index), Some(bad));
+            assert_eq!(trials.last().map(|t| t.index.get()), Some(bad));
             assert!(started.load(Ordering::SeqCst) <= most_started, "{} started", started.load(Ordering::SeqCst));
         }
     }

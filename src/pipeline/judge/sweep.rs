@@ -13,6 +13,7 @@
 //! as a timed trial is, with the census's leg audit.
 
 use crate::kill::syscall::sweep_points;
+use crate::kill::{Ordinal, TrialIndex};
 use crate::pipeline::judge::census::{Census, Filter, preflight};
 use crate::pipeline::judge::pending::{MakeTrial, Pending};
 use crate::pipeline::outcome::{Outcome, Skip};
@@ -25,7 +26,7 @@ use crate::pipeline::trial::Trial;
 pub trait Sweepable: Sync {
     fn census(&self, filter: Filter) -> Result<Census, Box<Trial>>;
     fn at(&self, filter: Filter, n: u64, census: &Census) -> Pending;
-    fn driven(&self, census: &Census, indices: &[u32], run: &MakeTrial) -> Vec<Trial>;
+    fn driven(&self, census: &Census, indices: &[TrialIndex], run: &MakeTrial) -> Vec<Trial>;
 }
 
 /// What a sweep ran: the points it planned (none when it never got past its
@@ -51,7 +52,7 @@ impl Swept {
 
     /// A sweep that ended at its census because the leg was not honored.
     pub fn skipped(census: Census) -> Swept {
-        let mut t = Trial::ended(0, Outcome::Skip(Skip::NotHonored(census.audit.reason.clone())));
+        let mut t = Trial::ended(TrialIndex::CENSUS, Outcome::Skip(Skip::NotHonored(census.audit.reason.clone())));
         t.audit = Some(census.audit);
         Swept::unplanned(t)
     }
@@ -66,8 +67,8 @@ pub fn re_executed(ctx: &Context, seed: u64, shape: &dyn Sweepable) -> Swept {
         Ok(p) => p,
         Err(swept) => return *swept,
     };
-    let indices: Vec<u32> = points.iter().map(|&n| u32::try_from(n).unwrap_or(u32::MAX)).collect();
-    let trials = shape.driven(&census, &indices, &|n| shape.at(filter, u64::from(n), &census));
+    let indices: Vec<TrialIndex> = points.iter().map(|&n| TrialIndex::at(Ordinal(n))).collect();
+    let trials = shape.driven(&census, &indices, &|n| shape.at(filter, n.ordinal().0, &census));
     Swept { planned: Some(points), trials, recorded: false, distinct: None }
 }
 
@@ -75,7 +76,8 @@ pub fn re_executed(ctx: &Context, seed: u64, shape: &dyn Sweepable) -> Swept {
 /// the sweep ends before its first point (tracing refused, a census that
 /// failed, a leg not honored: a skip).
 pub fn planned(ctx: &Context, seed: u64, shape: &dyn Sweepable) -> Result<(Filter, Census, Vec<u64>), Box<Swept>> {
-    let filter = preflight().map_err(|outcome| Box::new(Swept::unplanned(Trial::ended(0, outcome))))?;
+    let filter =
+        preflight().map_err(|outcome| Box::new(Swept::unplanned(Trial::ended(TrialIndex::CENSUS, outcome))))?;
     let census = shape.census(filter).map_err(|trial| Box::new(Swept::unplanned(*trial)))?;
     if !census.audit.honored {
         return Err(Box::new(Swept::skipped(census)));

@@ -12,6 +12,7 @@
 //! reproduces is reported as found, its details saying it was confirmed.
 //! Confirmations cost only where something fired.
 
+use crate::kill::TrialIndex;
 use crate::pipeline::outcome::{Failure, Outcome, Site};
 use crate::pipeline::run::context::Context;
 use crate::pipeline::trial::Trial;
@@ -38,7 +39,8 @@ pub const MOST_TRIES: u32 = 64;
 /// of 10 with one run). The runs stop at the first fire: a real finding
 /// costs about what it took to find, a fork server's artefact the whole
 /// budget.
-pub fn tries(kill: KillMode, racy: bool, index: u32) -> u32 {
+pub fn tries(kill: KillMode, racy: bool, index: TrialIndex) -> u32 {
+    let index = index.get();
     match (kill.sweeps_points(), racy) {
         (true, false) => 1,
         (true, true) => TRIES,
@@ -50,9 +52,26 @@ pub fn tries(kill: KillMode, racy: bool, index: u32) -> u32 {
 /// sweep's trial 0 is its census: the whole sweep runs again).
 pub fn site(kill: KillMode, trial: &Trial) -> Site {
     match (kill.sweeps_points(), trial.index) {
-        (false, n) => Site::Trial(n),
-        (true, 0) => Site::Sweep,
-        (true, n) => Site::Point(n),
+        (false, n) => Site::Trial(n.get()),
+        (true, TrialIndex::CENSUS) => Site::Sweep,
+        (true, n) => Site::Point(n.get()),
+    }
+}
+
+/// What one exec'd run at a site found: its outcome, and how it got there
+/// when not at the site itself (a recorded state found again where another
+/// run reached it: [`crate::pipeline::plain::decide::Refound::how`]). The
+/// confirmation's detail is made from it once, never rewritten from its text.
+#[derive(Debug)]
+pub struct Exec {
+    pub outcome: Outcome,
+    pub found_by: Option<String>,
+}
+
+impl Exec {
+    /// A run at the site itself.
+    pub fn at_site(outcome: Outcome) -> Exec {
+        Exec { outcome, found_by: None }
     }
 }
 
@@ -63,7 +82,7 @@ pub fn needed(ctx: &Context, trial: &Trial) -> bool {
 }
 
 /// Confirms the fire of `found` at `at` on the plain path: `again` runs a
-/// trial or point exec'd and gives its outcome (`None`: it gave no trial),
+/// trial or point exec'd and gives what it found (`None`: it gave no trial),
 /// up to `tries` times, until one fires: first `at` itself, then for a
 /// timed trial or a race the result's next trials (the same trial again
 /// would repeat its seeded instant, and miss the same way each time). A
@@ -74,17 +93,18 @@ pub fn confirm(
     found: &mut Trial,
     (at, launcher): (Site, &str),
     tries: u32,
-    again: &mut dyn FnMut(Site) -> Option<Outcome>,
+    again: &mut dyn FnMut(Site) -> Option<Exec>,
 ) {
     let mut plain = Outcome::Pass;
     let mut runs = 0;
     while runs < tries {
         let site = at.after(runs);
         runs += 1;
-        let Some(outcome) = again(site) else { break };
+        let Some(Exec { outcome, found_by }) = again(site) else { break };
         match outcome {
             Outcome::Fire(_) => {
-                found.details.push(format!("confirmed exec'd (not through the {launcher}): {site} fired too"));
+                let how = found_by.unwrap_or_else(|| format!("{site} fired too"));
+                found.details.push(format!("confirmed exec'd (not through the {launcher}): {how}"));
                 if !same_kinds(&outcome, &found.outcome) {
                     found.details.push(format!("exec'd, {site} found: {outcome}"));
                 }
@@ -149,7 +169,7 @@ mod tests {
     }
 
     fn found() -> Trial {
-        Trial::ended(4, fire("8 of 8 racers won"))
+        Trial::ended(TrialIndex::nth(4), fire("8 of 8 racers won"))
     }
 
     #[test]
@@ -159,7 +179,7 @@ mod tests {
         let mut sites = Vec::new();
         confirm(&mut t, (Site::Trial(4), "fork server"), 3, &mut |site| {
             sites.push(site);
-            runs.next()
+            runs.next().map(Exec::at_site)
         });
         assert_eq!(sites, [Site::Trial(4), Site::Trial(5)], "the found trial, then the next");
         assert_eq!(t.outcome, fire("8 of 8 racers won"));
@@ -173,13 +193,26 @@ mod tests {
         );
     }
 
+    /// A fire found again where another run reached its state says so in
+    /// its one detail, made from what the run found, not rewritten after.
+    #[test]
+    fn a_fire_found_again_elsewhere_says_how_in_its_detail() {
+        let mut t = found();
+        let by = "by a real kill where the store's files first held the state of point 4 again";
+        confirm(&mut t, (Site::Point(4), "fork server"), 1, &mut |_| {
+            Some(Exec { outcome: fire("8 of 8 racers won"), found_by: Some(by.into()) })
+        });
+        assert!(t.plain_confirmed);
+        assert_eq!(t.details, [format!("confirmed exec'd (not through the fork server): {by}")]);
+    }
+
     #[test]
     fn a_fire_only_the_fork_server_sees_is_an_error_naming_it() {
         let mut t = found();
         let mut runs = 0;
         confirm(&mut t, (Site::Trial(4), "fork server"), 3, &mut |_| {
             runs += 1;
-            Some(Outcome::Pass)
+            Some(Exec::at_site(Outcome::Pass))
         });
         assert_eq!(runs, 3, "every try was spent");
         let Outcome::Error(Failure::OnlyForked { at: Site::Trial(4), found, runs: 3, .. }) = &t.outcome else {
@@ -196,13 +229,13 @@ mod tests {
     #[test]
     fn a_timed_fire_the_trials_missed_is_a_fire_again_when_the_execd_sweep_fires() {
         let mut t = found();
-        confirm(&mut t, (Site::Trial(4), "fork server"), 8, &mut |_| Some(Outcome::Pass));
+        confirm(&mut t, (Site::Trial(4), "fork server"), 8, &mut |_| Some(Exec::at_site(Outcome::Pass)));
         let error = t.outcome.clone();
-        by_sweep(&mut t, Some(Trial::ended(3, Outcome::Pass)));
+        by_sweep(&mut t, Some(Trial::ended(TrialIndex::nth(3), Outcome::Pass)));
         assert_eq!(t.outcome, error, "a sweep that passes leaves the error");
         by_sweep(&mut t, None);
         assert_eq!(t.outcome, error);
-        by_sweep(&mut t, Some(Trial::ended(31, fire("8 of 8 racers won"))));
+        by_sweep(&mut t, Some(Trial::ended(TrialIndex::nth(31), fire("8 of 8 racers won"))));
         assert_eq!(t.outcome, fire("8 of 8 racers won"));
         assert!(t.plain_confirmed);
         let last = t.details.last().unwrap();
@@ -211,19 +244,22 @@ mod tests {
 
     #[test]
     fn a_point_runs_once_and_an_interrupt_leaves_no_verdict() {
-        let (point, timed, race) =
-            (tries(KillMode::Syscall, false, 9), tries(KillMode::Timed, false, 0), tries(KillMode::None, true, 2));
+        let (point, timed, race) = (
+            tries(KillMode::Syscall, false, TrialIndex::nth(9)),
+            tries(KillMode::Timed, false, TrialIndex::nth(0)),
+            tries(KillMode::None, true, TrialIndex::nth(2)),
+        );
         assert_eq!((point, timed, race), (1, 8, 12));
-        assert_eq!(tries(KillMode::Timed, false, 99), MOST_TRIES);
+        assert_eq!(tries(KillMode::Timed, false, TrialIndex::nth(99)), MOST_TRIES);
         // A race's sweep point: r0's call is fixed, the others race freely.
-        assert_eq!(tries(KillMode::Syscall, true, 30), TRIES);
+        assert_eq!(tries(KillMode::Syscall, true, TrialIndex::nth(30)), TRIES);
         let mut t = found();
-        confirm(&mut t, (Site::Point(4), "fork server"), 1, &mut |_| Some(Outcome::Pass));
+        confirm(&mut t, (Site::Point(4), "fork server"), 1, &mut |_| Some(Exec::at_site(Outcome::Pass)));
         assert!(t.outcome.to_string().contains("exec'd, point 4 passes;"), "{}", t.outcome);
         assert!(!t.outcome.to_string().contains("too rare"), "one run of a point: no scheduler to blame");
         let mut t = found();
         confirm(&mut t, (Site::Trial(4), "fork server"), 3, &mut |_| {
-            Some(Outcome::Interrupted(Interruption::BeforeTrial))
+            Some(Exec::at_site(Outcome::Interrupted(Interruption::BeforeTrial)))
         });
         assert_eq!(t.outcome, Outcome::Interrupted(Interruption::BeforeTrial));
     }

@@ -45,8 +45,9 @@ pub enum Found {
 }
 
 impl Refound {
-    /// What the result's details say of how the fire was confirmed.
-    pub fn said(&self, point: u32, sought: &Point) -> String {
+    /// How the fire was found again, as the result's details say it after
+    /// "confirmed " ("by a real kill where ...").
+    pub fn how(&self, point: u32, sought: &Point) -> String {
         let (ordinal, run) = (self.ordinal, self.run);
         let how = match self.how {
             Likeness::State => format!(
@@ -58,8 +59,8 @@ impl Refound {
             }
         };
         format!(
-            "confirmed by a real kill {how}: point {ordinal} of run {run} of {TRIES}; the kill at point {point} \
-             itself passed: this store does not make the same calls on every run"
+            "by a real kill {how}: point {ordinal} of run {run} of {TRIES}; the kill at point {point} itself \
+             passed: this store does not make the same calls on every run"
         )
     }
 }
@@ -71,13 +72,13 @@ impl Refound {
 /// only then); else an `error` naming the non-determinism, with the
 /// recorded state as evidence. The details say how it was confirmed.
 pub fn decide(recorded: Trial, real: Trial, at: &Point, refind: impl FnOnce() -> Found) -> Trial {
-    let n = recorded.index;
+    let n = recorded.index.get();
     if real.is_bad() && reached(&real) {
         return confirmed(real, &recorded, format!("confirmed by a real kill at point {n}"));
     }
     match refind() {
         Found::Again(r) => {
-            let how = r.said(n, at);
+            let how = format!("confirmed {}", r.how(n, at));
             confirmed(r.trial, &recorded, how)
         }
         Found::Broken(t) => *t,

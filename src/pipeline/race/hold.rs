@@ -80,7 +80,7 @@ impl Hold {
         }
         child.resume()?;
         match drive(child, targets, Goal::ToEnd)? {
-            Driven::Exited { exit, counted } => Ok((exit, p.ordinal + counted)),
+            Driven::Exited { exit, counted } => Ok((exit, p.ordinal.0 + counted)),
             Driven::At(q) => Err(TraceError::Io(format!("stopped at {} running to its end", q.call()))),
         }
     }

@@ -28,8 +28,8 @@ use crate::crashstate::record::record;
 use crate::crashstate::{Files, Log, Names};
 use crate::dbfiles::{DB_FILES, sibling};
 use crate::harness::{Cut, Exit, Launch, POLL, Running, interrupted};
-use crate::kill::KillPoint;
 use crate::kill::syscall::{Driven, Goal, Targets, drive};
+use crate::kill::{KillPoint, TrialIndex};
 use crate::matrix::Leg;
 use crate::pipeline::judge::census::{Census, Filter, trace_outcome};
 use crate::pipeline::judge::pending::{MakeTrial, Owner, Pending, in_order};
@@ -117,7 +117,7 @@ impl<'a> Race<'a> {
 
     /// The free races `indices` of a result, up to the first that does not
     /// pass, through the one driver ([`crate::pipeline::judge::pending`]'s source).
-    pub fn free_races(&self, indices: &[u32]) -> Vec<Trial> {
+    pub fn free_races(&self, indices: &[TrialIndex]) -> Vec<Trial> {
         self.trials(None, indices, &|i| self.free(i))
     }
 
@@ -125,14 +125,14 @@ impl<'a> Race<'a> {
     /// point) through the one driver ([`crate::pipeline::judge::pending`]), `census`
     /// standing for a sweep's points' leg audit. The folder whose config
     /// home recovers them all is the result's (a race has no step).
-    pub(super) fn trials(&self, census: Option<&Census>, indices: &[u32], run: &MakeTrial) -> Vec<Trial> {
+    pub(super) fn trials(&self, census: Option<&Census>, indices: &[TrialIndex], run: &MakeTrial) -> Vec<Trial> {
         let owner = Owner { ctx: self.ctx, cell: self.cell, leg: self.leg, census };
         let label = |l: &str| format!("{}-{}-{l}", self.job.cell.id, self.leg.name);
         in_order(owner, self.env("recovery"), &label, indices, run)
     }
 
     /// Trial `index` of a free race: nothing is killed.
-    fn free(&self, index: u32) -> Pending {
+    fn free(&self, index: TrialIndex) -> Pending {
         let env = match self.env(&format!("t{index}")) {
             Ok(env) => env,
             Err(f) => return Pending::ended(Trial::ended(index, Outcome::Error(f))),
@@ -321,7 +321,7 @@ impl<'a> Race<'a> {
         let Some(goal) = goal else {
             return match record(&mut child, &targets, Goal::ToEnd) {
                 Ok((Driven::Exited { exit, counted }, log)) => Ok(Traced0::Exited(exit, counted, Some(log))),
-                Ok((Driven::At(p), _)) => Err(Outcome::Error(Failure::RecordingStopped(p.ordinal))),
+                Ok((Driven::At(p), _)) => Err(Outcome::Error(Failure::RecordingStopped(p.ordinal.0))),
                 Err(e) => Err(trace_outcome(e, self.ctx)),
             };
         };
@@ -331,7 +331,7 @@ impl<'a> Race<'a> {
                     .kill_and_reap()
                     .check()
                     .map_err(|error| Outcome::Error(Failure::RacerReap { racer: 0, error }))?;
-                Ok(Traced0::Killed(p.kill_point(u32::try_from(p.ordinal).unwrap_or(u32::MAX), 0)))
+                Ok(Traced0::Killed(p.kill_point(TrialIndex::at(p.ordinal), 0)))
             }
             Ok(Driven::Exited { exit, counted }) => Ok(Traced0::Exited(exit, counted, None)),
             Err(e) => Err(trace_outcome(e, self.ctx)),

@@ -30,6 +30,7 @@ use crate::cells::End;
 use crate::crashstate::state::states_from;
 use crate::crashstate::{Files, Log, Names, State};
 use crate::kill::syscall::sweep_points;
+use crate::kill::{Ordinal, TrialIndex};
 use crate::legaudit::audit_leg;
 use crate::pipeline::judge::census::{Census, Filter, preflight};
 use crate::pipeline::judge::coverage::{self, Coverage};
@@ -139,7 +140,7 @@ impl Recordings {
 fn recordings(race: &Race) -> Result<Result<Recordings, String>, Box<Swept>> {
     race.ctx.tally.phase("recording");
     let unplanned = |t: Trial| Box::new(Swept::unplanned(t));
-    let filter = preflight().map_err(|o| unplanned(Trial::ended(0, o)))?;
+    let filter = preflight().map_err(|o| unplanned(Trial::ended(TrialIndex::CENSUS, o)))?;
     let win = record(race, filter, Claim::Winning).map_err(|t| unplanned(*t))?;
     let ready = ready_of(&win.env, 0).map_err(|f| unplanned(*ended_with(None, Outcome::Error(f))))?;
     if audit_leg(&win.env.db, &ready, race.leg).effective_mode() == Some(JournalMode::Wal) {
@@ -218,7 +219,7 @@ fn sweep(race: &Race, full: &Race, rec: &Recordings) -> Swept {
         Plan { units: points.len(), wave, label: "b", count: Count::Units, cache: None, one_log: false, spread: true };
     let mut trials = driver.run(&source, &plan);
     if let Some(recorded) = trials.pop_if(|t| t.is_bad()) {
-        let n = u64::from(recorded.index);
+        let n = recorded.index.ordinal().0;
         let (claim, at) = split.locate(n);
         let log = if claim == Claim::Winning { &win.log } else { &lose.expect("a losing point has its recording").log };
         let (real, races) = real_kills(full, split, rec, n);
@@ -230,7 +231,7 @@ fn sweep(race: &Race, full: &Race, rec: &Recordings) -> Swept {
         decided.trace.get_or_insert_with(|| Trace::of_log(log, at, crate::report::Crash::Kill));
         trials.push(decided);
     }
-    let last = trials.last().map_or(0, |t| u64::from(t.index));
+    let last = trials.last().map_or(0, |t| t.index.ordinal().0);
     let distinct = source.distinct_up_to(last);
     Swept { planned: Some(points), trials, recorded: true, distinct: Some(distinct) }
 }
@@ -242,7 +243,7 @@ fn sweep(race: &Race, full: &Race, rec: &Recordings) -> Swept {
 /// to find; a state's own fire repeats at the first.
 fn real_kills(full: &Race, split: Split, rec: &Recordings, n: u64) -> (Trial, u32) {
     let sweep = RaceSweep::with_split(full, split);
-    let tries = confirm::tries(crate::killmode::KillMode::Timed, true, u32::try_from(n).unwrap_or(u32::MAX));
+    let tries = confirm::tries(crate::killmode::KillMode::Timed, true, TrialIndex::at(Ordinal(n)));
     let (mut real, mut races) = (sweep.kill_at(rec.filter, n, &rec.census), 1);
     while !real.is_bad() && races < tries {
         real = sweep.kill_at(rec.filter, n, &rec.census);
@@ -305,7 +306,7 @@ impl<'a> Points<'a> {
     /// Lays the state in a race's folder and releases the surviving racers
     /// against it; the store they left.
     fn raced(&self, n: u64, state: &State) -> Result<(TrialEnv, Finished, Files), Box<Trial>> {
-        let index = u32::try_from(n).unwrap_or(u32::MAX);
+        let index = TrialIndex::at(Ordinal(n));
         let race = self.race;
         let env = race.env(&format!("p{n}")).map_err(|f| Box::new(Trial::ended(index, Outcome::Error(f))))?;
         let names = r0_names(&env);
@@ -372,7 +373,7 @@ impl Source for Points<'_> {
 
     fn judge(&self, d: &Driver, made: Made, got: &[Got], _: &mut Passed) -> Vec<Trial> {
         let (n, recorded, state) = &self.states[made.i];
-        let index = u32::try_from(*n).unwrap_or(u32::MAX);
+        let index = TrialIndex::at(Ordinal(*n));
         let mut t = Trial::new(index);
         t.kill_point = Some(state.point.kill_point(index, 0));
         let outcome = match &made.raced {

@@ -19,6 +19,7 @@
 //! The hold itself is not the race's (`race::hold`): a cell with two
 //! writers can use it too.
 
+use crate::kill::TrialIndex;
 use crate::pipeline::judge::census::preflight;
 use crate::pipeline::judge::coverage::Coverage;
 use crate::pipeline::judge::pending::Pending;
@@ -32,10 +33,10 @@ impl Race<'_> {
     /// The race's controlled schedules, each a trial judged as a free race
     /// is: today `reads-first`, as trial 0 (a sweep's points start at 1).
     pub fn scheduled(&self) -> Vec<Trial> {
-        self.trials(None, &[0], &|i| self.reads_first(i))
+        self.trials(None, &[TrialIndex::CENSUS], &|i| self.reads_first(i))
     }
 
-    fn reads_first(&self, index: u32) -> Pending {
+    fn reads_first(&self, index: TrialIndex) -> Pending {
         let filter = match preflight() {
             Ok(filter) => filter,
             Err(o) => return Pending::ended(Trial::ended(index, o)),

@@ -32,8 +32,8 @@ use crashcells_protocol::{EXIT_LOST, EXIT_WON, Ready};
 
 use crate::cells::End;
 use crate::journal;
-use crate::kill::KillPoint;
 use crate::kill::syscall::Goal;
+use crate::kill::{KillPoint, Ordinal, TrialIndex};
 use crate::legaudit::audit_leg;
 use crate::pipeline::judge::census::{Census, Filter};
 use crate::pipeline::judge::coverage::{self, Coverage, Path};
@@ -124,7 +124,7 @@ impl Sweepable for RaceSweep<'_> {
         self.killed_at(filter, n, census)
     }
 
-    fn driven(&self, census: &Census, indices: &[u32], run: &MakeTrial) -> Vec<Trial> {
+    fn driven(&self, census: &Census, indices: &[TrialIndex], run: &MakeTrial) -> Vec<Trial> {
         self.race.trials(Some(census), indices, run)
     }
 }
@@ -194,7 +194,7 @@ impl<'a> RaceSweep<'a> {
     /// point `n`, on the path the point belongs to, with the others
     /// released in that path's order; the store they left is the trial's.
     fn killed_at(&self, filter: Filter, n: u64, census: &Census) -> Pending {
-        let index = u32::try_from(n).unwrap_or(u32::MAX);
+        let index = TrialIndex::at(Ordinal(n));
         let Some(&split) = self.split.get() else {
             return Pending::ended(Trial::ended(index, Outcome::Error(Failure::NoSplit)));
         };

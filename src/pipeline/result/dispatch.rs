@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use crate::catalog::Status;
 use crate::cells::{Cell, Shape};
+use crate::kill::TrialIndex;
 use crate::killmode::{Race as RacePolicy, Source};
 use crate::matrix::Leg;
 use crate::pipeline::judge::coverage::{self, Coverage};
@@ -90,7 +91,9 @@ fn job_trials(job: &Job, ctx: &Context) -> Result<(Vec<Trial>, Option<Coverage>)
             let reason = job.cell.reason.clone().unwrap_or_default();
             return Err(Box::new(base_result(job, ctx, Verdict::Stub, reason, 0)));
         }
-        (Status::Live, None, _) => (vec![Trial::ended(0, Outcome::Error(Failure::NoProbe(job.cell.id.clone())))], None),
+        (Status::Live, None, _) => {
+            (vec![Trial::ended(TrialIndex::CENSUS, Outcome::Error(Failure::NoProbe(job.cell.id.clone())))], None)
+        }
         (Status::Live, Some(cell), Some(leg)) => trials(job, cell, leg, ctx),
     })
 }
@@ -123,14 +126,14 @@ fn fell_in_flight(ctx: &Context, before: usize, trials: &[Trial]) -> Option<Stri
 fn trials(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context) -> (Vec<Trial>, Option<Coverage>) {
     let shape = match cell.shape(&job.cell.params) {
         Ok(shape) => shape,
-        Err(missing) => return (vec![Trial::ended(0, Outcome::Error(Failure::Shape(missing)))], None),
+        Err(missing) => return (vec![Trial::ended(TrialIndex::CENSUS, Outcome::Error(Failure::Shape(missing)))], None),
     };
     if let Some(missing) = missing_operation(ctx, &shape) {
-        return (vec![Trial::ended(0, Outcome::Skip(Skip::MissingOperation(missing)))], None);
+        return (vec![Trial::ended(TrialIndex::CENSUS, Outcome::Skip(Skip::MissingOperation(missing)))], None);
     }
     let ran = on_plain_path(job, cell, leg, ctx, shape, shaped(job, cell, leg, ctx, shape));
     match unsupported(&ran.0, shape) {
-        Some(op) => (vec![Trial::ended(0, Outcome::Skip(Skip::MissingOperation(op)))], None),
+        Some(op) => (vec![Trial::ended(TrialIndex::CENSUS, Outcome::Skip(Skip::MissingOperation(op)))], None),
         None => ran,
     }
 }
@@ -173,7 +176,7 @@ fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) ->
                 Source::Injected(injection) => {
                     covered(crate::pipeline::workload::fault::fault_sweep(&w, job.seed, injection, mode.phrase))
                 }
-                Source::NoKill => (vec![Trial::ended(0, Outcome::Error(Failure::NoKill))], None),
+                Source::NoKill => (vec![Trial::ended(TrialIndex::CENSUS, Outcome::Error(Failure::NoKill))], None),
             }
         }
         Shape::Race { racers } => {
@@ -197,7 +200,7 @@ fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) ->
                     };
                     crate::pipeline::race::schedule::noted(&scheduled, swept)
                 }
-                RacePolicy::Skip(why) => (vec![Trial::ended(0, Outcome::Skip(Skip::Race(why)))], None),
+                RacePolicy::Skip(why) => (vec![Trial::ended(TrialIndex::CENSUS, Outcome::Skip(Skip::Race(why)))], None),
             }
         }
     }
@@ -223,7 +226,7 @@ fn on_plain_path(
         };
         let mut plain = ctx.plain();
         plain.options = ctx.options.narrowed(&job.cell.id, Some(&leg.name), job.kill, index);
-        shaped(job, cell, leg, &plain, shape).0.pop().map(|t| t.outcome)
+        shaped(job, cell, leg, &plain, shape).0.pop().map(|t| confirm::Exec::at_site(t.outcome))
     };
     let launcher = ctx.child.launcher();
     let racy = matches!(shape, Shape::Race { .. });
@@ -287,10 +290,10 @@ fn trial_count(job: &Job, ctx: &Context) -> u32 {
 
 /// The trials a timed result or a free race runs (up to the first that
 /// does not pass, [`crate::pipeline::judge::pending`]); `--trial N` runs that one alone.
-fn trial_indices(job: &Job, ctx: &Context) -> Vec<u32> {
+fn trial_indices(job: &Job, ctx: &Context) -> Vec<TrialIndex> {
     match ctx.options.trial {
-        Some(t) => vec![t],
-        None => (0..trial_count(job, ctx)).collect(),
+        Some(t) => vec![TrialIndex::nth(t)],
+        None => (0..trial_count(job, ctx)).map(TrialIndex::nth).collect(),
     }
 }
 
@@ -323,9 +326,9 @@ mod tests {
     fn a_result_runs_its_trials_or_the_one_named() {
         let mut c = ctx(None);
         c.options.trials = Some(4);
-        assert_eq!(trial_indices(&first_job(), &c), [0, 1, 2, 3]);
+        assert_eq!(trial_indices(&first_job(), &c), [0, 1, 2, 3].map(TrialIndex::nth));
         c.options.trial = Some(7);
-        assert_eq!(trial_indices(&first_job(), &c), [7]);
+        assert_eq!(trial_indices(&first_job(), &c), [TrialIndex::nth(7)]);
     }
 
     #[test]

@@ -76,7 +76,7 @@ pub fn fold(job: &Job, ctx: &Context, trials: &[Trial]) -> CellResult {
     result.details = last.details.clone();
     // An interrupted result reruns whole: its last trial decided nothing.
     if !matches!(verdict, Verdict::Pass | Verdict::Interrupted) {
-        result.repro = repro(job, ctx, Some(last.index));
+        result.repro = repro(job, ctx, Some(last.index.get()));
     }
     result
 }
@@ -193,6 +193,7 @@ fn write_timeline(result: &mut CellResult, trace: Option<&crate::report::Trace>,
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::kill::TrialIndex;
 
     fn ctx() -> Context {
         Context::for_tests(1, None)
@@ -221,7 +222,7 @@ pub(crate) mod tests {
         let lost = crate::cells::Violation::new("lost-ack", "lost");
         let fire =
             Outcome::Fire(crate::pipeline::outcome::Finding { violations: vec![lost], power: None, fault: None });
-        let trial = Trial::ended(0, fire).with_env(env);
+        let trial = Trial::ended(TrialIndex::CENSUS, fire).with_env(env);
         let job = first_job();
         let mut result = fold(&job, &c, std::slice::from_ref(&trial));
         keep_evidence(&c, &mut result, vec![trial]);

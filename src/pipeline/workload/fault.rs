@@ -42,6 +42,7 @@ use crate::crashstate::{Effect, Files, Log, Names, State};
 use crate::harness::Exit;
 use crate::kill::inject::{Injected, Injection};
 use crate::kill::syscall::{Driven, FileKind, Goal, sweep_points};
+use crate::kill::{Ordinal, TrialIndex};
 use crate::pipeline::judge::census::{Filter, trace_outcome};
 use crate::pipeline::judge::driver::{BadPower, Cause, Count, Driver, Got, Passed, Plan, Source, first_rule};
 use crate::pipeline::judge::sweep::Swept;
@@ -68,7 +69,7 @@ pub fn fault_sweep(w: &Workload, seed: u64, injection: &'static dyn Injection, m
     };
     let points = match planned(&rec.log, injection, mode, w.ctx.options.point, w.ctx.options.points, seed) {
         Ok(p) => p,
-        Err(outcome) => return Swept::unplanned(Trial::ended(0, outcome)),
+        Err(outcome) => return Swept::unplanned(Trial::ended(TrialIndex::CENSUS, outcome)),
     };
     w.ctx.tally.planned(points.len() as u64);
     let sweep = Sweep { w, rec: &rec, injection, points: &points, seen: Mutex::default() };
@@ -183,7 +184,7 @@ impl Sweep<'_> {
 
     fn faulty(&self, filter: Filter, n: u64) -> Result<Run, Box<Trial>> {
         let w = self.w;
-        let index = u32::try_from(n).unwrap_or(u32::MAX);
+        let index = TrialIndex::at(Ordinal(n));
         let injected = self.injection.at(&self.rec.log.point(n)).expect("a planned point gets an injection");
         let env = w.env(&format!("f{n}")).map_err(|f| Box::new(Trial::ended(index, Outcome::Error(f))))?;
         let failed = |o: Outcome, env: TrialEnv| Box::new(Trial::ended(index, o).with_env(env));
@@ -201,7 +202,7 @@ impl Sweep<'_> {
                     env,
                 ));
             }
-            Ok((Driven::At(p), _)) => return Err(failed(Outcome::Error(Failure::RecordingStopped(p.ordinal)), env)),
+            Ok((Driven::At(p), _)) => return Err(failed(Outcome::Error(Failure::RecordingStopped(p.ordinal.0)), env)),
             Err(e) => return Err(failed(trace_outcome(e, w.ctx), env)),
         };
         drop(child);
@@ -326,7 +327,7 @@ fn power_states(run: &Run) -> Option<(Model, Vec<AtPoint>)> {
 /// (c) on the power states after its fault; the first that does not pass
 /// decides.
 fn judge(d: &Driver, run: Run, got: &[Got], memo: &mut Passed) -> Trial {
-    let index = u32::try_from(run.n).unwrap_or(u32::MAX);
+    let index = TrialIndex::at(Ordinal(run.n));
     let point = run.log.point(run.n);
     let mut t = Trial::new(index);
     let in_flight = run
@@ -352,7 +353,7 @@ fn judge(d: &Driver, run: Run, got: &[Got], memo: &mut Passed) -> Trial {
         Some((mut bad, state)) => {
             bad.kill_point = t.kill_point.take();
             bad.details.splice(0..0, head);
-            bad.trace = Some(Trace::of_log(&run.log, state.point.ordinal, Crash::PowerCut));
+            bad.trace = Some(Trace::of_log(&run.log, state.point.ordinal.0, Crash::PowerCut));
             let text = fault_note(&run.fault, &bad.details);
             bad.env = d.keep(&state, &format!("f{}-power", run.n), "fault.txt", &text);
             bad
@@ -365,7 +366,7 @@ fn judge(d: &Driver, run: Run, got: &[Got], memo: &mut Passed) -> Trial {
 /// as a power sweep judges them ([`Driver::power_point`]); the first that
 /// does not pass, as a trial, and its state for evidence.
 fn judge_power(d: &Driver, run: &Run, added: &Added, mut got: &[Got], memo: &mut Passed) -> Option<(Trial, State)> {
-    let index = u32::try_from(run.n).unwrap_or(u32::MAX);
+    let index = TrialIndex::at(Ordinal(run.n));
     for at in &added.points {
         let (here, rest) = got.split_at(at.states.len());
         got = rest;
@@ -462,11 +463,12 @@ fn fault_note(fault: &Fault, details: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kill::syscall::Call;
     use crate::kill::syscall::Point;
     use crashcells_protocol::Ack;
 
     fn point(syscall: &'static str, file: FileKind) -> Point {
-        Point { ordinal: 1, syscall, file: Some(file), offset: None, len: None }
+        Point { ordinal: Ordinal(1), syscall: Call::Sys(syscall), file: Some(file), offset: None, len: None }
     }
 
     #[test]

@@ -17,6 +17,7 @@ use crashcells_protocol::{Op, OpArgs, Ready};
 use crate::cells::Cell;
 use crate::harness::{Exit, Launch, Traced};
 use crate::journal;
+use crate::kill::TrialIndex;
 use crate::kill::syscall::{FileKind, Targets};
 use crate::legaudit::audit_leg;
 use crate::matrix::Leg;
@@ -163,7 +164,7 @@ impl Workload<'_> {
     /// Runs the trials `indices` (`run` makes one: a timed trial, a
     /// re-executed point) through the one driver ([`crate::pipeline::judge::pending`]),
     /// `census` standing for a sweep's points' leg audit.
-    pub fn trials(&self, census: Option<&Census>, indices: &[u32], run: &MakeTrial) -> Vec<Trial> {
+    pub fn trials(&self, census: Option<&Census>, indices: &[TrialIndex], run: &MakeTrial) -> Vec<Trial> {
         let owner = Owner { ctx: self.ctx, cell: self.cell, leg: self.leg, census };
         in_order(owner, self.env("recovery"), &|l| self.label(l), indices, run)
     }
@@ -205,7 +206,7 @@ pub fn ended_well(exit: Exit, counted: u64, tail: &str) -> Result<u64, Failure> 
 /// A trial that ended before it began, with the failure in its own folder
 /// when it has one.
 pub fn ended_with(env: Option<TrialEnv>, outcome: Outcome) -> Box<Trial> {
-    let t = Trial::ended(0, outcome);
+    let t = Trial::ended(TrialIndex::CENSUS, outcome);
     Box::new(match env {
         Some(env) => t.with_env(env),
         None => t,

@@ -12,8 +12,8 @@
 //! last call is the child's own end (exit 0 after `--stop-after`).
 
 use crate::harness::Exit;
-use crate::kill::KillPoint;
-use crate::kill::syscall::{Driven, Goal, Point, drive, drive_observed};
+use crate::kill::syscall::{Call, Driven, Goal, Point, drive, drive_observed};
+use crate::kill::{KillPoint, Ordinal, TrialIndex};
 use crate::pipeline::judge::census::{Census, Filter, trace_outcome};
 use crate::pipeline::judge::pending::{MakeTrial, Pending};
 use crate::pipeline::judge::sweep::{Sweepable, Swept, re_executed};
@@ -48,7 +48,7 @@ fn unreached(goal: Goal, counted: u64) -> KillPoint {
         Goal::KillAt(n) => n,
         _ => counted + 1,
     };
-    KillPoint { ordinal: None, ..Point::end(counted + 1).kill_point(u32::try_from(trial).unwrap_or(u32::MAX), 0) }
+    KillPoint { ordinal: None, ..Point::end(Ordinal(counted + 1)).kill_point(TrialIndex::at(Ordinal(trial)), 0) }
 }
 
 impl Sweepable for Workload<'_> {
@@ -60,7 +60,7 @@ impl Sweepable for Workload<'_> {
         self.ctx.pool.unit(|| self.killed_at(filter, n, census, Reach::Sweep))
     }
 
-    fn driven(&self, census: &Census, indices: &[u32], run: &MakeTrial) -> Vec<Trial> {
+    fn driven(&self, census: &Census, indices: &[TrialIndex], run: &MakeTrial) -> Vec<Trial> {
         self.trials(Some(census), indices, run)
     }
 }
@@ -96,7 +96,7 @@ impl Workload<'_> {
             Ok(Driven::Exited { exit, counted }) => {
                 ended_well(exit, counted, &child.stderr_tail()).map_err(|f| self.ended_badly(env, f))
             }
-            Ok(Driven::At(p)) => Err(Outcome::Error(Failure::CensusStopped(p.ordinal))),
+            Ok(Driven::At(p)) => Err(Outcome::Error(Failure::CensusStopped(p.ordinal.0))),
             Err(e) => Err(trace_outcome(e, self.ctx)),
         }
     }
@@ -117,26 +117,27 @@ impl Workload<'_> {
     /// A real kill at point `n`, read up to its recovery (the kill point's
     /// acks are the trial's).
     fn killed_at(&self, filter: Filter, n: u64, census: &Census, reach: Reach) -> Pending {
-        let index = u32::try_from(n).unwrap_or(u32::MAX);
+        let index = TrialIndex::at(Ordinal(n));
         let env = match self.env(&format!("p{n}")) {
             Ok(env) => env,
             Err(f) => return Pending::ended(Trial::ended(index, Outcome::Error(f))),
         };
         let mut trial = Trial::new(index);
         let mut calls = Vec::new();
-        let kp = match self.traced_to(&env, filter, (Goal::KillAt(n), reach), &mut calls) {
-            Ok(kp) => kp,
+        let (kp, call) = match self.traced_to(&env, filter, (Goal::KillAt(n), reach), &mut calls) {
+            Ok(reached) => reached,
             Err(o) => return Pending::ended(trial.conclude(o).with_env(env)),
         };
         // Its calls, for the evidence's timeline, if it does not pass.
-        let killed = (kp.syscall.as_deref() != Some("exit")).then_some(n);
+        let killed = (!call.is_end()).then_some(n);
         let calls = Trace::of_points(&calls, killed);
         let prepared = prepare(&self.crash(&env, Some(census)), &mut trial);
         trial.kill_point = Some(KillPoint { after_acks: trial.acked, ..kp });
         Pending::at_point(trial, env, prepared, calls)
     }
 
-    /// Spawns the workload traced, drives it to `goal` and kills it there;
+    /// Spawns the workload traced, drives it to `goal` and kills it there
+    /// (its kill point, and the call it stopped at: the end if it ended);
     /// `calls` gets every counted call it made, the killed one included.
     fn traced_to(
         &self,
@@ -144,7 +145,7 @@ impl Workload<'_> {
         filter: Filter,
         (goal, reach): (Goal, Reach),
         calls: &mut Vec<Point>,
-    ) -> Result<KillPoint, Outcome> {
+    ) -> Result<(KillPoint, Call), Outcome> {
         let mut child = self.spawn_traced(env, filter)?;
         let mut seen = |_: u32, _: i64, _: [u64; 6], p: Option<&Point>| calls.extend(p.cloned());
         let point = match drive_observed(&mut child, &self.targets(env), goal, &mut seen) {
@@ -152,10 +153,11 @@ impl Workload<'_> {
             // The point after the last call: the child's own end is the state.
             Ok(Driven::Exited { exit, counted }) if matches!(goal, Goal::KillAt(n) if n == counted + 1) => {
                 ended_well(exit, counted, &child.stderr_tail()).map_err(|f| self.ended_badly(env, f))?;
-                return Ok(Point::end(counted + 1).kill_point(u32::try_from(counted + 1).unwrap_or(u32::MAX), 0));
+                let end = Ordinal(counted + 1);
+                return Ok((Point::end(end).kill_point(TrialIndex::at(end), 0), Call::End));
             }
             Ok(Driven::Exited { exit, counted }) if exit == Exit::Code(0) && reach == Reach::Sweep => {
-                return Ok(unreached(goal, counted));
+                return Ok((unreached(goal, counted), Call::End));
             }
             Ok(Driven::Exited { exit, counted }) => {
                 let before = match goal {
@@ -168,7 +170,7 @@ impl Workload<'_> {
             Err(e) => return Err(trace_outcome(e, self.ctx)),
         };
         child.kill_and_reap().check().map_err(|e| Outcome::Error(Failure::Reap(e)))?;
-        Ok(point.kill_point(u32::try_from(point.ordinal).unwrap_or(u32::MAX), 0))
+        Ok((point.kill_point(TrialIndex::at(point.ordinal), 0), point.syscall))
     }
 }
 
@@ -181,6 +183,6 @@ mod tests {
     #[test]
     fn a_point_a_well_ended_child_never_reached_is_its_end_and_does_not_land() {
         let kp = unreached(Goal::KillAt(207), 198);
-        assert_eq!((kp.trial, kp.ordinal, kp.syscall.as_deref()), (207, None, Some("exit")));
+        assert_eq!((kp.trial, kp.ordinal, kp.syscall.as_deref()), (TrialIndex::nth(207), None, Some("exit")));
     }
 }

@@ -20,6 +20,7 @@ use crate::crashstate::power::{AtPoint, Model};
 use crate::crashstate::torn::Bound;
 use crate::crashstate::{Event, Files, Log, State};
 use crate::kill::syscall::sweep_points;
+use crate::kill::{Ordinal, TrialIndex};
 use crate::pipeline::judge::driver::{BadPower, Cause, Count, Driver, Got, Passed, Plan, Source, Stores, first_rule};
 use crate::pipeline::judge::sweep::Swept;
 use crate::pipeline::outcome::{Failure, Interruption, Outcome, PowerLoss};
@@ -88,7 +89,7 @@ pub fn power_sweep(w: &Workload, seed: u64, power: PowerModel) -> Swept {
             };
             if let Some(why) = r.disagrees.clone() {
                 let failure = Failure::UnloggedWrites(why);
-                return Swept::unplanned(Trial::ended(0, Outcome::Error(failure)).with_env(r.env));
+                return Swept::unplanned(Trial::ended(TrialIndex::CENSUS, Outcome::Error(failure)).with_env(r.env));
             }
             own = r;
             &own
@@ -108,21 +109,21 @@ pub fn power_sweep(w: &Workload, seed: u64, power: PowerModel) -> Swept {
     let mut trials = driver
         .run(&source, &Plan { units, wave, label: "power", count: Count::Stores, cache, one_log: false, spread: true });
     if crate::harness::interrupted().is_some() {
-        return Swept::unplanned(Trial::ended(0, Outcome::Interrupted(Interruption::PowerStates)));
+        return Swept::unplanned(Trial::ended(TrialIndex::CENSUS, Outcome::Interrupted(Interruption::PowerStates)));
     }
     if let Some(last) = trials.last_mut() {
         last.details.extend(states_per_point(power, &m, judged_points(&m, last.index), stores));
         if last.is_bad() {
             let crash = if power == PowerModel::InOrder { Crash::PowerCut } else { Crash::Torn };
-            last.trace = Some(Trace::of_log(&rec.log, u64::from(last.index), crash));
+            last.trace = Some(Trace::of_log(&rec.log, last.index.ordinal().0, crash));
         }
     }
     Swept { planned: Some(points), trials, recorded: true, distinct: None }
 }
 
 /// How many of the model's points were judged: those up to point `last`.
-fn judged_points(m: &Model, last: u32) -> usize {
-    m.points.iter().take_while(|at| at.point <= u64::from(last)).count()
+fn judged_points(m: &Model, last: TrialIndex) -> usize {
+    m.points.iter().take_while(|at| Ordinal(at.point) <= last.ordinal()).count()
 }
 
 /// The details a power sweep ends with: the model and its bound, and per
@@ -191,7 +192,7 @@ impl Points<'_> {
     fn point(&self, d: &Driver, i: usize, got: &[Got], memo: &mut Passed) -> Trial {
         let at = &self.m.points[i];
         let point = self.log.point(at.point);
-        let index = u32::try_from(at.point).unwrap_or(u32::MAX);
+        let index = TrialIndex::at(Ordinal(at.point));
         let bad = match d.power_point(index, at, got, memo) {
             Ok(mut last) => {
                 last.details.push(format!("{} power-loss states checked at this point", at.states.len()));

@@ -24,13 +24,14 @@ use crate::crashstate::likeness::Sought;
 use crate::crashstate::record::record;
 use crate::crashstate::state::process_states;
 use crate::crashstate::{Files, Log, Names, State};
+use crate::kill::TrialIndex;
 use crate::kill::syscall::{Driven, Goal, sweep_points};
 use crate::pipeline::judge::census::{Census, Filter, preflight, trace_outcome};
 use crate::pipeline::judge::driver::{Count, Driver, Got, MOST_PER_BATCH, Passed, Plan, Source};
 use crate::pipeline::judge::sweep::Swept;
 use crate::pipeline::judge::verdict::conclude;
 use crate::pipeline::outcome::{Failure, Outcome, Site};
-use crate::pipeline::plain::confirm;
+use crate::pipeline::plain::confirm::{self, Exec};
 use crate::pipeline::plain::decide::{Found, decide};
 use crate::pipeline::trial::Trial;
 use crate::pipeline::workload::job::{Workload, ended_well, ended_with};
@@ -68,7 +69,7 @@ impl Workload<'_> {
     pub fn honoured_recording(&self, grow: bool) -> Result<Recording, Box<Swept>> {
         self.ctx.tally.phase("recording");
         let unplanned = |t: Trial| Box::new(Swept::unplanned(t));
-        let filter = preflight().map_err(|outcome| unplanned(Trial::ended(0, outcome)))?;
+        let filter = preflight().map_err(|outcome| unplanned(Trial::ended(TrialIndex::CENSUS, outcome)))?;
         let rec = if grow { self.recording(filter) } else { self.record(filter) };
         let rec = rec.map_err(|trial| unplanned(*trial))?;
         if !rec.census.audit.honored {
@@ -137,7 +138,7 @@ impl Workload<'_> {
             Ok((Driven::Exited { exit, counted }, log)) => {
                 ended_well(exit, counted, &child.stderr_tail()).map(|_| log).map_err(|f| self.ended_badly(env, f))
             }
-            Ok((Driven::At(p), _)) => Err(Outcome::Error(Failure::RecordingStopped(p.ordinal))),
+            Ok((Driven::At(p), _)) => Err(Outcome::Error(Failure::RecordingStopped(p.ordinal.0))),
             Err(e) => Err(trace_outcome(e, self.ctx)),
         }
     }
@@ -236,7 +237,7 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
         let recorded = trials.pop().expect("a last trial");
         let n = recorded.index;
         let sought = sought(&states, n);
-        let real = w.kill_at(rec.filter, u64::from(n), &rec.census);
+        let real = w.kill_at(rec.filter, n.ordinal().0, &rec.census);
         let refind = || w.refind(rec.filter, &sought, n, &rec.census);
         let mut decided = decide(recorded, real, &sought.point, refind);
         on_plain_path(w, &rec, &sought, &mut decided);
@@ -244,12 +245,12 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
     }
     // A fire only the recording saw has no real kill's calls: the log's.
     if let Some(last) = trials.last_mut().filter(|t| t.is_bad() && t.trace.is_none()) {
-        last.trace = Some(Trace::of_log(&rec.log, u64::from(last.index), Crash::Kill));
+        last.trace = Some(Trace::of_log(&rec.log, last.index.ordinal().0, Crash::Kill));
     }
     if let (Some(last), Some(note)) = (trials.last_mut(), &rec.length_note) {
         last.details.push(note.clone());
     }
-    let distinct = distinct_states(&marks, trials.last().map_or(0, |t| u64::from(t.index)));
+    let distinct = distinct_states(&marks, trials.last().map_or(0, |t| t.index.ordinal().0));
     Swept { planned: Some(points), trials, recorded: true, distinct: Some(distinct) }
 }
 
@@ -266,7 +267,7 @@ impl Source for Process<'_> {
     type Unit = Range<usize>;
 
     fn key(&self, i: usize) -> u64 {
-        self.states[self.units[i].start].point.ordinal
+        self.states[self.units[i].start].point.ordinal.0
     }
 
     fn make(&self, i: usize) -> Result<Range<usize>, Box<Trial>> {
@@ -282,7 +283,7 @@ impl Source for Process<'_> {
     fn judge(&self, d: &Driver, unit: Range<usize>, got: &[Got], _: &mut Passed) -> Vec<Trial> {
         let mut trials = Vec::new();
         for s in &self.states[unit] {
-            let index = u32::try_from(s.point.ordinal).unwrap_or(u32::MAX);
+            let index = TrialIndex::at(s.point.ordinal);
             let mut t = Trial::new(index);
             let outcome = conclude(&d.crash(&s.acks), &mut t, || got[0].recovered());
             t.kill_point = Some(s.point.kill_point(index, t.acked));
@@ -327,36 +328,27 @@ fn on_plain_path(w: &Workload, rec: &Recording, sought: &Sought, decided: &mut T
     let plain = w.ctx.plain();
     let exec = w.on(&plain);
     let n = decided.index;
-    // How the exec'd run that fired was found, when not at the point itself.
-    let mut how = None;
+    // The point itself, and where it passes exec'd, the run that reached
+    // its state again: the confirmation then says which run fired.
     let mut again = |_| {
-        let real = exec.kill_at(rec.filter, u64::from(n), &rec.census);
+        let real = exec.kill_at(rec.filter, n.ordinal().0, &rec.census);
         if real.is_bad() {
-            return Some(real.outcome);
+            return Some(Exec::at_site(real.outcome));
         }
         Some(match exec.refind(rec.filter, sought, n, &rec.census) {
-            Found::Again(r) => {
-                how = Some(r.said(n, &sought.point));
-                r.trial.outcome
-            }
-            Found::Broken(t) => t.outcome,
-            Found::Missed(_) => real.outcome,
+            Found::Again(r) => Exec { found_by: Some(r.how(n.get(), &sought.point)), outcome: r.trial.outcome },
+            Found::Broken(t) => Exec::at_site(t.outcome),
+            Found::Missed(_) => Exec::at_site(real.outcome),
         })
     };
     let launcher = w.ctx.child.launcher();
-    confirm::confirm(decided, (Site::Point(n), &launcher), 1, &mut again);
-    // The point itself passed exec'd: say which run fired instead.
-    if let Some(how) = how.filter(|_| decided.plain_confirmed)
-        && let Some(said) = decided.details.iter_mut().rfind(|d| d.starts_with("confirmed exec'd"))
-    {
-        *said = format!("confirmed exec'd (not through the {launcher}): {}", how.trim_start_matches("confirmed "));
-    }
+    confirm::confirm(decided, (Site::Point(n.get()), &launcher), 1, &mut again);
 }
 
 /// The recorded state of point `index`, as a run that seeks it again
 /// looks for it.
-fn sought(states: &[State], index: u32) -> Sought {
-    let s = states.iter().find(|s| s.point.ordinal == u64::from(index)).expect("the state of a judged point");
+fn sought(states: &[State], index: TrialIndex) -> Sought {
+    let s = states.iter().find(|s| s.point.ordinal == index.ordinal()).expect("the state of a judged point");
     Sought::new(&s.files, &s.point)
 }
 
@@ -370,7 +362,7 @@ fn state_marks(states: &[crate::crashstate::State]) -> Vec<(u64, u64)> {
         (s.version, s.acks.as_slice()).hash(&mut h);
         h.finish()
     };
-    states.iter().map(|s| (s.point.ordinal, digest(s))).collect()
+    states.iter().map(|s| (s.point.ordinal.0, digest(s))).collect()
 }
 
 /// How many distinct crash states there are among the marks up to point
@@ -385,17 +377,19 @@ fn distinct_states(marks: &[(u64, u64)], last: u64) -> u64 {
 mod tests {
     use super::*;
     use crate::cells::Violation;
+    use crate::kill::Ordinal;
+    use crate::kill::syscall::Call;
     use crate::kill::syscall::Point;
     use crate::pipeline::outcome::Finding;
 
     fn trial(n: u32, outcome: Outcome) -> Trial {
-        Trial::ended(n, outcome)
+        Trial::ended(TrialIndex::nth(n), outcome)
     }
 
     /// A real kill's trial: its child was stopped at its point and killed.
     fn real(n: u32, outcome: Outcome) -> Trial {
-        let mut t = Trial::ended(n, outcome);
-        t.kill_point = Some(at().kill_point(n, 1));
+        let mut t = Trial::ended(TrialIndex::nth(n), outcome);
+        t.kill_point = Some(at().kill_point(TrialIndex::nth(n), 1));
         t
     }
 
@@ -409,7 +403,13 @@ mod tests {
 
     fn at() -> Point {
         use crate::kill::syscall::FileKind;
-        Point { ordinal: 7, syscall: "pwrite64", file: Some(FileKind::Journal), offset: Some(512), len: Some(4) }
+        Point {
+            ordinal: Ordinal(7),
+            syscall: Call::Sys("pwrite64"),
+            file: Some(FileKind::Journal),
+            offset: Some(512),
+            len: Some(4),
+        }
     }
 
     fn unasked() -> Found {
@@ -469,7 +469,13 @@ mod tests {
             &dir.path().join("transport.ndjson"),
         );
         let mut log = Log::default();
-        let point = Point { ordinal: 0, syscall: "pwrite64", file: Some(FileKind::Database), offset: None, len: None };
+        let point = Point {
+            ordinal: Ordinal(0),
+            syscall: Call::Sys("pwrite64"),
+            file: Some(FileKind::Database),
+            offset: None,
+            len: None,
+        };
         log.push(Some(point), Effect::Write { file: FileKind::Database, at: At::Offset(0), data: b"page".to_vec() });
         std::fs::write(dir.path().join("store.db"), b"page").unwrap();
         assert_eq!(self_check(&log, dir.path(), &names), None);
@@ -493,6 +499,6 @@ mod tests {
         assert!(why.starts_with("point 7 fails only when recorded: the recorded state found lost m1"), "{why}");
         assert!(why.contains("nor did 3 runs killed where their files first held that state again"), "{why}");
         assert!(why.contains("does not write the same bytes on every run"), "{why}");
-        assert_eq!(t.index, 7);
+        assert_eq!(t.index, TrialIndex::nth(7));
     }
 }

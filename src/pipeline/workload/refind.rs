@@ -20,6 +20,7 @@ use crate::crashstate::record::record_asking;
 use crate::crashstate::{Files, Log};
 use crate::harness::Exit;
 use crate::kill::syscall::{Driven, Point};
+use crate::kill::{Ordinal, TrialIndex};
 use crate::pipeline::judge::census::{Census, Filter, trace_outcome};
 use crate::pipeline::outcome::{Failure, Outcome};
 use crate::pipeline::plain::decide::{Found, Refound, TRIES};
@@ -31,7 +32,7 @@ use crate::trialdir::TrialEnv;
 impl Workload<'_> {
     /// Up to [`TRIES`] runs, each killed where it first reaches `sought`
     /// (the recorded state of point `index`): the first that does not pass.
-    pub fn refind(&self, filter: Filter, sought: &Sought, index: u32, census: &Census) -> Found {
+    pub fn refind(&self, filter: Filter, sought: &Sought, index: TrialIndex, census: &Census) -> Found {
         for run in 1..=TRIES {
             match self.ctx.pool.unit(|| self.sought_once(filter, sought, (index, run), census)) {
                 Ok(Some(found)) if found.trial.is_bad() => return Found::Again(Box::new(found)),
@@ -47,7 +48,7 @@ impl Workload<'_> {
         &self,
         filter: Filter,
         sought: &Sought,
-        (index, run): (u32, u32),
+        (index, run): (TrialIndex, u32),
         census: &Census,
     ) -> Result<Option<Refound>, Box<Trial>> {
         let broken = |env: Option<TrialEnv>, o: Outcome| {
@@ -68,11 +69,11 @@ impl Workload<'_> {
             if !outcome.is_pass() {
                 let _ =
                     std::fs::write(env.path("kill-point.json"), serde_json::to_string_pretty(kp).unwrap_or_default());
-                trial.trace = Some(Trace::of_log(&log, point.ordinal, Crash::Kill));
+                trial.trace = Some(Trace::of_log(&log, point.ordinal.0, Crash::Kill));
             }
         }
         let trial = trial.conclude(outcome).with_env(env);
-        Ok(Some(Refound { trial, how, ordinal: point.ordinal, run }))
+        Ok(Some(Refound { trial, how, ordinal: point.ordinal.0, run }))
     }
 
     /// Runs the workload traced in `env`, killed at the first counted call
@@ -105,10 +106,10 @@ impl Workload<'_> {
 /// child's own end left (its point is `exit`), this run's end, if it ended
 /// well and is like it; no other state is reached by an end.
 fn at_end(sought: &Sought, log: Log, exit: Exit, counted: u64) -> Option<(Point, Log, Likeness)> {
-    if sought.point.syscall != "exit" || exit != Exit::Code(0) {
+    if !sought.point.syscall.is_end() || exit != Exit::Code(0) {
         return None;
     }
-    let end = Point::end(counted + 1);
+    let end = Point::end(Ordinal(counted + 1));
     let how = sought.like(&Files::after(log.ran()), &end)?;
     Some((end, log, how))
 }
@@ -117,12 +118,19 @@ fn at_end(sought: &Sought, log: Log, exit: Exit, counted: u64) -> Option<(Point,
 mod tests {
     use super::*;
     use crate::crashstate::{At, Effect};
+    use crate::kill::syscall::Call;
     use crate::kill::syscall::FileKind;
 
     /// A run whose acks were written at the end of its file.
     fn run_of(acks: &[u8]) -> Log {
         let mut log = Log::default();
-        let point = Point { ordinal: 0, syscall: "write", file: Some(FileKind::Acks), offset: None, len: None };
+        let point = Point {
+            ordinal: Ordinal(0),
+            syscall: Call::Sys("write"),
+            file: Some(FileKind::Acks),
+            offset: None,
+            len: None,
+        };
         log.push(Some(point), Effect::Write { file: FileKind::Acks, at: At::End, data: acks.to_vec() });
         log
     }
@@ -131,13 +139,19 @@ mod tests {
     fn a_fire_at_the_childs_own_end_is_found_again_at_a_runs_end_that_ended_well_and_is_like_it() {
         let acks = b"{\"kind\":\"ready\",\"pid\":4}\n{\"kind\":\"ack\",\"i\":0}\n";
         let recorded = run_of(acks);
-        let sought = Sought::new(&Files::after(recorded.ran()), &Point::end(2));
+        let sought = Sought::new(&Files::after(recorded.ran()), &Point::end(Ordinal(2)));
         let other = run_of(b"{\"kind\":\"ready\",\"pid\":40}\n{\"kind\":\"ack\",\"i\":0}\n");
         let (end, _, how) = at_end(&sought, other.clone(), Exit::Code(0), 1).expect("the end is like it");
-        assert_eq!((end, how), (Point::end(2), Likeness::State));
+        assert_eq!((end, how), (Point::end(Ordinal(2)), Likeness::State));
         assert!(at_end(&sought, other.clone(), Exit::Code(3), 1).is_none(), "an end that failed is no state of it");
         assert!(at_end(&sought, run_of(b"{\"kind\":\"ready\"}\n"), Exit::Code(0), 1).is_none(), "other acks");
-        let mid = Point { ordinal: 2, syscall: "fsync", file: Some(FileKind::Database), offset: None, len: None };
+        let mid = Point {
+            ordinal: Ordinal(2),
+            syscall: Call::Sys("fsync"),
+            file: Some(FileKind::Database),
+            offset: None,
+            len: None,
+        };
         let sought = Sought::new(&Files::after(recorded.ran()), &mid);
         assert!(at_end(&sought, other, Exit::Code(0), 1).is_none(), "a call's state is not reached by an end");
     }

@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use crate::harness::{POLL, Running, interrupted};
 use crate::journal;
-use crate::kill::KillPoint;
 use crate::kill::timed::{WaitError, phase_delay, saw, timed_target, wait_for_acks};
+use crate::kill::{KillPoint, TrialIndex};
 use crate::legaudit::{Audit, refused_at_ready};
 use crate::pipeline::judge::pending::Pending;
 use crate::pipeline::judge::verdict::prepare;
@@ -27,17 +27,17 @@ use crate::trialdir::TrialEnv;
 impl Workload<'_> {
     /// The trials `indices` of a timed result, up to the first that does
     /// not pass, through the one driver.
-    pub fn timed_trials(&self, window: u64, indices: &[u32]) -> Vec<Trial> {
+    pub fn timed_trials(&self, window: u64, indices: &[TrialIndex]) -> Vec<Trial> {
         self.trials(None, indices, &|i| self.timed(window, i))
     }
 
     /// Trial `index` of a timed result: kill once the seeded target of acks
     /// is reached, then read what it left.
-    fn timed(&self, window: u64, index: u32) -> Pending {
+    fn timed(&self, window: u64, index: TrialIndex) -> Pending {
         self.ctx.pool.unit(|| self.timed_trial(window, index))
     }
 
-    fn timed_trial(&self, window: u64, index: u32) -> Pending {
+    fn timed_trial(&self, window: u64, index: TrialIndex) -> Pending {
         let env = match self.seeded_env(&format!("t{index}"), &[&index.to_string()]) {
             Ok(env) => env,
             Err(f) => return Pending::ended(Trial::ended(index, Outcome::Error(f))),
