@@ -39,7 +39,7 @@ fn main() {
 }
 
 fn bench(name: &str, script: PathBuf, work: &Path, rounds: u32) {
-    let child = ChildCommand { program: "python3".into(), prefix: vec![script.into()], cwd: None };
+    let child = ChildCommand { program: "python3".into(), prefix: vec![script.into()], cwd: None, env: Vec::new() };
     let exec = time_ops(&Launcher::exec(child.clone()), &work.join(format!("{name}-exec")), rounds);
     let start = Instant::now();
     let server = Launcher::with_fork_server(child, &work.join(format!("{name}-server.stderr")), DEADLINE)

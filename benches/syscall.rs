@@ -30,7 +30,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_crashcells");
 const ROUNDS: u32 = 20;
 
 fn child() -> ChildCommand {
-    ChildCommand { program: BIN.into(), prefix: vec!["child".into()], cwd: None }
+    ChildCommand { program: BIN.into(), prefix: vec!["child".into()], cwd: None, env: Vec::new() }
 }
 
 fn context(work: &Path, jobs: usize, replay: Replay) -> Context {

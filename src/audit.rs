@@ -36,6 +36,7 @@ use crate::kill::timed::{WaitError, wait_for_acks};
 use crate::legaudit::{self, audit_leg};
 use crate::matrix::{Leg, Matrix};
 use crate::pipeline::{preflight_deadline, scale_deadline};
+use crate::sqlitelib::{LOADER_PATH, Placement};
 
 pub const SCHEMA: &str = "crashcells.audit.v1";
 
@@ -158,6 +159,14 @@ pub struct Row {
     pub reason: String,
     pub sqlite_version: String,
     pub sqlite_source_id: Option<String>,
+    /// The SQLite library the leg put under the child (`bundled` or a
+    /// path); none: the child's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sqlite_library: Option<String>,
+    /// Set when the child ran WAL on a SQLite with the WAL-reset bug: the
+    /// leg counts (it ran as advertised), and the audit says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wal_reset_bug: Option<String>,
     /// Appends acknowledged before the kill.
     pub acked: u64,
     /// Whether the workload cells keep every acked commit under each kill
@@ -208,7 +217,10 @@ fn audit_matrix(
     let per_leg = if crash.is_some() { crash::results_per_leg()? } else { 0 };
     let bars = crate::run::Bars::counting(legs * (1 + per_leg), "steps");
     let mut rows = Vec::with_capacity(legs);
-    for leg in &setup.matrix.legs {
+    // The legs' SQLite libraries, in the audit's folder: gone with it.
+    let mut matrix = setup.matrix.clone();
+    matrix.place_libraries(work.path())?;
+    for leg in &matrix.legs {
         bars.say(&format!("leg {}: its mode", leg.name));
         rows.push(audit_one(setup, leg, work.path())?);
         bars.step("");
@@ -216,7 +228,7 @@ fn audit_matrix(
     if let Some(ready) = crash {
         let trials = crash_folder()?;
         let ctx = crash_context(setup, forks, ready, trials.path())?;
-        for (row, leg) in rows.iter_mut().zip(&setup.matrix.legs) {
+        for (row, leg) in rows.iter_mut().zip(&matrix.legs) {
             bars.say(&format!("leg {}: crash columns", leg.name));
             let c = match row.honored {
                 true => crash::columns(&ctx, &setup.matrix.name, leg, &bars)?,
@@ -317,7 +329,7 @@ fn leg_files(leg: &Leg, root: &Path) -> std::io::Result<LegFiles> {
 fn audit_one(setup: &AuditSetup, leg: &Leg, root: &Path) -> Result<Row> {
     let fail = |message: String| Error::Audit { leg: leg.name.clone(), message };
     let files = leg_files(leg, root).map_err(|e| fail(format!("leg folder: {e}")))?;
-    let acked = run_and_kill(setup, &files).map_err(&fail)?;
+    let acked = run_and_kill(setup, &leg_child(&setup.child, leg), &files).map_err(&fail)?;
     let bytes = std::fs::read(&files.acks).map_err(|e| fail(format!("ack journal: {e}")))?;
     let journal = crate::journal::parse(&bytes).map_err(|e| fail(e.to_string()))?;
     let ready = journal.ready.ok_or_else(|| fail("the child wrote no ready record".into()))?;
@@ -326,12 +338,21 @@ fn audit_one(setup: &AuditSetup, leg: &Leg, root: &Path) -> Result<Row> {
     Ok(row(leg, &ready, audit, acked))
 }
 
+/// The child a leg runs: with its SQLite library's folder first on the
+/// loader path, when it names one that this build has.
+fn leg_child(child: &ChildCommand, leg: &Leg) -> ChildCommand {
+    match &leg.placed {
+        Some(Placement::Placed(p)) => child.with_env(LOADER_PATH, p.loader_path()),
+        _ => child.clone(),
+    }
+}
+
 /// Starts `append`, waits for [`AUDIT_ACKS`] acks, kills the group and
 /// checks it died of the kill. Returns the acks seen at the kill.
-fn run_and_kill(setup: &AuditSetup, f: &LegFiles) -> std::result::Result<u64, String> {
+fn run_and_kill(setup: &AuditSetup, child: &ChildCommand, f: &LegFiles) -> std::result::Result<u64, String> {
     let args: Vec<OsString> =
         vec!["append".into(), "--db".into(), f.db.clone().into(), "--acks".into(), f.acks.clone().into()];
-    let mut child = Running::spawn(setup.child.command(&args, &f.home), Some(&f.stderr))
+    let mut child = Running::spawn(child.command(&args, &f.home), Some(&f.stderr))
         .map_err(|e| format!("could not start the child `{}`: {e}", setup.child.display()))?;
     let reached = match wait_for_acks(&mut child, &f.acks, AUDIT_ACKS, setup.wait(), None) {
         Ok(r) => r,
@@ -351,6 +372,7 @@ fn row(leg: &Leg, ready: &Ready, audit: legaudit::Audit, acked: u64) -> Row {
         applied: d.applied.to_string(),
         reason: d.reason.clone(),
     });
+    let wal_reset_bug = Some(legaudit::wal_reset_note(&audit.effective, ready)).filter(|n| !n.is_empty());
     let reason = if audit.honored { audit.note } else { audit.reason };
     Row {
         leg: leg.name.clone(),
@@ -366,6 +388,8 @@ fn row(leg: &Leg, ready: &Ready, audit: legaudit::Audit, acked: u64) -> Row {
         reason,
         sqlite_version: ready.sqlite_version.clone(),
         sqlite_source_id: ready.sqlite_source_id.clone(),
+        sqlite_library: leg.sqlite.as_ref().map(ToString::to_string),
+        wal_reset_bug,
         acked,
         crash: crash::Columns::default(),
     }
@@ -420,6 +444,8 @@ mod tests {
             reason: if honored { String::new() } else { format!("requested wal, child ran delete: {reason}") },
             sqlite_version: "3.40.1".into(),
             sqlite_source_id: Some("2022-12-28 abc".into()),
+            sqlite_library: None,
+            wal_reset_bug: None,
             acked: 20,
             crash: crash::Columns::default(),
         }

@@ -234,7 +234,7 @@ struct ReportArgs {
 // Not /dev/shm, as `run`'s trials: an audit answers for a filesystem.
 #[command(mut_arg("workdir", |a| a.help(AUDIT_WORKDIR_HELP)))]
 struct AuditArgs {
-    /// A built-in matrix (default, audit) or a path to a matrix file.
+    /// A built-in matrix (default, audit, libraries) or a path to a matrix file.
     #[arg(long, value_name = "NAME|PATH", default_value = "audit")]
     matrix: String,
     #[command(flatten)]

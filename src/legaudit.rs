@@ -6,13 +6,18 @@
 //! The audit therefore combines what the child's own connection reported
 //! with the header and the journal files left beside the database, and never
 //! takes a fresh connection's word alone. A leg that ran in another mode is
-//! skipped: it never counts as evidence for the mode it advertises.
+//! skipped: it never counts as evidence for the mode it advertises. So is
+//! a leg whose child did not load the SQLite library the leg put under it
+//! (`sqlitelib`), by the version and source id the child reported. A child
+//! that runs WAL on a SQLite with the WAL-reset bug is honored (it ran as
+//! advertised) and named in the audit's note.
 
 use std::path::Path;
 
 use crashcells_protocol::Decider;
 use crashcells_protocol::JournalMode;
 use crashcells_protocol::Ready;
+use crashcells_protocol::{SqliteVersion, WAL_RESET_RANGE, wal_reset_affected};
 use serde::{Deserialize, Serialize};
 
 use crate::dbfiles::{Artefacts, Family, artefacts, header_family};
@@ -61,7 +66,10 @@ pub fn audit(db: &Path, ready: &Ready, requested: Option<JournalMode>) -> Audit 
         (Some(want), None) if want.as_str() != reported => not_honored(want, &reported, ready),
         _ => String::new(),
     };
-    let note = if reason.is_empty() { resolver_note(&reported, ready) } else { String::new() };
+    let note = match reason.is_empty() {
+        true => [resolver_note(&reported, ready), wal_reset_note(&effective, ready)].join_nonempty("; "),
+        false => String::new(),
+    };
     Audit { requested, reported, family, artefacts, effective, honored: reason.is_empty(), reason, note }
 }
 
@@ -77,7 +85,52 @@ pub fn audit_leg(db: &Path, ready: &Ready, leg: &Leg) -> Audit {
         a.note.clear();
         a.reason = format!("requested synchronous={want}, child ran synchronous={ran}");
     }
+    // First: on another library, the mode and the level say nothing of this one.
+    if let Some(why) = library_refused(leg, ready) {
+        a.honored = false;
+        a.note.clear();
+        a.reason = why;
+    }
+    // A passing result on a library says which SQLite it passed on: the
+    // run's summary names only the child's own.
+    if let Some(lib) = leg.sqlite.as_ref().filter(|_| a.honored) {
+        let on = format!("on SQLite {} ({lib})", ready.sqlite_version);
+        a.note = [on, std::mem::take(&mut a.note)].join_nonempty("; ");
+    }
     a
+}
+
+/// Why the child did not run the SQLite library the leg put under it;
+/// `None` for a leg that names none, or a child that ran it.
+fn library_refused(leg: &Leg, ready: &Ready) -> Option<String> {
+    let (lib, placed) = (leg.sqlite.as_ref()?, leg.placed.as_ref()?);
+    crate::sqlitelib::not_loaded(lib, placed, &ready.sqlite_version, ready.sqlite_source_id.as_deref())
+}
+
+/// A child that ran WAL on a SQLite with the WAL-reset bug: honored, and
+/// said, since a careful resolver would have refused WAL there.
+pub fn wal_reset_note(effective: &str, ready: &Ready) -> String {
+    let affected = SqliteVersion::parse(&ready.sqlite_version).is_some_and(wal_reset_affected);
+    let said = ready.resolver.as_ref().is_some_and(|d| d.decided_by == Decider::AlreadyWal);
+    match effective == "wal" && affected && !said {
+        true => format!(
+            "ran wal on SQLite {}, which has the WAL-reset bug ({WAL_RESET_RANGE}): \
+             WAL with several connections may lose or corrupt commits",
+            ready.sqlite_version
+        ),
+        false => String::new(),
+    }
+}
+
+/// Joins the parts that are not empty.
+trait JoinNonEmpty {
+    fn join_nonempty(&self, sep: &str) -> String;
+}
+
+impl JoinNonEmpty for [String] {
+    fn join_nonempty(&self, sep: &str) -> String {
+        self.iter().filter(|s| !s.is_empty()).cloned().collect::<Vec<_>>().join(sep)
+    }
 }
 
 /// The leg audit at the moment the child wrote its ready record, when that
@@ -92,15 +145,18 @@ pub fn refused_at_ready(db: &Path, ready: &Ready, leg: &Leg) -> Option<Audit> {
     let reported = ready.journal_mode.to_ascii_lowercase();
     let mode_refused = leg.journal_mode.filter(|m| m.as_str() != reported);
     let level_refused = leg.synchronous.filter(|s| ready.synchronous.as_deref() != Some(s.as_str()));
-    if mode_refused.is_none() && level_refused.is_none() {
+    if mode_refused.is_none() && level_refused.is_none() && library_refused(leg, ready).is_none() {
         return None;
     }
     let mut a = audit_leg(db, ready, leg);
     if a.family == Family::Unknown {
         a.effective = reported.clone();
-        a.reason = match mode_refused {
-            Some(want) => not_honored(want, &reported, ready),
-            None => a.reason,
+        let ran = ready.synchronous.as_deref().unwrap_or("unreported");
+        a.reason = match (library_refused(leg, ready), mode_refused, level_refused) {
+            (Some(why), _, _) => why,
+            (None, Some(want), _) => not_honored(want, &reported, ready),
+            (None, None, Some(want)) => format!("requested synchronous={want}, child ran synchronous={ran}"),
+            (None, None, None) => a.reason,
         };
     }
     (!a.honored).then_some(a)
@@ -260,7 +316,7 @@ mod tests {
         let (_dir, db) = db_with_header(1);
         let mut r = ready("delete", Some(JournalMode::Delete), FIXED);
         r.synchronous = Some("full".into());
-        let leg = |s| Leg { name: "x".into(), journal_mode: Some(JournalMode::Delete), synchronous: Some(s) };
+        let leg = |s| Leg::new("x", Some(JournalMode::Delete), Some(s));
         assert!(audit_leg(&db, &r, &leg(Synchronous::Full)).honored);
         let a = audit_leg(&db, &r, &leg(Synchronous::Off));
         assert!(!a.honored);
@@ -269,7 +325,7 @@ mod tests {
 
     #[test]
     fn a_ready_record_that_refuses_the_leg_skips_it_before_any_kill() {
-        let leg = |m| Leg { name: "x".into(), journal_mode: Some(m), synchronous: None };
+        let leg = |m| Leg::new("x", Some(m), None);
         let (_dir, db) = db_with_header(1);
         let refused = ready("delete", Some(JournalMode::Wal), AFFECTED);
         let a = refused_at_ready(&db, &refused, &leg(JournalMode::Wal)).expect("refused");
@@ -285,6 +341,68 @@ mod tests {
         assert_eq!(
             refused_at_ready(&wal_db, &ready("wal", Some(JournalMode::Wal), FIXED), &leg(JournalMode::Wal)),
             None
+        );
+    }
+
+    /// A leg on a library: the bundled 3.54.1, placed.
+    fn on_library(mode: JournalMode) -> Leg {
+        use crate::sqlitelib::{Library, Placed, Placement};
+        let placed = Placed { dir: "/l".into(), version: FIXED.into(), source_id: "id-fixed".into() };
+        Leg {
+            sqlite: Some(Library::Bundled),
+            placed: Some(Placement::Placed(placed)),
+            ..Leg::new("b", Some(mode), None)
+        }
+    }
+
+    #[test]
+    fn a_leg_whose_child_did_not_load_its_library_is_not_honored_at_ready() {
+        let (_dir, db) = db_with_header(2);
+        let mut loaded = ready("wal", Some(JournalMode::Wal), FIXED);
+        loaded.sqlite_source_id = Some("id-fixed".into());
+        let leg = on_library(JournalMode::Wal);
+        let a = audit_leg(&db, &loaded, &leg);
+        assert!(a.honored, "{}", a.reason);
+        assert_eq!(a.note, "on SQLite 3.54.1 (bundled)");
+        assert_eq!(refused_at_ready(&db, &loaded, &leg), None);
+        // Its own 3.40.1 instead: the library is the reason, not the gate's refusal it led to.
+        let own = ready("delete", Some(JournalMode::Wal), AFFECTED);
+        let a = audit_leg(&db, &own, &leg);
+        assert!(!a.honored);
+        assert!(
+            a.reason.starts_with("requested SQLite library bundled (3.54.1), child ran SQLite 3.40.1"),
+            "{}",
+            a.reason
+        );
+        let none = db.with_file_name("never-written.db");
+        let a = refused_at_ready(&none, &own, &leg).expect("refused");
+        assert!(a.reason.starts_with("requested SQLite library bundled"), "{}", a.reason);
+        // The same version with another source id is another library too.
+        loaded.sqlite_source_id = Some("id-other".into());
+        assert!(!audit_leg(&db, &loaded, &leg).honored);
+    }
+
+    #[test]
+    fn wal_on_a_library_with_the_wal_reset_bug_is_honored_and_named() {
+        let (_dir, db) = db_with_header(2);
+        let mut r = ready("wal", Some(JournalMode::Wal), "3.45.1");
+        r.resolver = None;
+        let a = audit(&db, &r, Some(JournalMode::Wal));
+        assert!(a.honored, "{}", a.reason);
+        assert!(
+            a.note.starts_with("ran wal on SQLite 3.45.1, which has the WAL-reset bug (3.7.0 <= v < 3.51.3"),
+            "{}",
+            a.note
+        );
+        assert_eq!(a.note.matches("WAL-reset").count(), 1, "{}", a.note);
+        // A fixed library, or DELETE on an affected one, says nothing.
+        assert_eq!(audit(&db, &ready("wal", Some(JournalMode::Wal), FIXED), Some(JournalMode::Wal)).note, "");
+        let (_d2, rollback) = db_with_header(1);
+        assert_eq!(wal_reset_note("delete", &ready("delete", Some(JournalMode::Delete), "3.45.1")), "");
+        assert!(
+            audit(&rollback, &ready("delete", Some(JournalMode::Delete), "3.45.1"), Some(JournalMode::Delete))
+                .note
+                .is_empty()
         );
     }
 }

@@ -28,6 +28,7 @@ pub mod recovery;
 pub mod report;
 pub mod run;
 pub mod seed;
+pub mod sqlitelib;
 pub mod suggest;
 #[doc(hidden)]
 pub mod testskip;

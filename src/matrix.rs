@@ -1,5 +1,6 @@
 //! Journal-mode matrices: named lists of legs, each a journal mode and a
-//! synchronous level to ask the child's resolver for. Built-in matrices are
+//! synchronous level to ask the child's resolver for, and the SQLite
+//! library to put under the child (`sqlitelib`). Built-in matrices are
 //! embedded; `--matrix PATH` reads a user's file.
 
 use std::path::Path;
@@ -8,9 +9,13 @@ use crashcells_protocol::{DatabaseConfig, JournalMode, Synchronous};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::sqlitelib::{Library, Placement};
 
-const BUILT_IN: [(&str, &str); 2] =
-    [("default", include_str!("../matrices/default.toml")), ("audit", include_str!("../matrices/audit.toml"))];
+const BUILT_IN: [(&str, &str); 3] = [
+    ("default", include_str!("../matrices/default.toml")),
+    ("audit", include_str!("../matrices/audit.toml")),
+    ("libraries", include_str!("../matrices/libraries.toml")),
+];
 
 /// One leg: what the isolated config home asks for.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -18,9 +23,21 @@ pub struct Leg {
     pub name: String,
     pub journal_mode: Option<JournalMode>,
     pub synchronous: Option<Synchronous>,
+    /// The SQLite library the child is to load; `None`: whatever it links.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sqlite: Option<Library>,
+    /// Where this run put that library, and its version: set once per run
+    /// ([`Matrix::place_libraries`]), read by the launcher and the leg audit.
+    #[serde(skip)]
+    pub placed: Option<Placement>,
 }
 
 impl Leg {
+    /// A leg asking for a mode and a level, on the child's own library.
+    pub fn new(name: &str, journal_mode: Option<JournalMode>, synchronous: Option<Synchronous>) -> Leg {
+        Leg { name: name.into(), journal_mode, synchronous, sqlite: None, placed: None }
+    }
+
     pub fn config(&self) -> DatabaseConfig {
         DatabaseConfig { journal_mode: self.journal_mode, synchronous: self.synchronous }
     }
@@ -55,6 +72,7 @@ struct RawLeg {
     name: String,
     journal_mode: Option<String>,
     synchronous: Option<String>,
+    sqlite: Option<String>,
 }
 
 /// Letters, digits, `.`, `_` and `-`, not starting with `-` or `.`.
@@ -106,16 +124,49 @@ impl Matrix {
             }
             let journal_mode = leg.journal_mode.as_deref().map(str::parse).transpose().map_err(value_error)?;
             let synchronous = leg.synchronous.as_deref().map(str::parse).transpose().map_err(value_error)?;
-            legs.push(Leg { name: leg.name, journal_mode, synchronous });
+            if leg.sqlite.as_deref().is_some_and(|s| s.trim().is_empty()) {
+                return Err(value_error("`sqlite` is `bundled` or the path of a library file, not empty".into()));
+            }
+            let sqlite = leg.sqlite.map(Library::from);
+            legs.push(Leg { sqlite, ..Leg::new(&leg.name, journal_mode, synchronous) });
         }
         let name = raw.name.unwrap_or_else(|| fallback_name.to_string());
         Ok(Matrix { name, description: raw.description, legs })
+    }
+
+    /// Puts every library a leg asks for where its children load it from
+    /// ([`place_libraries`]).
+    pub fn place_libraries(&mut self, root: &Path) -> Result<()> {
+        place_libraries(self.legs.iter_mut(), root)
     }
 
     /// The built-in matrices' names.
     pub fn built_in_names() -> impl Iterator<Item = &'static str> {
         BUILT_IN.iter().map(|(n, _)| *n)
     }
+}
+
+/// Puts every library the `legs` ask for in a folder of its own under
+/// `root` (once per library), where a run's children load it from; each
+/// such leg learns its [`Placement`]. A path that is no SQLite library is
+/// bad input.
+pub fn place_libraries<'a>(legs: impl IntoIterator<Item = &'a mut Leg>, root: &Path) -> Result<()> {
+    let mut done: Vec<(Library, Placement)> = Vec::new();
+    for leg in legs {
+        let Some(lib) = &leg.sqlite else { continue };
+        if let Some((_, p)) = done.iter().find(|(l, _)| l == lib) {
+            leg.placed = Some(p.clone());
+            continue;
+        }
+        let key = match lib {
+            Library::Bundled => "bundled".to_string(),
+            Library::Path(_) => done.len().to_string(),
+        };
+        let placed = crate::sqlitelib::place(lib, root, &key)?;
+        done.push((lib.clone(), placed.clone()));
+        leg.placed = Some(placed);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -156,5 +207,36 @@ mod tests {
             assert!(e.contains("a leg name is letters"), "{bad}: {e}");
         }
         assert!(Matrix::load("nonesuch").unwrap_err().to_string().contains("unknown matrix `nonesuch`"));
+    }
+
+    #[test]
+    fn the_libraries_matrix_runs_the_default_legs_on_both_libraries() {
+        let m = Matrix::load("libraries").unwrap();
+        let default = Matrix::load("default").unwrap();
+        let own: Vec<_> = m.legs.iter().filter(|l| l.sqlite.is_none()).collect();
+        let bundled: Vec<_> = m.legs.iter().filter(|l| l.sqlite == Some(Library::Bundled)).collect();
+        assert_eq!(own.len(), default.legs.len());
+        for (d, (o, b)) in default.legs.iter().zip(own.iter().zip(&bundled)) {
+            assert_eq!((&o.name, o.journal_mode, o.synchronous), (&d.name, d.journal_mode, d.synchronous));
+            assert_eq!((b.name.clone(), b.journal_mode), (format!("bundled-{}", d.name), d.journal_mode));
+        }
+        let e = error("[[legs]]\nname = \"x\"\nsqlite = \" \"\n");
+        assert!(e.contains("leg `x`") && e.contains("`sqlite` is `bundled` or the path"), "{e}");
+        let p = Matrix::parse("m.toml", "[[legs]]\nname = \"x\"\nsqlite = \"lib/s.so\"\n", "m").unwrap();
+        assert_eq!(p.legs[0].sqlite, Some(Library::Path("lib/s.so".into())));
+    }
+
+    #[test]
+    fn each_library_is_placed_once_and_a_leg_on_its_own_gets_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut m = Matrix::load("libraries").unwrap();
+        m.place_libraries(dir.path()).unwrap();
+        let placed: Vec<_> = m.legs.iter().filter_map(|l| l.placed.clone()).collect();
+        assert_eq!(placed.len(), 3);
+        assert!(placed.iter().all(|p| p == &placed[0]), "one placement shared");
+        assert!(m.legs.iter().filter(|l| l.sqlite.is_none()).all(|l| l.placed.is_none()));
+        // None in the system-sqlite build, which has no bundled library.
+        let folders = usize::from(matches!(placed[0], Placement::Placed(_)));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), folders, "one folder for the one library");
     }
 }

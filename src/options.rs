@@ -120,7 +120,7 @@ pub struct RunOptions {
     /// Run only this cell (id or number); repeatable. Default: every cell.
     #[arg(long = "cell", value_name = "ID|N")]
     pub cells: Vec<String>,
-    /// A built-in matrix (default, audit) or a path to a matrix file.
+    /// A built-in matrix (default, audit, libraries) or a path to a matrix file.
     #[arg(long, value_name = "NAME|PATH", default_value = "default")]
     pub matrix: String,
     /// Run only this leg of the matrix; repeatable.

@@ -30,7 +30,7 @@ fn an_unknown_value_lists_the_valid_ones_and_names_the_nearest() {
         (&["run", "--format", "jsno"], "did you mean `json`?", "(valid: human, json, junit, markdown)"),
         (&["run", "--mutant", "racy-clam"], "did you mean `racy-claim`?", "(known: ack-before-commit, racy-claim,"),
         (&["run", "--cell", "prefx"], "did you mean `prefix-durability`?", "(known: 1 prefix-durability, 2 consume"),
-        (&["run", "--matrix", "audt"], "did you mean `audit`?", "(built in: default, audit;"),
+        (&["run", "--matrix", "audt"], "did you mean `audit`?", "(built in: default, audit, libraries;"),
         (&["run", "--leg", "dlete"], "did you mean `delete`?", "(legs: default, delete, wal)"),
         (&["run", "--kill", "sycall"], "did you mean `syscall`?", "(valid: timed, syscall, none,"),
         (&["report", "--format", "mardown", "--from", "r.json"], "did you mean `markdown`?", "(valid: human, json,"),

@@ -23,7 +23,7 @@ pub const DEADLINE: Duration = Duration::from_secs(30);
 
 pub fn python(script: &str) -> ChildCommand {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(script);
-    ChildCommand { program: "python3".into(), prefix: vec![path.into()], cwd: None }
+    ChildCommand { program: "python3".into(), prefix: vec![path.into()], cwd: None, env: Vec::new() }
 }
 
 pub fn store() -> ChildCommand {
@@ -227,7 +227,12 @@ fn the_processes_a_traced_forked_process_starts_are_traced_too() {
          def main():\n    return subprocess.run(['sh', '-c', 'echo child > ' + sys.argv[2]]).returncode\n\
          if sys.argv[-1:] == ['fork-server']:\n    crashcells_forkserver.serve(main)\nsys.exit(main())\n"
     );
-    let child = ChildCommand { program: "python3".into(), prefix: vec!["-c".into(), script.into()], cwd: None };
+    let child = ChildCommand {
+        program: "python3".into(),
+        prefix: vec!["-c".into(), script.into()],
+        cwd: None,
+        env: Vec::new(),
+    };
     let root = scratch();
     let forks = served(child, root.path());
     let trial = Trial::new(root.path(), "launcher", None);

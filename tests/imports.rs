@@ -28,6 +28,7 @@ use syn::visit::Visit;
 /// listed before it. Keep docs/design/layout.md's picture in step with it.
 const LAYERS: &[&[&str]] = &[
     &["error", "seed", "journal", "dbfiles", "testskip", "suggest", "times"],
+    &["sqlitelib"],
     &["catalog", "matrix"],
     &["legaudit", "trialdir", "harness"],
     &["kill", "probe"],

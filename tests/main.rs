@@ -18,6 +18,7 @@ mod hermes;
 mod imports;
 mod known;
 mod langgraph;
+mod libraries;
 mod matrices;
 mod outputs;
 mod protocol;

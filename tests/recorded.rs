@@ -18,7 +18,12 @@ use serde_json::Value;
 use crate::common::{bin, run_json, scratch};
 
 fn reference() -> ChildCommand {
-    ChildCommand { program: env!("CARGO_BIN_EXE_crashcells").into(), prefix: vec!["child".into()], cwd: None }
+    ChildCommand {
+        program: env!("CARGO_BIN_EXE_crashcells").into(),
+        prefix: vec!["child".into()],
+        cwd: None,
+        env: Vec::new(),
+    }
 }
 
 /// A trial-like folder with a config home asking for `mode`.

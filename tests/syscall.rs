@@ -312,8 +312,12 @@ fn traced_append(dir: &std::path::Path) -> Option<crashcells::harness::Traced> {
     use crashcells::harness::{ChildCommand, TraceError, Traced};
     std::fs::create_dir_all(dir.join("home")).unwrap();
     std::fs::write(dir.join("home/config.toml"), "[database]\njournal_mode = \"delete\"\n").unwrap();
-    let reference =
-        ChildCommand { program: env!("CARGO_BIN_EXE_crashcells").into(), prefix: vec!["child".into()], cwd: None };
+    let reference = ChildCommand {
+        program: env!("CARGO_BIN_EXE_crashcells").into(),
+        prefix: vec!["child".into()],
+        cwd: None,
+        env: Vec::new(),
+    };
     let args = ["append", "--db", "store.db", "--acks", "acks.ndjson", "--stop-after", "1"];
     let args: Vec<std::ffi::OsString> = args.iter().map(|a| (*a).into()).collect();
     let mut cmd = reference.command(&args, &dir.join("home"));

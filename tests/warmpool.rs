@@ -23,7 +23,7 @@ fn node(env: &[&str]) -> ChildCommand {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/adapters/tiny.mjs");
     let mut prefix: Vec<std::ffi::OsString> = env.iter().map(Into::into).collect();
     prefix.extend(["node".into(), script.into()]);
-    ChildCommand { program: "env".into(), prefix, cwd: None }
+    ChildCommand { program: "env".into(), prefix, cwd: None, env: Vec::new() }
 }
 
 #[test]

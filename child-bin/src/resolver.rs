@@ -6,42 +6,16 @@
 //! to DELETE instead, except for a file that is already in WAL: switching it
 //! out of WAL needs exclusive access the store cannot assume, so it stays WAL.
 
-use crashcells_protocol::{DatabaseConfig, Decider, Decision, JournalMode};
+use crashcells_protocol::{DatabaseConfig, Decider, Decision, JournalMode, WAL_RESET_RANGE};
 
 /// The journal mode when the config does not ask for one.
 pub const DEFAULT_MODE: JournalMode = JournalMode::Wal;
 
-/// A SQLite library version, as `major.minor.patch`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct SqliteVersion(pub u32, pub u32, pub u32);
+pub use crashcells_protocol::{SqliteVersion, wal_reset_affected};
 
-impl SqliteVersion {
-    /// From `sqlite3_libversion_number()`: `X*1_000_000 + Y*1_000 + Z`.
-    pub fn from_number(n: i32) -> Self {
-        let n = n.max(0) as u32;
-        Self(n / 1_000_000, (n / 1_000) % 1_000, n % 1_000)
-    }
-
-    /// The version of the library this process is linked against.
-    pub fn linked() -> Self {
-        Self::from_number(rusqlite::version_number())
-    }
-}
-
-impl std::fmt::Display for SqliteVersion {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}.{}", self.0, self.1, self.2)
-    }
-}
-
-/// Whether this SQLite version has the WAL-reset bug. Affected: 3.7.0 up to
-/// but not including 3.51.3, except the backports 3.44.6 ≤ v < 3.45.0 and
-/// 3.50.7 ≤ v < 3.51.0.
-pub fn wal_reset_affected(v: SqliteVersion) -> bool {
-    let within = |lo: SqliteVersion, hi: SqliteVersion| lo <= v && v < hi;
-    within(SqliteVersion(3, 7, 0), SqliteVersion(3, 51, 3))
-        && !within(SqliteVersion(3, 44, 6), SqliteVersion(3, 45, 0))
-        && !within(SqliteVersion(3, 50, 7), SqliteVersion(3, 51, 0))
+/// The version of the library this process is linked against.
+pub fn linked() -> SqliteVersion {
+    SqliteVersion::from_number(rusqlite::version_number())
 }
 
 /// Resolves the journal mode for a library of version `v` and a file that is
@@ -55,7 +29,7 @@ pub fn resolve(config: DatabaseConfig, v: SqliteVersion, file_is_wal: bool) -> D
             (JournalMode::Wal, Decider::AlreadyWal, why)
         } else {
             let why = format!(
-                "WAL-reset gate: SQLite {v} is affected (3.7.0 <= v < 3.51.3 without the 3.44.6/3.50.7 backports), so WAL is refused and DELETE applied"
+                "WAL-reset gate: SQLite {v} is affected ({WAL_RESET_RANGE}), so WAL is refused and DELETE applied"
             );
             (JournalMode::Delete, Decider::WalResetGate, why)
         }
@@ -73,35 +47,6 @@ mod tests {
 
     fn v(a: u32, b: u32, c: u32) -> SqliteVersion {
         SqliteVersion(a, b, c)
-    }
-
-    #[test]
-    fn version_gate_on_both_sides_of_each_boundary() {
-        let cases = [
-            (v(3, 6, 23), false),
-            (v(3, 7, 0), true),
-            (v(3, 40, 1), true),
-            (v(3, 44, 5), true),
-            (v(3, 44, 6), false),
-            (v(3, 44, 99), false),
-            (v(3, 45, 0), true),
-            (v(3, 50, 6), true),
-            (v(3, 50, 7), false),
-            (v(3, 50, 99), false),
-            (v(3, 51, 0), true),
-            (v(3, 51, 2), true),
-            (v(3, 51, 3), false),
-            (v(3, 54, 1), false),
-        ];
-        for (version, affected) in cases {
-            assert_eq!(wal_reset_affected(version), affected, "{version}");
-        }
-    }
-
-    #[test]
-    fn version_number_decodes() {
-        assert_eq!(SqliteVersion::from_number(3_040_001), v(3, 40, 1));
-        assert_eq!(SqliteVersion::from_number(3_051_003).to_string(), "3.51.3");
     }
 
     #[test]

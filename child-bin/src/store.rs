@@ -22,7 +22,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crashcells_protocol::{DatabaseConfig, Decision, Synchronous};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
 
-use crate::resolver::{SqliteVersion, resolve};
+use crate::resolver::{linked, resolve};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -123,7 +123,7 @@ impl Store {
     /// Opens (creating if needed) the store at `path`, steered by `config`
     /// through the resolver.
     pub fn open(path: &Path, config: DatabaseConfig) -> rusqlite::Result<Store> {
-        let decision = resolve(config, SqliteVersion::linked(), file_header_is_wal(path));
+        let decision = resolve(config, linked(), file_header_is_wal(path));
         let conn = Connection::open(path)?;
         set_busy_timeout(&conn)?;
         let journal_mode = with_retry(|| set_journal_mode(&conn, &decision.applied.to_string()))?;

@@ -2,8 +2,8 @@
 //! a child store, and nothing else (docs/PROTOCOL.md): the ready and ack
 //! records, `dump`'s canonical state, the claim's exit codes, the config
 //! home's variable and file, the journal-mode and synchronous enums, a
-//! typed builder of an operation's arguments, and the fake transport that
-//! `deliver` sends through.
+//! typed builder of an operation's arguments, the fake transport that
+//! `deliver` sends through, and the WAL-reset bug's range of SQLite versions.
 //!
 //! The driver and the reference store both depend on this crate and on
 //! nothing of each other: a store in any language speaks the same format.
@@ -13,6 +13,7 @@ pub mod dump;
 pub mod op;
 pub mod records;
 pub mod transport;
+pub mod version;
 
 pub use config::{ConfigError, DatabaseConfig, HOME_ENV, JournalMode, Synchronous};
 pub use dump::{Dump, DumpMessage, DumpObligation, DumpSession, LiveError};
@@ -24,6 +25,7 @@ pub use records::{
     Ack, AckWriter, CATCH_UP_BATCH, DUMP_BATCH, Decider, Decision, FORK_SERVER, ROTATE_SHAPES, Ready, Record, WARM_POOL,
 };
 pub use transport::Delivery;
+pub use version::{SqliteVersion, WAL_RESET_RANGE, wal_reset_affected};
 
 /// The protocol version the reference store speaks, and the newest the
 /// driver speaks.

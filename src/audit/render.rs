@@ -25,8 +25,14 @@ impl AuditReport {
         let mut out = String::new();
         let crash = self.rows.iter().find(|r| !r.crash.is_empty()).map(|r| &r.crash);
         let mut header = HEADER.map(String::from).to_vec();
+        // A matrix that puts libraries under the child shows each row's
+        // SQLite, so that a leg and its `bundled-` twin read side by side.
+        let libraries = self.rows.iter().any(|r| r.sqlite_library.is_some());
+        if libraries {
+            header.insert(1, "sqlite".into());
+        }
         header.extend(crash.iter().flat_map(|c| c.0.iter().map(|(c, _)| c.heading.to_string())));
-        let cells: Vec<Vec<String>> = self.rows.iter().map(|r| cells(r, crash)).collect();
+        let cells: Vec<Vec<String>> = self.rows.iter().map(|r| cells(r, crash, libraries)).collect();
         let widths = widths(std::iter::once(&header[..]).chain(cells.iter().map(Vec::as_slice)));
         line(&mut out, &header, &widths);
         for (r, row) in self.rows.iter().zip(&cells) {
@@ -124,16 +130,25 @@ fn line(out: &mut String, cells: &[String], widths: &[usize]) {
 /// A row's cells: the resolver's decision is the mode it applied (who
 /// decided, and why, is the note under the row when it was not the leg's
 /// config); then its word in each of the table's `crash` columns.
-fn cells(r: &Row, crash: Option<&Columns>) -> Vec<String> {
+fn cells(r: &Row, crash: Option<&Columns>, libraries: bool) -> Vec<String> {
     let requested =
         format!("{}/{}", r.requested_mode.as_deref().unwrap_or("-"), r.requested_synchronous.as_deref().unwrap_or("-"));
     let resolver = r.resolver.as_ref().map_or("-".into(), |d| d.applied.clone());
     let ran = format!("{}/{}", r.ran_mode, r.ran_synchronous.as_deref().unwrap_or("-"));
     let honored = if r.honored { "yes" } else { "NO" };
     let mut cells = vec![r.leg.clone(), requested, resolver, ran, file_shows(r), honored.to_string()];
+    if libraries {
+        cells.insert(1, sqlite_cell(r));
+    }
     let words = crash.iter().flat_map(|c| c.0.iter().map(|(c, _)| r.crash.get(c.key).map_or("", Column::word)));
     cells.extend(words.map(String::from));
     cells
+}
+
+/// The SQLite a row's child ran, and the library the leg asked for:
+/// `3.54.1 (bundled)`, `3.40.1 (own)`.
+fn sqlite_cell(r: &Row) -> String {
+    format!("{} ({})", r.sqlite_version, r.sqlite_library.as_deref().unwrap_or("own"))
 }
 
 /// The words a row needs under it: each crash column that lost a commit
@@ -153,6 +168,9 @@ fn notes(out: &mut String, r: &Row) {
     }
     if !r.honored {
         let _ = writeln!(out, "    not honored: {}", r.reason);
+    }
+    if let Some(bug) = r.wal_reset_bug.as_deref().filter(|_| r.honored) {
+        let _ = writeln!(out, "    WAL-reset bug: {bug}");
     }
 }
 

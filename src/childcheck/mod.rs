@@ -223,7 +223,8 @@ mod tests {
     /// conforming; a protocol fault noted under the same check stands.
     #[test]
     fn a_stores_finding_is_no_fault_of_the_adapter() {
-        let child = Launcher::exec(ChildCommand { program: "child".into(), prefix: vec![], cwd: None });
+        let child =
+            Launcher::exec(ChildCommand { program: "child".into(), prefix: vec![], cwd: None, env: Vec::new() });
         let mut c = checker(&child, Path::new("."));
         c.note("catch-up-arrived", Ok("ran".into()));
         c.store_finding("catch-up-arrived", "outbox-exactly-once", "o0 delivered 2 times".into());
@@ -265,7 +266,8 @@ mod tests {
 
     #[test]
     fn every_known_check_is_listed_and_those_that_did_not_run_say_why() {
-        let child = Launcher::exec(ChildCommand { program: "child".into(), prefix: vec![], cwd: None });
+        let child =
+            Launcher::exec(ChildCommand { program: "child".into(), prefix: vec![], cwd: None, env: Vec::new() });
         let mut c = checker(&child, Path::new("."));
         c.note("ready", Ok("yes".into()));
         c.note("rotate", Ok("ran".into()));

@@ -81,6 +81,8 @@ impl RunPlan {
     /// run interrupted then took them).
     pub fn run(mut self, started: Instant) -> Result<Report> {
         let (_work, work_root) = work_folder(&self.workdir, &self.run_id)?;
+        // The legs' SQLite libraries, in the work folder: gone with it.
+        crate::matrix::place_libraries(self.jobs.iter_mut().filter_map(|j| j.leg.as_mut()), &work_root)?;
         let options = std::mem::take(&mut self.options);
         let mut ctx = run_context(options, self.seed, &work_root, self.evidence_root.clone())?;
         // Interrupts are caught from here on, so that a Ctrl-C during the

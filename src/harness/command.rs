@@ -16,25 +16,33 @@ pub struct ChildCommand {
     pub prefix: Vec<OsString>,
     /// The folder the child runs in (`run --cwd`); `None`: the driver's.
     pub cwd: Option<PathBuf>,
+    /// Variables set for the child on top of the driver's environment: a
+    /// leg's SQLite library (`LD_LIBRARY_PATH`); empty for most.
+    pub env: Vec<(OsString, OsString)>,
 }
 
 impl ChildCommand {
     /// The reference child: this very binary, re-executed as `crashcells child`.
     pub fn reference() -> std::io::Result<ChildCommand> {
-        Ok(ChildCommand { program: std::env::current_exe()?.into(), prefix: vec!["child".into()], cwd: None })
+        Ok(ChildCommand {
+            program: std::env::current_exe()?.into(),
+            prefix: vec!["child".into()],
+            cwd: None,
+            env: Vec::new(),
+        })
     }
 
     /// A child given as one shell-like string, split on whitespace.
     pub fn parse(line: &str) -> Option<ChildCommand> {
         let mut words = line.split_whitespace().map(OsString::from);
         let program = words.next()?;
-        Some(ChildCommand { program, prefix: words.collect(), cwd: None })
+        Some(ChildCommand { program, prefix: words.collect(), cwd: None, env: Vec::new() })
     }
 
     /// A `Command` for operation `args`, with `home` as its config home.
     pub fn command(&self, args: &[OsString], home: &Path) -> Command {
         let mut cmd = Command::new(&self.program);
-        cmd.args(&self.prefix).args(args).env(HOME_ENV, home);
+        cmd.args(&self.prefix).args(args).envs(self.env.iter().map(|(k, v)| (k, v))).env(HOME_ENV, home);
         // A relative program or script in `--child` is relative to this
         // folder: the one the run started in, or the one its repro names.
         if let Some(dir) = &self.cwd {
@@ -44,6 +52,14 @@ impl ChildCommand {
         // inherited, a chatty child would corrupt `--format json` on ours.
         cmd.stdin(Stdio::null()).stdout(Stdio::null());
         cmd
+    }
+
+    /// This command with `key` set to `value` in its children's
+    /// environment, replacing what it set there before.
+    pub fn with_env(&self, key: &str, value: OsString) -> ChildCommand {
+        let mut env: Vec<_> = self.env.iter().filter(|(k, _)| k != key).cloned().collect();
+        env.push((key.into(), value));
+        ChildCommand { env, ..self.clone() }
     }
 
     /// The command as a user would type it.

@@ -72,6 +72,8 @@ impl ForkServer {
         let start_error = |source| ForkError::Start { command: command.clone(), source };
         let mut cmd = Command::new(&child.program);
         cmd.args(&child.prefix).arg(FORK_SERVER).stdin(Stdio::piped()).stdout(Stdio::piped());
+        // Its forks inherit the libraries it loaded: a leg's SQLite too.
+        cmd.envs(child.env.iter().map(|(k, v)| (k, v)));
         if let Some(dir) = &child.cwd {
             cmd.current_dir(dir);
         }
@@ -454,7 +456,12 @@ mod tests {
 
     fn sh(script: &str) -> ChildCommand {
         // `sh -c SCRIPT sh fork-server`: the script sees the word as $1.
-        ChildCommand { program: "sh".into(), prefix: vec!["-c".into(), script.into(), "sh".into()], cwd: None }
+        ChildCommand {
+            program: "sh".into(),
+            prefix: vec!["-c".into(), script.into(), "sh".into()],
+            cwd: None,
+            env: Vec::new(),
+        }
     }
 
     fn start(script: &str, deadline: Duration) -> (Result<Arc<ForkServer>, ForkError>, Duration) {
@@ -488,7 +495,12 @@ mod tests {
                   os.write(1, b'{\"kind\":\"fork-server\",\"protocol\":2,\"pid\":%d}\\n' % os.getpid())\n\
                   sys.stdin.read()\n";
         let dir = tempfile::tempdir().unwrap();
-        let child = ChildCommand { program: "python3".into(), prefix: vec!["-c".into(), py.into()], cwd: None };
+        let child = ChildCommand {
+            program: "python3".into(),
+            prefix: vec!["-c".into(), py.into()],
+            cwd: None,
+            env: Vec::new(),
+        };
         let e = ForkServer::start(&child, &dir.path().join("server.stderr"), Duration::from_secs(30)).unwrap_err();
         let e = e.to_string();
         assert!(e.contains("runs 2 threads when it says it is ready"), "{e}");

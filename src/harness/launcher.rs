@@ -350,6 +350,7 @@ mod tests {
             program: "sh".into(),
             prefix: vec!["-c".into(), "echo \"$0 $1\"; exit 4".into()],
             cwd: None,
+            env: Vec::new(),
         };
         let (out, err) = (dir.path().join("out"), dir.path().join("err"));
         let args = ["op".into(), "--flag".into()];

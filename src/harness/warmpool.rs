@@ -370,6 +370,7 @@ impl Keeper {
     fn spawn(&self) -> std::io::Result<Pending> {
         let mut cmd = Command::new(&self.child.program);
         cmd.args(&self.child.prefix).arg(WARM_POOL).stdin(Stdio::piped()).stdout(Stdio::piped());
+        cmd.envs(self.child.env.iter().map(|(k, v)| (k, v)));
         if let Some(dir) = &self.child.cwd {
             cmd.current_dir(dir);
         }
@@ -496,7 +497,12 @@ mod tests {
 
     fn sh(script: &str) -> ChildCommand {
         // `sh -c SCRIPT sh warm-pool`: the script sees the word as $1.
-        ChildCommand { program: "sh".into(), prefix: vec!["-c".into(), script.into(), "sh".into()], cwd: None }
+        ChildCommand {
+            program: "sh".into(),
+            prefix: vec!["-c".into(), script.into(), "sh".into()],
+            cwd: None,
+            env: Vec::new(),
+        }
     }
 
     const HONEST: &str =

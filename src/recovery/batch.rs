@@ -272,7 +272,7 @@ mod tests {
     fn child(dir: &Path, script: &str) -> Launcher {
         let path = dir.join("child.sh");
         std::fs::write(&path, format!("echo \"$@\" >> {}\n{script}", dir.join("runs").display())).unwrap();
-        Launcher::exec(ChildCommand { program: "sh".into(), prefix: vec![path.into()], cwd: None })
+        Launcher::exec(ChildCommand { program: "sh".into(), prefix: vec![path.into()], cwd: None, env: Vec::new() })
     }
 
     /// How many processes the child ran, and how many of them were `op`.
@@ -390,7 +390,8 @@ for a in "$@"; do case "$a" in --db) echo 'LINE';; esac; done
             transports: Some([path("1.t"), path("2.t")]),
             restore: None,
         };
-        let child = Launcher::exec(ChildCommand { program: "false".into(), prefix: vec![], cwd: None });
+        let child =
+            Launcher::exec(ChildCommand { program: "false".into(), prefix: vec![], cwd: None, env: Vec::new() });
         let step = OpArgs::new(crashcells_protocol::Op::CatchUp);
         let got =
             recover_batch(&passes(&child, dir.path(), Some(&step)), &[state], Batching { dumps: true, steps: true });

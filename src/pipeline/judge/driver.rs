@@ -636,7 +636,7 @@ pub fn first_rule(rules: &[String]) -> String {
 /// of 20 points in a folder of its own.
 #[cfg(test)]
 pub fn with_driver<T>(ctx: &Context, f: impl FnOnce(&Driver) -> T) -> T {
-    let leg = Leg { name: "wal".into(), journal_mode: None, synchronous: None };
+    let leg = Leg::new("wal", None, None);
     let ready: crashcells_protocol::Ready =
         serde_json::from_str(r#"{"protocol":2,"pid":1,"op":"append","sqlite_version":"3.54.1","journal_mode":"wal"}"#)
             .unwrap();

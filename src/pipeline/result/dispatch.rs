@@ -44,6 +44,9 @@ pub fn run_job_guarded(job: &Job, ctx: &Context) -> CellResult {
 /// Produces the result of one job.
 pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
     let start = Instant::now();
+    // A leg that puts a SQLite library under its child runs exec'd with it.
+    let on_library = job.leg.as_ref().and_then(|leg| ctx.on_library(leg));
+    let ctx = on_library.as_ref().unwrap_or(ctx);
     // A job begun after its fork server ended for good runs exec'd, and
     // waits as long as an exec'd child needs.
     let now = ctx.as_it_runs();

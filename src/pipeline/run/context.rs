@@ -11,11 +11,13 @@ use std::time::Duration;
 use crashcells_protocol::Ready;
 
 use crate::harness::Launcher;
+use crate::matrix::Leg;
 use crate::options::RunOptions;
 use crate::pipeline::run::pool::Pool;
 use crate::pipeline::run::recoveries::Recoveries;
 use crate::recovery::Batching;
 use crate::report::Children;
+use crate::sqlitelib::{LOADER_PATH, Placement};
 
 /// How much longer than the measured start a readiness wait allows: a
 /// preflight ran alone, a loaded machine runs everything slower.
@@ -211,7 +213,12 @@ impl Context {
     /// A context for unit tests that start no child: default options, seed
     /// 1, a one-second deadline, `jobs` threads and what the child said.
     pub(crate) fn for_tests(jobs: usize, child_ready: Option<Ready>) -> Context {
-        let child = Launcher::exec(crate::harness::ChildCommand { program: "child".into(), prefix: vec![], cwd: None });
+        let child = Launcher::exec(crate::harness::ChildCommand {
+            program: "child".into(),
+            prefix: vec![],
+            cwd: None,
+            env: Vec::new(),
+        });
         let (work, deadline) = (std::env::temp_dir(), Duration::from_secs(1));
         let ctx = Context::new(RunOptions::default(), 1, child, work.clone(), work, deadline, jobs);
         Context { child_ready, ..ctx }
@@ -293,6 +300,18 @@ impl Context {
         let start = self.execd_start.max(self.start);
         let execd = Context { child, start, ..self.clone() };
         Context { deadline: execd.scaled_deadline(self.options.deadline()), ..execd }
+    }
+
+    /// This context for a leg that puts a SQLite library under its child:
+    /// every operation exec'd with the library's folder first on its
+    /// loader path (a fork server or warm process loaded the child's own
+    /// library already), its waits scaled as [`Context::execd`]'s; `None`
+    /// for a leg on the child's own library.
+    pub fn on_library(&self, leg: &Leg) -> Option<Context> {
+        let Some(Placement::Placed(placed)) = &leg.placed else { return None };
+        let execd = self.execd();
+        let child = execd.child.with_env(LOADER_PATH, placed.loader_path());
+        Some(Context { child: Launcher::exec(child), ..execd })
     }
 
     /// This context as its launcher now runs: exec'd, its waits scaled

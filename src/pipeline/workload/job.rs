@@ -231,7 +231,7 @@ mod tests {
     /// `sweep_acks`), for a child whose preflight listed `operations`.
     fn with_workload<T>(id: &str, op: Op, sweep_acks: u64, operations: &[&str], f: impl Fn(&Workload) -> T) -> T {
         let spec = Catalog::embedded().unwrap().find(id).unwrap().clone();
-        let leg = Leg { name: "wal".into(), journal_mode: None, synchronous: None };
+        let leg = Leg::new("wal", None, None);
         let job = Job { cell: spec, leg: Some(leg.clone()), kill: KillMode::Syscall, seed: 7 };
         let ctx = Context::for_tests(1, Some(ready(operations)));
         let cell = crate::cells::find(id).unwrap();
