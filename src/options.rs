@@ -153,7 +153,7 @@ pub struct RunOptions {
     /// Syscall mode: rebuild every crash state from one recorded run (on,
     /// the default: each fire is confirmed by a real kill) or re-run the
     /// child to each point (off). Cell 2's sweep records each claim once,
-    /// except in WAL, where its races re-run.
+    /// in WAL with the `-shm` its survivors map.
     #[arg(long, value_enum, value_name = "on|off")]
     pub replay: Option<Replay>,
     #[arg(

@@ -76,6 +76,7 @@ const PIPELINE: &[&str] = &[
     "race::schedule",
     "race::sweep",
     "race::recorded",
+    "race::compare",
     "result::fold",
     "result::dispatch",
 ];

@@ -386,8 +386,8 @@ fn a_recorded_sweep_reports_its_phases_and_its_points_as_they_are_judged() {
 }
 
 /// A catalog folder in `scratch` whose cell 2 runs on every leg: its
-/// `delete` leg is a race on a rollback journal, which recordings stand for
-/// (in WAL the survivors keep r0's `-shm` index, which no log sees).
+/// `delete` leg is a race on a rollback journal (its WAL legs are the
+/// point-by-point comparison's, below).
 fn race_on_every_leg(scratch: &Path) -> String {
     let dir = scratch.join("cells");
     std::fs::create_dir_all(&dir).unwrap();
@@ -426,4 +426,54 @@ fn a_recorded_race_sweep_passes_on_the_reference_and_fires_on_split_claim_confir
     let details = fire["details"].to_string();
     assert!(details.contains("r0 killed on its winning claim"), "{fire:#}");
     assert!(details.contains("confirmed by a real kill at point"), "{fire:#}");
+}
+
+/// Cell 2's sweep from recordings on WAL, point by point against real
+/// kills, on the reference store and on split-claim: at every winning-claim
+/// point where the others were connected when r0 died, the state rebuilt
+/// with r0's `-shm` laid and held reaches the real kill's verdict. Without
+/// the `-shm` (the others rebuild the index from the WAL and see a commit
+/// r0 had not indexed), split-claim's first fire came a point early.
+#[test]
+fn rebuilt_wal_race_states_reach_the_verdicts_of_real_kills_point_by_point() {
+    use crashcells::pipeline::Context;
+    use crashcells::pipeline::race::compare::side_by_side;
+    use crashcells::pipeline::race::job::Race;
+    use crashcells::plan::{KillMode, Selection, plan};
+
+    let dir = scratch();
+    let work = dir.path().canonicalize().unwrap();
+    let catalog = crashcells::catalog::Catalog::embedded().unwrap();
+    let matrix = crashcells::matrix::Matrix::load("default").unwrap();
+    let selection = Selection { cells: vec!["2".into()], legs: vec!["default".into()], kills: vec![KillMode::Syscall] };
+    let job = plan(&catalog, &matrix, &selection, 11).unwrap().remove(0);
+    let child = crashcells::harness::Launcher::exec(reference());
+    let ready = crashcells::probe::preflight(&child, &work, Duration::from_secs(30)).unwrap();
+    let (cell, leg) = (crashcells::cells::find(&job.cell.id).unwrap(), job.leg.as_ref().unwrap());
+    let mut fired = 0;
+    for mutant in [None, Some("split-claim")] {
+        let options = crashcells::options::RunOptions {
+            matrix: "default".into(),
+            mutant: mutant.map(str::to_string),
+            ..Default::default()
+        };
+        let ctx =
+            Context::new(options, 11, child.clone(), work.clone(), work.join("evidence"), Duration::from_secs(30), 2);
+        let ctx = Context { child_ready: Some(ready.clone()), ..ctx };
+        let race = Race::new(&job, leg, cell, &ctx, job.cell.params.sweep_racers());
+        let full = Race::new(&job, leg, cell, &ctx, job.cell.params.sweep_racers());
+        let sides = match side_by_side(&race, &full, None) {
+            Err(why) if why.contains("unavailable") => return crate::common::tracing_refused(&why),
+            Err(why) => panic!("{mutant:?}: the recordings did not stand: {why}"),
+            Ok(sides) => sides,
+        };
+        assert!(sides.len() >= 8, "{mutant:?}: the claim's points after r0's ready record: {sides:#?}");
+        for s in &sides {
+            eprintln!("{mutant:?} point {}: rebuilt {}, real {} (race {})", s.point, s.recorded, s.real, s.races);
+        }
+        let differ: Vec<_> = sides.iter().filter(|s| !s.agrees()).collect();
+        assert!(differ.is_empty(), "{mutant:?}: rebuilt and real verdicts differ: {differ:#?}");
+        fired += sides.iter().filter(|s| matches!(s.real, crashcells::pipeline::Outcome::Fire(_))).count();
+    }
+    assert!(fired > 0, "split-claim fired at no point: the comparison compared nothing that fires");
 }

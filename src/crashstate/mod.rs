@@ -10,7 +10,9 @@
 //! the failure added ([`failed`]). The states of one recording share the
 //! pages of their files that neither changed ([`pages`]). A state is found
 //! again in another run of a store whose calls differ from run to run by
-//! what two runs can share of it ([`likeness`]).
+//! what two runs can share of it ([`likeness`]). A recorded race keeps its
+//! claimant's `-shm` at each stop too, for the racers who outlive it
+//! ([`walindex`]).
 //!
 //! Why a log rather than copies of the folder at each point: the power model
 //! needs the log anyway (what was synced, when), a log costs one pass of the
@@ -28,6 +30,7 @@ pub mod record;
 pub mod sectors;
 pub mod state;
 pub mod torn;
+pub mod walindex;
 
 pub use files::{Files, Names};
 pub use log::{At, Effect, Event, Log};

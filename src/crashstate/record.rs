@@ -28,12 +28,25 @@ const RWF_APPEND: u64 = 0x10;
 /// failed call as [`Effect::Failed`] (it never runs, so no model may apply
 /// it), a write cut short as the bytes it wrote.
 pub fn record(child: &mut Traced, targets: &Targets, goal: Goal) -> Result<(Driven, Log), TraceError> {
+    record_seeing(child, targets, goal, &mut |_| ())
+}
+
+/// [`record`], calling `see` at each counted call's stop before it is
+/// logged: what the stopped child left beside the logged files (a race's
+/// `-shm`, [`super::walindex`]) is read there.
+pub fn record_seeing(
+    child: &mut Traced,
+    targets: &Targets,
+    goal: Goal,
+    see: &mut dyn FnMut(&Point),
+) -> Result<(Driven, Log), TraceError> {
     let mut log = Log::default();
     let injecting = match goal {
         Goal::InjectAt(n, injected) => Some((n, injected)),
         _ => None,
     };
     let mut observe = |pid: u32, nr: i64, args: [u64; 6], point: Option<&crate::kill::syscall::Point>| {
+        point.inspect(|p| see(p));
         if let Some(effect) = observe(pid, targets, nr, args, point.and_then(|p| p.file)) {
             let effect = match (injecting, point) {
                 (Some((n, injected)), Some(p)) if p.ordinal == Ordinal(n) => changed(effect, injected),

@@ -24,7 +24,8 @@ use std::time::Instant;
 use crashcells_protocol::{EXIT_LOST, EXIT_WON, HANDOFF_SESSION as HANDOFF, Op, OpArgs};
 
 use crate::cells::{Cell, End};
-use crate::crashstate::record::record;
+use crate::crashstate::record::record_seeing;
+use crate::crashstate::walindex::WalIndex;
 use crate::crashstate::{Files, Log, Names};
 use crate::dbfiles::{DB_FILES, sibling};
 use crate::harness::{Cut, Exit, Launch, POLL, Running, interrupted};
@@ -89,8 +90,8 @@ pub(super) enum Order {
 enum Traced0 {
     Killed(KillPoint),
     /// Finished its race after passing this many points (and, recorded,
-    /// with its calls' log).
-    Exited(Exit, u64, Option<Log>),
+    /// with its calls' log and its `-shm` at each of their stops).
+    Exited(Exit, u64, Option<(Log, WalIndex)>),
 }
 
 /// What a race left before judging: every racer's end, r0 first.
@@ -101,6 +102,8 @@ pub(super) struct Finished {
     pub r0_points: Option<u64>,
     /// r0's calls, when it was recorded.
     pub log: Option<Log>,
+    /// r0's `-shm` at each stop of its calls, when it was recorded.
+    pub wal_index: Option<WalIndex>,
 }
 
 /// The locks the racers wait on: r0's own (unless released together) and
@@ -177,7 +180,8 @@ impl<'a> Race<'a> {
     /// [`Race::run`], calling `turn` when one side of an ordered race has
     /// ended and the other is not yet released (a recording reads the
     /// files there: r0's winning claim ends, the others' claims end before
-    /// r0's losing one starts).
+    /// r0's losing one starts), or, released together, once every racer is
+    /// at its barrier (a rebuilt WAL state's hold on the `-shm` ends there).
     pub(super) fn run_turning(
         &self,
         env: &TrialEnv,
@@ -221,16 +225,16 @@ impl<'a> Race<'a> {
             let traced = tracer.map(|t| t.join().unwrap_or(Err(Outcome::Error(Failure::TracerPanicked))));
             (traced, exits)
         });
-        let mut finished = Finished { ends: Vec::new(), kill_point: None, r0_points: None, log: None };
+        let mut finished = Finished { ends: Vec::new(), kill_point: None, r0_points: None, log: None, wal_index: None };
         match traced.transpose()? {
             Some(Traced0::Killed(kp)) => {
                 finished.ends.push(End::Killed);
                 finished.kill_point = Some(kp);
             }
-            Some(Traced0::Exited(exit, counted, log)) => {
+            Some(Traced0::Exited(exit, counted, recorded)) => {
                 finished.ends.push(racer_end(env, 0, exit)?);
                 finished.r0_points = Some(counted);
-                finished.log = log;
+                (finished.log, finished.wal_index) = recorded.unzip();
             }
             None if matches!(r0, R0::Gone) => finished.ends.push(End::Killed),
             None => {}
@@ -319,8 +323,12 @@ impl<'a> Race<'a> {
             return Ok(Traced0::Exited(exit, counted, None));
         }
         let Some(goal) = goal else {
-            return match record(&mut child, &targets, Goal::ToEnd) {
-                Ok((Driven::Exited { exit, counted }, log)) => Ok(Traced0::Exited(exit, counted, Some(log))),
+            // The -shm at each stop: what the racers who outlive a kill there map.
+            let (shm, mut wal_index) = (sibling(&env.db, "-shm"), WalIndex::default());
+            return match record_seeing(&mut child, &targets, Goal::ToEnd, &mut |_| wal_index.see(&shm)) {
+                Ok((Driven::Exited { exit, counted }, log)) => {
+                    Ok(Traced0::Exited(exit, counted, Some((log, wal_index))))
+                }
                 Ok((Driven::At(p), _)) => Err(Outcome::Error(Failure::RecordingStopped(p.ordinal.0))),
                 Err(e) => Err(trace_outcome(e, self.ctx)),
             };
@@ -370,6 +378,7 @@ impl<'a> Race<'a> {
         let released = |who: &[u32]| released(clock, who);
         match order {
             Order::Together => {
+                turn();
                 barriers.drop_all();
                 released(&(0..racers).collect::<Vec<_>>());
             }

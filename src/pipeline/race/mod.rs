@@ -1,8 +1,10 @@
 //! The race shape (cell 2): the hold a controlled schedule stops a process
 //! with (hold), its job and free races (job), its controlled schedules
 //! (schedule), its syscall sweep re-run at every point (sweep),
-//! and the same sweep from one recording of each of r0's paths (recorded).
+//! and the same sweep from one recording of each of r0's paths (recorded),
+//! whose rebuilt states are set beside real kills point by point (compare).
 
+pub mod compare;
 pub mod hold;
 pub mod job;
 pub mod recorded;

@@ -12,8 +12,10 @@
 //! claim the others then race for what r0 left: the catalog's
 //! `sweep_racers` less r0, spawned on the rebuilt state and released
 //! together; on the losing claim they had ended before r0 went, and the
-//! recording's ends and ack journals stand for them. Clause: the race's, at
-//! most one racer wins and the handoff is claimed exactly once.
+//! recording's ends and ack journals stand for them. In WAL the others
+//! find the `-shm` as r0 left it at its stop, still held, as their open
+//! connections held it ([`crate::crashstate::walindex`]). Clause: the
+//! race's, at most one racer wins and the handoff is claimed exactly once.
 //!
 //! Trust: each recording is checked against the disk where its r0 ended
 //! (the winning claim before the others went, the losing claim at the end);
@@ -28,7 +30,10 @@ use crashcells_protocol::JournalMode;
 
 use crate::cells::End;
 use crate::crashstate::state::states_from;
+use crate::crashstate::walindex::{DmsHold, WalIndex, lay_and_hold, snapshot};
 use crate::crashstate::{Files, Log, Names, State};
+use crate::dbfiles::sibling;
+use crate::kill::syscall::FileKind;
 use crate::kill::syscall::sweep_points;
 use crate::kill::{Ordinal, TrialIndex};
 use crate::legaudit::audit_leg;
@@ -61,6 +66,12 @@ struct Recorded {
     others: Vec<(End, Vec<u8>)>,
     disagrees: Option<String>,
     env: TrialEnv,
+    /// r0's `-shm` at each stop, and at its end.
+    wal_index: WalIndex,
+    /// r0's point that writes its ready record: a kill after it leaves the
+    /// others connected (they open the store once r0 is at its barrier),
+    /// a kill at it or before leaves them to open the store after r0 died.
+    ready: Option<u64>,
 }
 
 /// The names of r0's files in a race's folder.
@@ -70,7 +81,8 @@ fn r0_names(env: &TrialEnv) -> Names {
 
 /// The syscall result's trials from recordings of `race` (its racers the
 /// catalog's `sweep_racers`), and what they covered; where a recording
-/// cannot stand for the states (a WAL store, a log that disagrees with the
+/// cannot stand for the states (a WAL store the wal-index model cannot
+/// follow, a log that disagrees with the
 /// disk), the re-executed sweep's. `full` is the race with every racer of
 /// the plain races: the re-executed sweep runs it (as `--replay off` and a
 /// `--point` repro do), and so do the real kills that confirm a recorded
@@ -83,8 +95,7 @@ pub fn run(race: &Race, full: &Race) -> (Vec<Trial>, Option<Coverage>) {
         Ok(Err(why)) => return re_executed(full, &why),
         Err(ended) => return (ended.trials, None),
     };
-    let disagrees = rec.win.disagrees.as_ref().or(rec.lose.as_ref().and_then(|l| l.disagrees.as_ref()));
-    if let Some(why) = disagrees {
+    if let Some(why) = rec.disagrees() {
         let note = fallback_note(why);
         drop(rec);
         return re_executed(full, &note);
@@ -103,23 +114,35 @@ fn re_executed(full: &Race, why: &str) -> (Vec<Trial>, Option<Coverage>) {
     (trials, coverage)
 }
 
-/// Why a WAL store's race is re-executed: see [`recordings`].
-pub const WAL_NOTE: &str = "recorded states not used: the store ran in WAL, where the racers that outlive r0 keep \
-     the -shm index it wrote through mmap (no recording sees it, and a fresh connection would rebuild it from the \
-     WAL); every point re-ran the race";
+/// Why a WAL store's race is re-executed where the wal-index model cannot
+/// stand for it: see [`wal_model`].
+pub fn wal_note(why: &str) -> String {
+    format!("recorded states not used: the store ran in WAL, and {why}; every point re-ran the race")
+}
 
 /// Both of r0's paths recorded, with the census they make and the filter
 /// they were recorded with (the real kill that confirms a fire uses it).
-struct Recordings {
+pub(super) struct Recordings {
     win: Recorded,
     lose: Option<Recorded>,
-    census: Census,
-    filter: Filter,
+    pub(super) census: Census,
+    pub(super) filter: Filter,
 }
 
 impl Recordings {
+    /// Where a recording disagrees with the disk, if one does.
+    pub(super) fn disagrees(&self) -> Option<&String> {
+        self.win.disagrees.as_ref().or(self.lose.as_ref().and_then(|l| l.disagrees.as_ref()))
+    }
+
+    /// The winning claim's points after r0's ready record: a kill there
+    /// leaves the others connected, with the `-shm` r0 left.
+    pub(super) fn connected(&self) -> Vec<u64> {
+        self.win.ready.map_or(Vec::new(), |ready| (ready + 1..=self.win.log.total()).collect())
+    }
+
     /// How many of r0's points each path has.
-    fn split(&self) -> Split {
+    pub(super) fn split(&self) -> Split {
         Split { winning: self.win.log.total(), losing: self.lose.as_ref().map_or(0, |l| l.log.total()) }
     }
 }
@@ -131,20 +154,22 @@ impl Recordings {
 ///
 /// In WAL the racers that outlive r0 hold the store open, with the
 /// wal-index in the `-shm` as r0 left it through `mmap`: a commit r0 wrote
-/// to the WAL but had not yet indexed is invisible to them, while the
-/// survivors of a rebuilt state, opening it fresh, rebuild the index from
-/// the WAL and see it. The process-crash model leaves the `-shm` out, so a
-/// WAL race's recorded states are not the real kill's: such a sweep is
-/// re-executed. With a rollback journal a survivor and a fresh connection
-/// alike find r0's hot journal and roll it back.
-fn recordings(race: &Race) -> Result<Result<Recordings, String>, Box<Swept>> {
+/// to the WAL but had not yet indexed is invisible to them. The winning
+/// recording read the `-shm` at each stop, and a state is raced over with
+/// it laid and its dead-man's-switch held ([`crate::crashstate::walindex`]);
+/// where that model cannot stand ([`wal_model`]) the sweep is re-executed.
+/// With a rollback journal a survivor and a fresh connection alike find
+/// r0's hot journal and roll it back.
+pub(super) fn recordings(race: &Race) -> Result<Result<Recordings, String>, Box<Swept>> {
     race.ctx.tally.phase("recording");
     let unplanned = |t: Trial| Box::new(Swept::unplanned(t));
     let filter = preflight().map_err(|o| unplanned(Trial::ended(TrialIndex::CENSUS, o)))?;
     let win = record(race, filter, Claim::Winning).map_err(|t| unplanned(*t))?;
     let ready = ready_of(&win.env, 0).map_err(|f| unplanned(*ended_with(None, Outcome::Error(f))))?;
-    if audit_leg(&win.env.db, &ready, race.leg).effective_mode() == Some(JournalMode::Wal) {
-        return Ok(Err(WAL_NOTE.into()));
+    if audit_leg(&win.env.db, &ready, race.leg).effective_mode() == Some(JournalMode::Wal)
+        && let Err(why) = wal_model(&win)
+    {
+        return Ok(Err(wal_note(&why)));
     }
     // With r0 alone there is no other racer to win first.
     let lose =
@@ -158,6 +183,22 @@ fn recordings(race: &Race) -> Result<Result<Recordings, String>, Box<Swept>> {
     Ok(Ok(Recordings { win, lose, census, filter }))
 }
 
+/// Whether the winning recording holds what the wal-index model needs: the
+/// point of r0's ready record, and the `-shm` at every stop after it and at
+/// its end (a store whose index is not a `-shm`, `locking_mode=EXCLUSIVE`'s
+/// heap memory say, has none, and its racers could not share it).
+fn wal_model(win: &Recorded) -> Result<(), String> {
+    let ready = win.ready.ok_or("the recording shows no write of r0's ready record")?;
+    let total = win.log.total();
+    if win.wal_index.stops() != total {
+        return Err(format!("the -shm was read at {} of r0's {total} stops", win.wal_index.stops()));
+    }
+    match (ready + 1..=total + 1).find(|&n| win.wal_index.at(n).is_none()) {
+        Some(n) => Err(format!("there was no -shm to read at r0's point {n}, after the others had connected")),
+        None => Ok(()),
+    }
+}
+
 /// Runs the race in `claim`'s order with r0 recorded to its end: the files
 /// it started from and where it ended are read at the race's turn (the
 /// winning claim's end, before the others go; the losing claim's start,
@@ -167,12 +208,18 @@ fn record(race: &Race, filter: Filter, claim: Claim) -> Result<Recorded, Box<Tri
     let parked = race.parked_store().map_err(|o| ended_with(None, o.of_census()))?;
     let env = race.env(&format!("record-{}", claim.name())).map_err(|f| census_error(None, f))?;
     let at_turn = Mutex::new(None);
-    let turn = || *at_turn.lock().expect("no turn panics") = Some(Files::from_disk(env.dir(), &r0_names(&env)));
+    let shm = sibling(&env.db, "-shm");
+    // The -shm at the turn is where the winning claim's r0 ended: what the others then map.
+    let turn = || {
+        *at_turn.lock().expect("no turn panics") = Some((Files::from_disk(env.dir(), &r0_names(&env)), snapshot(&shm)))
+    };
     let finished = match race.run_turning(&env, race.racers, R0::Recorded(filter), claim.order(), &turn) {
         Ok(f) => f,
         Err(o) => return Err(ended_with(Some(env), o.of_census())),
     };
-    let turned = at_turn.into_inner().expect("no turn panics").unwrap_or_default();
+    let (turned, at_end) = at_turn.into_inner().expect("no turn panics").unwrap_or_default();
+    let mut wal_index = finished.wal_index.unwrap_or_default();
+    wal_index.ended(at_end);
     let log = match (finished.log, finished.ends.first()) {
         (Some(log), Some(&End::Exited(code))) if code == claim.exit() => log,
         (_, _) => {
@@ -190,7 +237,8 @@ fn record(race: &Race, filter: Filter, claim: Claim) -> Result<Recorded, Box<Tri
         .zip(finished.ends.into_iter().skip(1))
         .map(|(r, end)| (end, std::fs::read(acks_of(&env, r)).unwrap_or_default()))
         .collect();
-    Ok(Recorded { claim, log, base, others, disagrees, env })
+    let ready = log.points.iter().position(|p| p.file == Some(FileKind::Acks)).map(|i| i as u64 + 1);
+    Ok(Recorded { claim, log, base, others, disagrees, env, wal_index, ready })
 }
 
 /// The recorded sweep: each planned point's state rebuilt, raced over (on
@@ -202,22 +250,7 @@ fn sweep(race: &Race, full: &Race, rec: &Recordings) -> Swept {
     let points = sweep_points(census.candidates(), None, ctx.options.points, race.job.seed);
     ctx.tally.planned(points.len() as u64);
     ctx.tally.phase("checking");
-    let source = Points::new(race, split, win, lose, &points);
-    let label = |l: &str| format!("{}-{}-{l}", race.job.cell.id, race.leg.name);
-    let make_env = |l: &str| race.env(l);
-    let driver = Driver {
-        ctx,
-        cell: race.cell,
-        leg: race.leg,
-        census: Some(census),
-        recorded: &win.env,
-        label: &label,
-        make_env: &make_env,
-    };
-    let wave = MOST_PER_BATCH * ctx.jobs.max(1);
-    let plan =
-        Plan { units: points.len(), wave, label: "b", count: Count::Units, cache: None, one_log: false, spread: true };
-    let mut trials = driver.run(&source, &plan);
+    let (mut trials, distinct) = judged(race, rec, &points);
     if let Some(recorded) = trials.pop_if(|t| t.is_bad()) {
         let n = recorded.index.ordinal().0;
         let (claim, at) = split.locate(n);
@@ -231,9 +264,32 @@ fn sweep(race: &Race, full: &Race, rec: &Recordings) -> Swept {
         decided.trace.get_or_insert_with(|| Trace::of_log(log, at, crate::report::Crash::Kill));
         trials.push(decided);
     }
-    let last = trials.last().map_or(0, |t| t.index.ordinal().0);
-    let distinct = source.distinct_up_to(last);
     Swept { planned: Some(points), trials, recorded: true, distinct: Some(distinct) }
+}
+
+/// The states of sweep points `points` rebuilt, raced over (on the winning
+/// claim) and judged by the one driver, up to the first that does not
+/// pass; and how many distinct crash states they judged.
+pub(super) fn judged(race: &Race, rec: &Recordings, points: &[u64]) -> (Vec<Trial>, u64) {
+    let (ctx, census) = (race.ctx, &rec.census);
+    let source = Points::new(race, rec.split(), &rec.win, rec.lose.as_ref(), points);
+    let label = |l: &str| format!("{}-{}-{l}", race.job.cell.id, race.leg.name);
+    let make_env = |l: &str| race.env(l);
+    let driver = Driver {
+        ctx,
+        cell: race.cell,
+        leg: race.leg,
+        census: Some(census),
+        recorded: &rec.win.env,
+        label: &label,
+        make_env: &make_env,
+    };
+    let wave = MOST_PER_BATCH * ctx.jobs.max(1);
+    let plan =
+        Plan { units: points.len(), wave, label: "b", count: Count::Units, cache: None, one_log: false, spread: true };
+    let trials = driver.run(&source, &plan);
+    let last = trials.last().map_or(0, |t| t.index.ordinal().0);
+    (trials, source.distinct_up_to(last))
 }
 
 /// Real kills of r0 at sweep point `n`, in races of every racer, up to the
@@ -259,8 +315,9 @@ fn real_kills(full: &Race, split: Split, rec: &Recordings, n: u64) -> (Trial, u3
 struct Points<'a> {
     race: &'a Race<'a>,
     split: Split,
-    /// Each point's sweep number, path and state.
-    states: Vec<(u64, &'a Recorded, State)>,
+    /// Each point's sweep number, path and state, and the `-shm` the
+    /// others find connected (a winning WAL state after r0's ready record).
+    states: Vec<(u64, &'a Recorded, State, Option<&'a [u8]>)>,
 }
 
 /// One point made: its place among the states, and on the winning claim
@@ -284,7 +341,11 @@ impl<'a> Points<'a> {
                 .collect();
             let ats: Vec<u64> = mine.iter().map(|(_, at)| *at).collect();
             let built = states_from(rec.base.clone(), &rec.log, &ats);
-            states.extend(mine.iter().zip(built).map(|(&(n, _), s)| (n, rec, s)));
+            let shm = |at: u64| match (rec.claim, rec.ready) {
+                (Claim::Winning, Some(ready)) if at > ready => rec.wal_index.at(at),
+                _ => None,
+            };
+            states.extend(mine.iter().zip(built).map(|(&(n, at), s)| (n, rec, s, shm(at))));
         }
         Points { race, split, states }
     }
@@ -293,29 +354,40 @@ impl<'a> Points<'a> {
     /// `last`: its path, the store and its acks.
     fn distinct_up_to(&self, last: u64) -> u64 {
         use std::hash::{Hash, Hasher};
-        let digest = |(claim, s): (Claim, &State)| {
+        let digest = |(claim, s, shm): (Claim, &State, Option<&[u8]>)| {
             let mut h = std::collections::hash_map::DefaultHasher::new();
-            (claim.name(), s.files.store_hash(), s.acks.as_slice()).hash(&mut h);
+            (claim.name(), s.files.store_hash(), s.acks.as_slice(), shm).hash(&mut h);
             h.finish()
         };
         let seen: std::collections::HashSet<u64> =
-            self.states.iter().filter(|(n, _, _)| *n <= last).map(|(_, r, s)| digest((r.claim, s))).collect();
+            self.states.iter().filter(|(n, ..)| *n <= last).map(|(_, r, s, shm)| digest((r.claim, s, *shm))).collect();
         seen.len() as u64
     }
 
-    /// Lays the state in a race's folder and releases the surviving racers
-    /// against it; the store they left.
-    fn raced(&self, n: u64, state: &State) -> Result<(TrialEnv, Finished, Files), Box<Trial>> {
+    /// Lays the state in a race's folder (with `shm`, the -shm the others
+    /// find connected, under the hold their connections kept on it) and
+    /// releases the surviving racers against it; the store they left.
+    fn raced(&self, n: u64, state: &State, shm: Option<&[u8]>) -> Result<(TrialEnv, Finished, Files), Box<Trial>> {
         let index = TrialIndex::at(Ordinal(n));
         let race = self.race;
         let env = race.env(&format!("p{n}")).map_err(|f| Box::new(Trial::ended(index, Outcome::Error(f))))?;
         let names = r0_names(&env);
-        if let Err(e) = state.files.write_to(env.dir(), &names) {
-            return Err(Box::new(
-                Trial::ended(index, Outcome::Error(Failure::WritingState(e.to_string()))).with_env(env),
-            ));
-        }
-        match race.run(&env, race.racers, R0::Gone, Order::Together) {
+        let laid = state.files.write_to(env.dir(), &names).and_then(|_| held(&env, shm));
+        let hold = match laid {
+            Ok(hold) => hold,
+            Err(e) => {
+                let failed = Trial::ended(index, Outcome::Error(Failure::WritingState(e.to_string())));
+                return Err(Box::new(failed.with_env(env)));
+            }
+        };
+        // The others hold the -shm once at their barrier (their open mapped it), as
+        // they did when r0 died; SQLite's close sees a hold kept longer and would
+        // not checkpoint.
+        let hold = Mutex::new(hold);
+        let at_barrier = || drop(hold.lock().expect("no turn panics").take());
+        let ran = race.run_turning(&env, race.racers, R0::Gone, Order::Together, &at_barrier);
+        drop(hold);
+        match ran {
             Ok(f) => match Files::read_store(env.dir(), &names) {
                 Ok(store) => Ok((env, f, store)),
                 // As a killed trial's store that cannot be read in (`pending`).
@@ -340,7 +412,7 @@ impl<'a> Points<'a> {
     /// A losing-claim state that does not pass, as evidence: the state's
     /// files, r0's journal and the others'.
     fn evidence(&self, i: usize) -> Option<TrialEnv> {
-        let (n, recorded, state) = &self.states[i];
+        let (n, recorded, state, _) = &self.states[i];
         let env = self.race.env(&format!("p{n}")).ok()?;
         state.files.write_to(env.dir(), &r0_names(&env)).ok()?;
         for (r, (_, acks)) in (1u32..).zip(&recorded.others) {
@@ -359,11 +431,11 @@ impl Source for Points<'_> {
     }
 
     fn make(&self, i: usize) -> Result<Made, Box<Trial>> {
-        let (n, recorded, state) = &self.states[i];
+        let (n, recorded, state, shm) = &self.states[i];
         if recorded.claim == Claim::Losing {
             return Ok(Made { i, raced: None, store: state.files.clone().without_acks() });
         }
-        let (env, finished, store) = self.raced(*n, state)?;
+        let (env, finished, store) = self.raced(*n, state, *shm)?;
         Ok(Made { i, raced: Some((env, finished)), store })
     }
 
@@ -372,7 +444,7 @@ impl Source for Points<'_> {
     }
 
     fn judge(&self, d: &Driver, made: Made, got: &[Got], _: &mut Passed) -> Vec<Trial> {
-        let (n, recorded, state) = &self.states[made.i];
+        let (n, recorded, state, _) = &self.states[made.i];
         let index = TrialIndex::at(Ordinal(*n));
         let mut t = Trial::new(index);
         t.kill_point = Some(state.point.kill_point(index, 0));
@@ -390,6 +462,12 @@ impl Source for Points<'_> {
         }
         vec![t]
     }
+}
+
+/// The -shm `shm` laid in `env`'s folder and held as the others'
+/// connections held it; nothing to lay where they were not connected.
+fn held(env: &TrialEnv, shm: Option<&[u8]>) -> std::io::Result<Option<DmsHold>> {
+    shm.map(|bytes| lay_and_hold(&sibling(&env.db, "-shm"), bytes)).transpose()
 }
 
 /// A losing-claim state as the verdict reads it: r0 killed with the

@@ -289,7 +289,13 @@ mod tests {
 
     #[test]
     fn a_winning_point_r0_never_reached_is_an_error_unless_the_race_fired() {
-        let f = Finished { ends: vec![End::Exited(EXIT_WON)], kill_point: None, r0_points: Some(30), log: None };
+        let f = Finished {
+            ends: vec![End::Exited(EXIT_WON)],
+            kill_point: None,
+            r0_points: Some(30),
+            log: None,
+            wal_index: None,
+        };
         assert!(matches!(
             unreached(Claim::Winning, 31, &f, Outcome::Pass),
             Outcome::Error(Failure::WinningPointUnreached { points: 30, at: 31 })

@@ -1,0 +1,76 @@
+//! Rebuilt race states beside real kills, point by point: what shows that
+//! a recorded cell-2 sweep's states are the real ones before they are
+//! trusted (on WAL, that the wal-index model of
+//! [`crate::crashstate::walindex`] stands).
+//!
+//! Crash model: both sides are [`crate::pipeline::race::recorded`]'s: at
+//! sweep point N, r0 killed at the entry of its Nth call on the point's
+//! path; one side rebuilds that state from the recording and races the
+//! surviving racers over it, the other kills a real r0 there in a real
+//! race. Clause: the race's; a point agrees when both reach the same kind
+//! of verdict (pass, fire, error).
+
+use crate::pipeline::outcome::Outcome;
+use crate::pipeline::race::job::Race;
+use crate::pipeline::race::recorded::{judged, recordings};
+use crate::pipeline::race::sweep::RaceSweep;
+
+/// Races a point's real kill may take to reach the rebuilt state's
+/// verdict: what the survivors do is the scheduler's (two of them closing
+/// at once skip the checkpoint a lone last one makes, and a commit r0 wrote
+/// but never indexed then comes back), as a timed fire gets its tries.
+pub const TRIES: u32 = 5;
+
+/// One sweep point's verdicts: the rebuilt state's and the real kill's,
+/// and how many real races it took to reach the rebuilt verdict.
+#[derive(Debug)]
+pub struct Side {
+    pub point: u64,
+    pub recorded: Outcome,
+    pub real: Outcome,
+    pub races: u32,
+}
+
+impl Side {
+    /// Whether both reached the same kind of verdict.
+    pub fn agrees(&self) -> bool {
+        std::mem::discriminant(&self.recorded) == std::mem::discriminant(&self.real)
+    }
+}
+
+/// The verdicts at sweep points `points` of `race` (its racers the
+/// catalog's `sweep_racers`) rebuilt from its recordings, beside a real
+/// kill of r0 there in `full` (every racer, as a recorded fire's
+/// confirmation races), a point's real kill raced again up to [`TRIES`]
+/// times until it reaches the rebuilt verdict; or why the recordings
+/// cannot stand for the states.
+/// No points: every winning-claim point after r0's ready record, where the
+/// others were connected when r0 died (on WAL, where the `-shm` matters).
+pub fn side_by_side(race: &Race, full: &Race, points: Option<&[u64]>) -> Result<Vec<Side>, String> {
+    let rec = match recordings(race) {
+        Ok(Ok(rec)) => rec,
+        Ok(Err(why)) => return Err(why),
+        Err(ended) => return Err(ended.trials.last().map_or("the recording ended".into(), |t| t.outcome.to_string())),
+    };
+    if let Some(why) = rec.disagrees() {
+        return Err(why.clone());
+    }
+    let connected = rec.connected();
+    let points = points.map_or(connected, <[u64]>::to_vec);
+    let real = RaceSweep::with_split(full, rec.split());
+    let rebuilt = |point: u64| judged(race, &rec, &[point]).0.pop().map_or(Outcome::Pass, |t| t.outcome);
+    let killed = |point: u64| real.kill_at(rec.filter, point, &rec.census).outcome;
+    let side = |&point: &u64| {
+        let mut side = Side { point, recorded: rebuilt(point), real: killed(point), races: 1 };
+        while !side.agrees() && side.races < TRIES {
+            // A harness error (a deadline on a loaded machine) is no verdict: that side runs again.
+            if matches!(side.recorded, Outcome::Error(_)) {
+                side.recorded = rebuilt(point);
+            }
+            side.real = killed(point);
+            side.races += 1;
+        }
+        side
+    };
+    Ok(points.iter().map(side).collect())
+}
