@@ -149,6 +149,10 @@ pub struct Row {
     pub ran_mode: String,
     /// `PRAGMA synchronous` as the child's own connection reported it.
     pub ran_synchronous: Option<String>,
+    /// The level its recorded commits kept, read from their calls (the
+    /// crash columns' recordings; none without them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_synchronous: Option<String>,
     /// The journal family in the database header.
     pub header: Family,
     pub artefacts: Artefacts,
@@ -230,11 +234,10 @@ fn audit_matrix(
         let ctx = crash_context(setup, forks, ready, trials.path())?;
         for (row, leg) in rows.iter_mut().zip(&matrix.legs) {
             bars.say(&format!("leg {}: crash columns", leg.name));
-            let c = match row.honored {
+            (row.crash, row.kept_synchronous) = match row.honored {
                 true => crash::columns(&ctx, &setup.matrix.name, leg, &bars)?,
-                false => crash::Columns::not_honored(),
+                false => (crash::Columns::not_honored(), None),
             };
-            row.crash = c;
         }
     }
     bars.clear();
@@ -381,6 +384,7 @@ fn row(leg: &Leg, ready: &Ready, audit: legaudit::Audit, acked: u64) -> Row {
         resolver,
         ran_mode: audit.reported,
         ran_synchronous: ready.synchronous.clone(),
+        kept_synchronous: None,
         header: audit.family,
         artefacts: audit.artefacts,
         effective_mode: audit.effective,
@@ -437,6 +441,7 @@ mod tests {
             }),
             ran_mode: "delete".into(),
             ran_synchronous: Some("off".into()),
+            kept_synchronous: Some("off".into()),
             header: Family::Rollback,
             artefacts: Artefacts { wal: None, journal: Some(0), journal_zeroed: false },
             effective_mode: "delete".into(),
@@ -453,11 +458,13 @@ mod tests {
 
     #[test]
     fn human_audit_shows_a_row_per_leg_and_why_not_honored() {
-        let rows = vec![
+        let mut rows = vec![
             fixed_row("default", None, true),
             fixed_row("delete", Some("delete"), true),
             fixed_row("wal", Some("wal"), false),
         ];
+        // A leg that reports FULL and whose commits' calls kept OFF.
+        rows[1].ran_synchronous = Some("full".into());
         let report = AuditReport {
             schema: SCHEMA.into(),
             crashcells_version: "0.0.0".into(),
@@ -494,6 +501,8 @@ mod tests {
                 r.requested_synchronous = level.clone();
                 r.ran_mode = mode.unwrap_or_else(|| "wal".into());
                 r.ran_synchronous = level.or(Some("full".into()));
+                // Kept as reported: only a lie (`wal/full kept normal`) widens the table.
+                r.kept_synchronous = r.ran_synchronous.clone();
                 r.resolver.as_mut().unwrap().applied = "truncate".into();
                 r.artefacts = Artefacts { wal: None, journal: Some(999_999), journal_zeroed: true };
                 r.crash = loses.clone();

@@ -41,6 +41,14 @@ pub struct Audit {
     /// who decided, so that a passing result still says so.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
+    /// The synchronous level the commits of a recorded run kept, read from
+    /// their calls ([`crate::crashstate::level`]); none without a recording.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
+    /// Why an acknowledged commit of a recorded run was not durable against
+    /// a power loss at its ack, from the same calls: a note, not a fire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_durable: Option<String>,
 }
 
 impl Audit {
@@ -70,7 +78,8 @@ pub fn audit(db: &Path, ready: &Ready, requested: Option<JournalMode>) -> Audit 
         true => [resolver_note(&reported, ready), wal_reset_note(&effective, ready)].join_nonempty("; "),
         false => String::new(),
     };
-    Audit { requested, reported, family, artefacts, effective, honored: reason.is_empty(), reason, note }
+    let honored = reason.is_empty();
+    Audit { requested, reported, family, artefacts, effective, honored, reason, note, kept: None, not_durable: None }
 }
 
 /// Audits a trial against everything its leg asked for: the journal mode as

@@ -81,8 +81,15 @@ fn list_and_run_help_name_the_mutants() {
     let names = |n: usize| -> Vec<String> {
         cells[n]["mutants"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap().to_string()).collect()
     };
-    let cell1 =
-        ["ack-before-commit", "stall", "drop-append", "ack-despite-io-error", "ignore-short-write", "dirty-marker"];
+    let cell1 = [
+        "ack-before-commit",
+        "stall",
+        "drop-append",
+        "ack-despite-io-error",
+        "ignore-short-write",
+        "dirty-marker",
+        "claims-full",
+    ];
     assert_eq!(names(0), cell1);
     assert_eq!(names(1), ["racy-claim", "split-claim"]);
     assert!(cells[2]["mutants"][0]["breaks"].as_str().unwrap().contains("two transactions"));

@@ -29,6 +29,7 @@ mod sdk_node;
 mod sdk_python;
 mod shown;
 mod skips;
+mod synclevel;
 mod syscall;
 mod timeline;
 mod warmpool;

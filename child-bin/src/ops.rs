@@ -197,6 +197,9 @@ fn stall_forever() -> ! {
 
 fn append(a: WorkArgs) -> Result<(), ChildError> {
     let mut store = open(&a.db)?;
+    if a.mutant == Some(Mutant::ClaimsFull) {
+        store.claim_full_unsynced()?;
+    }
     store.create_session(APPEND_SESSION, None)?;
     let mut acks = AckWriter::create(&a.acks).map_err(ChildError::io("ack journal"))?;
     acks.record(&ready(&store, "append")).map_err(ChildError::io("ack journal"))?;

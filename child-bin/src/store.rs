@@ -137,6 +137,15 @@ impl Store {
         Ok(store)
     }
 
+    /// Mutant `claims-full`: from here on nothing is synced
+    /// (`synchronous=OFF`, for speed), while the store goes on reporting
+    /// FULL, the level its ready record and a team read it by.
+    pub fn claim_full_unsynced(&mut self) -> rusqlite::Result<()> {
+        self.conn.execute_batch("PRAGMA synchronous=OFF")?;
+        self.synchronous = Some(Synchronous::Full);
+        Ok(())
+    }
+
     /// Runs `body` in one `BEGIN IMMEDIATE` transaction, retried while busy.
     /// `before_commit` runs after `body`, inside the transaction; only a
     /// mutant puts anything there.

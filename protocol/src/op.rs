@@ -316,10 +316,14 @@ pub enum Mutant {
     /// fires under `--kill syscall`: a kill after the ack, before the
     /// marker's removal, loses an acknowledged append).
     DirtyMarker,
+    /// `append` runs with `synchronous=OFF` and reports FULL in its ready
+    /// record (cell 1 fires on every leg whose calls show the level: the
+    /// recorded commits sync nothing).
+    ClaimsFull,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 13] = [
+    pub const ALL: [Mutant; 14] = [
         Mutant::AckBeforeCommit,
         Mutant::RacyClaim,
         Mutant::SplitRotation,
@@ -333,6 +337,7 @@ impl Mutant {
         Mutant::AckDespiteIoError,
         Mutant::IgnoreShortWrite,
         Mutant::DirtyMarker,
+        Mutant::ClaimsFull,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -350,6 +355,7 @@ impl Mutant {
             Mutant::AckDespiteIoError => "ack-despite-io-error",
             Mutant::IgnoreShortWrite => "ignore-short-write",
             Mutant::DirtyMarker => "dirty-marker",
+            Mutant::ClaimsFull => "claims-full",
         }
     }
 
@@ -388,6 +394,7 @@ impl Mutant {
                 "`append` keeps a dirty marker beside its database until each ack; an open that finds it deletes the \
                  last message (found by --kill syscall)"
             }
+            Mutant::ClaimsFull => "`append` syncs nothing (synchronous=OFF) and reports synchronous=full",
         }
     }
 
@@ -400,7 +407,8 @@ impl Mutant {
             | Mutant::DropAppend
             | Mutant::AckDespiteIoError
             | Mutant::IgnoreShortWrite
-            | Mutant::DirtyMarker => 1,
+            | Mutant::DirtyMarker
+            | Mutant::ClaimsFull => 1,
             Mutant::RacyClaim | Mutant::SplitClaim => 2,
             Mutant::SplitRotation | Mutant::SplitContinuation => 3,
             Mutant::TornFork | Mutant::TornBranch => 4,

@@ -108,13 +108,14 @@ pub fn results_per_leg() -> crate::error::Result<usize> {
     Ok(workload_cells(&Catalog::embedded()?).len() * swept().len())
 }
 
-/// The crash columns of `leg`, each result told to `progress` as it runs.
+/// The crash columns of `leg`, each result told to `progress` as it runs,
+/// and the synchronous level its recorded commits kept (from their calls).
 pub fn columns(
     ctx: &Context,
     matrix_name: &str,
     leg: &Leg,
     progress: &dyn crate::run::Progress,
-) -> crate::error::Result<Columns> {
+) -> crate::error::Result<(Columns, Option<String>)> {
     let catalog = Catalog::embedded()?;
     let matrix = Matrix { name: matrix_name.to_string(), description: String::new(), legs: vec![leg.clone()] };
     let cells = workload_cells(&catalog);
@@ -141,7 +142,8 @@ pub fn columns(
             repro: first_bad.filter(|r| r.verdict == Verdict::Fire).map(|r| r.repro.clone()),
         }
     };
-    Ok(Columns(swept().into_iter().map(|(kill, c)| (c, column(kill))).collect()))
+    let kept = results.iter().find_map(|r| r.kept_synchronous.clone());
+    Ok((Columns(swept().into_iter().map(|(kill, c)| (c, column(kill))).collect()), kept))
 }
 
 /// The numbers of the cells the crash columns sweep, in catalog order: what

@@ -7,6 +7,7 @@ use std::fmt::Write;
 
 use super::crash::{Column, Columns};
 use super::{AuditReport, Row};
+use crate::crashstate::level::distinguishable;
 use crate::dbfiles::Family;
 use crate::report::words::{padded, widths};
 
@@ -87,7 +88,8 @@ pub fn legend(columns: &Columns, cells: &[u32]) -> String {
     };
     format!(
         "{}: whether {} every acknowledged commit at every kill point of their sweeps under {asks} (keeps, LOSES); \
-         docs/DESIGN.md, \"The audit's crash columns, row by row\", explains each leg",
+         `ran X kept Y`: the child reported level X, its recorded commits' calls kept Y; docs/DESIGN.md, \
+         \"The audit's crash columns, row by row\", explains each leg",
         headings.join(", "),
         cells_keep(cells)
     )
@@ -134,7 +136,10 @@ fn cells(r: &Row, crash: Option<&Columns>, libraries: bool) -> Vec<String> {
     let requested =
         format!("{}/{}", r.requested_mode.as_deref().unwrap_or("-"), r.requested_synchronous.as_deref().unwrap_or("-"));
     let resolver = r.resolver.as_ref().map_or("-".into(), |d| d.applied.clone());
-    let ran = format!("{}/{}", r.ran_mode, r.ran_synchronous.as_deref().unwrap_or("-"));
+    let mut ran = format!("{}/{}", r.ran_mode, r.ran_synchronous.as_deref().unwrap_or("-"));
+    if let Some(kept) = kept_otherwise(r) {
+        ran.push_str(&format!(" kept {kept}"));
+    }
     let honored = if r.honored { "yes" } else { "NO" };
     let mut cells = vec![r.leg.clone(), requested, resolver, ran, file_shows(r), honored.to_string()];
     if libraries {
@@ -149,6 +154,18 @@ fn cells(r: &Row, crash: Option<&Columns>, libraries: bool) -> Vec<String> {
 /// `3.54.1 (bundled)`, `3.40.1 (own)`.
 fn sqlite_cell(r: &Row) -> String {
     format!("{} ({})", r.sqlite_version, r.sqlite_library.as_deref().unwrap_or("own"))
+}
+
+/// The level a leg's recorded commits kept, where their calls tell it from
+/// the one the child reported (`crashstate::level::distinguishable`): the
+/// `ran` column shows it beside the claim (`wal/full kept normal`), so
+/// that the table stays within [`WIDTH`] where the two agree.
+fn kept_otherwise(r: &Row) -> Option<&str> {
+    use crashcells_protocol::{JournalMode, Synchronous};
+    let kept = r.kept_synchronous.as_deref()?;
+    let mode: JournalMode = r.effective_mode.parse().ok()?;
+    let level = |s: &str| s.parse::<Synchronous>().ok().map(|l| distinguishable(l, mode));
+    (level(kept) != r.ran_synchronous.as_deref().and_then(level)).then_some(kept)
 }
 
 /// The words a row needs under it: each crash column that lost a commit
@@ -217,8 +234,9 @@ mod tests {
             legend,
             "process, power, torn, fault: whether cells 1 and 3 keep every acknowledged commit at every kill point \
              of their sweeps under a process crash (SIGKILL), a power loss, a power loss with torn and reordered \
-             writes, and a failed write or sync (keeps, LOSES); docs/DESIGN.md, \"The audit's crash columns, row by \
-             row\", explains each leg"
+             writes, and a failed write or sync (keeps, LOSES); `ran X kept Y`: the child reported level X, its \
+             recorded commits' calls kept Y; docs/DESIGN.md, \"The audit's crash columns, row by row\", explains \
+             each leg"
         );
         assert_eq!(cells_keep(&[1]), "cell 1 keeps");
         assert_eq!(cells_keep(&[1, 3, 6]), "cells 1, 3 and 6 keep");

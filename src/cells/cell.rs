@@ -57,6 +57,9 @@ pub trait Cell: Sync {
 pub const CORRUPT: &str = "corrupt";
 /// The kind of a fire whose two recovery passes disagree (the pipeline's).
 pub const NONDETERMINISTIC: &str = "nondeterministic-recovery";
+/// The kind of a fire whose store reports a synchronous level its recorded
+/// commits do not keep (the pipeline's, from a recording's calls).
+pub const CLAIMED_LEVEL: &str = "claimed-level";
 /// The kind of fault injection's clause (a): an operation acknowledged
 /// though its write or sync failed (`--kill fault` only).
 pub const ACKED_DESPITE_IO_ERROR: &str = "acked-despite-io-error";
@@ -83,7 +86,7 @@ pub fn store_failed(op: Op) -> &'static str {
 /// clause (a)'s.
 pub fn fire_kinds(cell: &dyn Cell, ops: &[Op], fault: bool) -> Vec<&'static str> {
     let mut kinds = cell.kinds().to_vec();
-    kinds.extend([CORRUPT, NONDETERMINISTIC]);
+    kinds.extend([CORRUPT, NONDETERMINISTIC, CLAIMED_LEVEL]);
     kinds.extend(ops.iter().map(|&op| store_failed(op)));
     if fault {
         kinds.push(ACKED_DESPITE_IO_ERROR);

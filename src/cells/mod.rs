@@ -14,8 +14,8 @@ mod cell;
 #[cfg(test)]
 pub use cell::declared;
 pub use cell::{
-    ACKED_DESPITE_IO_ERROR, CORRUPT, Cell, End, MissingParam, NONDETERMINISTIC, Process, Seen, Shape, Violation,
-    Violations, fire_kinds, need, plural, store_failed,
+    ACKED_DESPITE_IO_ERROR, CLAIMED_LEVEL, CORRUPT, Cell, End, MissingParam, NONDETERMINISTIC, Process, Seen, Shape,
+    Violation, Violations, fire_kinds, need, plural, store_failed,
 };
 
 /// Declares each cell's module and lists its probe in [`CELLS`], in catalog

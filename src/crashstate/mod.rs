@@ -22,6 +22,7 @@
 pub mod failed;
 pub mod files;
 pub mod image;
+pub mod level;
 pub mod likeness;
 pub mod log;
 pub mod pages;

@@ -187,6 +187,9 @@ fn summary(out: &mut String, report: &Report) {
     }
     out.push_str(")\n");
     let _ = writeln!(out, "store: {}", report.store());
+    for line in super::words::not_durable(report) {
+        let _ = writeln!(out, "power loss: {line}");
+    }
     known_findings(out, report);
     if report.new_only {
         let _ = writeln!(out, "new only: {}", report.new_only_line());

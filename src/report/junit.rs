@@ -81,6 +81,7 @@ fn suite(report: &Report) -> TestSuite {
     if let Some(d) = report.deadlines() {
         props.push(("deadline", d));
     }
+    props.extend(super::words::not_durable(report).into_iter().map(|l| ("power_loss", l)));
     suite.add_properties(props.into_iter().map(|(k, v)| Property::new(k, v)));
     suite.add_test_cases(report.results.iter().map(case));
     suite.add_test_cases(report.gone().map(gone));
@@ -143,6 +144,9 @@ fn case(r: &CellResult) -> TestCase {
         out.push_str(&format!("fingerprint: {fp}\n"));
     }
     out.extend(path_lines(r).map(|l| l + "\n"));
+    if r.not_durable.is_some() {
+        out.push_str(&format!("power loss: {}\n", super::words::not_durable_line(r)));
+    }
     if r.verdict.is_decisive() || r.verdict == Verdict::Known {
         if let Some(e) = evidence_line(r) {
             out.push_str(&format!("{e}\n"));

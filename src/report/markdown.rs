@@ -158,6 +158,9 @@ fn heading(out: &mut String, report: &Report) {
     if report.interrupted {
         let _ = writeln!(out, "**The run was interrupted**: results that had not finished are missing.\n");
     }
+    for l in super::words::not_durable(report) {
+        let _ = writeln!(out, "**Power loss**: {}\n", line(&l));
+    }
     let modes = report.journal_modes();
     let mut rows = vec![
         ("crashcells", report.crashcells_version.clone()),

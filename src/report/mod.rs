@@ -92,6 +92,15 @@ pub struct CellResult {
     pub effective_mode: Option<String>,
     #[serde(default)]
     pub synchronous: Option<String>,
+    /// The level the recorded commits kept, read from their calls (a
+    /// recorded result's; `crashstate::level`), beside the one claimed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_synchronous: Option<String>,
+    /// Why an acknowledged commit of this leg is not durable against a
+    /// power loss, from the same calls: said in every format and in the
+    /// summary, and no fire (the leg ran as advertised).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_durable: Option<String>,
     pub kill: KillMode,
     pub verdict: Verdict,
     pub reason: String,
@@ -244,6 +253,8 @@ impl CellResult {
             requested_mode: None,
             effective_mode: None,
             synchronous: None,
+            kept_synchronous: None,
+            not_durable: None,
             kill,
             verdict,
             reason: String::new(),

@@ -5,7 +5,7 @@
 //! no renderer borrows another's helpers and two renderings of one result
 //! say it alike.
 
-use super::{CellResult, Verdict};
+use super::{CellResult, Report, Verdict};
 
 /// What a result ran: its trials or races, or its kill points as landed of
 /// planned (a sweep says how many of the points it planned it killed at);
@@ -138,6 +138,28 @@ pub fn widths<'a>(rows: impl IntoIterator<Item = &'a [String]>) -> Vec<usize> {
 /// A table's cell padded to `width` characters, aligned right for a number.
 pub fn padded(cell: &str, width: usize, right: bool) -> String {
     if right { format!("{cell:>width$}") } else { format!("{cell:<width$}") }
+}
+
+/// The legs of `report` whose recorded commits were not durable against a
+/// power loss, once each in plan order, each as the line every format says.
+pub fn not_durable(report: &Report) -> Vec<String> {
+    let mut legs: Vec<&str> = Vec::new();
+    let mut lines = Vec::new();
+    for r in report.results.iter().filter(|r| r.not_durable.is_some()) {
+        if !legs.contains(&r.leg.as_str()) {
+            legs.push(&r.leg);
+            lines.push(not_durable_line(r));
+        }
+    }
+    lines
+}
+
+/// A leg's power-loss line, from one of its results: what its calls showed
+/// (`leg delete (delete/full): acknowledged commits are not durable on
+/// power loss: unlink of the journal at #92 ...`).
+pub fn not_durable_line(r: &CellResult) -> String {
+    let why = r.not_durable.as_deref().unwrap_or_default();
+    format!("leg {} ({}): acknowledged commits are not durable on power loss: {why}", r.leg, mode(r))
 }
 
 #[cfg(test)]

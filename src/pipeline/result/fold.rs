@@ -63,6 +63,12 @@ pub fn fold(job: &Job, ctx: &Context, trials: &[Trial]) -> CellResult {
         result.reason = last.audit.as_ref().map(|a| a.note.clone()).unwrap_or_default();
     }
     result.synchronous = trials.iter().rev().find_map(|t| t.synchronous.clone()).or(result.synchronous);
+    // What a recording's calls said of the level: kept, and durable or not.
+    let recorded =
+        trials.iter().rev().find_map(|t| t.audit.as_ref().filter(|a| a.kept.is_some() || a.not_durable.is_some()));
+    if let Some(a) = recorded.filter(|_| verdict != Verdict::Skip) {
+        (result.kept_synchronous, result.not_durable) = (a.kept.clone(), a.not_durable.clone());
+    }
     // What a fire violated, kept typed as far as the report: its kind, and
     // the fingerprint made of it and of the leg as audited.
     if let Outcome::Fire(f) = &last.outcome {

@@ -20,6 +20,8 @@ use std::sync::atomic::Ordering;
 
 use crashcells_protocol::JournalMode;
 
+use crate::cells::{CLAIMED_LEVEL, Violation};
+use crate::crashstate::level::audit_kept;
 use crate::crashstate::likeness::Sought;
 use crate::crashstate::record::record;
 use crate::crashstate::state::process_states;
@@ -30,7 +32,7 @@ use crate::pipeline::judge::census::{Census, Filter, preflight, trace_outcome};
 use crate::pipeline::judge::driver::{Count, Driver, Got, MOST_PER_BATCH, Passed, Plan, Source};
 use crate::pipeline::judge::sweep::Swept;
 use crate::pipeline::judge::verdict::conclude;
-use crate::pipeline::outcome::{Failure, Outcome, Site};
+use crate::pipeline::outcome::{Failure, Finding, Outcome, Site};
 use crate::pipeline::plain::confirm::{self, Exec};
 use crate::pipeline::plain::decide::{Found, decide};
 use crate::pipeline::trial::Trial;
@@ -51,6 +53,9 @@ pub struct Recording {
     /// What the workload's length crossed, on a WAL leg whose cell asks for
     /// a checkpoint (`checkpoint_ops`): for the result's details.
     pub length_note: Option<String>,
+    /// Where the store reports a synchronous level its commits did not
+    /// keep, in words ([`crate::crashstate::level::audit_kept`]).
+    pub claimed_level: Option<String>,
 }
 
 /// SQLite's `SQLITE_DEFAULT_WAL_AUTOCHECKPOINT`, in pages: where a store
@@ -74,6 +79,11 @@ impl Workload<'_> {
         let rec = rec.map_err(|trial| unplanned(*trial))?;
         if !rec.census.audit.honored {
             return Err(Box::new(Swept::skipped(rec.census)));
+        }
+        if let Some(lie) = rec.claimed_level.clone() {
+            // Judged from the recording, though no point was planned.
+            let trials = vec![claimed_level(rec, lie)];
+            return Err(Box::new(Swept { planned: None, trials, recorded: true, distinct: None }));
         }
         Ok(rec)
     }
@@ -122,14 +132,15 @@ impl Workload<'_> {
             Err(o) => return Err(ended_with(Some(env), o.of_census())),
         };
         // The points, and one more: the state the child's own end left.
-        let census = match self.census_of(&env, log.total() + 1) {
+        let mut census = match self.census_of(&env, log.total() + 1) {
             Ok(c) => c,
             Err(f) => return Err(ended_with(Some(env), Outcome::Error(f))),
         };
+        let claimed_level = audit_kept(&mut census.audit, &log, census.ready.synchronous.as_deref());
         let names = Names::new(&env.db, &env.acks, &env.transport);
         let dir = env.db.parent().expect("a trial's database is in its folder");
         let disagrees = self_check(&log, dir, &names);
-        Ok(Recording { log, census, env, names, disagrees, filter, length_note: None })
+        Ok(Recording { log, census, env, names, disagrees, filter, length_note: None, claimed_level })
     }
 
     fn record_in(&self, env: &TrialEnv, filter: Filter) -> Result<Log, Outcome> {
@@ -160,6 +171,18 @@ impl Workload<'_> {
             make_env,
         }
     }
+}
+
+/// A recording whose store reports a synchronous level its commits did not
+/// keep: a fire that names the lie, in place of the sweep. Its states would
+/// be evidence for a level the store never ran at (the seed's rule), and
+/// the claim itself is what a team reads the report by.
+fn claimed_level(rec: Recording, lie: String) -> Trial {
+    let violations = vec![Violation::new(CLAIMED_LEVEL, lie)];
+    let mut t = Trial::ended(TrialIndex::CENSUS, Outcome::Fire(Finding { violations, power: None, fault: None }));
+    t.synchronous = rec.census.ready.synchronous.clone();
+    t.audit = Some(rec.census.audit);
+    t.with_env(rec.env)
 }
 
 /// The self-check: the log replayed to its end against the files the run
