@@ -109,7 +109,7 @@ pub struct ConfigError {
 }
 
 /// What the config home asks for. `None` means "not set": the resolver decides.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct DatabaseConfig {
     pub journal_mode: Option<JournalMode>,
     pub synchronous: Option<Synchronous>,

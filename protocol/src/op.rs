@@ -84,7 +84,7 @@ impl std::fmt::Display for Op {
 
 /// The arguments of one operation, as the driver appends them to the
 /// child's command: `<op> --flag value ...`, each flag as two arguments.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct OpArgs {
     op: Op,
     flags: Vec<(&'static str, OsString)>,

@@ -434,8 +434,8 @@ impl Driver<'_> {
     fn setting(&self) -> Setting {
         Setting {
             launcher: self.ctx.child.launcher(),
-            leg: format!("{:?}/{:?}", self.leg.journal_mode, self.leg.synchronous),
-            step: format!("{:?}", self.recorded.recovery_step),
+            config: self.leg.config(),
+            step: self.recorded.recovery_step.clone(),
             mutant: self.ctx.options.mutant.clone(),
         }
     }

@@ -23,6 +23,8 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 use std::sync::{Arc, Mutex};
 
+use crashcells_protocol::{DatabaseConfig, OpArgs};
+
 use crate::crashstate::Files;
 use crate::crashstate::pages::Page;
 use crate::pipeline::outcome::Outcome;
@@ -32,11 +34,16 @@ use crate::recovery::Recovered;
 pub type Recovery = Result<Recovered, Outcome>;
 
 /// What a recovery depends on besides the store: see the module's words.
+/// Typed, so that two settings are equal when what they hold is, not when
+/// their debug text happens to be.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Setting {
+    /// The launcher as the run names it: exec, fork server, warm pool.
     pub launcher: String,
-    pub leg: String,
-    pub step: String,
+    /// The leg's config home: its requested journal mode and level.
+    pub config: DatabaseConfig,
+    /// The cell's recovery step with its arguments, if it has one.
+    pub step: Option<OpArgs>,
     pub mutant: Option<String>,
 }
 
@@ -113,7 +120,7 @@ mod tests {
     use super::*;
     use crate::crashstate::{At, Effect};
     use crate::kill::syscall::FileKind;
-    use crashcells_protocol::Dump;
+    use crashcells_protocol::{Dump, JournalMode};
 
     fn files(db: &[u8], acks: &[u8]) -> Files {
         let mut f = Files::default();
@@ -123,7 +130,13 @@ mod tests {
     }
 
     fn setting(leg: &str) -> Setting {
-        Setting { launcher: "exec".into(), leg: leg.into(), step: "None".into(), mutant: None }
+        let journal_mode = Some(leg.parse::<JournalMode>().unwrap());
+        Setting {
+            launcher: "exec".into(),
+            config: DatabaseConfig { journal_mode, synchronous: None },
+            step: None,
+            mutant: None,
+        }
     }
 
     fn recovered() -> Arc<Recovery> {
