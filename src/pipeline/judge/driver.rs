@@ -41,7 +41,7 @@ use crate::pipeline::run::parallel::{parallel, until_first_bad};
 use crate::pipeline::run::recoveries::{Digests, Setting};
 use crate::pipeline::trial::Trial;
 use crate::recovery::batch::Restore;
-use crate::recovery::{Pair, Passes, Recovered, RecoveryError, recover_batch};
+use crate::recovery::{Pair, Passes, Recovered, recover_batch};
 use crate::trialdir::TrialEnv;
 
 /// Most distinct stores one dump process recovers: large enough that an
@@ -578,12 +578,7 @@ impl Driver<'_> {
     /// Recovers the crash state in `env` again, in its own folder: the
     /// passes' copies and outputs become part of the evidence.
     pub fn beside(&self, env: &TrialEnv) {
-        let _ = self.alone(env);
-    }
-
-    /// [`Driver::beside`]'s recovery, for a source that judges on it too.
-    pub fn alone(&self, env: &TrialEnv) -> Result<Recovered, RecoveryError> {
-        self.ctx.pool.unit(|| crate::recovery::recover(&self.ctx.child, self.ctx.deadline, env))
+        let _ = self.ctx.recover_alone(env);
     }
 }
 

@@ -17,7 +17,7 @@
 //! again for recovery; the `-shm` is not (a first connection resets it, as
 //! for every rebuilt state). A trial that does not pass on its batched
 //! recovery is recovered again alone, in its own folder, as a single trial
-//! always was ([`Driver::alone`]): its verdict, evidence and repro are
+//! always was ([`Context::recover_alone`]): its verdict, evidence and repro are
 //! those of a trial judged alone, and a state that passes alone but not in
 //! a batch is an `error`, never dropped. The trials run on up to `--jobs`
 //! threads, in ascending order; after one that does not pass, no higher
@@ -73,8 +73,7 @@ impl Pending {
     pub fn alone(self, ctx: &Context, cell: &dyn Cell) -> Trial {
         let Pending { mut trial, awaits, calls } = self;
         let (Some((processes, _)), Some(env)) = (awaits, trial.env.take()) else { return trial };
-        let recover = || crate::recovery::recover(&ctx.child, ctx.deadline, &env);
-        let got = ctx.pool.unit(recover).map_err(Outcome::from);
+        let got = ctx.recover_alone(&env).map_err(Outcome::from);
         let outcome = judge_on(cell, &processes, got.as_ref().map_err(Clone::clone), &env, &mut trial);
         kept(trial.conclude(outcome).with_env(env), calls)
     }
@@ -215,7 +214,7 @@ fn judge(d: &Driver, mut trial: Trial, processes: &[Process], got: &Got) -> Tria
     }
     trial.details.truncate(before);
     trial.integrity = None;
-    let alone = d.alone(&env).map_err(Outcome::from);
+    let alone = d.ctx.recover_alone(&env).map_err(Outcome::from);
     let alone = judge_on(d.cell, processes, alone.as_ref().map_err(Clone::clone), &env, &mut trial);
     let outcome = match (alone, outcome) {
         (Outcome::Pass, found @ (Outcome::Fire(_) | Outcome::Error(_))) => {

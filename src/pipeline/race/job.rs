@@ -157,8 +157,8 @@ impl<'a> Race<'a> {
     /// stands for the leg audit of a sweep's trials.
     pub(super) fn judge(&self, env: &TrialEnv, f: &Finished, census: Option<&Census>, trial: &mut Trial) -> Outcome {
         trial.kill_point = f.kill_point.clone();
-        let recover = || crate::recovery::recover(&self.ctx.child, self.ctx.deadline, env).map_err(Outcome::from);
-        conclude(&self.crash(env, f, census), trial, || self.ctx.pool.unit(recover))
+        let recover = || self.ctx.recover_alone(env).map_err(Outcome::from);
+        conclude(&self.crash(env, f, census), trial, recover)
     }
 
     /// A finished race, every racer r0 first, as the verdict reads it.

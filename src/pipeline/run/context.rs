@@ -15,9 +15,10 @@ use crate::matrix::Leg;
 use crate::options::RunOptions;
 use crate::pipeline::run::pool::Pool;
 use crate::pipeline::run::recoveries::Recoveries;
-use crate::recovery::Batching;
+use crate::recovery::{Batching, Recovered, RecoveryError};
 use crate::report::Children;
 use crate::sqlitelib::{LOADER_PATH, Placement};
+use crate::trialdir::TrialEnv;
 
 /// How much longer than the measured start a readiness wait allows: a
 /// preflight ran alone, a loaded machine runs everything slower.
@@ -249,6 +250,13 @@ impl Context {
     /// a stalled one is still caught.
     pub fn scaled_deadline(&self, asked: Duration) -> Duration {
         scale_deadline(asked, self.start, self.at_once())
+    }
+
+    /// Recovers the crash state in `env` alone, in its own folder, as one
+    /// unit of the run's pool: the one way a single store is recovered (a
+    /// fire's confirming kill, a batch's bad state again, evidence).
+    pub fn recover_alone(&self, env: &TrialEnv) -> Result<Recovered, RecoveryError> {
+        self.pool.unit(|| crate::recovery::recover(&self.child, self.deadline, env))
     }
 
     /// The mutant the run asked for, if any.

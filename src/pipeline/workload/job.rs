@@ -157,8 +157,8 @@ impl Workload<'_> {
 
     /// A killed child's folder to a verdict, recovered on its own.
     pub fn judge(&self, env: &TrialEnv, census: Option<&Census>, trial: &mut Trial) -> Outcome {
-        let recover = || crate::recovery::recover(&self.ctx.child, self.ctx.deadline, env).map_err(Outcome::from);
-        conclude(&self.crash(env, census), trial, || self.ctx.pool.unit(recover))
+        let recover = || self.ctx.recover_alone(env).map_err(Outcome::from);
+        conclude(&self.crash(env, census), trial, recover)
     }
 
     /// Runs the trials `indices` (`run` makes one: a timed trial, a
