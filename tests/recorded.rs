@@ -439,6 +439,7 @@ fn rebuilt_wal_race_states_reach_the_verdicts_of_real_kills_point_by_point() {
     use crashcells::pipeline::Context;
     use crashcells::pipeline::race::compare::side_by_side;
     use crashcells::pipeline::race::job::Race;
+    use crashcells::pipeline::run::context::Scope;
     use crashcells::plan::{KillMode, Selection, plan};
 
     let dir = scratch();
@@ -460,8 +461,8 @@ fn rebuilt_wal_race_states_reach_the_verdicts_of_real_kills_point_by_point() {
         let ctx =
             Context::new(options, 11, child.clone(), work.clone(), work.join("evidence"), Duration::from_secs(30), 2);
         let ctx = Context { child_ready: Some(ready.clone()), ..ctx };
-        let race = Race::new(&job, leg, cell, &ctx, job.cell.params.sweep_racers());
-        let full = Race::new(&job, leg, cell, &ctx, job.cell.params.sweep_racers());
+        let race = Race::new(Scope { job: &job, leg, cell, ctx: &ctx }, job.cell.params.sweep_racers());
+        let full = Race::new(Scope { job: &job, leg, cell, ctx: &ctx }, job.cell.params.sweep_racers());
         let sides = match side_by_side(&race, &full, None) {
             Err(why) if why.contains("unavailable") => return crate::common::tracing_refused(&why),
             Err(why) => panic!("{mutant:?}: the recordings did not stand: {why}"),

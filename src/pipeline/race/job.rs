@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use crashcells_protocol::{EXIT_LOST, EXIT_WON, HANDOFF_SESSION as HANDOFF, Op, OpArgs};
 
-use crate::cells::{Cell, End};
+use crate::cells::End;
 use crate::crashstate::record::record_seeing;
 use crate::crashstate::walindex::WalIndex;
 use crate::crashstate::{Files, Log, Names};
@@ -31,24 +31,20 @@ use crate::dbfiles::{DB_FILES, sibling};
 use crate::harness::{Cut, Exit, Launch, POLL, Running, interrupted};
 use crate::kill::syscall::{Driven, Goal, Targets, drive};
 use crate::kill::{KillPoint, TrialIndex};
-use crate::matrix::Leg;
 use crate::pipeline::judge::census::{Census, Filter, trace_outcome};
 use crate::pipeline::judge::pending::{MakeTrial, Owner, Pending, in_order};
 use crate::pipeline::judge::verdict::{Acks, Crash, Ended, conclude, prepare};
 use crate::pipeline::outcome::{Failure, Interruption, Outcome};
 use crate::pipeline::race::hold::Hold;
-use crate::pipeline::run::context::Context;
+use crate::pipeline::run::context::Scope;
 use crate::pipeline::trial::Trial;
-use crate::plan::Job;
 use crate::times::{Clock, Release};
 use crate::trialdir::TrialEnv;
 
 /// A race cell's job, as a race needs it.
 pub struct Race<'a> {
-    pub job: &'a Job,
-    pub leg: &'a Leg,
-    pub cell: &'a dyn Cell,
-    pub ctx: &'a Context,
+    /// Its job, leg, cell and context (`race.ctx` reads through it).
+    pub scope: Scope<'a>,
     pub racers: u32,
     /// The handoff parked once for every race of the result: its folder,
     /// or why `park` failed (each race then ends on that).
@@ -113,9 +109,17 @@ struct Barriers {
     others: Option<File>,
 }
 
+impl<'a> std::ops::Deref for Race<'a> {
+    type Target = Scope<'a>;
+
+    fn deref(&self) -> &Scope<'a> {
+        &self.scope
+    }
+}
+
 impl<'a> Race<'a> {
-    pub fn new(job: &'a Job, leg: &'a Leg, cell: &'a dyn Cell, ctx: &'a Context, racers: u32) -> Race<'a> {
-        Race { job, leg, cell, ctx, racers, parked: OnceLock::new() }
+    pub fn new(scope: Scope<'a>, racers: u32) -> Race<'a> {
+        Race { scope, racers, parked: OnceLock::new() }
     }
 
     /// The free races `indices` of a result, up to the first that does not
@@ -149,8 +153,7 @@ impl<'a> Race<'a> {
     }
 
     pub(super) fn env(&self, label: &str) -> Result<TrialEnv, Failure> {
-        let label = format!("{}-{}-{label}", self.job.cell.id, self.leg.name);
-        TrialEnv::new(&self.ctx.work_root, self.leg, &label).map_err(|e| Failure::TrialFolder(e.to_string()))
+        self.folder(label)
     }
 
     /// A finished race judged on its folder's recovery alone; `census`

@@ -16,7 +16,7 @@ use crate::pipeline::plain::confirm;
 use crate::pipeline::race::job::Race;
 use crate::pipeline::race::sweep::RaceSweep;
 use crate::pipeline::result::fold::{base_result, fold, keep_evidence, mark_interrupted, ran_on, with_coverage};
-use crate::pipeline::run::context::Context;
+use crate::pipeline::run::context::{Context, Scope};
 use crate::pipeline::trial::Trial;
 use crate::pipeline::workload::job::Workload;
 use crate::plan::{Job, KillMode};
@@ -165,7 +165,8 @@ fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) ->
         Shape::Workload { op, window, sweep_acks, recovery } => {
             let checkpoint_ops = job.cell.params.checkpoint_ops;
             let length = std::sync::atomic::AtomicU64::new(sweep_acks);
-            let w = Workload { job, leg, cell, ctx, op, sweep_acks, recovery, checkpoint_ops, length };
+            let scope = Scope { job, leg, cell, ctx };
+            let w = Workload { scope, op, sweep_acks, recovery, checkpoint_ops, length };
             match mode.source {
                 Source::Timed => (w.timed_trials(window, &trial_indices(job, ctx)), None),
                 // A repro's single point is a real kill, as is every point without replay.
@@ -183,7 +184,7 @@ fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) ->
             }
         }
         Shape::Race { racers } => {
-            let race = Race::new(job, leg, cell, ctx, racers);
+            let race = Race::new(Scope { job, leg, cell, ctx }, racers);
             match mode.race {
                 // Reports before kill mode `none` planned the race as `timed`.
                 RacePolicy::Free => (race.free_races(&trial_indices(job, ctx)), None),
@@ -198,7 +199,7 @@ fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) ->
                         RaceSweep::run(&race)
                     } else {
                         // A recorded sweep's races: r0 and the few that race for what its kill left.
-                        let swept = Race::new(job, leg, cell, ctx, job.cell.params.sweep_racers());
+                        let swept = Race::new(Scope { job, leg, cell, ctx }, job.cell.params.sweep_racers());
                         crate::pipeline::race::recorded::run(&swept, &race)
                     };
                     crate::pipeline::race::schedule::noted(&scheduled, swept)

@@ -10,11 +10,14 @@ use std::time::Duration;
 
 use crashcells_protocol::Ready;
 
+use crate::cells::Cell;
 use crate::harness::Launcher;
 use crate::matrix::Leg;
 use crate::options::RunOptions;
+use crate::pipeline::outcome::Failure;
 use crate::pipeline::run::pool::Pool;
 use crate::pipeline::run::recoveries::Recoveries;
+use crate::plan::Job;
 use crate::recovery::{Batching, Recovered, RecoveryError};
 use crate::report::Children;
 use crate::sqlitelib::{LOADER_PATH, Placement};
@@ -206,6 +209,39 @@ impl Tally {
 impl std::fmt::Debug for Tally {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(if self.0.is_some() { "Tally(hook)" } else { "Tally(none)" })
+    }
+}
+
+/// A job where it runs: the job, its leg and cell, and the run's context.
+/// The fields every shape of job carries (a workload, a race, the plain
+/// path's copy of either), held once; each shape derefs to it.
+#[derive(Clone, Copy)]
+pub struct Scope<'a> {
+    pub job: &'a Job,
+    pub leg: &'a Leg,
+    pub cell: &'a dyn Cell,
+    pub ctx: &'a Context,
+}
+
+impl<'a> Scope<'a> {
+    /// This job run by `ctx` (another launcher: the plain path that
+    /// confirms a fire).
+    pub fn on<'b>(&self, ctx: &'b Context) -> Scope<'b>
+    where
+        'a: 'b,
+    {
+        Scope { ctx, ..*self }
+    }
+
+    /// A name for this job's folders: `{cell}-{leg}-{label}`.
+    pub fn label(&self, label: &str) -> String {
+        format!("{}-{}-{label}", self.job.cell.id, self.leg.name)
+    }
+
+    /// A private folder of this job, named by [`Scope::label`].
+    pub fn folder(&self, label: &str) -> Result<TrialEnv, Failure> {
+        TrialEnv::new(&self.ctx.work_root, self.leg, &self.label(label))
+            .map_err(|e| Failure::TrialFolder(e.to_string()))
     }
 }
 

@@ -14,28 +14,23 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crashcells_protocol::{Op, OpArgs, Ready};
 
-use crate::cells::Cell;
 use crate::harness::{Exit, Launch, Traced};
 use crate::journal;
 use crate::kill::TrialIndex;
 use crate::kill::syscall::{FileKind, Targets};
 use crate::legaudit::audit_leg;
-use crate::matrix::Leg;
 use crate::pipeline::judge::census::{Census, Filter, trace_outcome};
 use crate::pipeline::judge::pending::{MakeTrial, Owner, in_order};
 use crate::pipeline::judge::verdict::{Crash, Ended, conclude};
 use crate::pipeline::outcome::{Failure, Outcome};
-use crate::pipeline::run::context::Context;
+use crate::pipeline::run::context::{Context, Scope};
 use crate::pipeline::trial::Trial;
-use crate::plan::Job;
 use crate::trialdir::TrialEnv;
 
 /// A workload cell's job, as its crash sources need it.
 pub struct Workload<'a> {
-    pub job: &'a Job,
-    pub leg: &'a Leg,
-    pub cell: &'a dyn Cell,
-    pub ctx: &'a Context,
+    /// Its job, leg, cell and context (`w.ctx` reads through it).
+    pub scope: Scope<'a>,
     pub op: Op,
     /// A sweep's workload: this many operations (`--stop-after`), then the
     /// child ends on its own; every point on the way is a crash state.
@@ -51,26 +46,26 @@ pub struct Workload<'a> {
     pub length: AtomicU64,
 }
 
+impl<'a> std::ops::Deref for Workload<'a> {
+    type Target = Scope<'a>;
+
+    fn deref(&self) -> &Scope<'a> {
+        &self.scope
+    }
+}
+
 impl Workload<'_> {
     /// This workload run by `ctx` (another launcher: the plain path that
     /// confirms a fire, [`crate::pipeline::plain::confirm`]), at the length it settled on.
     pub fn on<'b>(&'b self, ctx: &'b Context) -> Workload<'b> {
         Workload {
-            job: self.job,
-            leg: self.leg,
-            cell: self.cell,
-            ctx,
+            scope: self.scope.on(ctx),
             op: self.op,
             sweep_acks: self.sweep_acks,
             recovery: self.recovery,
             checkpoint_ops: self.checkpoint_ops,
             length: AtomicU64::new(self.length.load(Ordering::SeqCst)),
         }
-    }
-
-    /// A name for this job's folders: `{cell}-{leg}-{label}`.
-    pub fn label(&self, label: &str) -> String {
-        format!("{}-{}-{label}", self.job.cell.id, self.leg.name)
     }
 
     /// A private folder for a sweep's trial `label`: every trial of a sweep
@@ -87,8 +82,7 @@ impl Workload<'_> {
     /// A private folder for trial `label`, whose workload is seeded with
     /// the seed derived from `parts`.
     pub fn seeded_env(&self, label: &str, parts: &[&str]) -> Result<TrialEnv, Failure> {
-        let mut env = TrialEnv::new(&self.ctx.work_root, self.leg, &self.label(label))
-            .map_err(|e| Failure::TrialFolder(e.to_string()))?;
+        let mut env = self.folder(label)?;
         env.seed = crate::seed::derive(self.job.seed, &[parts, &["workload"]].concat());
         env.recovery_step = self.recovery.map(|op| OpArgs::new(op).mutant(self.ctx.mutant()));
         Ok(env)
@@ -217,7 +211,8 @@ pub fn ended_with(env: Option<TrialEnv>, outcome: Outcome) -> Box<Trial> {
 mod tests {
     use super::*;
     use crate::catalog::Catalog;
-    use crate::plan::KillMode;
+    use crate::matrix::Leg;
+    use crate::plan::{Job, KillMode};
 
     fn ready(operations: &[&str]) -> crashcells_protocol::Ready {
         let text = format!(
@@ -237,10 +232,7 @@ mod tests {
         let cell = crate::cells::find(id).unwrap();
         let length = AtomicU64::new(sweep_acks);
         f(&Workload {
-            job: &job,
-            leg: &leg,
-            cell,
-            ctx: &ctx,
+            scope: Scope { job: &job, leg: &leg, cell, ctx: &ctx },
             op,
             sweep_acks,
             recovery: None,
