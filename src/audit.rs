@@ -528,6 +528,43 @@ mod tests {
         assert!(text.contains("rollback, -journal 976K zeroed") && text.contains("LOSES LOSES"), "{text}");
     }
 
+    /// A leg and its bundled twin read side by side; a child that ran WAL
+    /// on a library with the WAL-reset bug is named under its row.
+    #[test]
+    fn a_matrix_with_libraries_shows_each_rows_sqlite_and_the_wal_reset_bug() {
+        let own = fixed_row("wal", Some("wal"), false);
+        let twin = Row {
+            sqlite_version: "3.45.1".into(),
+            sqlite_library: Some("bundled".into()),
+            effective_mode: "wal".into(),
+            wal_reset_bug: Some("ran wal on SQLite 3.45.1, which has the WAL-reset bug (...)".into()),
+            resolver: None,
+            ..fixed_row("bundled-wal", Some("wal"), true)
+        };
+        let report = AuditReport {
+            schema: SCHEMA.into(),
+            crashcells_version: "0.0.0".into(),
+            matrix: "libraries".into(),
+            workdir: "/tmp".into(),
+            filesystem: "tmpfs".into(),
+            child: "python3 store.py".into(),
+            summary: AuditSummary { legs: 2, honored: 1, not_honored: 1 },
+            rows: vec![own.clone(), twin],
+        };
+        let text = report.to_human();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("leg         sqlite           requested"), "{text}");
+        assert!(lines[1].starts_with("wal         3.40.1 (own)     "), "{text}");
+        let twin_at = lines.iter().position(|l| l.starts_with("bundled-wal 3.45.1 (bundled) ")).expect("the twin");
+        assert_eq!(
+            lines[twin_at + 1],
+            "    WAL-reset bug: ran wal on SQLite 3.45.1, which has the WAL-reset bug (...)"
+        );
+        // Without a library, no column: the other matrices' tables are as they were.
+        let plain = AuditReport { rows: vec![own], ..report };
+        assert!(plain.to_human().starts_with("leg requested"), "{}", plain.to_human());
+    }
+
     #[test]
     fn the_filesystem_of_a_folder_has_a_name() {
         assert_ne!(filesystem_name(&std::env::temp_dir()), "unknown");
