@@ -19,6 +19,8 @@
 //! The hold itself is not the race's (`race::hold`): a cell with two
 //! writers can use it too.
 
+use std::sync::Mutex;
+
 use crate::kill::TrialIndex;
 use crate::pipeline::judge::census::preflight;
 use crate::pipeline::judge::coverage::Coverage;
@@ -31,12 +33,15 @@ use crate::pipeline::trial::Trial;
 
 impl Race<'_> {
     /// The race's controlled schedules, each a trial judged as a free race
-    /// is: today `reads-first`, as trial 0 (a sweep's points start at 1).
-    pub fn scheduled(&self) -> Vec<Trial> {
-        self.trials(None, &[TrialIndex::CENSUS], &|i| self.reads_first(i))
+    /// is: today `reads-first`, as trial 0 (a sweep's points start at 1);
+    /// and what each schedule's hold did, as data for [`noted`].
+    pub fn scheduled(&self) -> (Vec<Trial>, Vec<String>) {
+        let said = Mutex::new(Vec::new());
+        let trials = self.trials(None, &[TrialIndex::CENSUS], &|i| self.reads_first(i, &said));
+        (trials, said.into_inner().unwrap_or_default())
     }
 
-    fn reads_first(&self, index: TrialIndex) -> Pending {
+    fn reads_first(&self, index: TrialIndex, said: &Mutex<Vec<String>>) -> Pending {
         let filter = match preflight() {
             Ok(filter) => filter,
             Err(o) => return Pending::ended(Trial::ended(index, o)),
@@ -48,21 +53,23 @@ impl Race<'_> {
         let hold = Hold::default();
         let mut trial = Trial::new(index);
         let raced = self.run(&env, self.racers, R0::Held(filter, &hold), Order::ReadsFirst);
-        trial.details.push(hold.said(self.racers));
+        let held = hold.said(self.racers);
+        said.lock().expect("no schedule panics holding its words").push(held.clone());
+        trial.details.push(held);
         let prepared = raced.and_then(|f| prepare(&self.crash(&env, &f, None), &mut trial));
         Pending::prepared(trial, env, prepared)
     }
 }
 
 /// A sweep's trials after schedules that passed: a passing result says, in
-/// its details, which schedules it passed too.
+/// its details, which schedules it passed too (`said`, as each schedule
+/// made it: no detail is looked for by its text).
 pub fn noted(
-    scheduled: &[Trial],
+    said: &[String],
     (mut trials, coverage): (Vec<Trial>, Option<Coverage>),
 ) -> (Vec<Trial>, Option<Coverage>) {
     if let Some(last) = trials.last_mut().filter(|t| !t.is_bad()) {
-        let passed = scheduled.iter().flat_map(|t| t.details.iter().filter(|d| d.starts_with("schedule ")));
-        last.details.extend(passed.map(|d| format!("passed {d}")));
+        last.details.extend(said.iter().map(|d| format!("passed {d}")));
     }
     (trials, coverage)
 }

@@ -191,7 +191,7 @@ fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) ->
                 // A controlled schedule that fires is the result: a sweep
                 // would only find again what the schedule showed by construction.
                 RacePolicy::Sweep => {
-                    let scheduled = race.scheduled();
+                    let (scheduled, said) = race.scheduled();
                     if scheduled.iter().any(Trial::is_bad) {
                         return (scheduled, None);
                     }
@@ -202,7 +202,7 @@ fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) ->
                         let swept = Race::new(Scope { job, leg, cell, ctx }, job.cell.params.sweep_racers());
                         crate::pipeline::race::recorded::run(&swept, &race)
                     };
-                    crate::pipeline::race::schedule::noted(&scheduled, swept)
+                    crate::pipeline::race::schedule::noted(&said, swept)
                 }
                 RacePolicy::Skip(why) => (vec![Trial::ended(TrialIndex::CENSUS, Outcome::Skip(Skip::Race(why)))], None),
             }
