@@ -12,15 +12,18 @@
 //! ran on an affected SQLite 3.40.1 and was refused WAL. So is a syscall pass
 //! of cell 2 (its kill points depend on the kernel and the architecture): a
 //! copy of the race with the kill points it planned and landed on both of
-//! r0's paths, as a real sweep reports them.
+//! r0's paths, as a real sweep reports them; and a syscall fire of cell 2
+//! whose kill played no part (r0 killed before its barrier), its label in
+//! every format.
 
 use crashcells::kill::TrialIndex;
 use std::path::Path;
 
 use crashcells::kill::KillPoint;
+use crashcells::kill::racer::{RacerAt, Stage};
 use crashcells::legaudit::audit;
 use crashcells::plan::KillMode;
-use crashcells::report::{CellResult, Format, PathPoints, Report, Summary, Verdict};
+use crashcells::report::{CellResult, Fingerprint, Format, PathPoints, Report, Summary, Verdict};
 use crashcells_child::resolver::{SqliteVersion, resolve};
 use crashcells_protocol::Ready;
 use crashcells_protocol::{DatabaseConfig, JournalMode};
@@ -95,6 +98,39 @@ fn swept_from(race: &CellResult) -> CellResult {
     swept
 }
 
+/// A syscall fire of the race at its point 1, as ADK's sweep ended: r0
+/// killed writing its ready record, before its barrier, so the kill played
+/// no part and the others alone broke the clause. Its label shows in every
+/// format through the kill point.
+fn race_fire_from(swept: &CellResult) -> CellResult {
+    let mut fire = swept.clone();
+    fire.verdict = Verdict::Fire;
+    fire.reason = "trial 1: 2 racers won the handoff (at most one may)".into();
+    fire.trials = 1;
+    let kp = KillPoint {
+        trial: TrialIndex::nth(1),
+        ordinal: Some(1),
+        syscall: Some("write".into()),
+        file: Some("acks".into()),
+        len: Some(118),
+        racer: Some(RacerAt { racer: 0, path: "winning-claim".into(), stage: Stage::BeforeBarrier, no_part: true }),
+        ..KillPoint::default()
+    };
+    fire.kill_points = vec![kp];
+    fire.sweep.points_landed = Some(1);
+    fire.sweep.points_by_path[0].landed = 1;
+    fire.sweep.points_by_path[1].landed = 0;
+    fire.details = vec![
+        "r0 killed before its barrier, at its point 1 of 4 (sweep point 1), sent on its winning claim: it never \
+         claimed"
+            .into(),
+    ];
+    fire.finding.violation = Some("winners".into());
+    fire.finding.fingerprint = Fingerprint::of(&fire).map(|f| f.to_string());
+    fire.repro = format!("{} --point 1", swept.repro);
+    fire
+}
+
 /// Builds the run with every verdict and saves it as JSON in `dir`.
 fn every_verdict(dir: &Path) -> std::path::PathBuf {
     let fire = run_report(&["run", "--cell", "1", "--leg", "wal", "--mutant", "drop-append"], dir);
@@ -105,9 +141,11 @@ fn every_verdict(dir: &Path) -> std::path::PathBuf {
     let stubs = run_report(&["run", "--cell", "4", "--cell", "5", "--catalog", &catalog], dir);
     let skip = skip_from(&pass.results[0], affected_wal_skip_reason(dir));
     let swept = swept_from(&race.results[0]);
+    let race_fire = race_fire_from(&swept);
     let mut report = fire.clone();
     report.results =
-        [&error.results[..], &fire.results, &race.results, &[swept], &pass.results, &[skip], &stubs.results].concat();
+        [&error.results[..], &fire.results, &race.results, &[swept, race_fire], &pass.results, &[skip], &stubs.results]
+            .concat();
     report.summary = Summary::of(&report.results);
     report.duration_ms = fire.duration_ms + pass.duration_ms + race.duration_ms + error.duration_ms + stubs.duration_ms;
     let verdicts: Vec<_> = report.results.iter().map(|r| (r.verdict.as_str(), r.kill.as_str())).collect();
@@ -118,6 +156,7 @@ fn every_verdict(dir: &Path) -> std::path::PathBuf {
             ("fire", "timed"),
             ("pass", "none"),
             ("pass", "syscall"),
+            ("fire", "syscall"),
             ("pass", "timed"),
             ("skip", "timed"),
             ("stub", "timed"),

@@ -195,6 +195,11 @@ fn consume_once_fires_on_racy_claim_and_on_split_claim_under_syscall_kills() {
     assert!(r["reason"].as_str().unwrap().contains("claimed 0 times"), "{r:#}");
     let details = r["details"].as_array().unwrap();
     assert!(details[0].as_str().unwrap().starts_with("r0 killed on its winning claim"), "{r:#}");
+    // Its kill point says where r0 was: in its claim, its kill a part of the fire.
+    let racer = &r["kill_points"].as_array().unwrap().last().unwrap()["racer"];
+    assert_eq!(racer["stage"], "in-claim", "{r:#}");
+    assert_eq!(racer["path"], "winning-claim", "{r:#}");
+    assert!(racer.get("no_part").is_none(), "split-claim's torn claim is the kill's: {r:#}");
     // The sweep stopped at the fire: the details say how many points did not run.
     let (planned, landed) = (r["points_planned"].as_u64().unwrap(), r["points_landed"].as_u64().unwrap());
     assert!(landed < planned, "{r:#}");

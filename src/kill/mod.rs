@@ -10,10 +10,12 @@
 //!   and [`fault`], `--kill fault`'s injection (a write or sync fails), and
 //!   [`short_write`], `--kill short-write`'s (a write is cut short).
 //!
-//! [`KillPoint`] says where a trial's kill landed, for every report.
+//! [`KillPoint`] says where a trial's kill landed, for every report, and
+//! for a race ([`racer`]) where the killed racer was in it.
 
 pub mod fault;
 pub mod inject;
+pub mod racer;
 pub mod short_write;
 pub mod syscall;
 pub mod timed;
@@ -92,6 +94,10 @@ pub struct KillPoint {
     pub offset: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub len: Option<u64>,
+    /// A race's kill (cell 2): where the killed racer was, and whether the
+    /// kill played a part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub racer: Option<racer::RacerAt>,
 }
 
 impl KillPoint {
@@ -121,7 +127,15 @@ impl KillPoint {
         if !place.is_empty() {
             s.push_str(&format!(" ({})", place.join(", ")));
         }
+        if let Some(r) = &self.racer {
+            s.push_str(&format!("; {}", r.describe()));
+        }
         s
+    }
+
+    /// The call this kill stopped, as a race's label reads it.
+    pub fn call(&self) -> racer::Call<'_> {
+        racer::Call { syscall: self.syscall.as_deref(), file: self.file.as_deref() }
     }
 }
 

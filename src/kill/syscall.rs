@@ -337,6 +337,7 @@ impl Point {
             file: self.file.map(|f| f.as_str().to_string()),
             offset: self.offset,
             len: self.len,
+            racer: None,
         }
     }
 }

@@ -182,7 +182,12 @@ pub enum Failure {
     ChildStart { child: String, why: String },
     #[error("{0}")]
     Reap(ReapError),
-    #[error("child stalled: {acks} of {target} acks within the {deadline:?} deadline; child killed; stderr: {stderr}")]
+    /// A timed trial's wait for its kill's target of acks ran out: the
+    /// deadline counts from the child's spawn.
+    #[error(
+        "child stalled: waited for {target} acks from its spawn and saw {acks} within the {deadline:?} deadline; \
+         child killed; stderr: {stderr}"
+    )]
     Stalled { acks: u64, target: u64, deadline: Duration, stderr: String },
     #[error("child ended early ({exit}) after {acks} acks; stderr: {stderr}")]
     EndedEarly { exit: Exit, acks: u64, stderr: String },
@@ -237,10 +242,10 @@ pub enum Failure {
          child's {path} start took {start:?} in the preflight)"
     )]
     RacersNotReady { pending: Vec<u32>, deadline: Duration, at_once: u32, start: Duration, path: &'static str },
-    #[error("racer r{racer} did not finish within {deadline:?}")]
-    RacerDeadline { racer: u32, deadline: Duration },
-    #[error("racer r0 did not end within {0:?}")]
-    R0Deadline(Duration),
+    #[error("racer r{racer} did not end within {deadline:?} of {since}")]
+    RacerDeadline { racer: u32, deadline: Duration, since: Since },
+    #[error("racer r0 {waited} within {deadline:?} of its release alone, the others held at their barrier")]
+    R0Deadline { deadline: Duration, waited: R0Wait },
     #[error("racer r{racer} ended with {exit}, neither WON (0) nor LOST (10): {stderr}")]
     RacerEnded { racer: u32, exit: Exit, stderr: String },
     #[error("r{racer}: {error}")]
@@ -338,6 +343,43 @@ impl Failure {
             }
             _ => None,
         }
+    }
+}
+
+/// When a wait for the free racers' ends began: its deadline counts from there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Since {
+    /// The release of the barrier they waited on.
+    Release,
+    /// The go of the held r0 (reads-first), after they were released and
+    /// each waited for the write lock or ended.
+    HeldGo,
+}
+
+impl std::fmt::Display for Since {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Since::Release => "the release of its barrier",
+            Since::HeldGo => "the held r0's go (reads-first: after the others' release and their wait for the lock)",
+        })
+    }
+}
+
+/// What a wait for r0, released alone, waited for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum R0Wait {
+    /// Its end (its winning claim, or its kill).
+    End,
+    /// Its hold at its claim's first write, or its end (reads-first).
+    Held,
+}
+
+impl std::fmt::Display for R0Wait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            R0Wait::End => "did not end",
+            R0Wait::Held => "neither reached its claim's first write (where reads-first holds it) nor ended",
+        })
     }
 }
 
@@ -538,5 +580,25 @@ mod tests {
         assert_eq!(f.to_string(), "the child ended (exit code 3) after 7 kill points, before point 9: (empty)");
         let r = Failure::R0OffPath { path: "winning claim", ends: vec![End::Killed, End::Exited(10)] };
         assert_eq!(r.to_string(), "r0 did not end its winning claim as it must (r0 killed, r1 exit 10)");
+    }
+
+    /// A deadline names what it waited for, and from when its count ran.
+    #[test]
+    fn a_deadline_says_what_it_waited_for_from_when() {
+        let d = Duration::from_secs(30);
+        let stalled = Failure::Stalled { acks: 3, target: 40, deadline: d, stderr: "(empty)".into() };
+        assert!(stalled.to_string().starts_with("child stalled: waited for 40 acks from its spawn and saw 3 within"));
+        let racer = Failure::RacerDeadline { racer: 3, deadline: d, since: Since::Release };
+        assert_eq!(racer.to_string(), "racer r3 did not end within 30s of the release of its barrier");
+        let held = Failure::RacerDeadline { racer: 2, deadline: d, since: Since::HeldGo };
+        assert!(held.to_string().contains("within 30s of the held r0's go (reads-first"), "{held}");
+        let r0 = Failure::R0Deadline { deadline: d, waited: R0Wait::Held };
+        assert_eq!(
+            r0.to_string(),
+            "racer r0 neither reached its claim's first write (where reads-first holds it) nor ended within 30s of \
+             its release alone, the others held at their barrier"
+        );
+        let end = Failure::R0Deadline { deadline: d, waited: R0Wait::End };
+        assert!(end.to_string().starts_with("racer r0 did not end within 30s of its release alone"));
     }
 }

@@ -555,6 +555,7 @@ pub(crate) mod tests {
             file: Some("store.db-wal".into()),
             offset: Some(4096),
             len: Some(4120),
+            racer: None,
         };
         assert_eq!(
             syscall.describe(),

@@ -123,13 +123,15 @@ pub fn confirm(
     found.outcome = Outcome::Error(Failure::OnlyForked { at, launcher, found: fire, plain: Box::new(plain), runs });
 }
 
-/// The last resort for a timed fire the exec'd trials did not repeat (a
-/// kill's instant cannot be carried from one path to another, and exec'd
-/// children keep other time: measured, the reference store's
-/// ack-before-commit fired forked at trial 14 and at none of 60 exec'd
-/// trials after it): the plain path's syscall sweep of the same cell and
-/// leg (`swept`: its decisive trial, every operation exec'd), whose kill
-/// points do not depend on time. If it fires, `found` (an
+/// The last resort for a fire the exec'd trials did not repeat, timed or
+/// a free race's (a kill's instant cannot be carried from one path to
+/// another, and exec'd children keep other time: measured, the reference
+/// store's ack-before-commit fired forked at trial 14 and at none of 60
+/// exec'd trials after it; racy-claim's free race fired forked and passed
+/// 8 exec'd races on 2 seeds of 10, exec'd racers starting too far apart to
+/// overlap): the plain path's syscall result of the same cell and leg
+/// (`swept`: its decisive trial, every operation exec'd), whose kill points
+/// and schedules do not depend on time. If it fires, `found` (an
 /// [`Failure::OnlyForked`] error) is a fire again, its details saying
 /// where the sweep fired and whether the same kind; if not, it stays the
 /// error.
@@ -138,10 +140,13 @@ pub fn by_sweep(found: &mut Trial, swept: Option<Trial>) {
     let Outcome::Error(Failure::OnlyForked { found: fire, .. }) = &found.outcome else { return };
     let fire = (**fire).clone();
     let kind = if same_kinds(&fire, &swept.outcome) { "the same kind" } else { "another kind" };
+    // A race's controlled schedule is its trial 0, and names itself in its details.
+    let schedule = swept.details.iter().find_map(|d| d.strip_prefix("schedule ")?.split(':').next());
+    let at = schedule.map_or_else(|| format!("point {}", swept.index), |s| format!("its schedule {s}"));
     found.details.push(format!(
-        "confirmed exec'd by the syscall sweep of this cell and leg, whose kill points do not \
-         depend on time: point {} fired {kind}: {}",
-        swept.index, swept.outcome
+        "confirmed exec'd by the syscall sweep of this cell and leg, whose kill points and schedules do not \
+         depend on time: {at} fired {kind}: {}",
+        swept.outcome
     ));
     found.outcome = fire;
     found.plain_confirmed = true;
@@ -240,6 +245,20 @@ mod tests {
         assert!(t.plain_confirmed);
         let last = t.details.last().unwrap();
         assert!(last.contains("point 31 fired the same kind: 8 of 8 racers won"), "{last}");
+    }
+
+    /// racy-claim's free race, forked, fired; exec'd, its racers started
+    /// too far apart to overlap: the syscall result's schedule confirms it.
+    #[test]
+    fn a_free_race_the_execd_races_missed_is_a_fire_again_when_the_schedule_fires() {
+        let mut t = found();
+        confirm(&mut t, (Site::Trial(0), "fork server"), 8, &mut |_| Some(Exec::at_site(Outcome::Pass)));
+        let mut scheduled = Trial::ended(TrialIndex::nth(0), fire("8 of 8 racers won"));
+        scheduled.details.push("schedule reads-first: r0 held at its claim's first write".into());
+        by_sweep(&mut t, Some(scheduled));
+        assert_eq!(t.outcome, fire("8 of 8 racers won"));
+        let last = t.details.last().unwrap();
+        assert!(last.contains("its schedule reads-first fired the same kind"), "{last}");
     }
 
     #[test]

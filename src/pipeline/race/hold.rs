@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use crate::harness::{Exit, POLL, Running, TraceError, Traced, interrupted};
 use crate::kill::syscall::{Driven, Goal, Targets, drive, drive_asking};
-use crate::pipeline::outcome::{Failure, Interruption, Outcome};
+use crate::pipeline::outcome::{Failure, Interruption, Outcome, R0Wait};
 
 /// The schedule's name, as a result says which one fired.
 pub const READS_FIRST: &str = "reads-first";
@@ -93,7 +93,7 @@ impl Hold {
                 return Err(Outcome::Interrupted(Interruption::WaitingForR0));
             }
             if Instant::now() >= end {
-                return Err(Outcome::Error(Failure::R0Deadline(deadline)));
+                return Err(Outcome::Error(Failure::R0Deadline { deadline, waited: R0Wait::Held }));
             }
             std::thread::sleep(POLL);
         }

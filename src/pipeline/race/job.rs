@@ -29,12 +29,13 @@ use crate::crashstate::walindex::WalIndex;
 use crate::crashstate::{Files, Log, Names};
 use crate::dbfiles::{DB_FILES, sibling};
 use crate::harness::{Cut, Exit, Launch, POLL, Running, interrupted};
+use crate::kill::racer::RacerAt;
 use crate::kill::syscall::{Driven, Goal, Targets, drive};
 use crate::kill::{KillPoint, TrialIndex};
 use crate::pipeline::judge::census::{Census, Filter, trace_outcome};
 use crate::pipeline::judge::pending::{MakeTrial, Owner, Pending, in_order};
 use crate::pipeline::judge::verdict::{Acks, Crash, Ended, conclude, prepare};
-use crate::pipeline::outcome::{Failure, Interruption, Outcome};
+use crate::pipeline::outcome::{Failure, Interruption, Outcome, R0Wait, Since};
 use crate::pipeline::race::hold::Hold;
 use crate::pipeline::run::context::Scope;
 use crate::pipeline::trial::Trial;
@@ -80,6 +81,17 @@ pub(super) enum Order {
     /// others, until each waits for the write lock or has ended; then r0
     /// goes on: every claim's read done before any claim's write.
     ReadsFirst,
+}
+
+impl Order {
+    /// The path this order sends r0 on (`winning-claim`, `losing-claim`),
+    /// as a kill's label names it.
+    pub(super) fn path(self) -> &'static str {
+        match self {
+            Order::R0Last => "losing-claim",
+            Order::Together | Order::R0First | Order::ReadsFirst => "winning-claim",
+        }
+    }
 }
 
 /// How a traced r0 ended.
@@ -342,7 +354,12 @@ impl<'a> Race<'a> {
                     .kill_and_reap()
                     .check()
                     .map_err(|error| Outcome::Error(Failure::RacerReap { racer: 0, error }))?;
-                Ok(Traced0::Killed(p.kill_point(TrialIndex::at(p.ordinal), 0)))
+                let mut kp = p.kill_point(TrialIndex::at(p.ordinal), 0);
+                // Reaped: its journal is all it wrote. Whether it touched the
+                // store is its sweep's to say (`race::sweep`), which sees both sides.
+                let journal = std::fs::read(acks_of(env, 0)).unwrap_or_default();
+                kp.racer = Some(RacerAt::of(0, order.path(), &journal, kp.call(), false));
+                Ok(Traced0::Killed(kp))
             }
             Ok(Driven::Exited { exit, counted }) => Ok(Traced0::Exited(exit, counted, None)),
             Err(e) => Err(trace_outcome(e, self.ctx)),
@@ -408,7 +425,9 @@ impl<'a> Race<'a> {
                 hold.go();
             }
         }
-        let exits = self.wait_all(&mut running, first, clock)?;
+        // Reads-first lets the held r0 go only after the others' release and their wait for its lock.
+        let since = if order == Order::ReadsFirst { Since::HeldGo } else { Since::Release };
+        let exits = self.wait_all(&mut running, first, (clock, since))?;
         if order == Order::R0Last {
             turn();
         }
@@ -446,7 +465,12 @@ impl<'a> Race<'a> {
     /// Waits for the free racers, numbered from `first`, to end: looks at
     /// each in turn, so that the time each is seen to end is its own (the
     /// timeline's lanes), not that of the racer waited on before it.
-    fn wait_all(&self, running: &mut [Running], first: u32, clock: &Clock) -> Result<Vec<Exit>, Outcome> {
+    fn wait_all(
+        &self,
+        running: &mut [Running],
+        first: u32,
+        (clock, since): (&Clock, Since),
+    ) -> Result<Vec<Exit>, Outcome> {
         let end = Instant::now() + self.ctx.deadline;
         let mut exits: Vec<Option<Exit>> = vec![None; running.len()];
         loop {
@@ -465,7 +489,7 @@ impl<'a> Race<'a> {
                 return Err(Outcome::Interrupted(Interruption::Racer(r)));
             }
             if Instant::now() >= end {
-                return Err(Outcome::Error(Failure::RacerDeadline { racer: r, deadline: self.ctx.deadline }));
+                return Err(Outcome::Error(Failure::RacerDeadline { racer: r, deadline: self.ctx.deadline, since }));
             }
             std::thread::sleep(POLL);
         }
@@ -478,7 +502,7 @@ impl<'a> Race<'a> {
             if Instant::now() >= end || interrupted().is_some() {
                 return Err(match interrupted() {
                     Some(_) => Outcome::Interrupted(Interruption::WaitingForR0),
-                    None => Outcome::Error(Failure::R0Deadline(self.ctx.deadline)),
+                    None => Outcome::Error(Failure::R0Deadline { deadline: self.ctx.deadline, waited: R0Wait::End }),
                 });
             }
             std::thread::sleep(POLL);

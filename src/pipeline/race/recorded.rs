@@ -33,6 +33,8 @@ use crate::crashstate::state::states_from;
 use crate::crashstate::walindex::{DmsHold, WalIndex, lay_and_hold, snapshot};
 use crate::crashstate::{Files, Log, Names, State};
 use crate::dbfiles::sibling;
+use crate::kill::KillPoint;
+use crate::kill::racer::RacerAt;
 use crate::kill::syscall::FileKind;
 use crate::kill::syscall::sweep_points;
 use crate::kill::{Ordinal, TrialIndex};
@@ -46,7 +48,7 @@ use crate::pipeline::outcome::{Failure, Outcome};
 use crate::pipeline::plain::confirm;
 use crate::pipeline::plain::decide::{Found, decide};
 use crate::pipeline::race::job::{Finished, Order, R0, Race, acks_of};
-use crate::pipeline::race::sweep::{Claim, RaceSweep, Split, ready_of};
+use crate::pipeline::race::sweep::{Claim, RaceSweep, Split, killed_on, ready_of};
 use crate::pipeline::trial::Trial;
 use crate::pipeline::workload::job::ended_with;
 use crate::pipeline::workload::recorded::fallback_note;
@@ -404,8 +406,9 @@ impl<'a> Points<'a> {
     fn described(&self, mut t: Trial, n: u64) -> Trial {
         let (claim, at) = self.split.locate(n);
         let of = if claim == Claim::Winning { self.split.winning } else { self.split.losing };
-        let path = claim.phrase();
-        t.details.insert(0, format!("r0 killed on its {path}, at its point {at} of {of} (sweep point {n}); its state rebuilt from the recording"));
+        let stage = t.kill_point.as_ref().and_then(|k| k.racer.as_ref()).map(|r| r.stage);
+        let killed = killed_on(claim, stage, (at, of, n));
+        t.details.insert(0, format!("{killed}; its state rebuilt from the recording"));
         t
     }
 
@@ -447,7 +450,7 @@ impl Source for Points<'_> {
         let (n, recorded, state, _) = &self.states[made.i];
         let index = TrialIndex::at(Ordinal(*n));
         let mut t = Trial::new(index);
-        t.kill_point = Some(state.point.kill_point(index, 0));
+        t.kill_point = Some(killed_at(recorded, state, index));
         let outcome = match &made.raced {
             Some((env, f)) => conclude(&self.race.crash(env, f, d.census), &mut t, || got[0].recovered()),
             None => conclude(&left(d, recorded, state), &mut t, || got[0].recovered()),
@@ -468,6 +471,16 @@ impl Source for Points<'_> {
 /// connections held it; nothing to lay where they were not connected.
 fn held(env: &TrialEnv, shm: Option<&[u8]>) -> std::io::Result<Option<DmsHold>> {
     shm.map(|bytes| lay_and_hold(&sibling(&env.db, "-shm"), bytes)).transpose()
+}
+
+/// The kill point of `state`, sweep point `index`: where r0 was, from the
+/// journal the state holds, and whether it left the store as its path's
+/// recording started from it (the parked store, or what the others left).
+fn killed_at(recorded: &Recorded, state: &State, index: TrialIndex) -> KillPoint {
+    let mut kp = state.point.kill_point(index, 0);
+    let untouched = recorded.base.clone().without_acks().differs_from(&state.files.clone().without_acks()).is_none();
+    kp.racer = Some(RacerAt::of(0, recorded.claim.name(), &state.acks, kp.call(), untouched));
+    kp
 }
 
 /// A losing-claim state as the verdict reads it: r0 killed with the

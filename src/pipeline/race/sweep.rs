@@ -26,12 +26,14 @@
 //! every racer's journal. A winning point r0 never reached is judged alone
 //! at once: its pass is the error above, which no batch may decide.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use crashcells_protocol::{EXIT_LOST, EXIT_WON, Ready};
 
 use crate::cells::End;
+use crate::crashstate::{Files, Names};
 use crate::journal;
+use crate::kill::racer::Stage;
 use crate::kill::syscall::Goal;
 use crate::kill::{KillPoint, Ordinal, TrialIndex};
 use crate::legaudit::audit_leg;
@@ -202,12 +204,14 @@ impl<'a> RaceSweep<'a> {
         let of = if claim == Claim::Winning { split.winning } else { split.losing };
         let mut trial = Trial::new(index);
         let raced = self.race.env(&format!("p{n}")).map_err(Outcome::Error).map(|env| {
-            let r0 = R0::Traced(filter, Goal::KillAt(at));
-            let finished = self.race.run(&env, self.race.racers, r0, claim.order());
+            let finished = self.raced(&env, filter, at, claim);
             (env, finished)
         });
-        let reached = raced.as_ref().ok().and_then(|(_, f)| f.as_ref().ok()).map(|f| f.kill_point.is_some());
-        trial.details.push(said(claim, at, of, n, reached));
+        let fate = match raced.as_ref().ok().and_then(|(_, f)| f.as_ref().ok()) {
+            Some(f) => f.kill_point.as_ref().map_or(Fate::PathEnded, |k| Fate::Killed(racer_stage(k))),
+            None => Fate::RaceEnded,
+        };
+        trial.details.push(said(claim, (at, of, n), fate));
         let (env, f) = match raced {
             Ok((env, Ok(f))) => (env, f),
             Ok((env, Err(o))) => return Pending::ended(trial.conclude(o).with_env(env)),
@@ -224,18 +228,82 @@ impl<'a> RaceSweep<'a> {
     }
 }
 
-/// What became of r0 at sweep point `n` (its point `at` of `of` on its
-/// `claim`): killed there, its path ended first, or (`reached` none) the
-/// race ended before r0 got there.
-fn said(claim: Claim, at: u64, of: u64, n: u64, reached: Option<bool>) -> String {
+impl RaceSweep<'_> {
+    /// One race with r0 killed at its point `at` on `claim`, the others
+    /// released in that claim's order, and r0's kill weighed: whether it
+    /// left the store as it found it.
+    fn raced(&self, env: &TrialEnv, filter: Filter, at: u64, claim: Claim) -> Result<Finished, Outcome> {
+        let r0 = R0::Traced(filter, Goal::KillAt(at));
+        // The store when one side of the race had ended and the other had not begun.
+        let at_turn = Mutex::new(None);
+        let turn = || *at_turn.lock().expect("no turn panics") = store_of(env);
+        let finished = self.race.run_turning(env, self.race.racers, r0, claim.order(), &turn)?;
+        let turned = at_turn.into_inner().expect("no turn panics");
+        Ok(self.weighed(finished, claim, turned, env))
+    }
+
+    /// Marks r0's kill as one that played no part where the store's files
+    /// were the same before and after r0's turn: on the winning claim the
+    /// parked store against what r0 left (read before the others went), on
+    /// the losing claim what the others left against the store at the end.
+    fn weighed(&self, mut f: Finished, claim: Claim, turned: Option<Files>, env: &TrialEnv) -> Finished {
+        let Some(racer) = f.kill_point.as_mut().and_then(|k| k.racer.as_mut()) else { return f };
+        let (found, left) = match claim {
+            Claim::Winning => (self.race.parked_store().ok(), turned),
+            Claim::Losing => (turned, store_of(env)),
+        };
+        if let (Some(found), Some(left)) = (found, left) {
+            racer.no_part |= found.differs_from(&left).is_none();
+        }
+        f
+    }
+}
+
+/// The store's files in a race's folder, if they can be read.
+fn store_of(env: &TrialEnv) -> Option<Files> {
+    Files::read_store(env.dir(), &Names::store(&env.db)).ok()
+}
+
+/// Where a killed r0 was, from its kill point.
+fn racer_stage(kill: &KillPoint) -> Option<Stage> {
+    kill.racer.as_ref().map(|r| r.stage)
+}
+
+/// What became of r0 at a sweep point.
+#[derive(Clone, Copy, Debug)]
+enum Fate {
+    /// Killed there, where it was if its journal says.
+    Killed(Option<Stage>),
+    /// Its path ended before the point.
+    PathEnded,
+    /// An error cut the race short: r0's path did not end early, the race did.
+    RaceEnded,
+}
+
+/// What became of r0 at sweep point `n` (its point `at` of `of` on its `claim`).
+fn said(claim: Claim, (at, of, n): (u64, u64, u64), fate: Fate) -> String {
     let path = claim.phrase();
-    match reached {
-        Some(true) => format!("r0 killed on its {path}, at its point {at} of {of} (sweep point {n})"),
-        // An error cut the race short: r0's path did not end early, the race did.
-        None => format!(
+    match fate {
+        Fate::Killed(stage) => killed_on(claim, stage, (at, of, n)),
+        Fate::RaceEnded => format!(
             "r0 not killed at its point {at} of {of} on its {path} (sweep point {n}): the race ended before r0 got there"
         ),
-        Some(false) => format!("r0 not killed: its {path} ended before its point {at} of {of} (sweep point {n})"),
+        Fate::PathEnded => format!("r0 not killed: its {path} ended before its point {at} of {of} (sweep point {n})"),
+    }
+}
+
+/// Where r0 was killed at sweep point `n`, its point `at` of `of` on the
+/// path `claim`'s order sent it on: before its barrier it never claimed,
+/// whatever the order.
+pub(super) fn killed_on(claim: Claim, stage: Option<Stage>, (at, of, n): (u64, u64, u64)) -> String {
+    let path = claim.phrase();
+    let place = format!("at its point {at} of {of} (sweep point {n})");
+    match stage {
+        Some(Stage::BeforeBarrier) => {
+            format!("r0 killed before its barrier, {place}, sent on its {path}: it never claimed")
+        }
+        Some(Stage::AfterClaim) => format!("r0 killed after its {path}, {place}: its claim was over"),
+        Some(Stage::InClaim) | None => format!("r0 killed on its {path}, {place}"),
     }
 }
 
@@ -280,11 +348,21 @@ mod tests {
     /// a point r0's path ended before is said so whatever the judge found.
     #[test]
     fn a_point_says_whether_r0_was_killed_its_path_ended_or_the_race_did() {
+        let in_claim = Fate::Killed(Some(Stage::InClaim));
         assert!(
-            said(Claim::Winning, 3, 22, 3, Some(true)).starts_with("r0 killed on its winning claim, at its point 3")
+            said(Claim::Winning, (3, 22, 3), in_claim).starts_with("r0 killed on its winning claim, at its point 3")
         );
-        assert!(said(Claim::Losing, 31, 30, 52, Some(false)).contains("its losing claim ended before its point 31"));
-        assert!(said(Claim::Winning, 3, 22, 3, None).ends_with("the race ended before r0 got there"));
+        assert!(
+            said(Claim::Losing, (31, 30, 52), Fate::PathEnded).contains("its losing claim ended before its point 31")
+        );
+        assert!(said(Claim::Winning, (3, 22, 3), Fate::RaceEnded).ends_with("the race ended before r0 got there"));
+        // ADK's point 1: r0 killed writing its ready record, sent on its winning claim.
+        assert_eq!(
+            said(Claim::Winning, (1, 22, 1), Fate::Killed(Some(Stage::BeforeBarrier))),
+            "r0 killed before its barrier, at its point 1 of 22 (sweep point 1), sent on its winning claim: it never \
+             claimed"
+        );
+        assert!(said(Claim::Losing, (9, 9, 31), Fate::Killed(Some(Stage::AfterClaim))).starts_with("r0 killed after"));
     }
 
     #[test]

@@ -235,7 +235,9 @@ fn on_plain_path(
     let launcher = ctx.child.launcher();
     let racy = matches!(shape, Shape::Race { .. });
     confirm::confirm(found, (at, &launcher), confirm::tries(job.kill, racy, found.index), &mut again);
-    if job.kill == KillMode::Timed && !found.plain_confirmed && found.is_bad() {
+    // A kill the scheduler places, or a free race, the exec'd runs missed:
+    // the syscall result's points and schedules do not depend on time.
+    if matches!(job.kill, KillMode::Timed | KillMode::None) && !found.plain_confirmed && found.is_bad() {
         let sweep = Job { kill: KillMode::Syscall, ..job.clone() };
         let mut plain = ctx.plain();
         plain.options = ctx.options.narrowed(&job.cell.id, Some(&leg.name), KillMode::Syscall, None);
