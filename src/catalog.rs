@@ -52,6 +52,10 @@ pub struct Params {
     /// restart, at most this many operations (at the store's own settings:
     /// the driver never changes its `wal_autocheckpoint`).
     pub checkpoint_ops: Option<u64>,
+    /// Appends each writer makes in a timed trial of concurrent writers
+    /// (cell 6, `co-append --stop-after`): more than the window and a half,
+    /// so that the kill lands while r0 still appends.
+    pub appends: Option<u64>,
 }
 
 /// Racers in a syscall sweep's race when the catalog does not say: r0, and

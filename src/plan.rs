@@ -114,7 +114,7 @@ fn kills_for(shape: &Shape, asked: &[KillMode]) -> Vec<KillMode> {
 pub fn kill_for(shape: &Shape, asked: KillMode) -> Option<KillMode> {
     match shape {
         Shape::Race { .. } if asked.mode().race == crate::killmode::Race::Free => Some(KillMode::free_race()),
-        Shape::Workload { .. } if !asked.kills() => None,
+        Shape::Workload { .. } | Shape::Writers { .. } if !asked.kills() => None,
         _ => Some(asked),
     }
 }

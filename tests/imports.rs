@@ -77,6 +77,7 @@ const PIPELINE: &[&str] = &[
     "race::sweep",
     "race::recorded",
     "race::compare",
+    "race::writers",
     "result::fold",
     "result::dispatch",
 ];

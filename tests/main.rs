@@ -33,3 +33,4 @@ mod synclevel;
 mod syscall;
 mod timeline;
 mod warmpool;
+mod writers;

@@ -320,7 +320,7 @@ fn checks(report: &Value) -> Vec<(String, String, String)> {
 }
 
 /// Every check docs/PROTOCOL.md §7 names, in its order.
-const EVERY_CHECK: [&str; 28] = [
+const EVERY_CHECK: [&str; 30] = [
     "ready",
     "protocol-version",
     "ready-fields",
@@ -346,6 +346,8 @@ const EVERY_CHECK: [&str; 28] = [
     "deliver-state",
     "catch-up-arrived",
     "catch-up-missing",
+    "co-append",
+    "co-append-state",
     "syscall-determinism",
     "fork-server",
     "warm-pool",

@@ -6,6 +6,7 @@
 //! (`crashcells child <op> ...`), the ack journal and `dump`'s JSON, so that
 //! another store can stand behind the same commands.
 
+pub mod coappend;
 pub mod forkserver;
 pub mod ops;
 pub mod resolver;
@@ -40,7 +41,7 @@ pub enum ChildError {
 }
 
 impl ChildError {
-    fn io(what: &str) -> impl FnOnce(std::io::Error) -> ChildError + '_ {
+    pub(crate) fn io(what: &str) -> impl FnOnce(std::io::Error) -> ChildError + '_ {
         move |e| ChildError::Io(what.to_string(), e)
     }
 

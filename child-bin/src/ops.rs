@@ -1,6 +1,7 @@
 //! The child operations the driver runs in a separate process and kills:
-//! `append`, `rotate`, `park`, `claim`, `fork`, `deliver`, and the recovery
-//! steps `catch-up` and `dump`.
+//! `append`, `rotate`, `park`, `claim`, `fork`, `deliver`, `co-append`
+//! (its own module, [`crate::coappend`]), and the recovery steps `catch-up`
+//! and `dump`.
 //!
 //! Crash model: `append`, `rotate`, `fork` and `deliver` run until the
 //! driver's `SIGKILL` (or `--stop-after`), writing one ack per operation
@@ -52,6 +53,8 @@ pub enum ChildOp {
     Deliver(DeliverArgs),
     /// The restart step: finish every obligation not delivered, sending none twice.
     CatchUp(CatchUpArgs),
+    /// One of several writers: wait at the barrier, then append to `main` until killed.
+    CoAppend(crate::coappend::CoAppendArgs),
     /// Serve forks: one process per operation the driver asks for on stdin
     /// (docs/PROTOCOL.md §9).
     ForkServer,
@@ -153,11 +156,12 @@ pub fn run(op: ChildOp) -> Result<i32, ChildError> {
         ChildOp::Fork(a) => fork(a).map(|()| 0),
         ChildOp::Deliver(a) => deliver(a).map(|()| 0),
         ChildOp::CatchUp(a) => catch_up(a).map(|()| 0),
+        ChildOp::CoAppend(a) => crate::coappend::co_append(a).map(|()| 0),
         ChildOp::ForkServer => Ok(crate::forkserver::serve()),
     }
 }
 
-fn ready(store: &Store, op: &str) -> Record {
+pub(crate) fn ready(store: &Store, op: &str) -> Record {
     Record::Ready(Ready {
         protocol: PROTOCOL,
         pid: std::process::id(),
@@ -178,11 +182,11 @@ fn ready(store: &Store, op: &str) -> Record {
     })
 }
 
-fn ack(op: &str, i: u64) -> Record {
+pub(crate) fn ack(op: &str, i: u64) -> Record {
     Record::Ack(Ack::of(op, i))
 }
 
-fn open(db: &std::path::Path) -> Result<Store, ChildError> {
+pub(crate) fn open(db: &std::path::Path) -> Result<Store, ChildError> {
     Ok(Store::open(db, DatabaseConfig::from_env()?)?)
 }
 

@@ -39,12 +39,16 @@ CREATE TABLE IF NOT EXISTS messages (
     session_id TEXT NOT NULL REFERENCES sessions(id),
     role TEXT NOT NULL,
     content TEXT NOT NULL,
+    -- The message's place in its session, from 0: the store's own order,
+    -- which dump reports. Not UNIQUE: a store that numbers outside its write
+    -- transaction shows its duplicates to the cells instead of failing.
+    position INTEGER NOT NULL,
     timestamp REAL NOT NULL,
     -- 0 once a rewind soft-deleted the message: agent stores keep the tail
     -- of a rewound transcript, out of the live view.
     active INTEGER NOT NULL DEFAULT 1
 );
-CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session_id);
+CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session_id, position);
 CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions(parent_session_id);
 ";
 
@@ -193,6 +197,29 @@ impl Store {
         before_commit: &mut dyn FnMut(),
     ) -> rusqlite::Result<i64> {
         self.immediate(|tx| insert_message(tx, session, role, content), before_commit)
+    }
+
+    /// Mutant `position-read-outside-txn`: reads `session`'s next position
+    /// on its own, then inserts at it in the write transaction. Another
+    /// writer can read the same position in between: two messages at one.
+    pub fn append_position_read_outside(&mut self, session: &str, role: &str, content: &str) -> rusqlite::Result<()> {
+        let next: i64 = with_retry(|| {
+            self.conn.query_row(
+                "SELECT coalesce(max(position) + 1, 0) FROM messages WHERE session_id=?1",
+                [session],
+                |r| r.get(0),
+            )
+        })?;
+        self.immediate(
+            |tx| {
+                tx.execute(
+                    "INSERT INTO messages (session_id, role, content, position, timestamp) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![session, role, content, next, now()],
+                )?;
+                count_message(tx, session)
+            },
+            &mut || (),
+        )
     }
 
     /// Readies a rotation's parent in one transaction: creates it (unless it
@@ -373,13 +400,21 @@ pub(crate) fn insert_message(
     role: &str,
     content: &str,
 ) -> rusqlite::Result<i64> {
+    // The next position is read inside the write transaction that uses it:
+    // no other writer can take it in between.
     tx.execute(
-        "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?1, ?2, ?3, ?4)",
+        "INSERT INTO messages (session_id, role, content, position, timestamp)
+         VALUES (?1, ?2, ?3, (SELECT coalesce(max(position) + 1, 0) FROM messages WHERE session_id=?1), ?4)",
         params![session, role, content, now()],
     )?;
     let id = tx.last_insert_rowid();
+    count_message(tx, session).map(|()| id)
+}
+
+/// One more message in `session`'s `message_count`.
+fn count_message(tx: &rusqlite::Transaction<'_>, session: &str) -> rusqlite::Result<()> {
     let n = tx.execute("UPDATE sessions SET message_count = message_count + 1 WHERE id=?1", [session])?;
-    expect_one(n).map(|()| id)
+    expect_one(n)
 }
 
 fn insert_continuation(tx: &rusqlite::Transaction<'_>, parent: &str, child: &str) -> rusqlite::Result<()> {

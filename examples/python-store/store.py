@@ -50,9 +50,12 @@ CREATE TABLE IF NOT EXISTS turns (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     conversation TEXT NOT NULL REFERENCES conversations(name),
     speaker TEXT NOT NULL,
-    body TEXT NOT NULL
+    body TEXT NOT NULL,
+    -- The turn's place in its conversation, from 0, numbered inside the
+    -- transaction that inserts it: dump reports it as `position`.
+    pos INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS turns_by_conversation ON turns(conversation);
+CREATE INDEX IF NOT EXISTS turns_by_conversation ON turns(conversation, pos);
 """
 
 # Created by `deliver` and `catch-up` only, so the other operations keep their schema.
@@ -342,7 +345,11 @@ def insert_conversation(c, name, continues=None, handoff=None, branched_from=Non
 
 
 def insert_turn(c, name, speaker, body):
-    c.execute("INSERT INTO turns (conversation, speaker, body) VALUES (?, ?, ?)", (name, speaker, body))
+    c.execute(
+        "INSERT INTO turns (conversation, speaker, body, pos)"
+        " VALUES (?, ?, ?, (SELECT coalesce(max(pos) + 1, 0) FROM turns WHERE conversation = ?))",
+        (name, speaker, body, name),
+    )
     expect_one(c.execute("UPDATE conversations SET turns = turns + 1 WHERE name=?", (name,)), "turn count of %s" % name)
 
 
@@ -390,11 +397,11 @@ def read_state(conn):
     sessions = conn.execute(
         "SELECT name, continues, closed IS NOT NULL, close_reason, turns, handoff, branched_from FROM conversations"
     )
-    turns = conn.execute("SELECT conversation, speaker, body FROM turns ORDER BY seq")
+    turns = conn.execute("SELECT conversation, speaker, body, pos FROM turns ORDER BY seq")
     state = {
         "integrity": integrity,
         "sessions": [session(*row) for row in sessions],
-        "messages": [{"session_id": c, "role": s, "content": b} for c, s, b in turns],
+        "messages": [{"session_id": c, "role": s, "content": b, "position": p} for c, s, b, p in turns],
     }
     if "obligations" in tables:
         state["obligations"] = [{"key": k, "state": s} for k, s in conn.execute("SELECT key, state FROM obligations")]

@@ -2,7 +2,7 @@
 //! store after recovery, with no row ids or timestamps, so that any store can
 //! print the same shape and two recovery passes can be compared byte for byte.
 //!
-//! Fields added after version 1 (a message's `active`, a session's
+//! Fields added after version 1 (a message's `position` and `active`, a session's
 //! `branch_of`, the top-level `outbox`) are omitted when they hold their
 //! default, so a store that never forks or delivers prints exactly the bytes
 //! it printed before.
@@ -45,6 +45,12 @@ pub struct DumpMessage {
     pub session_id: String,
     pub role: String,
     pub content: String,
+    /// The message's place in its session as the store itself records it
+    /// (a sequence or index column): what the store orders by, so that two
+    /// messages at one place, or a place skipped, show. Optional (a store
+    /// that orders by row id alone has none to show); omitted when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<i64>,
     /// False for a message a rewind soft-deleted; omitted when true.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub active: bool,
@@ -85,7 +91,13 @@ impl DumpSession {
 impl DumpMessage {
     /// An active message.
     pub fn new(session_id: &str, role: &str, content: &str) -> DumpMessage {
-        DumpMessage { session_id: session_id.into(), role: role.into(), content: content.into(), active: true }
+        DumpMessage {
+            session_id: session_id.into(),
+            role: role.into(),
+            content: content.into(),
+            position: None,
+            active: true,
+        }
     }
 }
 
@@ -182,13 +194,16 @@ mod tests {
         ];
         d.messages = vec![
             DumpMessage::new("main", "user", "m0"),
-            DumpMessage { active: false, ..DumpMessage::new("main", "user", "m1") },
+            DumpMessage { position: Some(1), active: false, ..DumpMessage::new("main", "user", "m1") },
         ];
         d.outbox = vec![DumpObligation { key: "o0".into(), state: "delivered".into() }];
         let line = d.to_canonical_line();
         assert!(line.contains(r#""handoff_state":null},{"id":"main.3""#), "{line}");
         assert!(line.contains(r#""handoff_state":null,"branch_of":"main"}"#), "{line}");
-        assert!(line.contains(r#""content":"m0"},{"#) && line.contains(r#""content":"m1","active":false}"#), "{line}");
+        assert!(
+            line.contains(r#""content":"m0"},{"#) && line.contains(r#""content":"m1","position":1,"active":false}"#),
+            "{line}"
+        );
         assert!(line.ends_with("],\"outbox\":[{\"key\":\"o0\",\"state\":\"delivered\"}]}\n"), "{line}");
         assert_eq!(serde_json::from_str::<Dump>(&line).unwrap(), d);
         assert!(!Dump::empty(1, "ok".into()).to_canonical_line().contains("outbox"));

@@ -42,11 +42,14 @@ pub enum Op {
     Deliver,
     /// The store's restart step: finish every obligation not delivered.
     CatchUp,
+    /// One of several writers: wait at the barrier, then append
+    /// `<writer>-m0, <writer>-m1, ...` to session `main` (cell 6).
+    CoAppend,
 }
 
 impl Op {
-    pub const ALL: [Op; 8] =
-        [Op::Append, Op::Rotate, Op::Park, Op::Claim, Op::Dump, Op::Fork, Op::Deliver, Op::CatchUp];
+    pub const ALL: [Op; 9] =
+        [Op::Append, Op::Rotate, Op::Park, Op::Claim, Op::Dump, Op::Fork, Op::Deliver, Op::CatchUp, Op::CoAppend];
     /// The operations every version-1 child implements.
     pub const VERSION_1: [Op; 5] = [Op::Append, Op::Rotate, Op::Park, Op::Claim, Op::Dump];
 
@@ -61,6 +64,7 @@ impl Op {
             Op::Fork => "fork",
             Op::Deliver => "deliver",
             Op::CatchUp => "catch-up",
+            Op::CoAppend => "co-append",
         }
     }
 
@@ -127,6 +131,11 @@ impl OpArgs {
     /// `--claimant NAME`: who claims.
     pub fn claimant(self, name: &str) -> OpArgs {
         self.flag("--claimant", name)
+    }
+
+    /// `--writer NAME`: which writer of `co-append` this process is.
+    pub fn writer(self, name: &str) -> OpArgs {
+        self.flag("--writer", name)
     }
 
     /// `--stop-after N`: end after N operations instead of running until killed.
@@ -320,10 +329,14 @@ pub enum Mutant {
     /// record (cell 1 fires on every leg whose calls show the level: the
     /// recorded commits sync nothing).
     ClaimsFull,
+    /// `co-append` reads the session's next position (`max(position) + 1`)
+    /// before its write transaction, then inserts at it: two writers can
+    /// read the same one (cell 6 fires: a duplicate position).
+    PositionReadOutsideTxn,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 14] = [
+    pub const ALL: [Mutant; 15] = [
         Mutant::AckBeforeCommit,
         Mutant::RacyClaim,
         Mutant::SplitRotation,
@@ -338,6 +351,7 @@ impl Mutant {
         Mutant::IgnoreShortWrite,
         Mutant::DirtyMarker,
         Mutant::ClaimsFull,
+        Mutant::PositionReadOutsideTxn,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -356,6 +370,7 @@ impl Mutant {
             Mutant::IgnoreShortWrite => "ignore-short-write",
             Mutant::DirtyMarker => "dirty-marker",
             Mutant::ClaimsFull => "claims-full",
+            Mutant::PositionReadOutsideTxn => "position-read-outside-txn",
         }
     }
 
@@ -395,6 +410,9 @@ impl Mutant {
                  last message (found by --kill syscall)"
             }
             Mutant::ClaimsFull => "`append` syncs nothing (synchronous=OFF) and reports synchronous=full",
+            Mutant::PositionReadOutsideTxn => {
+                "`co-append` reads the next position before its write transaction, then inserts at it"
+            }
         }
     }
 
@@ -413,6 +431,7 @@ impl Mutant {
             Mutant::SplitRotation | Mutant::SplitContinuation => 3,
             Mutant::TornFork | Mutant::TornBranch => 4,
             Mutant::ResendOnCatchUp => 5,
+            Mutant::PositionReadOutsideTxn => 6,
         }
     }
 }

@@ -76,6 +76,7 @@ pub fn store_failed(op: Op) -> &'static str {
         Op::Fork => "store-failed-fork",
         Op::Deliver => "store-failed-deliver",
         Op::CatchUp => "store-failed-catch-up",
+        Op::CoAppend => "store-failed-co-append",
     }
 }
 
@@ -133,6 +134,11 @@ pub enum Shape {
     /// `park`, then `racers` claimants released together by a barrier; under
     /// syscall kills, racer r0 is killed at each of its points.
     Race { racers: u32 },
+    /// `writers` processes appending to one session at once (`co-append`),
+    /// released by a barrier, each `appends` times; writer r0 is killed at
+    /// `window` acks (plus a seeded extra) while the others run on, or at
+    /// each point of `sweep_appends` appends.
+    Writers { writers: u32, appends: u64, window: u64, sweep_appends: u64 },
 }
 
 impl Shape {
@@ -152,6 +158,7 @@ impl Shape {
                 [Some(op), recovery, Some(Op::Dump)].into_iter().flatten().collect()
             }
             Shape::Race { .. } => vec![Op::Park, Op::Claim, Op::Dump],
+            Shape::Writers { .. } => vec![Op::CoAppend, Op::Dump],
         }
     }
 

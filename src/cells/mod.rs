@@ -10,6 +10,7 @@
 //! needs (docs/DESIGN.md, "Adding a cell").
 
 mod cell;
+pub mod positions;
 
 #[cfg(test)]
 pub use cell::declared;
@@ -36,6 +37,7 @@ registry! {
     rotation => RotationAtomicity,
     fork => ForkDeterminism,
     outbox => OutboxExactlyOnce,
+    writers => ConcurrentAppends,
 }
 
 /// The probe of the cell with catalog id `id`, if this driver has one.

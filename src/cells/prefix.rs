@@ -2,7 +2,9 @@
 //!
 //! Clause: every acknowledged append survives a hard crash; the recovered
 //! transcript is a contiguous prefix m0..m(n-1) with no holes and no
-//! duplicates; recovery is deterministic; the file's integrity is ok.
+//! duplicates; where the store reports its own order (`position`), that
+//! order has no duplicate and no hole either; recovery is deterministic;
+//! the file's integrity is ok.
 //!
 //! Crash model: the child appends `m0, m1, ...` to one session, one
 //! transaction each, and acks each after it committed; it is killed once at
@@ -10,13 +12,23 @@
 
 use crashcells_protocol::{APPEND_SESSION, Ack, Dump, Op};
 
-use super::{Cell, MissingParam, Seen, Shape, Violations, plural};
+use super::{Cell, MissingParam, Seen, Shape, Violations, plural, positions};
 use crate::catalog::Params;
 
 pub struct PrefixDurability;
 
 /// Every kind of violation [`check`] finds.
-const KINDS: &[&str] = &["not-an-append", "hole", "duplicate", "lost-ack", "count-mismatch"];
+const KINDS: &[&str] = &[
+    "not-an-append",
+    "hole",
+    "duplicate",
+    "lost-ack",
+    "count-mismatch",
+    positions::DUPLICATE,
+    positions::HOLE,
+    positions::ORDER,
+    positions::MISSING,
+];
 
 impl Cell for PrefixDurability {
     fn id(&self) -> &'static str {
@@ -75,6 +87,7 @@ pub fn check(dump: &Dump, acks: &[Ack]) -> Violations {
     if count != n as i64 {
         v.fire("count-mismatch", format!("message_count is {count} but {n} messages were recovered"));
     }
+    positions::check(APPEND_SESSION, &dump.messages_of(APPEND_SESSION).collect::<Vec<_>>(), &mut v);
     v
 }
 
@@ -117,6 +130,20 @@ mod tests {
     fn holes_and_duplicates_fire() {
         assert!(check(&dump(&["m0", "m2"], 2), &acks(0)).texts()[0].contains("a hole at position 1"));
         assert!(check(&dump(&["m0", "m0"], 2), &acks(0)).texts()[0].contains("a duplicate at position 1"));
+    }
+
+    /// Contents that look whole but two rows at one place in the store's
+    /// own order: only `position` shows it.
+    #[test]
+    fn a_duplicate_store_position_fires_and_no_position_is_said() {
+        let mut d = dump(&["m0", "m1"], 2);
+        for (m, p) in d.messages.iter_mut().zip([0, 0]) {
+            m.position = Some(p);
+        }
+        let v = check(&d, &acks(2));
+        assert_eq!(v.found.iter().map(|f| f.kind).collect::<Vec<_>>(), [positions::DUPLICATE]);
+        let plain = check(&dump(&["m0", "m1"], 2), &acks(2));
+        assert!(plain.found.is_empty() && plain.details.iter().any(|d| d.contains("no message positions")));
     }
 
     #[test]

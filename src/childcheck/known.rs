@@ -45,6 +45,8 @@ pub const KNOWN: &[Known] = &[
     known("deliver-state", "a successful `deliver`"),
     known("catch-up-arrived", "a child that lists `deliver` and `catch-up`"),
     known("catch-up-missing", "a child that lists `deliver` and `catch-up`"),
+    known("co-append", "a child that lists `co-append`"),
+    known("co-append-state", "a successful `co-append` of each writer"),
     known("syscall-determinism", "tracing, on x86_64 or aarch64"),
     known("fork-server", "a child that lists `fork-server`"),
     known("warm-pool", "a child that lists `warm-pool`"),

@@ -36,6 +36,7 @@ mod sampling;
 mod shapes;
 mod states;
 mod warmpool;
+mod writers;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -89,7 +90,7 @@ type Step = (&'static [&'static str], fn(&mut Checker, &crashcells_protocol::Rea
 
 /// The steps after `append`, in the order they run: a store an earlier
 /// step left is one the `dump` checks read.
-fn steps() -> [Step; 11] {
+fn steps() -> [Step; 12] {
     const CLAIMS: &[&str] = &["park", "claim-barrier", "claim-exit-codes", "claim-state"];
     const ROTATES: &[&str] = &["rotate", "rotate-state"];
     [
@@ -101,6 +102,7 @@ fn steps() -> [Step; 11] {
         (&["config-home", "config-errors"], |c, r| c.config_home(r)),
         (&["dump-batch"], |c, r| c.dump_batch(r)),
         (effects::CHECKS, |c, r| effects::check(c, r)),
+        (writers::CHECKS, |c, r| writers::check(c, r)),
         (&["syscall-determinism"], |c, _| c.syscall_determinism()),
         (&["fork-server"], |c, r| c.fork_server(r)),
         (&["warm-pool"], |c, r| c.warm_pool(r)),

@@ -52,6 +52,7 @@ fn preflight_failed(ctx: &Context, e: crate::probe::PreflightError) -> Error {
 fn crowd(jobs: &[Job], ready: Option<&Ready>) -> u32 {
     let racers = |j: &Job| match crate::plan::shape_of(&j.cell) {
         Ok(shape @ crate::cells::Shape::Race { racers }) if runs(&shape, ready) => racers,
+        Ok(shape @ crate::cells::Shape::Writers { writers, .. }) if runs(&shape, ready) => writers,
         _ => 1,
     };
     jobs.iter().filter(|j| j.leg.is_some()).map(racers).max().unwrap_or(1)

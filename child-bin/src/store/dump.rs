@@ -62,9 +62,15 @@ fn read_state(path: &Path) -> rusqlite::Result<Dump> {
         })?
         .collect::<Result<_, _>>()?;
     let messages = conn
-        .prepare("SELECT session_id, role, content, active FROM messages ORDER BY id")?
+        .prepare("SELECT session_id, role, content, position, active FROM messages ORDER BY id")?
         .query_map([], |r| {
-            Ok(DumpMessage { session_id: r.get(0)?, role: r.get(1)?, content: r.get(2)?, active: r.get(3)? })
+            Ok(DumpMessage {
+                session_id: r.get(0)?,
+                role: r.get(1)?,
+                content: r.get(2)?,
+                position: r.get(3)?,
+                active: r.get(4)?,
+            })
         })?
         .collect::<Result<_, _>>()?;
     let outbox = outbox::read(&conn)?;

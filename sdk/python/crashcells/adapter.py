@@ -153,7 +153,9 @@ def check_class(cls):
 def operations(cls):
     """The ready record's `operations`, derived from the methods defined."""
     has = lambda *names: all(callable(getattr(cls, n, None)) for n in names)  # noqa: E731
-    ops = ["append"]
+    # co-append is the store's own append run by several writers at once:
+    # every store that appends offers it, and cell 6 judges what it does.
+    ops = ["append", "co-append"]
     if has("rotate"):
         ops.append("rotate")
     if has("park", "claim"):

@@ -27,6 +27,8 @@ MESSAGE_FIELDS = (
     ("session_id", (str,), True, None),
     ("role", (str,), True, None),
     ("content", (str,), True, None),
+    # The store's own order in the session (a sequence or index column); None: not reported.
+    ("position", (int, type(None)), False, None),
     ("active", (bool,), False, True),
 )
 OBLIGATION_FIELDS = (
@@ -141,6 +143,8 @@ def session(s, messages):
 
 def message(m):
     out = {"session_id": m["session_id"], "role": m["role"], "content": m["content"]}
+    if m["position"] is not None:
+        out["position"] = m["position"]
     if not m["active"]:
         out["active"] = False
     return out

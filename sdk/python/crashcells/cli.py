@@ -13,6 +13,7 @@ FLAGS = {
     "fork": ({"db", "acks", "seed"}, {"mutant", "stop-after"}, set()),
     "deliver": ({"db", "acks", "transport"}, {"mutant", "stop-after"}, set()),
     "catch-up": ({"db", "transport"}, {"mutant"}, {"db", "transport"}),
+    "co-append": ({"db", "acks", "writer", "barrier"}, {"mutant", "stop-after"}, set()),
     "dump": ({"db"}, set(), {"db"}),
 }
 INTEGER_FLAGS = ("stop-after", "seed")

@@ -5,7 +5,7 @@ steps with the transport and the catch-up rule.
 Crash model: SIGKILL at any instant. Each step is one call of the store's
 method, which returns only once its transaction committed; the ack follows
 with one write(2). Clause served: whatever cell the operation feeds (1
-append, 2 claim, 3 rotate, 4 fork, 5 deliver/catch-up): the library keeps
+append, 2 claim, 3 rotate, 4 fork, 5 deliver/catch-up, 6 co-append): the library keeps
 the rule, the store keeps the atomicity.
 """
 
@@ -189,6 +189,23 @@ def op_append(s):
     return 0
 
 
+def op_co_append(s):
+    """One of several writers on session `main` (§2, `co-append`): the store's
+    own `append`, run by each writer's process at once, after the barrier."""
+    barrier = open(s.flags["barrier"], "rb")
+    store = s.open(s.flags["db"])
+    if callable(getattr(store, "create_session", None)):
+        call(store, "create_session", MAIN)
+    s.ready(store, s.flags["acks"])
+    # Blocks while the driver holds its exclusive lock: the writers start together.
+    fcntl.flock(barrier.fileno(), fcntl.LOCK_SH)
+    writer = s.flags["writer"]
+    for i in s.ops():
+        s.step(store, "append", (MAIN, "user", "%s-m%d" % (writer, i)), {"kind": "ack", "op": "co-append", "i": i})
+    close(store)
+    return 0
+
+
 def rotation(k, shapes):
     """Rotation k: (parent, child, carried, new_parent). With shapes, odd
     rotations rotate the last continuation again, and rotations 1 and 2 of
@@ -330,6 +347,7 @@ OPERATIONS = {
     "fork": op_fork,
     "deliver": op_deliver,
     "catch-up": op_catch_up,
+    "co-append": op_co_append,
 }
 # The methods an operation needs; without them it exits 69.
 NEEDS = {
@@ -340,5 +358,6 @@ NEEDS = {
     "fork": ("rewind", "append"),
     "deliver": ("record", "attempting", "delivered", "pending"),
     "catch-up": ("record", "attempting", "delivered", "pending"),
+    "co-append": ("append",),
     "dump": ("state",),
 }

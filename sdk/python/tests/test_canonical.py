@@ -12,7 +12,7 @@ class Canonical(unittest.TestCase):
     def test_defaults_are_left_out_and_sessions_sorted_bytewise(self):
         data = {
             "sessions": [{"id": "é"}, {"id": "b", "branch_of": "a", "message_count": 5}, {"id": "a"}],
-            "messages": [{"session_id": "a", "role": "user", "content": "x", "active": False}, {"session_id": "a", "role": "user", "content": "y"}],
+            "messages": [{"session_id": "a", "role": "user", "content": "x", "position": 0, "active": False}, {"session_id": "a", "role": "user", "content": "y", "position": None}],
             "obligations": [],
         }
         text = canonical.serialize(canonical.canonical(data, "ok"))
@@ -22,7 +22,7 @@ class Canonical(unittest.TestCase):
             '{"id":"a","parent_session_id":null,"ended":false,"end_reason":null,"message_count":1,"handoff_state":null},'
             '{"id":"b","parent_session_id":null,"ended":false,"end_reason":null,"message_count":5,"handoff_state":null,"branch_of":"a"},'
             '{"id":"é","parent_session_id":null,"ended":false,"end_reason":null,"message_count":0,"handoff_state":null}],'
-            '"messages":[{"session_id":"a","role":"user","content":"x","active":false},{"session_id":"a","role":"user","content":"y"}]}',
+            '"messages":[{"session_id":"a","role":"user","content":"x","position":0,"active":false},{"session_id":"a","role":"user","content":"y"}]}',
         )
 
     def test_the_outbox_is_sorted_and_shown_only_when_not_empty(self):

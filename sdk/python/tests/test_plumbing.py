@@ -36,7 +36,7 @@ class Plumbing(unittest.TestCase):
         self.assertEqual(ready["pid"] > 0, True)
         self.assertEqual(
             ready["operations"],
-            ["append", "rotate", "park", "claim", "dump", "dump-batch", "rotate-shapes", "fork", "deliver", "catch-up", "catch-up-batch", "fork-server", "warm-pool"],
+            ["append", "co-append", "rotate", "park", "claim", "dump", "dump-batch", "rotate-shapes", "fork", "deliver", "catch-up", "catch-up-batch", "fork-server", "warm-pool"],
         )
         self.assertEqual(acks, [{"kind": "ack", "op": "append", "i": i} for i in range(3)])
         (state,), out = self.dump()

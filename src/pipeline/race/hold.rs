@@ -132,22 +132,23 @@ impl Hold {
         }
     }
 
-    /// What the schedule did, for the trial's details.
-    pub fn said(&self, racers: u32) -> String {
+    /// What the schedule did, for the trial's details; `what` is what each
+    /// process makes (`claim`, `append`).
+    pub fn said(&self, racers: u32, what: &str) -> String {
         let unseen = self.unseen.lock().map(|u| u.clone()).unwrap_or_default();
         let Some(at) = self.held_at() else {
-            return format!("schedule {READS_FIRST}: r0's claim made no write after its barrier, so nothing was held");
+            return format!("schedule {READS_FIRST}: r0's {what} made no write after its barrier, so nothing was held");
         };
         let others = if racers > 2 { format!("r1-r{}", racers - 1) } else { "r1".into() };
         if unseen.is_empty() {
             format!(
-                "schedule {READS_FIRST}: r0 held at its claim's first write ({at}) until {others} each waited for \
-                 the write lock or had ended, then let go: every claim read before any claim wrote"
+                "schedule {READS_FIRST}: r0 held at its {what}'s first write ({at}) until {others} each waited for \
+                 the write lock or had ended, then let go: every {what} read before any {what} wrote"
             )
         } else {
             let unseen: Vec<String> = unseen.iter().map(|r| format!("r{r}")).collect();
             format!(
-                "schedule {READS_FIRST}: r0 held at its claim's first write ({at}), let go at the deadline with {} \
+                "schedule {READS_FIRST}: r0 held at its {what}'s first write ({at}), let go at the deadline with {} \
                  not seen waiting: the schedule was not reached for them",
                 unseen.join(", ")
             )
@@ -224,10 +225,10 @@ mod tests {
     #[test]
     fn the_schedule_says_who_was_not_seen_waiting() {
         let hold = Hold::default();
-        assert!(hold.said(8).contains("made no write"));
+        assert!(hold.said(8, "claim").contains("made no write"));
         *hold.at.lock().unwrap() = Some("pwrite64 journal".into());
-        assert!(hold.said(8).contains("until r1-r7 each waited"));
+        assert!(hold.said(8, "claim").contains("until r1-r7 each waited"));
         *hold.unseen.lock().unwrap() = vec![3, 5];
-        assert!(hold.said(8).contains("with r3, r5 not seen waiting"));
+        assert!(hold.said(8, "claim").contains("with r3, r5 not seen waiting"));
     }
 }

@@ -42,11 +42,21 @@ use crate::pipeline::trial::Trial;
 use crate::times::{Clock, Release};
 use crate::trialdir::TrialEnv;
 
+/// What the racers run: claims of one parked handoff (cell 2), or appends
+/// to one session, each writer stopping after this many (cell 6's
+/// `co-append`: the store starts empty, nothing is parked).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Racing {
+    Claims,
+    Appends(u64),
+}
+
 /// A race cell's job, as a race needs it.
 pub struct Race<'a> {
     /// Its job, leg, cell and context (`race.ctx` reads through it).
     pub scope: Scope<'a>,
     pub racers: u32,
+    pub racing: Racing,
     /// The handoff parked once for every race of the result: its folder,
     /// or why `park` failed (each race then ends on that).
     parked: OnceLock<Result<TrialEnv, Outcome>>,
@@ -65,6 +75,12 @@ pub(super) enum R0<'h> {
     /// Traced and held at its claim's first write until the others wait
     /// (a controlled schedule, [`crate::pipeline::race::schedule`]).
     Held(Filter, &'h Hold),
+    /// Not traced: killed once its journal holds `target` acks, the others
+    /// running on (a writer's timed kill, [`crate::pipeline::race::writers`]).
+    Timed {
+        target: u64,
+        trial: u32,
+    },
 }
 
 /// The order in which the barriers release the racers.
@@ -131,7 +147,12 @@ impl<'a> std::ops::Deref for Race<'a> {
 
 impl<'a> Race<'a> {
     pub fn new(scope: Scope<'a>, racers: u32) -> Race<'a> {
-        Race { scope, racers, parked: OnceLock::new() }
+        Race { scope, racers, racing: Racing::Claims, parked: OnceLock::new() }
+    }
+
+    /// `writers` processes appending to one session, each `appends` times.
+    pub fn writers(scope: Scope<'a>, (writers, appends): (u32, u64)) -> Race<'a> {
+        Race { racing: Racing::Appends(appends), ..Race::new(scope, writers) }
     }
 
     /// The free races `indices` of a result, up to the first that does not
@@ -209,8 +230,8 @@ impl<'a> Race<'a> {
     }
 
     fn race(&self, env: &TrialEnv, racers: u32, r0: R0, order: Order, turn: &dyn Fn()) -> Result<Finished, Outcome> {
-        // A gone r0's crash state is already in the folder.
-        if !matches!(r0, R0::Gone) {
+        // A gone r0's crash state is already in the folder; writers start empty.
+        if !matches!(r0, R0::Gone) && self.racing == Racing::Claims {
             self.park(env)?;
         }
         let barriers = Barriers::hold(env, order)?;
@@ -223,7 +244,7 @@ impl<'a> Race<'a> {
             // resuming it while this thread runs the barriers.
             let tracer = match r0 {
                 R0::Free | R0::Gone => None,
-                R0::Traced(..) | R0::Recorded(_) | R0::Held(..) => Some(s.spawn(move || {
+                R0::Traced(..) | R0::Recorded(_) | R0::Held(..) | R0::Timed { .. } => Some(s.spawn(move || {
                     // r0 is this race's claimant: it works within the race's unit.
                     clock.racer(0, |t| t.started_ms = Some(clock.now()));
                     let end = self.ctx.pool.within(|| self.trace_r0(env, r0, order));
@@ -247,7 +268,7 @@ impl<'a> Race<'a> {
                 finished.kill_point = Some(kp);
             }
             Some(Traced0::Exited(exit, counted, recorded)) => {
-                finished.ends.push(racer_end(env, 0, exit)?);
+                finished.ends.push(racer_end(env, 0, exit, self.racing)?);
                 finished.r0_points = Some(counted);
                 (finished.log, finished.wal_index) = recorded.unzip();
             }
@@ -256,9 +277,9 @@ impl<'a> Race<'a> {
         }
         let first = finished.ends.len() as u32;
         for (r, exit) in (first..).zip(exits?) {
-            finished.ends.push(racer_end(env, r, exit)?);
+            finished.ends.push(racer_end(env, r, exit, self.racing)?);
         }
-        record_ends(env, clock, &finished);
+        record_ends(env, clock, &finished, self.racing);
         Ok(finished)
     }
 
@@ -305,8 +326,11 @@ impl<'a> Race<'a> {
         }
     }
 
-    /// Racer `r`'s arguments: its claim, on its barrier.
-    fn racer_args(&self, env: &TrialEnv, r: u32, order: Order) -> Vec<OsString> {
+    /// Racer `r`'s arguments: its claim (or its appends), on its barrier.
+    pub(super) fn racer_args(&self, env: &TrialEnv, r: u32, order: Order) -> Vec<OsString> {
+        if let Racing::Appends(appends) = self.racing {
+            return self.writer_args(env, r, &barrier_of(env, r, order), Some(appends));
+        }
         OpArgs::new(Op::Claim)
             .db(&env.db)
             .acks(&acks_of(env, r))
@@ -322,6 +346,7 @@ impl<'a> Race<'a> {
         let (filter, goal) = match r0 {
             R0::Traced(filter, goal) => (filter, Some(goal)),
             R0::Recorded(filter) | R0::Held(filter, _) => (filter, None),
+            R0::Timed { target, trial } => return self.timed_r0(env, order, target, trial).map(Traced0::Killed),
             R0::Free | R0::Gone => unreachable!("only a traced r0 has a tracer"),
         };
         let stderr = env.path("racer-r0.stderr");
@@ -583,7 +608,7 @@ fn copy_parked(from: &std::path::Path, to: &std::path::Path) -> Result<(), Strin
 }
 
 /// The barrier racer `r` waits on: r0 has its own unless all go together.
-fn barrier_of(env: &TrialEnv, r: u32, order: Order) -> PathBuf {
+pub(super) fn barrier_of(env: &TrialEnv, r: u32, order: Order) -> PathBuf {
     if r == 0 && order != Order::Together { env.path("barrier-r0.lock") } else { env.path("barrier.lock") }
 }
 
@@ -608,10 +633,11 @@ pub(super) fn acks_of(env: &TrialEnv, r: u32) -> PathBuf {
 
 /// Each racer's end and its ack journal's last write, with the race's
 /// times, into its folder: the timeline's lanes.
-fn record_ends(env: &TrialEnv, clock: &Clock, finished: &Finished) {
+fn record_ends(env: &TrialEnv, clock: &Clock, finished: &Finished, racing: Racing) {
     for (r, end) in (0u32..).zip(&finished.ends) {
         let end = match end {
             End::Killed => "killed".to_string(),
+            End::Exited(0) if racing != Racing::Claims => "ended".to_string(),
             End::Exited(EXIT_WON) => "won".to_string(),
             End::Exited(EXIT_LOST) => "lost".to_string(),
             End::Exited(code) => format!("exit {code}"),
@@ -634,13 +660,19 @@ fn wrote_ready(env: &TrialEnv, r: u32) -> bool {
 /// LOST is the store's failure (a claim that cannot answer: a deferred
 /// transaction's "database is locked", say); one that never wrote it broke
 /// the protocol, the harness's error.
-fn racer_end(env: &TrialEnv, r: u32, exit: Exit) -> Result<End, Outcome> {
+/// A writer must have ended 0, after its appends.
+fn racer_end(env: &TrialEnv, r: u32, exit: Exit, racing: Racing) -> Result<End, Outcome> {
+    let op = match racing {
+        Racing::Claims => Op::Claim,
+        Racing::Appends(_) => Op::CoAppend,
+    };
     match exit {
-        Exit::Code(c @ (EXIT_WON | EXIT_LOST)) => Ok(End::Exited(c)),
+        Exit::Code(c @ (EXIT_WON | EXIT_LOST)) if op == Op::Claim => Ok(End::Exited(c)),
+        Exit::Code(0) => Ok(End::Exited(0)),
         exit => {
             let stderr = crate::harness::stderr_tail(&env.path(&format!("racer-r{r}.stderr")));
             let failure = Failure::RacerEnded { racer: r, exit, stderr };
-            Err(if wrote_ready(env, r) { Outcome::store_failure(Op::Claim, failure) } else { Outcome::Error(failure) })
+            Err(if wrote_ready(env, r) { Outcome::store_failure(op, failure) } else { Outcome::Error(failure) })
         }
     }
 }

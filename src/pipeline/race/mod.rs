@@ -3,6 +3,8 @@
 //! (schedule), its syscall sweep re-run at every point (sweep),
 //! and the same sweep from one recording of each of r0's paths (recorded),
 //! whose rebuilt states are set beside real kills point by point (compare).
+//! Cell 6's writers are racers too (writers): each appends instead of
+//! claiming, and one is killed while the others run on.
 
 pub mod compare;
 pub mod hold;
@@ -10,3 +12,4 @@ pub mod job;
 pub mod recorded;
 pub mod schedule;
 pub mod sweep;
+pub mod writers;

@@ -28,7 +28,7 @@ use crate::pipeline::judge::pending::Pending;
 use crate::pipeline::judge::verdict::prepare;
 use crate::pipeline::outcome::Outcome;
 use crate::pipeline::race::hold::{Hold, READS_FIRST};
-use crate::pipeline::race::job::{Order, R0, Race};
+use crate::pipeline::race::job::{Order, R0, Race, Racing};
 use crate::pipeline::trial::Trial;
 
 impl Race<'_> {
@@ -53,7 +53,8 @@ impl Race<'_> {
         let hold = Hold::default();
         let mut trial = Trial::new(index);
         let raced = self.run(&env, self.racers, R0::Held(filter, &hold), Order::ReadsFirst);
-        let held = hold.said(self.racers);
+        let what = if self.racing == Racing::Claims { "claim" } else { "append" };
+        let held = hold.said(self.racers, what);
         said.lock().expect("no schedule panics holding its words").push(held.clone());
         trial.details.push(held);
         let prepared = raced.and_then(|f| prepare(&self.crash(&env, &f, None), &mut trial));

@@ -149,10 +149,11 @@ fn unsupported(trials: &[Trial], shape: Shape) -> Option<crashcells_protocol::Op
     use crashcells_protocol::Op;
     let Some(Outcome::Error(f)) = trials.last().map(|t| &t.outcome) else { return None };
     match (f.unsupported()?, shape) {
+        (Unsupported::Claim, Shape::Writers { .. }) => Some(Op::CoAppend),
         (Unsupported::Park, _) => Some(Op::Park),
         (Unsupported::Claim, _) => Some(Op::Claim),
         (Unsupported::Workload, Shape::Workload { op, .. }) => Some(op),
-        (Unsupported::Workload, Shape::Race { .. }) => None,
+        (Unsupported::Workload, Shape::Race { .. } | Shape::Writers { .. }) => None,
     }
 }
 
@@ -207,6 +208,10 @@ fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) ->
                 RacePolicy::Skip(why) => (vec![Trial::ended(TrialIndex::CENSUS, Outcome::Skip(Skip::Race(why)))], None),
             }
         }
+        Shape::Writers { writers, appends, window, sweep_appends } => {
+            let shapes = (writers, appends, window, sweep_appends);
+            crate::pipeline::race::writers::shaped(job, cell, leg, ctx, shapes, &trial_indices(job, ctx))
+        }
     }
 }
 
@@ -233,7 +238,7 @@ fn on_plain_path(
         shaped(job, cell, leg, &plain, shape).0.pop().map(|t| confirm::Exec::at_site(t.outcome))
     };
     let launcher = ctx.child.launcher();
-    let racy = matches!(shape, Shape::Race { .. });
+    let racy = matches!(shape, Shape::Race { .. } | Shape::Writers { .. });
     confirm::confirm(found, (at, &launcher), confirm::tries(job.kill, racy, found.index), &mut again);
     // A kill the scheduler places, or a free race, the exec'd runs missed:
     // the syscall result's points and schedules do not depend on time.

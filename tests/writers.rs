@@ -1,0 +1,67 @@
+//! Cell 6, concurrent appends, both ways: the reads-first schedule makes
+//! its mutant fire by construction, the reference store and the Python
+//! example pass, and a child without `co-append` skips naming it.
+
+use crate::common::{results, run_json, scratch};
+
+const CELL: &str = "concurrent-appends";
+
+/// A syscall result skipped because this machine refuses tracing: said,
+/// and not judged.
+fn traced(r: &serde_json::Value) -> bool {
+    let refused = r["verdict"] == "skip" && r["reason"].as_str().unwrap_or("").contains("unavailable");
+    if refused {
+        crate::common::tracing_refused(&r["reason"]);
+    }
+    !refused
+}
+
+#[test]
+fn concurrent_appends_fire_on_a_position_read_outside_the_transaction_and_pass_on_the_reference() {
+    let dir = scratch();
+    let mutant = ["run", "--cell", "6", "--kill", "syscall", "--mutant", "position-read-outside-txn", "--seed", "4"];
+    let (code, report) = run_json(&mutant, dir.path());
+    let r = results(&report, CELL)[0];
+    if !traced(r) {
+        return;
+    }
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(r["verdict"], "fire", "{r:#}");
+    assert!(r["fingerprint"].as_str().unwrap().ends_with("/syscall/duplicate-position"), "{r:#}");
+    let details = r["details"].to_string();
+    assert!(details.contains("schedule reads-first: r0 held at its append's first write"), "{r:#}");
+    let plain = ["run", "--cell", CELL, "--seed", "4", "--trials", "1", "--points", "6"];
+    let (code, report) = run_json(&plain, dir.path());
+    assert_eq!(code, 0, "{report:#}");
+    let rs = results(&report, CELL);
+    assert_eq!(rs.iter().map(|r| r["kill"].as_str().unwrap()).collect::<Vec<_>>(), ["timed", "syscall"]);
+    for r in rs.into_iter().filter(|r| traced(r)) {
+        assert_eq!(r["verdict"], "pass", "{r:#}");
+        assert!(!r["details"].to_string().contains("no message positions"), "the reference reports them: {r:#}");
+    }
+}
+
+#[test]
+fn the_python_example_passes_concurrent_appends() {
+    let dir = scratch();
+    let child = format!("python3 {}/examples/python-store/store.py", env!("CARGO_MANIFEST_DIR"));
+    let args = ["run", "--child", &child, "--cell", CELL, "--seed", "5", "--trials", "1", "--points", "4"];
+    let (code, report) = run_json(&args, dir.path());
+    assert_eq!(code, 0, "{report:#}");
+    for r in results(&report, CELL).into_iter().filter(|r| traced(r)) {
+        assert_eq!(r["verdict"], "pass", "{r:#}");
+    }
+}
+
+#[test]
+fn a_child_without_co_append_skips_the_cell_naming_it() {
+    let dir = scratch();
+    let child = format!("python3 {}/tests/adapters/tiny.py", env!("CARGO_MANIFEST_DIR"));
+    let args = ["run", "--child", &child, "--cell", CELL, "--seed", "6", "--trials", "1", "--points", "1"];
+    let (code, report) = run_json(&args, dir.path());
+    assert_eq!(code, 3, "nothing ran: {report:#}");
+    for r in results(&report, CELL) {
+        assert_eq!(r["verdict"], "skip", "{r:#}");
+        assert_eq!(r["reason"], "the child does not implement `co-append`", "{r:#}");
+    }
+}
