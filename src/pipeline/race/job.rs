@@ -79,7 +79,7 @@ pub(super) enum R0<'h> {
     /// running on (a writer's timed kill, [`crate::pipeline::race::writers`]).
     Timed {
         target: u64,
-        trial: u32,
+        trial: TrialIndex,
     },
 }
 

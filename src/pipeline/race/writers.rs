@@ -23,9 +23,9 @@ use crashcells_protocol::{Op, OpArgs};
 use crate::cells::{Cell, End};
 use crate::harness::Launch;
 use crate::journal;
-use crate::kill::KillPoint;
 use crate::kill::syscall::{FileKind, Goal, Point};
 use crate::kill::timed::{WaitError, timed_target, wait_for_acks};
+use crate::kill::{KillPoint, Ordinal, TrialIndex};
 use crate::killmode::Source;
 use crate::legaudit::audit_leg;
 use crate::matrix::Leg;
@@ -57,7 +57,7 @@ pub fn shaped(
     leg: &Leg,
     ctx: &Context,
     (writers, appends, window, sweep_appends): (u32, u64, u64, u64),
-    timed: &[u32],
+    timed: &[TrialIndex],
 ) -> (Vec<Trial>, Option<Coverage>) {
     match job.kill.mode().source {
         Source::Timed => {
@@ -71,7 +71,7 @@ pub fn shaped(
             }
             noted(&scheduled, writers_sweep(&short))
         }
-        _ => (vec![Trial::ended(0, Outcome::Skip(Skip::Race(PROCESS_CRASH_ONLY)))], None),
+        _ => (vec![Trial::ended(TrialIndex::CENSUS, Outcome::Skip(Skip::Race(PROCESS_CRASH_ONLY)))], None),
     }
 }
 
@@ -91,13 +91,13 @@ impl Race<'_> {
 
     /// The timed trials `indices` of a writers' result, up to the first
     /// that does not pass, through the one driver.
-    pub fn timed_writers(&self, window: u64, indices: &[u32]) -> Vec<Trial> {
+    pub fn timed_writers(&self, window: u64, indices: &[TrialIndex]) -> Vec<Trial> {
         self.trials(None, indices, &|i| self.timed_writer(window, i))
     }
 
     /// Trial `index`: every writer released together, r0 killed at its
     /// seeded target of acks.
-    fn timed_writer(&self, window: u64, index: u32) -> Pending {
+    fn timed_writer(&self, window: u64, index: TrialIndex) -> Pending {
         let env = match self.env(&format!("t{index}")) {
             Ok(env) => env,
             Err(f) => return Pending::ended(Trial::ended(index, Outcome::Error(f))),
@@ -115,7 +115,13 @@ impl Race<'_> {
 
     /// Spawns r0 untraced (on its tracer's thread, as a traced r0 is) and
     /// kills its group once its journal holds `target` acks.
-    pub(super) fn timed_r0(&self, env: &TrialEnv, order: Order, target: u64, trial: u32) -> Result<KillPoint, Outcome> {
+    pub(super) fn timed_r0(
+        &self,
+        env: &TrialEnv,
+        order: Order,
+        target: u64,
+        trial: TrialIndex,
+    ) -> Result<KillPoint, Outcome> {
         // Until killed, as a timed workload runs: a stop would race the kill.
         let barrier = barrier_of(env, 0, order);
         let (stderr, args, acks) =
@@ -184,7 +190,7 @@ impl Sweepable for WritersSweep<'_> {
     /// Point `n`: r0 killed at its `n`th counted call; the others appended
     /// on top; the store they left is the trial's.
     fn at(&self, filter: Filter, n: u64, census: &Census) -> Pending {
-        let index = u32::try_from(n).unwrap_or(u32::MAX);
+        let index = TrialIndex::at(Ordinal(n));
         let mut trial = Trial::new(index);
         let env = match self.race.env(&format!("p{n}")) {
             Ok(env) => env,
@@ -200,7 +206,7 @@ impl Sweepable for WritersSweep<'_> {
         Pending::prepared(trial, env, prepared)
     }
 
-    fn driven(&self, census: &Census, indices: &[u32], run: &MakeTrial) -> Vec<Trial> {
+    fn driven(&self, census: &Census, indices: &[TrialIndex], run: &MakeTrial) -> Vec<Trial> {
         self.race.trials(Some(census), indices, run)
     }
 }
@@ -215,7 +221,7 @@ pub fn writers_sweep(race: &Race<'_>) -> (Vec<Trial>, Option<Coverage>) {
 /// r0's points after its ready record (its first call on the ack
 /// journal), up to its last, `total`: where it appends.
 fn appending(points: &[Point], total: u64) -> RangeInclusive<u64> {
-    let ready = points.iter().find(|p| p.file == Some(FileKind::Acks)).map_or(0, |p| p.ordinal);
+    let ready = points.iter().find(|p| p.file == Some(FileKind::Acks)).map_or(0, |p| p.ordinal.0);
     ready + 1..=total
 }
 
@@ -231,10 +237,11 @@ fn said(n: u64, of: u64, killed: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kill::syscall::Call;
 
     #[test]
     fn the_sweep_visits_the_points_after_the_ready_record() {
-        let at = |ordinal, file| Point { ordinal, syscall: "pwrite64", file, offset: None, len: None };
+        let at = |n, file| Point { ordinal: Ordinal(n), syscall: Call::Sys("pwrite64"), file, offset: None, len: None };
         let points = [at(1, Some(FileKind::Database)), at(2, Some(FileKind::Acks)), at(3, Some(FileKind::Wal))];
         assert_eq!(appending(&points, 5), 3..=5);
         assert_eq!(appending(&[], 5), 1..=5, "no ready write seen: every point");
