@@ -65,11 +65,11 @@ pub fn shaped(
         }
         Source::Syscall => {
             let short = Race::writers(Scope { job, leg, cell, ctx }, (writers, sweep_appends));
-            let scheduled = short.scheduled();
+            let (scheduled, said) = short.scheduled();
             if scheduled.iter().any(Trial::is_bad) {
                 return (scheduled, None);
             }
-            noted(&scheduled, writers_sweep(&short))
+            noted(&said, writers_sweep(&short))
         }
         _ => (vec![Trial::ended(TrialIndex::CENSUS, Outcome::Skip(Skip::Race(PROCESS_CRASH_ONLY)))], None),
     }
