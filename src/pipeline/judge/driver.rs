@@ -437,6 +437,7 @@ impl Driver<'_> {
             config: self.leg.config(),
             step: self.recorded.recovery_step.clone(),
             mutant: self.ctx.options.mutant.clone(),
+            library: self.leg.sqlite.clone(),
         }
     }
 

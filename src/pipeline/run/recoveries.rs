@@ -29,6 +29,7 @@ use crate::crashstate::Files;
 use crate::crashstate::pages::Page;
 use crate::pipeline::outcome::Outcome;
 use crate::recovery::Recovered;
+use crate::sqlitelib::Library;
 
 /// A recovery of one distinct store, shared by the states that hold it.
 pub type Recovery = Result<Recovered, Outcome>;
@@ -45,6 +46,9 @@ pub struct Setting {
     /// The cell's recovery step with its arguments, if it has one.
     pub step: Option<OpArgs>,
     pub mutant: Option<String>,
+    /// The SQLite library the leg puts under its child: the same bytes
+    /// recovered by another library may come out otherwise.
+    pub library: Option<Library>,
 }
 
 /// A store's bytes, as the cache knows them.
@@ -136,6 +140,7 @@ mod tests {
             config: DatabaseConfig { journal_mode, synchronous: None },
             step: None,
             mutant: None,
+            library: None,
         }
     }
 
@@ -159,6 +164,8 @@ mod tests {
         assert!(run.get(bytes(&other), &setting("wal")).is_none());
         assert!(run.get(bytes(&a), &setting("delete")).is_none(), "another leg's config home");
         let forked = Setting { launcher: "fork server".into(), ..setting("wal") };
+        let bundled = Setting { library: Some(Library::Bundled), ..setting("wal") };
+        assert!(run.get(bytes(&a), &bundled).is_none(), "another library recovers on its own");
         assert!(run.get(bytes(&a), &forked).is_none(), "another launcher");
         assert!(run.clone().get(bytes(&a), &setting("wal")).is_some(), "clones share the run's");
         let failed = Arc::new(Err(Outcome::Error(crate::pipeline::outcome::Failure::NoKill)));
