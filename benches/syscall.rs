@@ -52,6 +52,7 @@ fn context(work: &Path, jobs: usize, replay: Replay) -> Context {
         // A rate of sweeps: no fire's repro is rerun in it.
         refires: 0,
         recoveries: Default::default(),
+        plain_fires: Default::default(),
     }
 }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::pipeline::{Context, Step, Tally};
-use crate::plan::Job;
+use crate::plan::{Job, KillMode};
 use crate::report::{CellResult, Partition, Report, SCHEMA, Summary};
 
 /// Where trials run when `--workdir` is not given: a memory-backed folder
@@ -48,6 +48,7 @@ impl Progress for Quiet {
 
 /// Runs every job on up to `jobs` threads; results come back in plan order.
 pub fn execute(plan: &[Job], ctx: &Context, jobs: usize, progress: &dyn Progress) -> Vec<CellResult> {
+    let order = syscall_first(plan);
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let slots: Mutex<Vec<Option<CellResult>>> = Mutex::new(vec![None; plan.len()]);
@@ -56,8 +57,8 @@ pub fn execute(plan: &[Job], ctx: &Context, jobs: usize, progress: &dyn Progress
             s.spawn(|| {
                 // An interrupted run starts no further result.
                 while crate::harness::interrupted().is_none() {
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(job) = plan.get(i) else { break };
+                    let Some(&i) = order.get(next.fetch_add(1, Ordering::SeqCst)) else { break };
+                    let job = &plan[i];
                     let mut job_ctx = ctx.clone();
                     job_ctx.tally = progress.begun(i, job);
                     let result = crate::pipeline::run_job_guarded(job, &job_ctx);
@@ -69,6 +70,35 @@ pub fn execute(plan: &[Job], ctx: &Context, jobs: usize, progress: &dyn Progress
         }
     });
     slots.into_inner().expect("no thread panicked").into_iter().flatten().collect()
+}
+
+/// The order the jobs start in (the results keep the plan's): a syscall
+/// result just before the timed result of its cell and leg, so that a
+/// timed fire finds it under way or ended, and is confirmed by its fire
+/// rather than by exec'd runs of its own
+/// ([`crate::pipeline::run::plainfires`]).
+fn syscall_first(plan: &[Job]) -> Vec<usize> {
+    let sibling = |timed: &Job, j: &Job| {
+        j.kill == KillMode::Syscall
+            && j.cell.id == timed.cell.id
+            && j.leg.as_ref().map(|l| &l.name) == timed.leg.as_ref().map(|l| &l.name)
+    };
+    let mut order = Vec::with_capacity(plan.len());
+    let mut placed = vec![false; plan.len()];
+    for (i, job) in plan.iter().enumerate() {
+        if placed[i] {
+            continue;
+        }
+        if job.kill == KillMode::Timed
+            && let Some(s) = (i + 1..plan.len()).find(|&s| !placed[s] && sibling(job, &plan[s]))
+        {
+            placed[s] = true;
+            order.push(s);
+        }
+        placed[i] = true;
+        order.push(i);
+    }
+    order
 }
 
 /// Progress bars on stderr, one per running result (its trials or kill
@@ -322,6 +352,27 @@ mod tests {
         let widest = msgs.map(|m| columns(PLANNED, &m).max(columns(STARTING, &m))).max().unwrap();
         assert!(widest <= 80, "{widest} columns");
         assert_eq!(columns("  {prefix:<40} {bar:20} {pos:>4}/{len:<4} {msg}", "points, checking"), 90, "as before");
+    }
+
+    /// Each syscall result starts just before the timed result of its cell
+    /// and leg; every job starts once; a timed job without one keeps its place.
+    #[test]
+    fn a_syscall_result_starts_before_the_timed_one_of_its_cell_and_leg() {
+        let catalog = crate::catalog::Catalog::embedded().unwrap();
+        let matrix = crate::matrix::Matrix::load("default").unwrap();
+        let sel = crate::plan::Selection { kills: vec![KillMode::Timed, KillMode::Syscall], ..Default::default() };
+        let plan = crate::plan::plan(&catalog, &matrix, &sel, 1).unwrap();
+        let order = syscall_first(&plan);
+        let mut sorted = order.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..plan.len()).collect::<Vec<_>>(), "every job once");
+        let first = plan.iter().position(|j| j.kill == KillMode::Timed).unwrap();
+        assert_eq!(plan[first + 1].kill, KillMode::Syscall, "the plan lists timed first");
+        let at = |i: usize| order.iter().position(|&o| o == i).unwrap();
+        assert_eq!(at(first + 1) + 1, at(first), "its syscall sibling starts just before it");
+        let timed_only = crate::plan::Selection { kills: vec![KillMode::Timed], ..Default::default() };
+        let plan = crate::plan::plan(&catalog, &matrix, &timed_only, 1).unwrap();
+        assert_eq!(syscall_first(&plan), (0..plan.len()).collect::<Vec<_>>(), "no sibling: the plan's order");
     }
 
     /// A sweep's bar shows no count before it knows its points (a `0/0`

@@ -54,6 +54,8 @@ const PIPELINE: &[&str] = &[
     "run::parallel",
     "run::recoveries",
     "run::refire",
+    "run::plainfires",
+    "run::spent",
     "run::context",
     "judge::census",
     "judge::verdict",

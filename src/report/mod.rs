@@ -21,7 +21,7 @@ pub use ci::CiRun;
 pub use fingerprint::Fingerprint;
 pub use known::{Known, KnownEntry, KnownFinding, KnownStatus};
 pub use merge::Partition;
-pub use path::{Children, Refire, States};
+pub use path::{Children, Refire, Spent, States};
 pub use render::{Format, render};
 pub use summary::Summary;
 pub use trace::{Crash, Trace};
@@ -164,6 +164,9 @@ pub struct ReproNotes {
     /// A fire's repro, rerun in the run: how many runs, how many fired.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refire: Option<Refire>,
+    /// What confirming and refiring a fire cost (JSON only).
+    #[serde(default, skip_serializing_if = "Spent::is_none")]
+    pub spent: Spent,
 }
 
 /// What a sweep planned and really tested; empty for timed kills and free races.

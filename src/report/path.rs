@@ -92,6 +92,36 @@ impl Refire {
     }
 }
 
+/// Where a result's time went besides finding its verdict: what making
+/// sure of a fire cost, in the run's own clock (issue 42). JSON only: a
+/// bench reads it, a reader of a verdict does not need it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spent {
+    /// A recorded fire's real kill at its point, on the run's path, and
+    /// the runs that sought its state again where that passed.
+    #[serde(default)]
+    pub real_kill_ms: u64,
+    /// The exec'd runs that confirmed a fire found forked, and how many.
+    #[serde(default)]
+    pub confirm_ms: u64,
+    #[serde(default)]
+    pub confirm_runs: u32,
+    /// A timed fire the exec'd trials missed: the exec'd syscall sweep
+    /// that confirmed it or not.
+    #[serde(default)]
+    pub sweep_confirm_ms: u64,
+    /// The repro's reruns (`refire`), beside one another.
+    #[serde(default)]
+    pub refire_ms: u64,
+}
+
+impl Spent {
+    /// Whether nothing was spent: a result that did not fire.
+    pub fn is_none(&self) -> bool {
+        *self == Spent::default()
+    }
+}
+
 /// A deadline as a reader reads it: `30s`, `41.7s`.
 pub fn seconds(ms: u64) -> String {
     let s = format!("{:.1}", ms as f64 / 1000.0);

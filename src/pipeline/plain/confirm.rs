@@ -152,6 +152,25 @@ pub fn by_sweep(found: &mut Trial, swept: Option<Trial>) {
     found.plain_confirmed = true;
 }
 
+/// A timed fire confirmed by the run's syscall result of the same cell and
+/// leg, which fired at `point` (`fired`) on the plain path: found exec'd,
+/// or found forked and killed again exec'd there. The exec'd sweep
+/// [`by_sweep`] would run visits that point, so it would fire: the same
+/// verdict, without the exec'd trials or that sweep (issue 42).
+pub fn by_syscall_result(found: &mut Trial, (point, launcher): (u32, &str), fired: &Outcome) {
+    // After exec'd trials that missed, the found fire is an error naming
+    // the fork server: the fire again, as [`by_sweep`] makes it.
+    if let Outcome::Error(Failure::OnlyForked { found: fire, .. }) = &found.outcome {
+        found.outcome = (**fire).clone();
+    }
+    let kind = if same_kinds(&found.outcome, fired) { "the same kind" } else { "another kind" };
+    found.details.push(format!(
+        "confirmed exec'd (not through the {launcher}) by this run's syscall result of this cell and leg, whose \
+         kill points do not depend on time: point {point} fired {kind} on the plain path: {fired}"
+    ));
+    found.plain_confirmed = true;
+}
+
 /// Whether two fires violated the same kinds, in the same order (their
 /// sentences may differ: a timed kill's counts do).
 fn same_kinds(a: &Outcome, b: &Outcome) -> bool {
@@ -259,6 +278,27 @@ mod tests {
         assert_eq!(t.outcome, fire("8 of 8 racers won"));
         let last = t.details.last().unwrap();
         assert!(last.contains("its schedule reads-first fired the same kind"), "{last}");
+    }
+
+    #[test]
+    fn a_timed_fire_the_runs_syscall_result_fired_is_confirmed_by_it() {
+        let mut t = found();
+        by_syscall_result(&mut t, (31, "fork server"), &fire("double-claim"));
+        assert_eq!(t.outcome, fire("8 of 8 racers won"), "the fire found stays the result's");
+        assert!(t.plain_confirmed);
+        let said = t.details.last().unwrap();
+        assert!(
+            said.starts_with("confirmed exec'd (not through the fork server) by this run's syscall result"),
+            "{said}"
+        );
+        assert!(said.contains("point 31 fired another kind on the plain path"), "{said}");
+        // After exec'd trials that missed: the error is the fire again.
+        let mut t = found();
+        confirm(&mut t, (Site::Trial(4), "fork server"), 8, &mut |_| Some(Exec::at_site(Outcome::Pass)));
+        assert!(matches!(t.outcome, Outcome::Error(_)), "{:?}", t.outcome);
+        by_syscall_result(&mut t, (31, "fork server"), &fire("8 of 8 racers won"));
+        assert_eq!(t.outcome, fire("8 of 8 racers won"));
+        assert!(t.details.last().unwrap().contains("point 31 fired the same kind"), "{:?}", t.details);
     }
 
     #[test]

@@ -17,6 +17,8 @@ use crate::pipeline::race::job::Race;
 use crate::pipeline::race::sweep::RaceSweep;
 use crate::pipeline::result::fold::{base_result, fold, keep_evidence, mark_interrupted, ran_on, with_coverage};
 use crate::pipeline::run::context::{Context, Scope};
+use crate::pipeline::run::plainfires::{Begun, PlainFire};
+use crate::pipeline::run::spent::{self, Phase};
 use crate::pipeline::trial::Trial;
 use crate::pipeline::workload::job::Workload;
 use crate::plan::{Job, KillMode};
@@ -47,10 +49,12 @@ pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
     // A leg that puts a SQLite library under its child runs exec'd with it.
     let on_library = job.leg.as_ref().and_then(|leg| ctx.on_library(leg));
     let ctx = on_library.as_ref().unwrap_or(ctx);
+    spent::take();
     // A job begun after its fork server ended for good runs exec'd, and
     // waits as long as an exec'd child needs.
     let now = ctx.as_it_runs();
     let ctx = now.as_ref().unwrap_or(ctx);
+    let begun = begun(job, ctx);
     let falls = ctx.child.falls();
     let mut ran = match job_trials(job, ctx) {
         Ok(ran) => ran,
@@ -72,6 +76,9 @@ pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
     };
     let (mut trials, coverage) = ran;
     mark_interrupted(&mut trials);
+    if let Some(begun) = begun {
+        begun.ended(plain_fire(ctx, &trials));
+    }
     let mut result = fold(job, ctx, &trials);
     if let Some(c) = coverage {
         with_coverage(&mut result, c);
@@ -79,11 +86,26 @@ pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
     result.details.extend(retried);
     ran_on(&mut result, ctx, &trials);
     if let (Verdict::Fire, Some(last)) = (result.verdict, trials.last()) {
-        result.notes.refire = refired(job, ctx, confirm::site(job.kill, last));
+        result.notes.refire = spent::timed(Phase::Refire, || refired(job, ctx, confirm::site(job.kill, last)));
     }
+    result.notes.spent = spent::take();
     result.duration_ms = start.elapsed().as_millis() as u64;
     keep_evidence(ctx, &mut result, trials);
     result
+}
+
+/// A syscall result's start, told to the run's timed jobs of its cell and
+/// leg ([`crate::pipeline::run::plainfires`]).
+fn begun(job: &Job, ctx: &Context) -> Option<Begun> {
+    let leg = job.leg.as_ref().filter(|_| job.kill == KillMode::Syscall)?;
+    Some(ctx.plain_fires.begun(&job.cell.id, &leg.name))
+}
+
+/// The decisive trial's fire, if the plain path fired it: found exec'd, or
+/// found forked and confirmed exec'd.
+fn plain_fire(ctx: &Context, trials: &[Trial]) -> Option<PlainFire> {
+    let last = trials.last().filter(|t| matches!(t.outcome, Outcome::Fire(_)))?;
+    (last.plain_confirmed || !ctx.fast()).then(|| PlainFire { point: last.index.get(), outcome: last.outcome.clone() })
 }
 
 /// The trials of `job` and what its sweep covered; a stub, or a job
@@ -227,6 +249,9 @@ fn on_plain_path(
     mut ran: (Vec<Trial>, Option<Coverage>),
 ) -> (Vec<Trial>, Option<Coverage>) {
     let Some(found) = ran.0.last_mut().filter(|t| confirm::needed(ctx, t)) else { return ran };
+    if by_syscall_result(job, leg, ctx, found) {
+        return ran;
+    }
     let at = confirm::site(job.kill, found);
     let mut again = |site: Site| {
         let index = match site {
@@ -235,7 +260,9 @@ fn on_plain_path(
         };
         let mut plain = ctx.plain();
         plain.options = ctx.options.narrowed(&job.cell.id, Some(&leg.name), job.kill, index);
-        shaped(job, cell, leg, &plain, shape).0.pop().map(|t| confirm::Exec::at_site(t.outcome))
+        spent::timed(Phase::Confirm, || {
+            shaped(job, cell, leg, &plain, shape).0.pop().map(|t| confirm::Exec::at_site(t.outcome))
+        })
     };
     let launcher = ctx.child.launcher();
     let racy = matches!(shape, Shape::Race { .. } | Shape::Writers { .. });
@@ -243,13 +270,37 @@ fn on_plain_path(
     // A kill the scheduler places, or a free race, the exec'd runs missed:
     // the syscall result's points and schedules do not depend on time.
     if matches!(job.kill, KillMode::Timed | KillMode::None) && !found.plain_confirmed && found.is_bad() {
+        if by_syscall_result(job, leg, ctx, found) {
+            return ran;
+        }
         let sweep = Job { kill: KillMode::Syscall, ..job.clone() };
         let mut plain = ctx.plain();
         plain.options = ctx.options.narrowed(&job.cell.id, Some(&leg.name), KillMode::Syscall, None);
-        confirm::by_sweep(found, shaped(&sweep, cell, leg, &plain, shape).0.pop());
+        let swept = spent::timed(Phase::SweepConfirm, || shaped(&sweep, cell, leg, &plain, shape).0.pop());
+        confirm::by_sweep(found, swept);
     }
     ran
 }
+
+/// A timed fire confirmed by the run's syscall result of its cell and leg,
+/// if that fired on the plain path (waiting for it while another thread
+/// runs it): the exec'd sweep that is a timed fire's last resort would
+/// fire there too, so the verdict is the same and neither it nor the exec'd
+/// trials are paid ([`crate::pipeline::run::plainfires`]). Whether it was.
+fn by_syscall_result(job: &Job, leg: &Leg, ctx: &Context, found: &mut Trial) -> bool {
+    if job.kill != KillMode::Timed {
+        return false;
+    }
+    // As long as a whole sweep may take: past it, the timed fire's own runs.
+    let bound = ctx.deadline.saturating_mul(WAIT_DEADLINES);
+    let Some(fire) = ctx.plain_fires.fire(&job.cell.id, &leg.name, bound) else { return false };
+    confirm::by_syscall_result(found, (fire.point, &ctx.child.launcher()), &fire.outcome);
+    true
+}
+
+/// How many of a trial's deadlines a timed fire waits for the syscall
+/// result under way before it confirms itself.
+const WAIT_DEADLINES: u32 = 20;
 
 /// A fire's repro rerun `ctx.refires` times on the run's own path, at the
 /// fire's trial or point ([`crate::pipeline::run::refire`]); none for a fire decided by a

@@ -15,6 +15,7 @@ use crate::harness::Launcher;
 use crate::matrix::Leg;
 use crate::options::RunOptions;
 use crate::pipeline::outcome::Failure;
+use crate::pipeline::run::plainfires::PlainFires;
 use crate::pipeline::run::pool::Pool;
 use crate::pipeline::run::recoveries::Recoveries;
 use crate::plan::Job;
@@ -90,6 +91,9 @@ pub struct Context {
     /// The run's recoveries by store bytes: each distinct crash state
     /// recovered once per run.
     pub recoveries: Recoveries,
+    /// The run's syscall results' fires on the plain path, by cell and leg:
+    /// what confirms a timed fire of the same cell and leg.
+    pub plain_fires: PlainFires,
 }
 
 impl Context {
@@ -123,6 +127,7 @@ impl Context {
             shared: Shared::default(),
             refires: crate::pipeline::run::refire::RUNS,
             recoveries: Recoveries::default(),
+            plain_fires: PlainFires::default(),
         }
     }
 }

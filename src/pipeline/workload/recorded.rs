@@ -35,6 +35,7 @@ use crate::pipeline::judge::verdict::conclude;
 use crate::pipeline::outcome::{Failure, Finding, Outcome, Site};
 use crate::pipeline::plain::confirm::{self, Exec};
 use crate::pipeline::plain::decide::{Found, decide};
+use crate::pipeline::run::spent::{self, Phase};
 use crate::pipeline::trial::Trial;
 use crate::pipeline::workload::job::{Workload, ended_well, ended_with};
 use crate::report::{Crash, Trace};
@@ -260,9 +261,11 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
         let recorded = trials.pop().expect("a last trial");
         let n = recorded.index;
         let sought = sought(&states, n);
-        let real = w.kill_at(rec.filter, n.ordinal().0, &rec.census);
-        let refind = || w.refind(rec.filter, &sought, n, &rec.census);
-        let mut decided = decide(recorded, real, &sought.point, refind);
+        let mut decided = spent::timed(Phase::RealKill, || {
+            let real = w.kill_at(rec.filter, n.ordinal().0, &rec.census);
+            let refind = || w.refind(rec.filter, &sought, n, &rec.census);
+            decide(recorded, real, &sought.point, refind)
+        });
         on_plain_path(w, &rec, &sought, &mut decided);
         trials.push(decided);
     }
@@ -354,14 +357,16 @@ fn on_plain_path(w: &Workload, rec: &Recording, sought: &Sought, decided: &mut T
     // The point itself, and where it passes exec'd, the run that reached
     // its state again: the confirmation then says which run fired.
     let mut again = |_| {
-        let real = exec.kill_at(rec.filter, n.ordinal().0, &rec.census);
-        if real.is_bad() {
-            return Some(Exec::at_site(real.outcome));
-        }
-        Some(match exec.refind(rec.filter, sought, n, &rec.census) {
-            Found::Again(r) => Exec { found_by: Some(r.how(n.get(), &sought.point)), outcome: r.trial.outcome },
-            Found::Broken(t) => Exec::at_site(t.outcome),
-            Found::Missed(_) => Exec::at_site(real.outcome),
+        spent::timed(Phase::Confirm, || {
+            let real = exec.kill_at(rec.filter, n.ordinal().0, &rec.census);
+            if real.is_bad() {
+                return Some(Exec::at_site(real.outcome));
+            }
+            Some(match exec.refind(rec.filter, sought, n, &rec.census) {
+                Found::Again(r) => Exec { found_by: Some(r.how(n.get(), &sought.point)), outcome: r.trial.outcome },
+                Found::Broken(t) => Exec::at_site(t.outcome),
+                Found::Missed(_) => Exec::at_site(real.outcome),
+            })
         })
     };
     let launcher = w.ctx.child.launcher();
