@@ -300,7 +300,7 @@ fn the_audit_says_a_leg_keeps_acked_commits_under_a_process_crash_but_loses_them
     // The table wraps the legend to its width: read it with the breaks unmade.
     let flat = human.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(flat.contains(&legend), "{human}");
-    assert!(human.contains("\"The audit's crash columns, row by row\""), "{human}");
+    assert!(flat.contains("\"The audit's crash columns, row by row\""), "{human}");
     assert!(human.contains(&format!("    power loss repro: {repro}")), "{human}");
 }
 
