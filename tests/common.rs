@@ -156,3 +156,13 @@ pub fn child_check_entry(child: &crashcells::harness::ChildCommand, name: &str) 
     let checks = report["checks"].as_array().unwrap();
     checks.iter().find(|c| c["check"] == name).unwrap_or_else(|| panic!("no {name} check: {report}")).clone()
 }
+
+/// The SQLite version python3 loads by itself: the one the Python store
+/// reports when no leg puts another library under it.
+pub fn python_sqlite() -> String {
+    let out = Command::new("python3")
+        .args(["-c", "import sqlite3; print(sqlite3.sqlite_version)"])
+        .output()
+        .expect("python3 on PATH");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}

@@ -5,24 +5,13 @@
 //! leg and its bundled twin side by side; a path that is no library is bad
 //! input. python3 must be on PATH.
 
-use std::process::Command;
-
 use serde_json::Value;
 
-use crate::common::{bin, one_leg_matrix, results, run, run_json, scratch, short_catalog};
+use crate::common::{bin, one_leg_matrix, python_sqlite, results, run, run_json, scratch, short_catalog};
 
 /// The Python example as a `--child`, optionally behind `env` words.
 fn store(env: &str) -> String {
     format!("{env}python3 {}/examples/python-store/store.py", env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The SQLite version python3 loads by itself.
-fn python_sqlite() -> String {
-    let out = Command::new("python3")
-        .args(["-c", "import sqlite3; print(sqlite3.sqlite_version)"])
-        .output()
-        .expect("python3 on PATH");
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
 /// The bundled SQLite's version: this test binary links the same

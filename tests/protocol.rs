@@ -4,11 +4,9 @@
 //! none) are refused with exit 2 and a message that says why. python3 must be
 //! on PATH.
 
-use std::process::Command;
-
 use serde_json::Value;
 
-use crate::common::{bin, results, run, run_json, scratch};
+use crate::common::{bin, python_sqlite, results, run, run_json, scratch};
 
 /// A `--child` value for a Python script of this repository.
 fn python(script: &str) -> String {
@@ -16,15 +14,6 @@ fn python(script: &str) -> String {
 }
 
 const STORE: &str = "examples/python-store/store.py";
-
-/// The SQLite version python3 links, as the Python store reports it.
-fn python_sqlite() -> String {
-    let out = Command::new("python3")
-        .args(["-c", "import sqlite3; print(sqlite3.sqlite_version)"])
-        .output()
-        .expect("python3 on PATH");
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
 
 #[test]
 fn python_store_passes_every_cell_of_the_gate_or_skips_with_reasons() {
