@@ -77,6 +77,9 @@ async function worker(socket, adapter) {
     });
   });
   server.listen(socket);
+  // The socket outlives the worker unless removed: leave no file behind in
+  // the system's temporary folder.
+  process.on("exit", () => { try { fs.unlinkSync(socket); } catch {} });
   idle = setTimeout(() => process.exit(0), IDLE_MS * 5);
 }
 
