@@ -3,6 +3,8 @@
 //! `skip_or_fail` (or `common::tracing_refused`, which calls it), which
 //! fails under CI; a test that prints its own skip line, or returns quietly
 //! on a missing prerequisite, passes in CI without having tested anything.
+//! The tests that trace a child themselves are also run with ptrace refused:
+//! each must skip saying why, and fail under CI.
 
 use std::path::{Path, PathBuf};
 
@@ -102,4 +104,57 @@ fn the_check_finds_each_kind_of_quiet_skip() {
     let said = "fn fetched() -> bool {\n    skip_or_fail(Need::HermesWheel, \"x\");\n    true\n}\n\
                 fn t() {\n    if !fetched() {\n        return;\n    }\n}\n";
     assert_eq!(violations("x.rs", said, &wrappers(said)), Vec::<String>::new());
+}
+
+/// The tests that trace a child themselves (not through `run`), where a
+/// guard that checked only the architecture let them fail on the refusal
+/// instead of skipping: each must skip, saying why, where ptrace is refused.
+const TRACING_THEMSELVES: [&str; 5] = [
+    "forkserver::a_traced_forked_process_meets_the_kill_points_of_an_exec_one",
+    "forkserver::a_recorded_forked_run_rebuilds_its_files",
+    "forkserver::a_traced_forked_process_killed_at_a_point_ends_by_sigkill_and_leaves_nothing",
+    "forkserver::the_processes_a_traced_forked_process_starts_are_traced_too",
+    "syscall::a_call_made_to_fail_is_reported_by_sqlite_and_nothing_is_acknowledged",
+];
+
+/// This test binary, run again on `tests` with ptrace refused (EPERM, as a
+/// container's seccomp profile refuses it), and `CI=true` where `ci`.
+fn under_refused_tracing(tests: &[&str], ci: bool) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let arch = seccompiler::TargetArch::try_from(std::env::consts::ARCH).expect("an architecture seccomp knows");
+    let rules = [(libc::SYS_ptrace, vec![])].into_iter().collect();
+    let (allow, refuse) = (seccompiler::SeccompAction::Allow, seccompiler::SeccompAction::Errno(libc::EPERM as u32));
+    let filter = seccompiler::SeccompFilter::new(rules, allow, refuse, arch).expect("a filter");
+    let program: seccompiler::BpfProgram = filter.try_into().expect("a program");
+    let mut cmd = std::process::Command::new(std::env::current_exe().expect("this test binary"));
+    cmd.args(["--exact", "--nocapture", "--test-threads", "2"]).args(tests);
+    cmd.env_remove(crashcells::testskip::CI).env_remove(crashcells::testskip::REQUIRE_TRACING);
+    if ci {
+        cmd.env(crashcells::testskip::CI, "true");
+    }
+    // SAFETY: between fork and exec only prctl and seccomp run, on a
+    // program built before the fork; nothing is allocated unless it fails.
+    unsafe {
+        cmd.pre_exec(move || seccompiler::apply_filter(&program).map_err(|e| std::io::Error::other(e.to_string())));
+    }
+    cmd.output().expect("the test binary runs")
+}
+
+/// With ptrace refused, a test that traces a child skips saying why; under
+/// CI it fails, naming itself and the refusal.
+#[test]
+fn refused_tracing_skips_each_traced_test_and_fails_it_under_ci() {
+    let out = under_refused_tracing(&TRACING_THEMSELVES, false);
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "outside CI a refused trace is a skip, not a failure:\n{said}");
+    for test in TRACING_THEMSELVES {
+        assert!(said.contains(&format!("{test}: skipped: tracing")), "{test} said no skip:\n{said}");
+    }
+    let out = under_refused_tracing(&TRACING_THEMSELVES, true);
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success(), "under CI a refused trace fails:\n{said}");
+    for test in TRACING_THEMSELVES {
+        let failed = format!("{test} could not run and CI or {} is set", crashcells::testskip::REQUIRE_TRACING);
+        assert!(said.contains(&failed), "{test} did not fail naming itself:\n{said}");
+    }
 }
