@@ -7,7 +7,8 @@
 //! `torn-fork` rewinds through one head per removed message (cell 4 sees a
 //! transcript that is neither before nor after the rewind).
 //!
-//! Its one finding (a power loss takes acked steps) is in its known.toml,
+//! Its two findings (a power loss takes acked steps; two writers on one
+//! thread lose each other's steps, cell 6) are in its known.toml, each
 //! named by the README's section on it; the `delete` leg skips with the
 //! resolver's `store` word (the saver imposes WAL).
 //!
@@ -64,13 +65,18 @@ fn sweep(cell: &str, more: &[&str]) -> Option<(String, Value, String)> {
 }
 
 #[test]
-fn the_examples_known_findings_are_its_power_finding_named_in_its_readme() {
+fn the_examples_known_findings_are_its_power_and_writers_findings_named_in_its_readme() {
     let text = std::fs::read_to_string(Path::new(EXAMPLE).join("known.toml")).unwrap();
     let known = crashcells::report::known::parse(&text).unwrap();
     let prints: Vec<&str> = known.iter().map(|k| k.fingerprint.as_str()).collect();
     assert_eq!(
         prints,
-        ["prefix-durability/wal/normal/power/lost-ack", "fork-determinism/wal/normal/power/not-the-chosen-prefix"]
+        [
+            "prefix-durability/wal/normal/power/lost-ack",
+            "fork-determinism/wal/normal/power/not-the-chosen-prefix",
+            "concurrent-appends/wal/normal/syscall/lost-ack",
+            "concurrent-appends/wal/normal/timed/lost-ack",
+        ]
     );
     let readme = std::fs::read_to_string(Path::new(EXAMPLE).join("README.md")).unwrap();
     let anchors: Vec<String> = readme.lines().filter(|l| l.starts_with("### ")).map(anchor).collect();

@@ -6,7 +6,9 @@
 //! the library (`childcheck`: conforming, failing with the adapter's line
 //! for each broken rule; `mutant`: the library's `drop-append` firing cell
 //! 1 where the store passes, `resend-on-catch-up` and `stall` doing what
-//! they name),
+//! they name), `co-append` on that store without the driver (`coappend`:
+//! two writers wait at a held barrier, then each acks its own messages,
+//! recovered once at contiguous positions),
 //! and the small store of docs/adapters/node.md as the page shows it
 //! (`doc`); and the npm package's `crashcells` command, the launcher of
 //! the platform package's binary (`launcher`).
@@ -69,6 +71,11 @@ fn a_store_on_the_library_conforms_and_its_broken_rules_fail_child_check() {
 #[test]
 fn the_librarys_own_mutants_break_what_they_name_and_drop_append_fires_cell_1() {
     suite("mutant", 0);
+}
+
+#[test]
+fn co_append_writers_wait_at_the_barrier_then_each_append_their_own_messages() {
+    suite("coappend", 0);
 }
 
 #[test]

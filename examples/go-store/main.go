@@ -7,9 +7,12 @@
 // library writes each ack only after the method returned. A rewind
 // soft-deletes (posts.hidden), where the Python example branches.
 //
-// Its mutant, racy-claim, breaks consume-once (cell 2): the claim reads the
+// Its mutants: racy-claim breaks consume-once (cell 2): the claim reads the
 // lease in one statement and takes it in a later transaction without the
 // `pending` predicate, so two claimants that both read `pending` both win.
+// position-read-outside-txn breaks concurrent-appends (cell 6): a writer
+// of co-append reads its thread's next place before its transaction, so
+// two writers that read together take one place.
 package main
 
 import (
@@ -34,7 +37,10 @@ CREATE TABLE IF NOT EXISTS posts (
     tid TEXT NOT NULL,
     author TEXT NOT NULL,
     body TEXT NOT NULL,
-    hidden INTEGER NOT NULL DEFAULT 0
+    hidden INTEGER NOT NULL DEFAULT 0,
+    -- The post's place in its thread, from 0, numbered inside the
+    -- transaction that inserts it: dump reports it as position.
+    pos INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS effects (
     key TEXT PRIMARY KEY,
@@ -65,10 +71,10 @@ func (t *Threads) Preload() error {
 	return db.Ping()
 }
 
-// Mutants: racy-claim is the store's own; ack-before-commit acks inside the
+// Mutants: racy-claim and position-read-outside-txn are the store's own; ack-before-commit acks inside the
 // append's transaction (AckNow); drop-append the library implements.
 func (t *Threads) Mutants() []string {
-	return []string{"racy-claim", "ack-before-commit", "drop-append"}
+	return []string{"racy-claim", "position-read-outside-txn", "ack-before-commit", "drop-append"}
 }
 
 func (t *Threads) Open(path string, c adapter.Config) (*adapter.Resolver, error) {
@@ -123,11 +129,25 @@ func (t *Threads) tx(body func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
+// nextPos is a thread's next place. Read inside the transaction that
+// inserts at it (BEGIN IMMEDIATE holds the write lock from the read on),
+// two writers of co-append cannot take one place.
+const nextPos = "SELECT coalesce(max(pos) + 1, 0) FROM posts WHERE tid = ?"
+
 func post(tx *sql.Tx, tid, author, body string) error {
+	var pos int64
+	if err := tx.QueryRow(nextPos, tid).Scan(&pos); err != nil {
+		return err
+	}
+	return postAt(tx, tid, author, body, pos)
+}
+
+// postAt adds a post at place pos of its thread and counts it.
+func postAt(tx *sql.Tx, tid, author, body string, pos int64) error {
 	if _, err := tx.Exec("INSERT OR IGNORE INTO threads (tid) VALUES (?)", tid); err != nil {
 		return err
 	}
-	if _, err := tx.Exec("INSERT INTO posts (tid, author, body) VALUES (?, ?, ?)", tid, author, body); err != nil {
+	if _, err := tx.Exec("INSERT INTO posts (tid, author, body, pos) VALUES (?, ?, ?, ?)", tid, author, body, pos); err != nil {
 		return err
 	}
 	_, err := tx.Exec("UPDATE threads SET n_posts = n_posts + 1 WHERE tid = ?", tid)
@@ -135,6 +155,9 @@ func post(tx *sql.Tx, tid, author, body string) error {
 }
 
 func (t *Threads) Append(tid, role, content string) error {
+	if t.Mutant() == "position-read-outside-txn" && t.Op() == "co-append" {
+		return t.racyAppend(tid, role, content)
+	}
 	return t.tx(func(tx *sql.Tx) error {
 		if err := post(tx, tid, role, content); err != nil {
 			return err
@@ -144,6 +167,16 @@ func (t *Threads) Append(tid, role, content string) error {
 		}
 		return nil
 	})
+}
+
+// racyAppend is the mutant: the next place read before the transaction
+// that inserts at it, so another writer may take it meanwhile.
+func (t *Threads) racyAppend(tid, role, content string) error {
+	var pos int64
+	if err := t.db.QueryRow(nextPos, tid).Scan(&pos); err != nil {
+		return err
+	}
+	return t.tx(func(tx *sql.Tx) error { return postAt(tx, tid, role, content, pos) })
 }
 
 func (t *Threads) Rotate(parent, child string, work []adapter.Turn, carried int, newParent bool) error {
@@ -352,7 +385,7 @@ func sessions(db *sql.DB) ([]adapter.Session, error) {
 }
 
 func messages(db *sql.DB) ([]adapter.Message, error) {
-	rows, err := db.Query("SELECT tid, author, body, hidden FROM posts ORDER BY seq")
+	rows, err := db.Query("SELECT tid, author, body, pos, hidden FROM posts ORDER BY seq")
 	if err != nil {
 		return nil, err
 	}
@@ -360,9 +393,11 @@ func messages(db *sql.DB) ([]adapter.Message, error) {
 	var out []adapter.Message
 	for rows.Next() {
 		var m adapter.Message
-		if err := rows.Scan(&m.SessionID, &m.Role, &m.Content, &m.Inactive); err != nil {
+		var pos int64
+		if err := rows.Scan(&m.SessionID, &m.Role, &m.Content, &pos, &m.Inactive); err != nil {
 			return nil, err
 		}
+		m.Position = &pos
 		out = append(out, m)
 	}
 	return out, rows.Err()

@@ -3,7 +3,7 @@
 
 export type JournalMode = "delete" | "truncate" | "persist" | "memory" | "wal" | "off";
 export type Synchronous = "off" | "normal" | "full" | "extra";
-export type Operation = "append" | "rotate" | "park" | "claim" | "fork" | "deliver" | "catch-up" | "dump";
+export type Operation = "append" | "rotate" | "park" | "claim" | "fork" | "deliver" | "catch-up" | "co-append" | "dump";
 
 /** What the config home asks for; null is "your default". */
 export interface Config {
@@ -44,6 +44,9 @@ export interface Message {
   sessionId: string;
   role: string;
   content: string;
+  /** The message's place in its session as the store numbers it (a
+   * sequence or index column it orders by); left out when it keeps none. */
+  position?: number | null;
   active?: boolean;
 }
 

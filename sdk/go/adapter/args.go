@@ -18,14 +18,15 @@ type flagSpec struct {
 }
 
 var specs = map[string]flagSpec{
-	"append":   {required: []string{"db", "acks"}, optional: []string{"mutant", "stop-after"}},
-	"rotate":   {required: []string{"db", "acks"}, optional: []string{"mutant", "stop-after", "shapes"}},
-	"park":     {required: []string{"db", "session"}},
-	"claim":    {required: []string{"db", "acks", "session", "barrier", "claimant"}, optional: []string{"mutant"}},
-	"fork":     {required: []string{"db", "acks", "seed"}, optional: []string{"mutant", "stop-after"}},
-	"deliver":  {required: []string{"db", "acks", "transport"}, optional: []string{"mutant", "stop-after"}},
-	"catch-up": {required: []string{"db", "transport"}, optional: []string{"mutant"}, repeated: true},
-	"dump":     {required: []string{"db"}, repeated: true},
+	"append":    {required: []string{"db", "acks"}, optional: []string{"mutant", "stop-after"}},
+	"rotate":    {required: []string{"db", "acks"}, optional: []string{"mutant", "stop-after", "shapes"}},
+	"park":      {required: []string{"db", "session"}},
+	"claim":     {required: []string{"db", "acks", "session", "barrier", "claimant"}, optional: []string{"mutant"}},
+	"fork":      {required: []string{"db", "acks", "seed"}, optional: []string{"mutant", "stop-after"}},
+	"deliver":   {required: []string{"db", "acks", "transport"}, optional: []string{"mutant", "stop-after"}},
+	"catch-up":  {required: []string{"db", "transport"}, optional: []string{"mutant"}, repeated: true},
+	"co-append": {required: []string{"db", "acks", "writer", "barrier"}, optional: []string{"mutant", "stop-after"}},
+	"dump":      {required: []string{"db"}, repeated: true},
 }
 
 // args is one operation's command line, read.
@@ -52,7 +53,7 @@ func usagef(format string, v ...interface{}) error { return usageError{fmt.Sprin
 
 func parseArgs(argv []string) (args, error) {
 	if len(argv) == 0 {
-		return args{}, usagef("no operation given (expected one of append, rotate, park, claim, fork, deliver, catch-up, dump)")
+		return args{}, usagef("no operation given (expected one of append, rotate, park, claim, fork, deliver, catch-up, co-append, dump)")
 	}
 	a := args{op: argv[0], flags: map[string][]string{}, stop: -1}
 	spec, ok := specs[a.op]
@@ -100,6 +101,11 @@ func (a *args) parseValues() error {
 	}
 	if v := a.one("shapes"); v != "" && v != "on" {
 		return usagef("rotate: `--shapes %s`: the only value is `on`", v)
+	}
+	// The writer's name starts every content it appends (r1-m0): an empty
+	// one would make two writers' messages look alike.
+	if a.op == "co-append" && a.one("writer") == "" {
+		return usagef("co-append: `--writer` needs a name")
 	}
 	if a.op == "catch-up" && len(a.flags["db"]) != len(a.flags["transport"]) {
 		return usagef("catch-up: --db and --transport come in pairs (%d and %d given)", len(a.flags["db"]), len(a.flags["transport"]))

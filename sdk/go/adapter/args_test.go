@@ -18,6 +18,10 @@ func TestParseArgsRefusesBadInput(t *testing.T) {
 		{[]string{"rotate", "--db", "x", "--acks", "a", "--shapes", "off"}, "the only value is `on`"},
 		{[]string{"park", "--db", "x", "--session", "h", "--mutant", "m"}, "does not take `--mutant`"},
 		{[]string{"catch-up", "--db", "x", "--db", "y", "--transport", "t"}, "come in pairs"},
+		{[]string{"co-append", "--db", "x", "--acks", "a", "--barrier", "b"}, "needs `--writer`"},
+		{[]string{"co-append", "--db", "x", "--acks", "a", "--writer", "r0"}, "needs `--barrier`"},
+		{[]string{"co-append", "--db", "x", "--acks", "a", "--writer", "", "--barrier", "b"}, "`--writer` needs a name"},
+		{[]string{"append", "--db", "x", "--acks", "a", "--writer", "r0"}, "does not take `--writer`"},
 	} {
 		_, err := parseArgs(c.argv)
 		if _, usage := err.(usageError); !usage || !contains(err.Error(), c.want) {

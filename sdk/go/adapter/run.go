@@ -142,9 +142,11 @@ func unless(ok bool, name string) string {
 
 // operations is the ready record's list, from the interfaces s implements.
 // The batches and shapes come with the operations: this package provides
-// them for every store.
+// them for every store. co-append is the store's own Append run by several
+// writers at once (cell 6): every store offers it, and cell 6 judges what
+// its Append does then.
 func operations(s Store) []string {
-	ops := []string{"append", "dump", "dump-batch"}
+	ops := []string{"append", "co-append", "dump", "dump-batch"}
 	if _, ok := s.(Preloader); ok {
 		ops = append(ops, "warm-pool")
 	}

@@ -12,7 +12,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // memory is one database of the in-memory stores, by path.
@@ -48,7 +50,7 @@ func (f *fake) Append(session, role, content string) error {
 		f.m.sessions[session] = &Session{ID: session}
 	}
 	f.m.sessions[session].MessageCount++
-	f.m.messages = append(f.m.messages, Message{session, role, content, false})
+	f.m.messages = append(f.m.messages, Message{session, role, content, nil, false})
 	return nil
 }
 
@@ -177,7 +179,7 @@ func TestAppendWritesReadyThenAnAckPerAppend(t *testing.T) {
 	if ready["kind"] != "ready" || ready["protocol"] != 2.0 || ready["op"] != "append" || ready["journal_mode"] != "delete" {
 		t.Fatalf("ready record: %v", ready)
 	}
-	if ops := fmt.Sprint(ready["operations"]); ops != "[append dump dump-batch]" {
+	if ops := fmt.Sprint(ready["operations"]); ops != "[append co-append dump dump-batch]" {
 		t.Fatalf("operations derived from the interfaces: got %s", ops)
 	}
 	if r := ready["resolver"].(map[string]interface{}); r["decided_by"] != "wal-reset-gate" {
@@ -195,6 +197,79 @@ func TestAppendWritesReadyThenAnAckPerAppend(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"messages":[{"session_id":"main","role":"user","content":"m0"}`) {
 		t.Fatalf("dump: exit %d, %s", code, out)
 	}
+}
+
+// Two writers of co-append: the first waits at the barrier the test holds,
+// acking nothing, until the test drops it; each then acks its own
+// numbered messages from 0, and the store holds both writers' in order.
+func TestCoAppendWaitsAtTheBarrierThenAcksEachWritersMessages(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("CRASHCELLS_HOME", dir)
+	db, barrier := filepath.Join(dir, "s.db"), filepath.Join(dir, "barrier")
+	held, err := os.Create(barrier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := syscall.Flock(int(held.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	writer := func(name string) (int, string) {
+		code, _, errs := call(t, newFake, "co-append", "--db", db, "--acks", filepath.Join(dir, name), "--writer", name, "--barrier", barrier, "--stop-after", "3")
+		return code, errs
+	}
+	done := make(chan string, 1)
+	go func() {
+		code, errs := writer("r0")
+		done <- fmt.Sprintf("exit %d %s", code, errs)
+	}()
+	// Ready, then held: its journal holds the ready record and no ack.
+	deadline := time.Now().Add(30 * time.Second)
+	for !fileHas(filepath.Join(dir, "r0"), `"kind":"ready"`) {
+		if time.Now().After(deadline) {
+			t.Fatal("r0 wrote no ready record within 30 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if got := lines(t, filepath.Join(dir, "r0")); len(got) != 1 || got[0]["op"] != "co-append" {
+		t.Fatalf("r0 wrote %v through the held barrier", got)
+	}
+	syscall.Flock(int(held.Fd()), syscall.LOCK_UN)
+	select {
+	case end := <-done:
+		if end != "exit 0 " {
+			t.Fatalf("r0: %s", end)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("r0 did not end within 30 s of the barrier's release")
+	}
+	if code, errs := writer("r1"); code != 0 {
+		t.Fatalf("r1: exit %d %s", code, errs)
+	}
+	for _, name := range []string{"r0", "r1"} {
+		got := lines(t, filepath.Join(dir, name))
+		for i, a := range got[1:] {
+			if a["kind"] != "ack" || a["op"] != "co-append" || a["i"] != float64(i) {
+				t.Fatalf("%s ack %d: %v", name, i, a)
+			}
+		}
+		if len(got) != 4 {
+			t.Fatalf("%s: %d lines, want ready and 3 acks", name, len(got))
+		}
+	}
+	var contents []string
+	for _, m := range memories[db].messages {
+		contents = append(contents, m.Content)
+	}
+	if got := strings.Join(contents, " "); got != "r0-m0 r0-m1 r0-m2 r1-m0 r1-m1 r1-m2" {
+		t.Fatalf("the store holds %s", got)
+	}
+}
+
+func fileHas(path, text string) bool {
+	data, err := os.ReadFile(path)
+	return err == nil && strings.Contains(string(data), text)
 }
 
 func TestAckNowWritesTheAckOnceBeforeTheMethodReturns(t *testing.T) {
@@ -339,7 +414,7 @@ type preloading struct {
 func (f *preloading) Preload() error { return f.err }
 
 func TestAPreloaderGetsTheWarmPool(t *testing.T) {
-	if ops := fmt.Sprint(operations(&preloading{})); ops != "[append dump dump-batch warm-pool]" {
+	if ops := fmt.Sprint(operations(&preloading{})); ops != "[append co-append dump dump-batch warm-pool]" {
 		t.Fatalf("got %s", ops)
 	}
 	err := preload(&preloading{err: errors.New("no driver")})

@@ -49,6 +49,11 @@ type Message struct {
 	SessionID string
 	Role      string // user, assistant, system, tool
 	Content   string
+	// Position is the message's place in its session as the store numbers
+	// it (a sequence or index column it orders by; docs/PROTOCOL.md §4), or
+	// nil for a store that keeps none. A row id shared by every session is
+	// none: the other sessions' rows would look like holes.
+	Position *int64
 	// Inactive is true only for a message a rewind soft-deleted.
 	Inactive bool
 }
@@ -139,6 +144,9 @@ func (s State) Canonical() []byte {
 			b.WriteByte(',')
 		}
 		fmt.Fprintf(&b, `{"session_id":%s,"role":%s,"content":%s`, quote(m.SessionID), quote(m.Role), quote(m.Content))
+		if m.Position != nil {
+			fmt.Fprintf(&b, `,"position":%d`, *m.Position)
+		}
 		if m.Inactive {
 			b.WriteString(`,"active":false`)
 		}

@@ -10,7 +10,7 @@ func TestCanonicalIsProtocolExample(t *testing.T) {
 			{ID: "p0", Ended: true, EndReason: "compression", MessageCount: 1, HandoffState: "compressing"},
 			{ID: "c0", ParentSessionID: "p0", MessageCount: 1},
 		},
-		Messages: []Message{{"p0", "user", "work 0", false}, {"c0", "system", "continued from p0", false}},
+		Messages: []Message{{"p0", "user", "work 0", nil, false}, {"c0", "system", "continued from p0", nil, false}},
 	}
 	want := `{"protocol":2,"integrity":"ok","sessions":[{"id":"c0","parent_session_id":"p0","ended":false,"end_reason":null,"message_count":1,"handoff_state":null},{"id":"p0","parent_session_id":null,"ended":true,"end_reason":"compression","message_count":1,"handoff_state":"compressing"}],"messages":[{"session_id":"p0","role":"user","content":"work 0"},{"session_id":"c0","role":"system","content":"continued from p0"}]}` + "\n"
 	if got := string(s.Canonical()); got != want {
@@ -22,11 +22,25 @@ func TestCanonicalOptionalFieldsAndOutboxOrder(t *testing.T) {
 	s := State{
 		Integrity:    "ok",
 		Sessions:     []Session{{ID: "main~3", BranchOf: "main"}, {ID: "main"}},
-		Messages:     []Message{{"main", "user", "m0", true}, {"main~3", "user", "m1", false}},
+		Messages:     []Message{{"main", "user", "m0", nil, true}, {"main~3", "user", "m1", nil, false}},
 		Obligations:  []Obligation{{Key: "o1", State: "attempting"}, {Key: "o0", State: "delivered"}},
 		DeriveCounts: true,
 	}
 	want := `{"protocol":2,"integrity":"ok","sessions":[{"id":"main","parent_session_id":null,"ended":false,"end_reason":null,"message_count":1,"handoff_state":null},{"id":"main~3","parent_session_id":null,"ended":false,"end_reason":null,"message_count":1,"handoff_state":null,"branch_of":"main"}],"messages":[{"session_id":"main","role":"user","content":"m0","active":false},{"session_id":"main~3","role":"user","content":"m1"}],"outbox":[{"key":"o0","state":"delivered"},{"key":"o1","state":"attempting"}]}` + "\n"
+	if got := string(s.Canonical()); got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestCanonicalPositionFollowsContentWhenGiven(t *testing.T) {
+	zero, seven := int64(0), int64(7)
+	s := State{
+		Integrity:    "ok",
+		Sessions:     []Session{{ID: "main"}},
+		Messages:     []Message{{"main", "user", "r0-m0", &zero, false}, {"main", "user", "r1-m0", &seven, true}, {"main", "user", "m2", nil, false}},
+		DeriveCounts: true,
+	}
+	want := `{"protocol":2,"integrity":"ok","sessions":[{"id":"main","parent_session_id":null,"ended":false,"end_reason":null,"message_count":3,"handoff_state":null}],"messages":[{"session_id":"main","role":"user","content":"r0-m0","position":0},{"session_id":"main","role":"user","content":"r1-m0","position":7,"active":false},{"session_id":"main","role":"user","content":"m2"}]}` + "\n"
 	if got := string(s.Canonical()); got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
@@ -64,7 +78,7 @@ func TestLiveLenFollowsBranchesAndSkipsSoftDeleted(t *testing.T) {
 	s := State{
 		Integrity: "ok",
 		Sessions:  []Session{{ID: "main"}, {ID: "b1", BranchOf: "main"}, {ID: "b2", BranchOf: "b1"}},
-		Messages:  []Message{{"main", "user", "m0", false}, {"b2", "user", "m0", false}, {"b2", "user", "m1", true}, {"b2", "user", "m2", false}},
+		Messages:  []Message{{"main", "user", "m0", nil, false}, {"b2", "user", "m0", nil, false}, {"b2", "user", "m1", nil, true}, {"b2", "user", "m2", nil, false}},
 	}
 	if n, err := s.liveLen("main"); err != nil || n != 2 {
 		t.Fatalf("got %d, %v; want 2", n, err)

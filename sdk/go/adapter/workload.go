@@ -59,6 +59,8 @@ func (r *runner) run() (int, error) {
 		return r.claim()
 	case "catch-up":
 		return ExitOK, r.catchUp()
+	case "co-append":
+		return ExitOK, r.coAppend()
 	}
 	o, err := r.start()
 	if err != nil {
@@ -116,7 +118,7 @@ func closeStore(s Store) error {
 // opens the ack journal and writes the ready record.
 func (r *runner) start() (*opened, error) {
 	o, err := r.open(r.a.one("db"))
-	if err == nil && (r.a.op == "append" || r.a.op == "fork") {
+	if err == nil && (r.a.op == "append" || r.a.op == "fork" || r.a.op == "co-append") {
 		if c, ok := o.s.(SessionCreator); ok {
 			err = guard("CreateSession", func() error { return c.CreateSession(appendSession) })
 		}
@@ -268,6 +270,39 @@ func (r *runner) claim() (int, error) {
 		return ExitOK, nil
 	}
 	return ExitLost, nil
+}
+
+// coAppend is one of several writers on session main (docs/PROTOCOL.md
+// §2, co-append): the barrier opened, the store opened (main made to
+// exist: another writer may be making it at the same moment), the ready
+// record written, then a shared flock(2) on the barrier, which blocks
+// until the driver releases every writer at once; then the store's own
+// Append of "<writer>-m<i>", each acked after it returned.
+func (r *runner) coAppend() error {
+	barrier, err := os.Open(r.a.one("barrier"))
+	if err != nil {
+		return fmt.Errorf("the barrier: %w", err)
+	}
+	defer barrier.Close()
+	o, err := r.start()
+	if err != nil {
+		return err
+	}
+	defer o.j.close()
+	if err := flockShared(int(barrier.Fd())); err != nil {
+		closeStore(o.s)
+		return fmt.Errorf("the barrier's lock: %w", err)
+	}
+	writer := r.a.one("writer")
+	err = r.a.count(func(i int) error {
+		call := func() error { return o.s.Append(appendSession, "user", fmt.Sprintf("%s-m%d", writer, i)) }
+		return o.acked("Append", call, func() error { return o.j.ack("co-append", i) })
+	})
+	if err != nil {
+		closeStore(o.s)
+		return err
+	}
+	return closeStore(o.s)
 }
 
 func flockShared(fd int) error {

@@ -87,9 +87,11 @@ function unknown(where, key, known) {
   throw new RuleError(where, what, METHOD_RULE);
 }
 
-/** The ready record's `operations`, from the methods defined. */
+/** The ready record's `operations`, from the methods defined. `co-append`
+ * is the store's own `append` run by several writers at once (cell 6):
+ * every store offers it, and cell 6 judges what its append does then. */
 function operations(has, offered) {
-  const ops = ["append", "dump", "dump-batch"];
+  const ops = ["append", "co-append", "dump", "dump-batch"];
   if (has.has("rotate")) ops.push("rotate", "rotate-shapes");
   if (has.has("park")) ops.push("park", "claim");
   if (has.has("rewind")) ops.push("fork");

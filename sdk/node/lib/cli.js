@@ -17,6 +17,7 @@ const FLAGS = {
   fork: { db: true, acks: true, seed: true, mutant: false, "stop-after": false },
   deliver: { db: true, acks: true, transport: true, mutant: false, "stop-after": false },
   "catch-up": { db: true, transport: true, mutant: false },
+  "co-append": { db: true, acks: true, writer: true, barrier: true, mutant: false, "stop-after": false },
   dump: { db: true },
 };
 const MANY = { dump: ["db"], "catch-up": ["db", "transport"] };
@@ -26,7 +27,7 @@ const PATHS = ["db", "acks", "barrier", "transport"];
 export const OPERATIONS = Object.keys(FLAGS);
 
 /** The operation and its flags: `{ op, db, acks, mutant, stopAfter, seed,
- * session, claimant, barrier, transport, shapes }`, where `db` and
+ * session, claimant, barrier, transport, shapes, writer }`, where `db` and
  * `transport` are arrays for `dump` and `catch-up`. */
 export function parseArgs(argv, cwd) {
   const [op, ...rest] = argv;
@@ -44,6 +45,9 @@ export function parseArgs(argv, cwd) {
   if (op === "catch-up" && values.db.length !== values.transport.length) {
     throw new UsageError("catch-up: --db and --transport come in pairs");
   }
+  // The writer's name starts every content it appends (`r1-m0`): an empty
+  // one would make two writers' messages look alike.
+  if (values.writer !== undefined && values.writer === "") throw new UsageError("co-append: --writer needs a name");
   if (values.shapes !== undefined && values.shapes !== "on") {
     throw new UsageError(`rotate: --shapes takes \`on\`, not \`${values.shapes}\``);
   }
@@ -59,6 +63,7 @@ export function parseArgs(argv, cwd) {
     barrier: values.barrier,
     transport: values.transport,
     shapes: values.shapes === "on",
+    writer: values.writer,
   };
 }
 

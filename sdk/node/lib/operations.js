@@ -101,6 +101,23 @@ async function claim(run, a) {
   return won ? EXIT_OK : EXIT_LOST;
 }
 
+/** One of several writers on session `main` (§2, `co-append`): the
+ * barrier opened, the store opened (main made to exist: another writer may
+ * be making it at the same moment), the ready record, then a shared flock
+ * on the barrier, which blocks until the driver releases every writer at
+ * once; then the store's own `append` of `<writer>-m<i>`, each acked. */
+async function coAppend(run, a) {
+  const barrier = openBarrier(a.barrier);
+  const o = await opened(run, a, SESSION);
+  // Blocks while the driver holds its exclusive lock; its deadline bounds the wait.
+  waitShared(barrier);
+  for (const i of steps(a.stopAfter)) {
+    await acked(o.it, () => o.journal.ack("co-append", i), "append", SESSION, "user", `${a.writer}-m${i}`);
+  }
+  await closed(o);
+  return EXIT_OK;
+}
+
 async function fork(run, a) {
   const o = await opened(run, a, SESSION);
   // The rule needs the live transcript's length before each operation: asked
@@ -237,4 +254,4 @@ export function writeAll(fd, text) {
   while (data.length > 0) data = data.subarray(writeSync(fd, data));
 }
 
-export const OPERATION_RUNNERS = { append, rotate, park, claim, fork, deliver, "catch-up": catchUp, dump };
+export const OPERATION_RUNNERS = { append, rotate, park, claim, fork, deliver, "catch-up": catchUp, "co-append": coAppend, dump };

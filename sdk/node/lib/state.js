@@ -25,6 +25,8 @@ const MESSAGE = [
   ["sessionId", isString, undefined],
   ["role", isString, undefined],
   ["content", isString, undefined],
+  // The store's own place of the message in its session (§4): null, not kept.
+  ["position", isPosition, null],
   ["active", isBoolean, true],
 ];
 const OBLIGATION = [
@@ -102,6 +104,7 @@ export function canonicalLine(state) {
   });
   const messages = state.messages.map((m) => {
     const out = { session_id: m.sessionId, role: m.role, content: m.content };
+    if (m.position !== null) out.position = m.position;
     if (!m.active) out.active = false;
     return out;
   });
@@ -143,6 +146,9 @@ function isNullableString(v) {
 }
 function isBoolean(v) {
   return typeof v === "boolean";
+}
+function isPosition(v) {
+  return v === null || Number.isSafeInteger(v);
 }
 function isCount(v) {
   return v === null || (Number.isSafeInteger(v) && v >= 0);

@@ -30,12 +30,12 @@ function status(report, check) {
   return report.checks.find((c) => c.check === check);
 }
 
-test("a store on the library conforms, claim, fork, deliver and shapes included", { skip }, () => {
-  const { code, report } = childCheck("rotate-shapes,claim-state,fork-state,catch-up-missing,dump-batch");
+test("a store on the library conforms, claim, fork, deliver, shapes and co-append included", { skip }, () => {
+  const { code, report } = childCheck("rotate-shapes,claim-state,fork-state,catch-up-missing,dump-batch,co-append-state");
   const failed = report.checks.filter((c) => c.status === "fail").map((c) => `${c.check}: ${c.detail}`);
   assert.deepEqual(failed, []);
   assert.equal(code, 0);
-  for (const c of ["rotate-shapes", "claim-state", "fork-state", "catch-up-missing", "dump-batch", "append-state"]) {
+  for (const c of ["rotate-shapes", "claim-state", "fork-state", "catch-up-missing", "dump-batch", "append-state", "co-append", "co-append-state"]) {
     assert.equal(status(report, c).status, "ok", `${c}: ${status(report, c).detail}`);
   }
 });

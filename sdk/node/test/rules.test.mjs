@@ -22,6 +22,10 @@ test("flags come in pairs, in any order, paths made absolute", () => {
   assert.throws(() => parseArgs(["rotate", "--db", "a", "--acks", "b", "--shapes", "off"], "/w"), /--shapes takes `on`/);
   assert.throws(() => parseArgs(["fork-server"], "/w"), /unknown operation `fork-server`/);
   assert.throws(() => parseArgs(["append", "--db", "a", "--acks", "b", "--stop-after", "-1"], "/w"), /non-negative/);
+  const co = parseArgs(["co-append", "--writer", "r1", "--barrier", "b", "--db", "s.db", "--acks", "a", "--stop-after", "2"], "/w");
+  assert.deepEqual([co.writer, co.barrier, co.db, co.stopAfter], ["r1", "/w/b", "/w/s.db", 2]);
+  assert.throws(() => parseArgs(["co-append", "--writer", "", "--barrier", "b", "--db", "s", "--acks", "a"], "/w"), /--writer needs a name/);
+  assert.throws(() => parseArgs(["append", "--writer", "r1", "--db", "s", "--acks", "a"], "/w"), /unknown argument `--writer`/);
 });
 
 test("the config home: the driver's lines read, anything else refused", () => {
@@ -71,7 +75,8 @@ test("the canonical line: field order, defaults left out, sorted byte-wise, text
     sessions: [{ id: "é" }, { id: "z", branchOf: "main", messageCount: 7 }, { id: "main", ended: true, endReason: "compression" }],
     messages: [
       { sessionId: "main", role: "user", content: 'a "q" \\ / \n\u0001 ü' },
-      { sessionId: "main", role: "user", content: "cut", active: false },
+      { sessionId: "main", role: "user", content: "cut", position: 7, active: false },
+      { sessionId: "main", role: "user", content: "p0", position: 0 },
     ],
     obligations: [{ key: "o1", state: "attempting" }, { key: "o0", state: "delivered" }],
     integrity: "ok",
@@ -79,11 +84,12 @@ test("the canonical line: field order, defaults left out, sorted byte-wise, text
   assert.equal(
     canonicalLine(state),
     '{"protocol":2,"integrity":"ok","sessions":[' +
-      '{"id":"main","parent_session_id":null,"ended":true,"end_reason":"compression","message_count":2,"handoff_state":null},' +
+      '{"id":"main","parent_session_id":null,"ended":true,"end_reason":"compression","message_count":3,"handoff_state":null},' +
       '{"id":"z","parent_session_id":null,"ended":false,"end_reason":null,"message_count":7,"handoff_state":null,"branch_of":"main"},' +
       '{"id":"é","parent_session_id":null,"ended":false,"end_reason":null,"message_count":0,"handoff_state":null}],' +
       '"messages":[{"session_id":"main","role":"user","content":"a \\"q\\" \\\\ / \\n\\u0001 ü"},' +
-      '{"session_id":"main","role":"user","content":"cut","active":false}],' +
+      '{"session_id":"main","role":"user","content":"cut","position":7,"active":false},' +
+      '{"session_id":"main","role":"user","content":"p0","position":0}],' +
       '"outbox":[{"key":"o0","state":"delivered"},{"key":"o1","state":"attempting"}]}\n',
   );
 });
@@ -106,6 +112,8 @@ test("a state() of the wrong shape is refused naming the field and the rule", ()
     [{ sessions: [{ id: "main", parent: null }], messages: [] }, /unknown field "parent"/],
     [{ sessions: [{ id: "main", mesageCount: 1 }], messages: [] }, /did you mean "messageCount"/],
     [{ sessions: [{ id: 1 }], messages: [] }, /sessions\[0\] with id 1/],
+    [{ sessions: [], messages: [{ sessionId: "main", role: "user", content: "m0", position: 1.5 }] }, /messages\[0\] with position 1.5/],
+    [{ sessions: [], messages: [{ sessionId: "main", role: "user", content: "m0", postion: 1 }] }, /did you mean "position"/],
     [{ sessions: [] }, /messages undefined, not an array/],
     [[], /not \{ sessions/],
   ];
@@ -131,7 +139,7 @@ test("a misspelt method or static is refused with a did-you-mean", () => {
     Object.assign(C.prototype, base, extra);
     return C;
   };
-  assert.deepEqual(describe(classOf({})).operations, ["append", "dump", "dump-batch", "warm-pool"]);
+  assert.deepEqual(describe(classOf({})).operations, ["append", "co-append", "dump", "dump-batch", "warm-pool"]);
   assert.ok(describe(classOf({ rewind() {}, park() {}, claim() {} })).operations.includes("fork"));
   assert.throws(() => describe(classOf({ rewnid() {} })), /Mine.rewnid is no name of the adapter API \(did you mean `rewind`\?\)/);
   assert.throws(() => describe(classOf({ _helper() {}, park() {} })), /Mine.claim\(\) is missing beside park/);

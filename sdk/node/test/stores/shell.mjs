@@ -19,13 +19,17 @@ import { Store, headerIsWal, resolve, run } from "../../index.js";
 
 const SCHEMA = `CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, parent TEXT, ended INT NOT NULL DEFAULT 0,
   reason TEXT, n INT NOT NULL DEFAULT 0, handoff TEXT);
-CREATE TABLE IF NOT EXISTS messages (k INTEGER PRIMARY KEY AUTOINCREMENT, sid TEXT, role TEXT, body TEXT, active INT NOT NULL DEFAULT 1);
+CREATE TABLE IF NOT EXISTS messages (k INTEGER PRIMARY KEY AUTOINCREMENT, sid TEXT, role TEXT, body TEXT, active INT NOT NULL DEFAULT 1,
+  pos INT NOT NULL);
 CREATE TABLE IF NOT EXISTS outbox (key TEXT PRIMARY KEY, payload TEXT, state TEXT);`;
 
 /** A failure of the shell (busy, I/O, corrupt): the store's own. */
 class SqlError extends Error {}
 
 const q = (text) => `'${String(text).replaceAll("'", "''")}'`;
+// The session's next place, read inside the transaction that inserts at it
+// (two writers of co-append must not take one place): dump's `position`.
+const next = (session) => `(SELECT coalesce(max(pos) + 1, 0) FROM messages WHERE sid = ${q(session)})`;
 
 export class ShellStore extends Store {
   static mutants = ["drop-append", "stall", "resend-on-catch-up"];
@@ -58,7 +62,7 @@ export class ShellStore extends Store {
   }
 
   append(session, role, content) {
-    this._tx(`INSERT INTO messages (sid, role, body) VALUES (${q(session)}, ${q(role)}, ${q(content)});
+    this._tx(`INSERT INTO messages (sid, role, body, pos) VALUES (${q(session)}, ${q(role)}, ${q(content)}, ${next(session)});
 UPDATE sessions SET n = n + 1 WHERE id = ${q(session)};`);
   }
 
@@ -66,8 +70,8 @@ UPDATE sessions SET n = n + 1 WHERE id = ${q(session)};`);
     if (newParent) this.createSession(parent);
     for (const [role, content] of work) this.append(parent, role, content);
     this._tx(`INSERT INTO sessions (id, parent, n) VALUES (${q(child)}, ${q(parent)}, ${1 + carried});
-INSERT INTO messages (sid, role, body) VALUES (${q(child)}, 'system', ${q(`continued from ${parent}`)});
-INSERT INTO messages (sid, role, body) SELECT ${q(child)}, role, body FROM
+INSERT INTO messages (sid, role, body, pos) VALUES (${q(child)}, 'system', ${q(`continued from ${parent}`)}, 0);
+INSERT INTO messages (sid, role, body, pos) SELECT ${q(child)}, role, body, row_number() OVER (ORDER BY k) FROM
   (SELECT k, role, body FROM messages WHERE sid = ${q(parent)} AND active ORDER BY k DESC LIMIT ${carried}) ORDER BY k;
 UPDATE sessions SET ended = 1, reason = 'compression' WHERE id = ${q(parent)};`);
   }
@@ -78,9 +82,9 @@ UPDATE sessions SET ended = 1, reason = 'compression' WHERE id = ${q(parent)};`)
 
   claim(session, claimant) {
     // One transaction, predicated on `pending`; the winner's record in it.
-    const [r] = this._rows(`${this._quiet()}.timeout 10000\nBEGIN IMMEDIATE;
+    const [r] = this._rows(`${this._quiet()}BEGIN IMMEDIATE;
 UPDATE sessions SET handoff = 'running' WHERE id = ${q(session)} AND handoff = 'pending';
-INSERT INTO messages (sid, role, body) SELECT ${q(session)}, 'system', ${q(`claimed by ${claimant}`)} WHERE changes() = 1;
+INSERT INTO messages (sid, role, body, pos) SELECT ${q(session)}, 'system', ${q(`claimed by ${claimant}`)}, ${next(session)} WHERE changes() = 1;
 UPDATE sessions SET n = n + 1 WHERE id = ${q(session)} AND changes() = 1;
 SELECT changes() AS won;
 COMMIT;`);
@@ -121,7 +125,7 @@ UPDATE sessions SET n = ${keep} WHERE id = ${q(session)};`);
       id: s.id, parentSessionId: s.parent, ended: s.ended === 1, endReason: s.reason, messageCount: s.n, handoffState: s.handoff,
     }));
     const messages = read("SELECT * FROM messages ORDER BY k;").map((m) => ({
-      sessionId: m.sid, role: m.role, content: m.body, active: m.active === 1,
+      sessionId: m.sid, role: m.role, content: m.body, position: m.pos, active: m.active === 1,
     }));
     if (process.env.SHELL_STORE_BREAK === "shape" && messages.length > 0) delete messages[0].role;
     const obligations = read("SELECT key, state FROM outbox;");
@@ -130,12 +134,14 @@ UPDATE sessions SET n = ${keep} WHERE id = ${q(session)};`);
 
   /** One transaction: the connection's pragmas, then `body` between BEGIN IMMEDIATE and COMMIT. */
   _tx(body) {
-    this._shell(`${this._quiet()}.timeout 10000\nBEGIN IMMEDIATE;\n${body}\nCOMMIT;\n`);
+    this._shell(`${this._quiet()}BEGIN IMMEDIATE;\n${body}\nCOMMIT;\n`);
   }
 
-  /** The connection's pragmas with their answers sent nowhere. */
+  /** The connection's pragmas with their answers sent nowhere; the busy
+   * timeout first, since a journal mode change takes a lock another writer
+   * may hold (co-append). */
   _quiet() {
-    return `.output /dev/null\n${this.pragmas ?? ""}.output stdout\n`;
+    return `.timeout 10000\n.output /dev/null\n${this.pragmas ?? ""}.output stdout\n`;
   }
 
   _rows(script, db = this.db) {
