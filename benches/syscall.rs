@@ -10,7 +10,11 @@
 //!   and of the Python example store's, each beside the same gate of another
 //!   build when `CRASHCELLS_BASELINE=/path/to/crashcells` names one (the
 //!   machine may be shared: ratios measured in one run are the figures to
-//!   trust). `CRASHCELLS_BENCH_PYTHON=0` leaves the Python gate out.
+//!   trust). `CRASHCELLS_BENCH_PYTHON=0` leaves the Python gate out;
+//! - with a baseline named, the recorded rotation sweep (cell 3, `delete`
+//!   and `wal`) of both builds through their CLI, rounds interleaved: each
+//!   build's median crash states per second and their ratio. The CLI, since
+//!   a baseline is only a binary: both sides pay the same start.
 //!
 //! Run with `cargo bench --bench syscall`.
 
@@ -28,6 +32,8 @@ use crashcells::plan::{Selection, plan};
 
 const BIN: &str = env!("CARGO_BIN_EXE_crashcells");
 const ROUNDS: u32 = 20;
+/// Rounds of each build's sweep side by side: an odd count, for a median.
+const SIDE_ROUNDS: usize = 7;
 
 fn child() -> ChildCommand {
     ChildCommand { program: BIN.into(), prefix: vec!["child".into()], cwd: None, env: Vec::new() }
@@ -161,6 +167,61 @@ fn gate(work: &Path, extra: &[&str], what: &str) {
     }
 }
 
+/// One recorded rotation sweep of `leg` by `bin`'s CLI: its crash states per
+/// second (points landed over the result's time) and its verdict.
+fn cli_sweep(bin: &str, work: &Path, leg: &str) -> (f64, String) {
+    let out = Command::new(bin)
+        .args(["run", "--seed", "1", "--cell", "3", "--leg", leg, "--kill", "syscall", "--format", "json"])
+        .arg("--workdir")
+        .arg(work)
+        .arg("--evidence")
+        .arg(work.join("evidence"))
+        .output()
+        .expect("the sweep runs");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let result = &report["results"][0];
+    // A report that did not parse prints NaN: a bench asserts nothing.
+    let points = result["points_landed"].as_f64().unwrap_or(f64::NAN);
+    let secs = result["duration_ms"].as_f64().unwrap_or(f64::NAN) / 1e3;
+    (points / secs, result["verdict"].as_str().unwrap_or("no report").to_string())
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The machine's load average: a shared machine's figures need it beside them.
+fn load() -> String {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    text.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+}
+
+/// Each leg's rotation sweep by this build and by `base`, rounds interleaved
+/// (this, baseline, this, ...) so that a change of load hits both alike.
+fn sweeps_side_by_side(work: &Path, base: &str) {
+    for leg in ["delete", "wal"] {
+        let before = load();
+        let (mut now, mut then, mut verdicts) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..SIDE_ROUNDS {
+            let (rate, verdict) = cli_sweep(BIN, work, leg);
+            now.push(rate);
+            verdicts.push(verdict);
+            let (rate, verdict) = cli_sweep(base, work, leg);
+            then.push(rate);
+            verdicts.push(verdict);
+        }
+        let (n, t) = (median(now), median(then));
+        verdicts.dedup();
+        println!(
+            "{leg} rotation sweep, recorded, by the CLI, {SIDE_ROUNDS} rounds each interleaved: this build {n:.0} states/s, baseline {t:.0} states/s (medians) = ratio {:.2}; verdicts {}; load {before} before, {} after",
+            n / t,
+            verdicts.join(", "),
+            load()
+        );
+    }
+}
+
 fn main() {
     let jobs = std::thread::available_parallelism().map_or(1, usize::from);
     let root = crashcells::run::default_workdir();
@@ -170,6 +231,9 @@ fn main() {
     let recorded = sweep_rate(work.path(), jobs, Replay::On);
     let executed = sweep_rate(work.path(), jobs, Replay::Off);
     println!("recorded against re-executed states/s, side by side: {:.1}x", recorded / executed);
+    if let Ok(base) = std::env::var("CRASHCELLS_BASELINE") {
+        sweeps_side_by_side(work.path(), &base);
+    }
     gate(work.path(), &[], "default gate (all cells, all legs, timed and syscall)");
     if std::env::var("CRASHCELLS_BENCH_PYTHON").as_deref() != Ok("0") {
         let store = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/python-store/store.py");
