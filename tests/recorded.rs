@@ -433,7 +433,12 @@ fn a_recorded_race_sweep_passes_on_the_reference_and_fires_on_split_claim_confir
 /// point where the others were connected when r0 died, the state rebuilt
 /// with r0's `-shm` laid and held reaches the real kill's verdict. Without
 /// the `-shm` (the others rebuild the index from the WAL and see a commit
-/// r0 had not indexed), split-claim's first fire came a point early.
+/// r0 had not indexed), split-claim's first fire came a point early. Where
+/// r0 died between writing a commit and indexing it (its WAL sync), the
+/// real verdict is the others' timing; the rebuilt state drops that commit,
+/// as their last close's checkpoint does: split-claim's claim record there
+/// is lost, and the state fires every time (racing over the whole WAL, it
+/// passed in 2 of 30 rebuilt races on a loaded machine, and CI went red).
 #[test]
 fn rebuilt_wal_race_states_reach_the_verdicts_of_real_kills_point_by_point() {
     use crashcells::pipeline::Context;
@@ -451,7 +456,7 @@ fn rebuilt_wal_race_states_reach_the_verdicts_of_real_kills_point_by_point() {
     let child = crashcells::harness::Launcher::exec(reference());
     let ready = crashcells::probe::preflight(&child, &work, Duration::from_secs(30)).unwrap();
     let (cell, leg) = (crashcells::cells::find(&job.cell.id).unwrap(), job.leg.as_ref().unwrap());
-    let mut fired = 0;
+    let (mut fired, mut lost_claims) = (0, 0);
     for mutant in [None, Some("split-claim")] {
         let options = crashcells::options::RunOptions {
             matrix: "default".into(),
@@ -470,11 +475,18 @@ fn rebuilt_wal_race_states_reach_the_verdicts_of_real_kills_point_by_point() {
         };
         assert!(sides.len() >= 8, "{mutant:?}: the claim's points after r0's ready record: {sides:#?}");
         for s in &sides {
-            eprintln!("{mutant:?} point {}: rebuilt {}, real {} (race {})", s.point, s.recorded, s.real, s.races);
+            let lag = if s.unindexed { ", an unindexed commit dropped" } else { "" };
+            eprintln!("{mutant:?} point {}: rebuilt {}, real {} (race {}{lag})", s.point, s.recorded, s.real, s.races);
         }
         let differ: Vec<_> = sides.iter().filter(|s| !s.agrees()).collect();
         assert!(differ.is_empty(), "{mutant:?}: rebuilt and real verdicts differ: {differ:#?}");
-        fired += sides.iter().filter(|s| matches!(s.real, crashcells::pipeline::Outcome::Fire(_))).count();
+        let is_fire = |o: &crashcells::pipeline::Outcome| matches!(o, crashcells::pipeline::Outcome::Fire(_));
+        fired += sides.iter().filter(|s| is_fire(&s.real)).count();
+        lost_claims += sides.iter().filter(|s| s.unindexed && is_fire(&s.recorded)).count();
     }
     assert!(fired > 0, "split-claim fired at no point: the comparison compared nothing that fires");
+    assert!(
+        lost_claims > 0,
+        "no rebuilt state dropped an unindexed claim record: the timing-bound point went unchecked"
+    );
 }

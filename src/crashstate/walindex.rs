@@ -110,6 +110,107 @@ pub fn lay_and_hold(path: &Path, bytes: &[u8]) -> io::Result<DmsHold> {
     Ok(DmsHold { _file: file })
 }
 
+/// What a survivor's index leaves out of the WAL: a kill between writing a
+/// commit's frames and indexing them (SQLite syncs the WAL between the two
+/// under `synchronous=FULL`) leaves a whole commit that the `-shm` r0 left
+/// does not show.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unindexed {
+    /// Frames the `-shm`'s header shows (its `mxFrame`).
+    pub indexed: u32,
+    /// Frames up to the WAL's last valid commit frame, as a recovery finds.
+    pub committed: u32,
+    /// The WAL's length with only the indexed frames.
+    pub indexed_len: u64,
+}
+
+/// The commit the WAL holds past the `-shm`'s index, if it holds one: the
+/// `-shm`'s header valid (both copies alike, initialised) and a recovery of
+/// the WAL reaching further than its `mxFrame`. A header a survivor would
+/// not trust makes it rebuild the index from the WAL, so then nothing is
+/// left out. An index of no frames may carry other salts than the WAL's
+/// (a first WAL's salts are drawn when its header is written, and reach
+/// the `-shm` with its first commit's index): a reader of it sees no frame
+/// of that WAL all the same. An index of frames with other salts is not
+/// this WAL's, and nothing is said of it.
+pub fn unindexed(shm: &[u8], wal: &[u8]) -> Option<Unindexed> {
+    let (indexed, salts) = index_header(shm)?;
+    let (committed, page) = recovered(wal)?;
+    if committed <= indexed || (indexed > 0 && wal[16..24] != salts) {
+        return None;
+    }
+    let indexed_len = 32 + u64::from(indexed) * (24 + page as u64);
+    Some(Unindexed { indexed, committed, indexed_len })
+}
+
+/// The `-shm` header's `mxFrame` and salts (`WalIndexHdr`, wal.c: two
+/// 48-byte copies, native byte order; `isInit` at 12, `mxFrame` at 16,
+/// `aSalt` at 32 as the WAL's header bytes 16-23), if both copies agree.
+fn index_header(shm: &[u8]) -> Option<(u32, [u8; 8])> {
+    let (first, second) = (shm.get(..48)?, shm.get(48..96)?);
+    if first != second || first[12] != 1 {
+        return None;
+    }
+    let mx = u32::from_ne_bytes(first[16..20].try_into().ok()?);
+    Some((mx, first[32..40].try_into().ok()?))
+}
+
+/// The frames a recovery of `wal` keeps (up to its last valid commit
+/// frame) and its page size, walformat.html: the header's checksum must
+/// hold, and each frame's salts and cumulative checksum.
+fn recovered(wal: &[u8]) -> Option<(u32, usize)> {
+    let magic = be32(wal, 0)?;
+    if magic & !1 != 0x377f_0682 {
+        return None;
+    }
+    let big = magic & 1 == 1;
+    let page = be32(wal, 8)? as usize;
+    if !(512..=65536).contains(&page) || !page.is_power_of_two() {
+        return None;
+    }
+    let mut sum = checksum(&wal[..24], (0, 0), big);
+    if Some(sum) != pair(wal, 24) {
+        return None;
+    }
+    let (mut frame, mut committed, mut at) = (0u32, 0u32, 32usize);
+    while let Some(body) = wal.get(at..at + 24 + page) {
+        if body[8..16] != wal[16..24] {
+            break;
+        }
+        sum = checksum(&body[24..], checksum(&body[..8], sum, big), big);
+        if Some(sum) != pair(body, 16) {
+            break;
+        }
+        frame += 1;
+        if be32(body, 4)? != 0 {
+            committed = frame;
+        }
+        at += 24 + page;
+    }
+    Some((committed, page))
+}
+
+/// SQLite's WAL checksum (`walChecksumBytes`) of `data` from `seed`, its
+/// words big-endian or little-endian as the WAL's magic says.
+fn checksum(data: &[u8], seed: (u32, u32), big: bool) -> (u32, u32) {
+    let word = |b: &[u8]| {
+        let b: [u8; 4] = b.try_into().expect("4 bytes");
+        if big { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) }
+    };
+    data.chunks_exact(8).fold(seed, |(s0, s1), w| {
+        let s0 = s0.wrapping_add(word(&w[..4])).wrapping_add(s1);
+        (s0, s1.wrapping_add(word(&w[4..])).wrapping_add(s0))
+    })
+}
+
+fn be32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn pair(b: &[u8], at: usize) -> Option<(u32, u32)> {
+    Some((be32(b, at)?, be32(b, at + 4)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,5 +262,44 @@ mod tests {
         );
         assert!(Arc::ptr_eq(w.stops[1].as_ref().unwrap(), w.stops[2].as_ref().unwrap()));
         assert_eq!(w.at(0), None);
+    }
+
+    /// A WAL store with one connection kept open (so its close does not
+    /// checkpoint the WAL away), after `sql`: its `-wal` and `-shm` bytes.
+    fn wal_files(conn: &rusqlite::Connection, db: &Path, sql: &str) -> (Vec<u8>, Vec<u8>) {
+        conn.execute_batch(sql).unwrap();
+        let read = |tail: &str| std::fs::read(crate::dbfiles::sibling(db, tail)).unwrap();
+        (read("-wal"), read("-shm"))
+    }
+
+    #[test]
+    fn a_commit_written_after_the_index_was_read_is_unindexed_and_one_indexed_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("store.db");
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;").unwrap();
+        let (_, shm0) = wal_files(&conn, &db, "SELECT 1 FROM sqlite_schema;");
+        let (wal1, shm1) = wal_files(&conn, &db, "CREATE TABLE t(x); INSERT INTO t VALUES (1);");
+        // The index of no frames, before the WAL's first commit: all of it is past it.
+        let first = unindexed(&shm0, &wal1).expect("the first commit is past an empty index");
+        assert_eq!((first.indexed, first.indexed_len), (0, 32), "{first:?}");
+        let (wal2, shm2) = wal_files(&conn, &db, "INSERT INTO t VALUES (zeroblob(5000));");
+        // The index as it stood before the second commit: that commit is past it.
+        let lag = unindexed(&shm1, &wal2).expect("the second commit is not in the first index");
+        assert!(lag.committed > lag.indexed && lag.indexed > 0, "{lag:?}");
+        let (indexed, _) = index_header(&shm1).unwrap();
+        assert_eq!(recovered(&wal2[..lag.indexed_len as usize]).map(|(c, _)| c), Some(indexed));
+        // Indexed as written: nothing left out.
+        assert_eq!(unindexed(&shm2, &wal2), None);
+        // The second commit's last frame cut short: a recovery stops before it.
+        assert_eq!(unindexed(&shm1, &wal2[..wal2.len() - 1]), None);
+        // A torn index header: a survivor rebuilds it from the WAL.
+        let mut torn = shm1.clone();
+        torn[16] ^= 1;
+        assert_eq!(unindexed(&torn, &wal2), None);
+        // Another generation's salts: the index is not this WAL's.
+        let mut other = wal2.clone();
+        other[16] ^= 1;
+        assert_eq!(unindexed(&shm1, &other), None);
     }
 }

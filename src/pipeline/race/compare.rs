@@ -22,13 +22,17 @@ use crate::pipeline::race::sweep::RaceSweep;
 pub const TRIES: u32 = 5;
 
 /// One sweep point's verdicts: the rebuilt state's and the real kill's,
-/// and how many real races it took to reach the rebuilt verdict.
+/// how many real races it took to reach the rebuilt verdict, and whether
+/// the rebuilt state dropped a commit r0's `-shm` had not indexed (where
+/// the real verdict is the others' timing: see
+/// [`crate::pipeline::race::recorded`]'s `without_unindexed`).
 #[derive(Debug)]
 pub struct Side {
     pub point: u64,
     pub recorded: Outcome,
     pub real: Outcome,
     pub races: u32,
+    pub unindexed: bool,
 }
 
 impl Side {
@@ -60,8 +64,10 @@ pub fn side_by_side(race: &Race, full: &Race, points: Option<&[u64]>) -> Result<
     let real = RaceSweep::with_split(full, rec.split());
     let rebuilt = |point: u64| judged(race, &rec, &[point]).0.pop().map_or(Outcome::Pass, |t| t.outcome);
     let killed = |point: u64| real.kill_at(rec.filter, point, &rec.census).outcome;
+    let lagging: Vec<u64> = rec.unindexed(&points).into_iter().map(|(n, _)| n).collect();
     let side = |&point: &u64| {
-        let mut side = Side { point, recorded: rebuilt(point), real: killed(point), races: 1 };
+        let unindexed = lagging.contains(&point);
+        let mut side = Side { point, recorded: rebuilt(point), real: killed(point), races: 1, unindexed };
         while !side.agrees() && side.races < TRIES {
             // A harness error (a deadline on a loaded machine) is no verdict: that side runs again.
             if matches!(side.recorded, Outcome::Error(_)) {

@@ -29,8 +29,9 @@ use std::sync::Mutex;
 use crashcells_protocol::JournalMode;
 
 use crate::cells::End;
+use crate::crashstate::log::Effect;
 use crate::crashstate::state::states_from;
-use crate::crashstate::walindex::{DmsHold, WalIndex, lay_and_hold, snapshot};
+use crate::crashstate::walindex::{DmsHold, Unindexed, WalIndex, lay_and_hold, snapshot, unindexed};
 use crate::crashstate::{Files, Log, Names, State};
 use crate::dbfiles::sibling;
 use crate::kill::KillPoint;
@@ -74,6 +75,17 @@ struct Recorded {
     /// others connected (they open the store once r0 is at its barrier),
     /// a kill at it or before leaves them to open the store after r0 died.
     ready: Option<u64>,
+}
+
+impl Recorded {
+    /// The `-shm` the others find connected at r0's point `at`: on the
+    /// winning claim, after r0's ready record.
+    fn connected_shm(&self, at: u64) -> Option<&[u8]> {
+        match (self.claim, self.ready) {
+            (Claim::Winning, Some(ready)) if at > ready => self.wal_index.at(at),
+            _ => None,
+        }
+    }
 }
 
 /// The names of r0's files in a race's folder.
@@ -141,6 +153,24 @@ impl Recordings {
     /// leaves the others connected, with the `-shm` r0 left.
     pub(super) fn connected(&self) -> Vec<u64> {
         self.win.ready.map_or(Vec::new(), |ready| (ready + 1..=self.win.log.total()).collect())
+    }
+
+    /// The winning-claim points among `points` whose WAL holds a commit
+    /// r0's `-shm` had not indexed: what such a state leaves is the others'
+    /// timing ([`without_unindexed`]).
+    pub(super) fn unindexed(&self, points: &[u64]) -> Vec<(u64, Unindexed)> {
+        let split = self.split();
+        let mine: Vec<(u64, u64)> = points
+            .iter()
+            .map(|&n| (n, split.locate(n)))
+            .filter(|(_, (c, _))| *c == Claim::Winning)
+            .map(|(n, (_, at))| (n, at))
+            .collect();
+        let ats: Vec<u64> = mine.iter().map(|(_, at)| *at).collect();
+        let built = states_from(self.win.base.clone(), &self.win.log, &ats);
+        let lag =
+            |(&(n, at), s): (&(u64, u64), State)| without_unindexed(s, self.win.connected_shm(at)).1.map(|l| (n, l));
+        mine.iter().zip(built).filter_map(lag).collect()
     }
 
     /// How many of r0's points each path has.
@@ -253,6 +283,9 @@ fn sweep(race: &Race, full: &Race, rec: &Recordings) -> Swept {
     ctx.tally.planned(points.len() as u64);
     ctx.tally.phase("checking");
     let (mut trials, distinct) = judged(race, rec, &points);
+    if confirm_unindexed(full, rec, &mut trials) {
+        return Swept { planned: Some(points), trials, recorded: true, distinct: Some(distinct) };
+    }
     if let Some(recorded) = trials.pop_if(|t| t.is_bad()) {
         let n = recorded.index.ordinal().0;
         let (claim, at) = split.locate(n);
@@ -267,6 +300,32 @@ fn sweep(race: &Race, full: &Race, rec: &Recordings) -> Swept {
         trials.push(decided);
     }
     Swept { planned: Some(points), trials, recorded: true, distinct: Some(distinct) }
+}
+
+/// A real kill at each passing point whose state had an unindexed commit
+/// dropped ([`without_unindexed`]): there the others' timing can bring the
+/// commit back, a world the rebuilt state does not race, so its pass stands
+/// beside a real kill's. The first real fire ends the trials, as its
+/// point's verdict (true); a real kill that passed is said on the trial.
+fn confirm_unindexed(full: &Race, rec: &Recordings, trials: &mut Vec<Trial>) -> bool {
+    let landed: Vec<u64> = trials.iter().map(|t| t.index.ordinal().0).collect();
+    let real = RaceSweep::with_split(full, rec.split());
+    for (n, _) in rec.unindexed(&landed) {
+        let Some(i) = trials.iter().position(|t| t.index.ordinal().0 == n && !t.is_bad()) else { continue };
+        let mut killed = real.kill_at(rec.filter, n, &rec.census);
+        if matches!(killed.outcome, Outcome::Fire(_)) {
+            killed.details.push(format!(
+                "the state rebuilt with r0's unindexed commit dropped passed at point {n}, and this real kill \
+                 fired: the others' timing decides what that commit leaves"
+            ));
+            trials.truncate(i);
+            trials.push(killed);
+            return true;
+        }
+        let real = if killed.is_bad() { "ended in an error" } else { "passed too" };
+        trials[i].details.push(format!("a real kill at point {n}, where the others' timing decides, {real}"));
+    }
+    false
 }
 
 /// The states of sweep points `points` rebuilt, raced over (on the winning
@@ -317,10 +376,13 @@ fn real_kills(full: &Race, split: Split, rec: &Recordings, n: u64) -> (Trial, u3
 struct Points<'a> {
     race: &'a Race<'a>,
     split: Split,
-    /// Each point's sweep number, path and state, and the `-shm` the
-    /// others find connected (a winning WAL state after r0's ready record).
-    states: Vec<(u64, &'a Recorded, State, Option<&'a [u8]>)>,
+    states: Vec<PointState<'a>>,
 }
+
+/// A point's sweep number, path and state, the `-shm` the others find
+/// connected (a winning WAL state after r0's ready record), and the commit
+/// dropped from the state's WAL that the `-shm` left out.
+type PointState<'a> = (u64, &'a Recorded, State, Option<&'a [u8]>, Option<Unindexed>);
 
 /// One point made: its place among the states, and on the winning claim
 /// the race the others ran over it (its folder, their ends); the store to
@@ -343,11 +405,12 @@ impl<'a> Points<'a> {
                 .collect();
             let ats: Vec<u64> = mine.iter().map(|(_, at)| *at).collect();
             let built = states_from(rec.base.clone(), &rec.log, &ats);
-            let shm = |at: u64| match (rec.claim, rec.ready) {
-                (Claim::Winning, Some(ready)) if at > ready => rec.wal_index.at(at),
-                _ => None,
+            let made = |(&(n, at), s): (&(u64, u64), State)| {
+                let shm = rec.connected_shm(at);
+                let (s, lag) = without_unindexed(s, shm);
+                (n, rec, s, shm, lag)
             };
-            states.extend(mine.iter().zip(built).map(|(&(n, at), s)| (n, rec, s, shm(at))));
+            states.extend(mine.iter().zip(built).map(made));
         }
         Points { race, split, states }
     }
@@ -361,8 +424,12 @@ impl<'a> Points<'a> {
             (claim.name(), s.files.store_hash(), s.acks.as_slice(), shm).hash(&mut h);
             h.finish()
         };
-        let seen: std::collections::HashSet<u64> =
-            self.states.iter().filter(|(n, ..)| *n <= last).map(|(_, r, s, shm)| digest((r.claim, s, *shm))).collect();
+        let seen: std::collections::HashSet<u64> = self
+            .states
+            .iter()
+            .filter(|(n, ..)| *n <= last)
+            .map(|(_, r, s, shm, _)| digest((r.claim, s, *shm)))
+            .collect();
         seen.len() as u64
     }
 
@@ -415,7 +482,7 @@ impl<'a> Points<'a> {
     /// A losing-claim state that does not pass, as evidence: the state's
     /// files, r0's journal and the others'.
     fn evidence(&self, i: usize) -> Option<TrialEnv> {
-        let (n, recorded, state, _) = &self.states[i];
+        let (n, recorded, state, ..) = &self.states[i];
         let env = self.race.env(&format!("p{n}")).ok()?;
         state.files.write_to(env.dir(), &r0_names(&env)).ok()?;
         for (r, (_, acks)) in (1u32..).zip(&recorded.others) {
@@ -434,7 +501,7 @@ impl Source for Points<'_> {
     }
 
     fn make(&self, i: usize) -> Result<Made, Box<Trial>> {
-        let (n, recorded, state, shm) = &self.states[i];
+        let (n, recorded, state, shm, _) = &self.states[i];
         if recorded.claim == Claim::Losing {
             return Ok(Made { i, raced: None, store: state.files.clone().without_acks() });
         }
@@ -447,7 +514,7 @@ impl Source for Points<'_> {
     }
 
     fn judge(&self, d: &Driver, made: Made, got: &[Got], _: &mut Passed) -> Vec<Trial> {
-        let (n, recorded, state, _) = &self.states[made.i];
+        let (n, recorded, state, _, lag) = &self.states[made.i];
         let index = TrialIndex::at(Ordinal(*n));
         let mut t = Trial::new(index);
         t.kill_point = Some(killed_at(recorded, state, index));
@@ -456,6 +523,7 @@ impl Source for Points<'_> {
             None => conclude(&left(d, recorded, state), &mut t, || got[0].recovered()),
         };
         let mut t = self.described(t.conclude(outcome), *n);
+        t.details.extend(lag.map(dropped_note));
         t.details.extend(got[0].note.clone());
         if t.is_bad() {
             t.env = match made.raced {
@@ -465,6 +533,34 @@ impl Source for Points<'_> {
         }
         vec![t]
     }
+}
+
+/// `state` with the commit its WAL holds past the connected others' `-shm`
+/// (`shm`) dropped, and what was dropped. Such a commit was whole on disk
+/// when r0 died but not yet indexed (SQLite syncs the WAL between the two
+/// under `synchronous=FULL`): the others never see it, and whether it is
+/// lost is their timing. The last of them to close alone checkpoints the
+/// index it trusts and deletes the WAL, losing the commit; two closing at
+/// once both skip that checkpoint, and the next recovery brings it back.
+/// The rebuilt state is the first (the commit lost, a claim's half gone):
+/// deterministic, where racing over the whole WAL left the verdict to the
+/// scheduler. The other is a real kill's to find ([`confirm_unindexed`]).
+fn without_unindexed(mut state: State, shm: Option<&[u8]>) -> (State, Option<Unindexed>) {
+    let lag = shm.zip(state.files.get(FileKind::Wal)).and_then(|(shm, wal)| unindexed(shm, &wal));
+    if let Some(lag) = lag {
+        state.files.apply(&Effect::Truncate { file: FileKind::Wal, len: lag.indexed_len });
+        state.version = state.files.version();
+    }
+    (state, lag)
+}
+
+/// What a trial says of the commit [`without_unindexed`] dropped.
+fn dropped_note(lag: Unindexed) -> String {
+    format!(
+        "r0's WAL held a commit to frame {} that its -shm indexed only to frame {}: raced with that commit \
+         dropped, as the others' last close checkpoints it away",
+        lag.committed, lag.indexed
+    )
 }
 
 /// The -shm `shm` laid in `env`'s folder and held as the others'
