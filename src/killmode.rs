@@ -1,7 +1,8 @@
 //! The kill modes, as one table: for each mode its name, its help, what its
 //! progress counts, whether it sweeps kill points, the label its seed is
-//! derived with, how a race takes it, its column in the audit, and the
-//! crash source that drives it. The command line's `--kill` values, the
+//! derived with, its column in the audit, and the crash source that drives
+//! it. How each shape takes a mode is the shape's
+//! (`crate::cells::ShapeKind::takes`). The command line's `--kill` values, the
 //! dispatch of a job to its driver, the audit's crash columns, the
 //! fingerprints a known-findings file may name and `--help` are all read
 //! from [`MODES`]; no other file lists the modes.
@@ -53,24 +54,10 @@ pub struct Mode {
     pub seed_label: &'static str,
     /// Part of `--kill all` (the default), whose contract is the process crash.
     pub in_all: bool,
-    /// How a race (cell 2) takes it.
-    pub race: Race,
     /// Its crash column in `crashcells audit`, if it has one.
     pub audit: Option<AuditColumn>,
     /// What drives a workload cell's result under it.
     pub source: Source,
-}
-
-/// How a race takes a kill mode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Race {
-    /// The race runs without a kill (reported as the mode whose source is
-    /// [`Source::NoKill`]): it is its own probe.
-    Free,
-    /// Racer r0 is killed at every point of its winning and losing claims.
-    Sweep,
-    /// Not run on a race, for this reason (the result is a skip).
-    Skip(&'static str),
 }
 
 /// The crash source that drives a workload cell's result.
@@ -111,10 +98,6 @@ pub struct AuditColumn {
     pub asks: &'static str,
 }
 
-/// Why power loss skips a race.
-const RACE_POWER: &str = "power-loss states are not modelled for races: a race's crash states depend on the other \
-     racers, which one recording cannot stand for";
-
 /// Every kill mode, in the order results are planned and `--kill` lists them.
 pub static MODES: &[Mode] = &[
     Mode {
@@ -127,7 +110,6 @@ pub static MODES: &[Mode] = &[
         sweeps_points: false,
         seed_label: "timed",
         in_all: true,
-        race: Race::Free,
         audit: None,
         source: Source::Timed,
     },
@@ -141,7 +123,6 @@ pub static MODES: &[Mode] = &[
         sweeps_points: true,
         seed_label: "syscall",
         in_all: true,
-        race: Race::Sweep,
         audit: Some(AuditColumn {
             key: "process_crash",
             heading: "process",
@@ -160,7 +141,6 @@ pub static MODES: &[Mode] = &[
         sweeps_points: false,
         seed_label: "none",
         in_all: false,
-        race: Race::Free,
         audit: None,
         source: Source::NoKill,
     },
@@ -174,7 +154,6 @@ pub static MODES: &[Mode] = &[
         sweeps_points: true,
         seed_label: "power",
         in_all: false,
-        race: Race::Skip(RACE_POWER),
         audit: Some(AuditColumn { key: "power_loss", heading: "power", long: "power loss", asks: "a power loss" }),
         source: Source::Power { torn: false },
     },
@@ -190,7 +169,6 @@ pub static MODES: &[Mode] = &[
         // a workload, sampled points and, where the caller shares, one recording.
         seed_label: "power",
         in_all: false,
-        race: Race::Skip(RACE_POWER),
         audit: Some(AuditColumn {
             key: "torn_power_loss",
             heading: "torn",
@@ -210,10 +188,6 @@ pub static MODES: &[Mode] = &[
         sweeps_points: true,
         seed_label: "fault",
         in_all: false,
-        race: Race::Skip(
-            "fault injection is not run on races: its clause is about one workload's own writes and acks, and a \
-             race's store is written by every racer",
-        ),
         audit: Some(AuditColumn {
             key: "fault_injection",
             heading: "fault",
@@ -233,10 +207,6 @@ pub static MODES: &[Mode] = &[
         sweeps_points: true,
         seed_label: "short-write",
         in_all: false,
-        race: Race::Skip(
-            "short writes are not run on races: their clause is about one workload's own writes, and a race's \
-             store is written by every racer",
-        ),
         // SQLite completes a short write itself, whatever the journal mode:
         // a column would say `keeps` on every leg and nothing about one.
         audit: None,

@@ -3,7 +3,7 @@
 //! (`crate::killmode`'s table) a cell's shape takes.
 
 use crate::catalog::{Catalog, CellSpec, Legs, Status};
-use crate::cells::Shape;
+use crate::cells::{Shape, Taking};
 use crate::error::{Error, Result};
 use crate::matrix::{Leg, Matrix};
 
@@ -108,14 +108,16 @@ fn kills_for(shape: &Shape, asked: &[KillMode]) -> Vec<KillMode> {
     kills
 }
 
-/// The kill mode a result of `shape` runs when `asked` is planned: a race
-/// that a mode leaves free (a timed kill's) runs without a kill (`none`); a
-/// workload has nothing to show without a kill, so `none` plans none of it.
+/// The kill mode a result of `shape` runs when `asked` is planned, as the
+/// shape takes it ([`crate::cells::ShapeKind::takes`]): a race that a mode
+/// leaves free (a timed kill's) runs without a kill (`none`); a workload
+/// has nothing to show without a kill, so `none` plans none of it; a mode
+/// the shape skips is planned, and its result says why.
 pub fn kill_for(shape: &Shape, asked: KillMode) -> Option<KillMode> {
-    match shape {
-        Shape::Race { .. } if asked.mode().race == crate::killmode::Race::Free => Some(KillMode::free_race()),
-        Shape::Workload { .. } | Shape::Writers { .. } if !asked.kills() => None,
-        _ => Some(asked),
+    match shape.kind().takes(asked) {
+        Taking::Free => Some(KillMode::free_race()),
+        Taking::Unplanned => None,
+        Taking::Killed | Taking::Skip(_) => Some(asked),
     }
 }
 

@@ -192,7 +192,7 @@ fn the_known_findings_of_the_repository_are_what_the_audit_matrix_fires() {
     // Every workload cell of the registry (a race has no syscall sweep on these legs' kill).
     let catalog = crashcells::catalog::Catalog::embedded().unwrap();
     let workload = |c: &&crashcells::catalog::CellSpec| {
-        crashcells::plan::shape_of(c).is_ok_and(|s| matches!(s, crashcells::cells::Shape::Workload { .. }))
+        crashcells::plan::shape_of(c).is_ok_and(|s| matches!(s, crashcells::cells::Shape::Workload(_)))
     };
     let writers = catalog.cells.iter().filter(workload).count();
     assert_eq!(verdicts.len(), 2 * writers, "{report:#}");

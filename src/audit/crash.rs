@@ -15,7 +15,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Catalog, Status};
-use crate::cells::Shape;
+use crate::cells::{Shape, Taking};
 use crate::killmode::{AuditColumn, MODES};
 use crate::matrix::{Leg, Matrix};
 use crate::pipeline::Context;
@@ -162,12 +162,18 @@ fn workload_cells(catalog: &Catalog) -> Vec<String> {
         .iter()
         .filter(|c| c.status == Status::Live)
         .filter(|c| {
-            crate::cells::find(&c.id).is_some_and(|cell| {
-                cell.answers_durability() && matches!(cell.shape(&c.params), Ok(Shape::Workload { .. }))
-            })
+            crate::cells::find(&c.id)
+                .is_some_and(|cell| cell.answers_durability() && cell.shape(&c.params).is_ok_and(|s| sweepable(&s)))
         })
         .map(|c| c.id.clone())
         .collect()
+}
+
+/// Whether a cell of `shape` can be swept by every crash column: it runs
+/// each column's mode (a race or the writers skip power loss, whose
+/// recording cannot stand for the other processes).
+fn sweepable(shape: &Shape) -> bool {
+    swept().iter().all(|&(kill, _)| shape.kind().takes(kill) == Taking::Killed)
 }
 
 #[cfg(test)]
@@ -180,7 +186,7 @@ mod tests {
         let catalog = Catalog::embedded().unwrap();
         let answer = |id: &str| {
             let (cell, spec) = (crate::cells::find(id).unwrap(), catalog.find(id).unwrap());
-            cell.answers_durability() && matches!(cell.shape(&spec.params), Ok(Shape::Workload { .. }))
+            cell.answers_durability() && matches!(cell.shape(&spec.params), Ok(Shape::Workload(_)))
         };
         let swept = workload_cells(&catalog);
         assert!(!swept.is_empty(), "the crash columns sweep some cell");

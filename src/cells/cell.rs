@@ -1,8 +1,11 @@
-//! What a cell is: the trait a cell implements, the shape of what its child
-//! runs, what the judge sees after a crash, and what it finds. Every cell
+//! What a cell is: the trait a cell implements, what the judge sees after
+//! a crash, and what it finds (the shape of what its child runs is
+//! [`super::shape`]'s). Every cell
 //! module imports these from here; the registry ([`super`]) lists the cells.
 
-use crashcells_protocol::{Ack, Delivery, Dump, Op, Ready};
+use crashcells_protocol::{Ack, Delivery, Dump, Op};
+
+use super::shape::{MissingParam, Shape};
 
 use crate::catalog::Params;
 
@@ -108,64 +111,6 @@ pub fn declared(kinds: &[&str], v: Violations) -> Violations {
         );
     }
     v
-}
-
-/// A parameter a cell's shape needs that its catalog file does not give.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("field `params.{0}`: the cell's shape needs it")]
-pub struct MissingParam(pub &'static str);
-
-/// The parameter `name`'s value, or the error that names it.
-pub fn need<T>(value: Option<T>, name: &'static str) -> Result<T, MissingParam> {
-    value.ok_or(MissingParam(name))
-}
-
-/// What a cell's child runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Shape {
-    /// One child runs `op` until it is killed: a timed kill once `window`
-    /// acks are reached (plus a seeded extra), and a syscall (or power)
-    /// sweep over every kill point of `sweep_acks` operations run to the
-    /// child's own end (the catalog's `sweep_ops`). With a `recovery` step,
-    /// each recovery pass runs it to its end on its own copy of the crash
-    /// state (the database and the transport) before `dump`: what the store
-    /// does on restart (cell 5's `catch-up`).
-    Workload { op: Op, window: u64, sweep_acks: u64, recovery: Option<Op> },
-    /// `park`, then `racers` claimants released together by a barrier; under
-    /// syscall kills, racer r0 is killed at each of its points.
-    Race { racers: u32 },
-    /// `writers` processes appending to one session at once (`co-append`),
-    /// released by a barrier, each `appends` times; writer r0 is killed at
-    /// `window` acks (plus a seeded extra) while the others run on, or at
-    /// each point of `sweep_appends` appends.
-    Writers { writers: u32, appends: u64, window: u64, sweep_appends: u64 },
-}
-
-impl Shape {
-    /// A workload of `op` with the catalog's `window` (the timed kill's) and
-    /// `sweep_ops` (a sweep's operations), and the recovery step if any.
-    pub fn workload(op: Op, params: &Params, recovery: Option<Op>) -> Result<Shape, MissingParam> {
-        let window = need(params.window, "window")?;
-        let sweep_acks = need(params.sweep_ops, "sweep_ops")?;
-        Ok(Shape::Workload { op, window, sweep_acks, recovery })
-    }
-
-    /// The child operations the shape runs: a child that lacks one of them
-    /// cannot be probed by the cell, which is then skipped.
-    pub fn operations(&self) -> Vec<Op> {
-        match *self {
-            Shape::Workload { op, recovery, .. } => {
-                [Some(op), recovery, Some(Op::Dump)].into_iter().flatten().collect()
-            }
-            Shape::Race { .. } => vec![Op::Park, Op::Claim, Op::Dump],
-            Shape::Writers { .. } => vec![Op::CoAppend, Op::Dump],
-        }
-    }
-
-    /// The first operation of the shape that `ready` does not list.
-    pub fn missing(&self, ready: &Ready) -> Option<Op> {
-        self.operations().into_iter().find(|&op| !ready.implements(op))
-    }
 }
 
 /// How a process of a trial ended.

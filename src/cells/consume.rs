@@ -14,7 +14,7 @@
 
 use crashcells_protocol::{Dump, EXIT_WON, HANDOFF_SESSION as HANDOFF};
 
-use super::{Cell, End, MissingParam, Process, Seen, Shape, Violations, need};
+use super::{Cell, End, MissingParam, Process, RaceShape, Seen, Shape, Violations, need};
 use crate::catalog::Params;
 
 pub struct ConsumeOnce;
@@ -28,7 +28,7 @@ impl Cell for ConsumeOnce {
     }
 
     fn shape(&self, params: &Params) -> Result<Shape, MissingParam> {
-        Ok(Shape::Race { racers: need(params.racers, "racers")? })
+        Ok(Shape::Race(RaceShape { racers: need(params.racers, "racers")? }))
     }
 
     fn check(&self, seen: &Seen) -> Violations {

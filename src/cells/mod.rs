@@ -1,6 +1,6 @@
 //! The cell registry: one table of the live cells, and the trait each one
 //! implements ([`cell`]). A cell says what its child runs (its [`Shape`],
-//! from the catalog's parameters) and how to judge what a crash left (its
+//! from the catalog's parameters: [`shape`]) and how to judge what a crash left (its
 //! [`Cell::check`]); everything between the two (spawning, killing,
 //! auditing the leg, recovering twice, keeping evidence) is the trial
 //! pipeline's, written once in `crate::pipeline`.
@@ -11,13 +11,15 @@
 
 mod cell;
 pub mod positions;
+mod shape;
 
 #[cfg(test)]
 pub use cell::declared;
 pub use cell::{
-    ACKED_DESPITE_IO_ERROR, CLAIMED_LEVEL, CORRUPT, Cell, End, MissingParam, NONDETERMINISTIC, Process, Seen, Shape,
-    Violation, Violations, fire_kinds, need, plural, store_failed,
+    ACKED_DESPITE_IO_ERROR, CLAIMED_LEVEL, CORRUPT, Cell, End, NONDETERMINISTIC, Process, Seen, Violation, Violations,
+    fire_kinds, plural, store_failed,
 };
+pub use shape::{MissingParam, RaceShape, Shape, ShapeKind, Taking, Unsupported, WorkloadShape, WritersShape, need};
 
 /// Declares each cell's module and lists its probe in [`CELLS`], in catalog
 /// order: a cell is one line, `module => Probe`.
@@ -80,14 +82,6 @@ mod tests {
             (bare.window, bare.racers) = (None, None);
             assert!(cell.shape(&bare).is_err(), "{}: a shape with no parameters needs none", spec.id);
         }
-    }
-
-    #[test]
-    fn a_recovery_step_is_an_operation_the_child_must_implement() {
-        let shape = Shape::Workload { op: Op::Deliver, window: 1, sweep_acks: 1, recovery: Some(Op::CatchUp) };
-        assert_eq!(shape.operations(), [Op::Deliver, Op::CatchUp, Op::Dump]);
-        let plain = Shape::Workload { op: Op::Fork, window: 1, sweep_acks: 1, recovery: None };
-        assert_eq!(plain.operations(), [Op::Fork, Op::Dump]);
     }
 
     /// A cell's kinds are fingerprint words, each once, none the pipeline's

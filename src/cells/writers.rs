@@ -18,7 +18,7 @@ use std::collections::HashMap;
 
 use crashcells_protocol::{APPEND_SESSION as MAIN, Dump, DumpMessage};
 
-use super::{Cell, MissingParam, Process, Seen, Shape, Violations, need, plural, positions};
+use super::{Cell, MissingParam, Process, Seen, Shape, Violations, WritersShape, need, plural, positions};
 use crate::catalog::Params;
 
 pub struct ConcurrentAppends;
@@ -56,12 +56,12 @@ impl Cell for ConcurrentAppends {
     }
 
     fn shape(&self, params: &Params) -> Result<Shape, MissingParam> {
-        Ok(Shape::Writers {
+        Ok(Shape::Writers(WritersShape {
             writers: need(params.racers, "racers")?,
             appends: need(params.appends, "appends")?,
             window: need(params.window, "window")?,
             sweep_appends: need(params.sweep_ops, "sweep_ops")?,
-        })
+        }))
     }
 
     fn check(&self, seen: &Seen) -> Violations {

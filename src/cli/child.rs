@@ -45,22 +45,21 @@ fn preflight_failed(ctx: &Context, e: crate::probe::PreflightError) -> Error {
 }
 
 /// The most children one unit of the run's pool starts together: a race's
-/// claimants, or one. A job whose operations the child's ready record does
-/// not list is skipped before it starts anything, so it does not count: a
-/// pool sized for 8 racers the child never runs would keep 8 times the
-/// processes warm for nothing.
+/// claimants, a writers' writers, or one (each shape's crowd). A job whose
+/// operations the child's ready record does not list is skipped before it
+/// starts anything, so it does not count: a pool sized for 8 racers the
+/// child never runs would keep 8 times the processes warm for nothing.
 fn crowd(jobs: &[Job], ready: Option<&Ready>) -> u32 {
-    let racers = |j: &Job| match crate::plan::shape_of(&j.cell) {
-        Ok(shape @ crate::cells::Shape::Race { racers }) if runs(&shape, ready) => racers,
-        Ok(shape @ crate::cells::Shape::Writers { writers, .. }) if runs(&shape, ready) => writers,
+    let crowd = |j: &Job| match crate::plan::shape_of(&j.cell) {
+        Ok(shape) if runs(shape.kind(), ready) => shape.kind().crowd(),
         _ => 1,
     };
-    jobs.iter().filter(|j| j.leg.is_some()).map(racers).max().unwrap_or(1)
+    jobs.iter().filter(|j| j.leg.is_some()).map(crowd).max().unwrap_or(1)
 }
 
 /// Whether the child lists every operation of `shape` (a child not yet
 /// asked is taken at its word: it may run them all).
-fn runs(shape: &crate::cells::Shape, ready: Option<&Ready>) -> bool {
+fn runs(shape: &dyn crate::cells::ShapeKind, ready: Option<&Ready>) -> bool {
     ready.is_none_or(|r| shape.missing(r).is_none())
 }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crashcells_protocol::{EXIT_UNSUPPORTED, Op, spoken};
 
-use crate::cells::{End, MissingParam, Violation};
+use crate::cells::{End, MissingParam, Unsupported, Violation};
 use crate::harness::{Exit, ReapError};
 use crate::journal::JournalError;
 use crate::recovery::RecoveryError;
@@ -381,15 +381,6 @@ impl std::fmt::Display for R0Wait {
             R0Wait::Held => "neither reached its claim's first write (where reads-first holds it) nor ended",
         })
     }
-}
-
-/// Which process of a trial said it does not implement its operation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unsupported {
-    /// The workload's operation (`rotate`, `fork`, ...).
-    Workload,
-    Park,
-    Claim,
 }
 
 /// Where a trial stands in its result, as a repro names it: a timed

@@ -115,7 +115,7 @@ fn operations(cell: &dyn Cell) -> Vec<Op> {
         .ok()
         .and_then(|c| c.cells.into_iter().find(|s| s.id == cell.id()))
         .and_then(|spec| cell.shape(&spec.params).ok());
-    shape.map_or_else(|| Op::ALL.to_vec(), |s| s.operations())
+    shape.map_or_else(|| Op::ALL.to_vec(), |s| s.kind().operations())
 }
 
 /// `an unknown cell `x` (did you mean `y`?)`: the nearest valid word when

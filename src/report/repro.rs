@@ -51,16 +51,15 @@ impl super::CellResult {
 }
 
 /// What a race's repro is worth: the interleaving is the scheduler's.
+/// A race with a kill swept racer r0's points (the syscall kill is the one
+/// a race takes, `crate::cells::RaceShape`); one without ran free.
 fn race_note(kill: KillMode) -> &'static str {
-    match kill.mode().race {
-        crate::killmode::Race::Sweep => {
-            "a race's kill point is racer r0's call, but the other racers' timing decides what the kill leaves: \
-             this repro may not fire again (its refire rate says how often it did in this run)"
-        }
-        _ => {
-            "a race's repro reruns the same race, not the same interleaving of its racers: it may not fire again \
-             (its refire rate says how often it did in this run)"
-        }
+    if kill.kills() {
+        "a race's kill point is racer r0's call, but the other racers' timing decides what the kill leaves: \
+         this repro may not fire again (its refire rate says how often it did in this run)"
+    } else {
+        "a race's repro reruns the same race, not the same interleaving of its racers: it may not fire again \
+         (its refire rate says how often it did in this run)"
     }
 }
 

@@ -20,59 +20,43 @@ use std::path::Path;
 
 use crashcells_protocol::{Op, OpArgs};
 
-use crate::cells::{Cell, End};
+use crate::cells::{End, WritersShape};
 use crate::harness::Launch;
 use crate::journal;
 use crate::kill::syscall::{FileKind, Goal, Point};
 use crate::kill::timed::{WaitError, timed_target, wait_for_acks};
 use crate::kill::{KillPoint, Ordinal, TrialIndex};
-use crate::killmode::Source;
 use crate::legaudit::audit_leg;
-use crate::matrix::Leg;
 use crate::pipeline::judge::census::{Census, Filter};
 use crate::pipeline::judge::coverage::{self, Coverage};
 use crate::pipeline::judge::pending::{MakeTrial, Pending};
 use crate::pipeline::judge::sweep::{Sweepable, re_executed};
 use crate::pipeline::judge::verdict::prepare;
-use crate::pipeline::outcome::{Failure, Interruption, Outcome, Skip};
+use crate::pipeline::outcome::{Failure, Interruption, Outcome};
 use crate::pipeline::race::job::{Order, R0, Race, acks_of, barrier_of};
 use crate::pipeline::race::schedule::noted;
 use crate::pipeline::race::sweep::ready_of;
-use crate::pipeline::run::context::{Context, Scope};
+use crate::pipeline::run::context::Scope;
 use crate::pipeline::trial::Trial;
 use crate::pipeline::workload::job::ended_with;
-use crate::plan::Job;
 use crate::trialdir::TrialEnv;
 
-/// Why a writers' result skips a kill mode that is neither timed nor syscall.
-const PROCESS_CRASH_ONLY: &str = "concurrent writers are probed under process crashes (timed and syscall kills); durability per journal mode is cell 1's";
-
-/// A writers' job under its kill mode: timed trials of `shape.1` appends
+/// A writers' job under its kill mode: timed trials of `appends` appends
 /// each; under syscall kills the reads-first schedule, then (unless it
-/// fired) the sweep, both of `shape.3` appends each; another mode skips.
-/// `shape` is `(writers, appends, window, sweep_appends)`.
-pub fn shaped(
-    job: &Job,
-    cell: &dyn Cell,
-    leg: &Leg,
-    ctx: &Context,
-    (writers, appends, window, sweep_appends): (u32, u64, u64, u64),
-    timed: &[TrialIndex],
-) -> (Vec<Trial>, Option<Coverage>) {
-    match job.kill.mode().source {
-        Source::Timed => {
-            (Race::writers(Scope { job, leg, cell, ctx }, (writers, appends)).timed_writers(window, timed), None)
-        }
-        Source::Syscall => {
-            let short = Race::writers(Scope { job, leg, cell, ctx }, (writers, sweep_appends));
-            let (scheduled, said) = short.scheduled();
-            if scheduled.iter().any(Trial::is_bad) {
-                return (scheduled, None);
-            }
-            noted(&said, writers_sweep(&short))
-        }
-        _ => (vec![Trial::ended(TrialIndex::CENSUS, Outcome::Skip(Skip::Race(PROCESS_CRASH_ONLY)))], None),
+/// fired) the sweep, both of `sweep_appends` appends each. The writers take
+/// no other mode (`crate::cells::WritersShape`'s `takes`: the dispatch
+/// skips the others).
+pub fn shaped(scope: Scope<'_>, shape: WritersShape, timed: &[TrialIndex]) -> (Vec<Trial>, Option<Coverage>) {
+    let WritersShape { writers, appends, window, sweep_appends } = shape;
+    if scope.job.kill.is_timed() {
+        return (Race::writers(scope, (writers, appends)).timed_writers(window, timed), None);
     }
+    let short = Race::writers(scope, (writers, sweep_appends));
+    let (scheduled, said) = short.scheduled();
+    if scheduled.iter().any(Trial::is_bad) {
+        return (scheduled, None);
+    }
+    noted(&said, writers_sweep(&short))
 }
 
 impl Race<'_> {

@@ -6,9 +6,9 @@
 use std::time::Instant;
 
 use crate::catalog::Status;
-use crate::cells::{Cell, Shape};
+use crate::cells::{Cell, RaceShape, Shape, Taking, WorkloadShape};
 use crate::kill::TrialIndex;
-use crate::killmode::{Race as RacePolicy, Source};
+use crate::killmode::Source;
 use crate::matrix::Leg;
 use crate::pipeline::judge::coverage::{self, Coverage};
 use crate::pipeline::outcome::{Failure, Outcome, Site, Skip};
@@ -167,74 +167,83 @@ fn trials(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context) -> (Vec<Trial>, 
 /// docs/PROTOCOL.md §2; a version-1 child has no `operations` to list):
 /// the cell is skipped for it, as for one a ready record does not list.
 fn unsupported(trials: &[Trial], shape: Shape) -> Option<crashcells_protocol::Op> {
-    use crate::pipeline::outcome::Unsupported;
-    use crashcells_protocol::Op;
     let Some(Outcome::Error(f)) = trials.last().map(|t| &t.outcome) else { return None };
-    match (f.unsupported()?, shape) {
-        (Unsupported::Claim, Shape::Writers { .. }) => Some(Op::CoAppend),
-        (Unsupported::Park, _) => Some(Op::Park),
-        (Unsupported::Claim, _) => Some(Op::Claim),
-        (Unsupported::Workload, Shape::Workload { op, .. }) => Some(op),
-        (Unsupported::Workload, Shape::Race { .. } | Shape::Writers { .. }) => None,
-    }
+    shape.kind().refused(f.unsupported()?)
 }
 
 /// The trials of a live cell's job in `shape`, on a child that implements
-/// it: a workload's driven by its kill mode's crash source, a race's as the
-/// mode's race policy says (`crate::killmode::MODES`).
+/// it, as the shape takes the job's kill mode
+/// ([`crate::cells::ShapeKind::takes`]): a skip, or its crash sources. The
+/// pipeline's one match of the shapes: a new shape's sources are an arm.
 fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) -> (Vec<Trial>, Option<Coverage>) {
-    let mode = job.kill.mode();
+    let free = match shape.kind().takes(job.kill) {
+        Taking::Skip(why) => return (vec![Trial::ended(TrialIndex::CENSUS, Outcome::Skip(Skip::Race(why)))], None),
+        Taking::Unplanned => return no_kill(),
+        Taking::Free => true,
+        Taking::Killed => false,
+    };
+    let scope = Scope { job, leg, cell, ctx };
     match shape {
-        Shape::Workload { op, window, sweep_acks, recovery } => {
-            let checkpoint_ops = job.cell.params.checkpoint_ops;
-            let length = std::sync::atomic::AtomicU64::new(sweep_acks);
-            let scope = Scope { job, leg, cell, ctx };
-            let w = Workload { scope, op, sweep_acks, recovery, checkpoint_ops, length };
-            match mode.source {
-                Source::Timed => (w.timed_trials(window, &trial_indices(job, ctx)), None),
-                // A repro's single point is a real kill, as is every point without replay.
-                Source::Syscall if re_execute(ctx) => covered(w.re_executed(job.seed)),
-                Source::Syscall => covered(crate::pipeline::workload::recorded::process_sweep(&w, job.seed)),
-                Source::Power { torn } => covered(crate::pipeline::workload::power::power_sweep(
-                    &w,
-                    job.seed,
-                    crate::pipeline::workload::power::PowerModel::of(torn),
-                )),
-                Source::Injected(injection) => {
-                    covered(crate::pipeline::workload::fault::fault_sweep(&w, job.seed, injection, mode.phrase))
-                }
-                Source::NoKill => (vec![Trial::ended(TrialIndex::CENSUS, Outcome::Error(Failure::NoKill))], None),
-            }
-        }
-        Shape::Race { racers } => {
-            let race = Race::new(Scope { job, leg, cell, ctx }, racers);
-            match mode.race {
-                // Reports before kill mode `none` planned the race as `timed`.
-                RacePolicy::Free => (race.free_races(&trial_indices(job, ctx)), None),
-                // A controlled schedule that fires is the result: a sweep
-                // would only find again what the schedule showed by construction.
-                RacePolicy::Sweep => {
-                    let (scheduled, said) = race.scheduled();
-                    if scheduled.iter().any(Trial::is_bad) {
-                        return (scheduled, None);
-                    }
-                    let swept = if re_execute(ctx) {
-                        RaceSweep::run(&race)
-                    } else {
-                        // A recorded sweep's races: r0 and the few that race for what its kill left.
-                        let swept = Race::new(Scope { job, leg, cell, ctx }, job.cell.params.sweep_racers());
-                        crate::pipeline::race::recorded::run(&swept, &race)
-                    };
-                    crate::pipeline::race::schedule::noted(&said, swept)
-                }
-                RacePolicy::Skip(why) => (vec![Trial::ended(TrialIndex::CENSUS, Outcome::Skip(Skip::Race(why)))], None),
-            }
-        }
-        Shape::Writers { writers, appends, window, sweep_appends } => {
-            let shapes = (writers, appends, window, sweep_appends);
-            crate::pipeline::race::writers::shaped(job, cell, leg, ctx, shapes, &trial_indices(job, ctx))
-        }
+        Shape::Workload(w) => workload_trials(scope, w),
+        Shape::Race(r) => race_trials(scope, r, free),
+        Shape::Writers(w) => crate::pipeline::race::writers::shaped(scope, w, &trial_indices(job, ctx)),
     }
+}
+
+/// A workload's trials, driven by its kill mode's crash source.
+fn workload_trials(scope: Scope<'_>, shape: WorkloadShape) -> (Vec<Trial>, Option<Coverage>) {
+    let (job, ctx) = (scope.job, scope.ctx);
+    let WorkloadShape { op, window, sweep_acks, recovery } = shape;
+    let checkpoint_ops = job.cell.params.checkpoint_ops;
+    let length = std::sync::atomic::AtomicU64::new(sweep_acks);
+    let w = Workload { scope, op, sweep_acks, recovery, checkpoint_ops, length };
+    let mode = job.kill.mode();
+    match mode.source {
+        Source::Timed => (w.timed_trials(window, &trial_indices(job, ctx)), None),
+        // A repro's single point is a real kill, as is every point without replay.
+        Source::Syscall if re_execute(ctx) => covered(w.re_executed(job.seed)),
+        Source::Syscall => covered(crate::pipeline::workload::recorded::process_sweep(&w, job.seed)),
+        Source::Power { torn } => covered(crate::pipeline::workload::power::power_sweep(
+            &w,
+            job.seed,
+            crate::pipeline::workload::power::PowerModel::of(torn),
+        )),
+        Source::Injected(injection) => {
+            covered(crate::pipeline::workload::fault::fault_sweep(&w, job.seed, injection, mode.phrase))
+        }
+        Source::NoKill => no_kill(),
+    }
+}
+
+/// A race's trials: free races, or (a kill) the reads-first schedule and,
+/// unless that fired, the sweep of racer r0's points.
+fn race_trials(scope: Scope<'_>, shape: RaceShape, free: bool) -> (Vec<Trial>, Option<Coverage>) {
+    let (job, ctx) = (scope.job, scope.ctx);
+    let race = Race::new(scope, shape.racers);
+    if free {
+        // Reports before kill mode `none` planned the race as `timed`.
+        return (race.free_races(&trial_indices(job, ctx)), None);
+    }
+    // A controlled schedule that fires is the result: a sweep would only
+    // find again what the schedule showed by construction.
+    let (scheduled, said) = race.scheduled();
+    if scheduled.iter().any(Trial::is_bad) {
+        return (scheduled, None);
+    }
+    let swept = if re_execute(ctx) {
+        RaceSweep::run(&race)
+    } else {
+        // A recorded sweep's races: r0 and the few that race for what its kill left.
+        let swept = Race::new(scope, job.cell.params.sweep_racers());
+        crate::pipeline::race::recorded::run(&swept, &race)
+    };
+    crate::pipeline::race::schedule::noted(&said, swept)
+}
+
+/// The result of a mode that kills nothing for a shape that needs a kill
+/// (never planned: `crate::plan::kill_for`).
+fn no_kill() -> (Vec<Trial>, Option<Coverage>) {
+    (vec![Trial::ended(TrialIndex::CENSUS, Outcome::Error(Failure::NoKill))], None)
 }
 
 /// A fire found through the fork server, run again at its trial or point
@@ -265,7 +274,7 @@ fn on_plain_path(
         })
     };
     let launcher = ctx.child.launcher();
-    let racy = matches!(shape, Shape::Race { .. } | Shape::Writers { .. });
+    let racy = shape.kind().racy();
     confirm::confirm(found, (at, &launcher), confirm::tries(job.kill, racy, found.index), &mut again);
     // A kill the scheduler places, or a free race, the exec'd runs missed:
     // the syscall result's points and schedules do not depend on time.
@@ -341,7 +350,7 @@ fn re_execute(ctx: &Context) -> bool {
 
 /// The first operation of `shape` the child did not list in its preflight.
 fn missing_operation(ctx: &Context, shape: &Shape) -> Option<crashcells_protocol::Op> {
-    shape.missing(ctx.child_ready.as_ref()?)
+    shape.kind().missing(ctx.child_ready.as_ref()?)
 }
 
 /// Trials per result: `--trials`, else the catalog's trials or races, else 1.
@@ -395,8 +404,8 @@ mod tests {
 
     #[test]
     fn a_shape_whose_operation_the_child_lacks_names_it() {
-        let rotate = Shape::Workload { op: Op::Rotate, window: 1, sweep_acks: 1, recovery: None };
-        let race = Shape::Race { racers: 2 };
+        let rotate = Shape::Workload(WorkloadShape { op: Op::Rotate, window: 1, sweep_acks: 1, recovery: None });
+        let race = Shape::Race(RaceShape { racers: 2 });
         let v2 = ctx(Some(ready(2, Some(vec!["append", "park", "claim", "dump"]))));
         assert_eq!(missing_operation(&v2, &rotate), Some(Op::Rotate));
         assert_eq!(missing_operation(&v2, &race), None);
