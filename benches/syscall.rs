@@ -57,6 +57,7 @@ fn context(work: &Path, jobs: usize, replay: Replay) -> Context {
         shared: Default::default(),
         // A rate of sweeps: no fire's repro is rerun in it.
         refires: 0,
+        known: std::sync::Arc::from([]),
         recoveries: Default::default(),
         plain_fires: Default::default(),
     }

@@ -86,6 +86,8 @@ fn a_run_whose_every_fire_is_known_exits_0_and_counts_them_in_every_format() {
     assert_eq!(saved["results"][0]["known"]["issue"], "#31");
     assert_eq!(saved["known_findings"][0]["status"], "fired");
     assert_eq!(saved["known_file"], known.to_str().unwrap());
+    // A known fire is not refired: its verdict is the same without the rate.
+    assert!(saved["results"][0]["refire"].is_null(), "{:#}", saved["results"][0]);
     // Rendered again: the same verdict in every format, and the same exit code.
     let (code, xml) = report(&json, &["--format", "junit"]);
     assert_eq!(code, 0);

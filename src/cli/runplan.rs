@@ -85,6 +85,9 @@ impl RunPlan {
         crate::matrix::place_libraries(self.jobs.iter_mut().filter_map(|j| j.leg.as_mut()), &work_root)?;
         let options = std::mem::take(&mut self.options);
         let mut ctx = run_context(options, self.seed, &work_root, self.evidence_root.clone())?;
+        if let Some((_, findings)) = &self.known {
+            ctx.known = findings.iter().map(|f| f.fingerprint.clone()).collect();
+        }
         // Interrupts are caught from here on, so that a Ctrl-C during the
         // preflight still ends with an (empty) partial report and 128 +
         // signal: an interrupted run starts no result.

@@ -85,8 +85,9 @@ pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
     }
     result.details.extend(retried);
     ran_on(&mut result, ctx, &trials);
+    let refires = ctx.refires_for(result.finding.fingerprint.as_deref());
     if let (Verdict::Fire, Some(last)) = (result.verdict, trials.last()) {
-        result.notes.refire = spent::timed(Phase::Refire, || refired(job, ctx, confirm::site(job.kill, last)));
+        result.notes.refire = spent::timed(Phase::Refire, || refired(job, ctx, refires, confirm::site(job.kill, last)));
     }
     result.notes.spent = spent::take();
     result.duration_ms = start.elapsed().as_millis() as u64;
@@ -311,10 +312,10 @@ fn by_syscall_result(job: &Job, leg: &Leg, ctx: &Context, found: &mut Trial) -> 
 /// result under way before it confirms itself.
 const WAIT_DEADLINES: u32 = 20;
 
-/// A fire's repro rerun `ctx.refires` times on the run's own path, at the
+/// A fire's repro rerun `runs` times on the run's own path, at the
 /// fire's trial or point ([`crate::pipeline::run::refire`]); none for a fire decided by a
 /// sweep's census, whose repro reruns the whole sweep.
-fn refired(job: &Job, ctx: &Context, at: Site) -> Option<crate::report::Refire> {
+fn refired(job: &Job, ctx: &Context, runs: u32, at: Site) -> Option<crate::report::Refire> {
     let index = match at {
         Site::Trial(n) | Site::Point(n) => n,
         Site::Sweep => return None,
@@ -333,7 +334,7 @@ fn refired(job: &Job, ctx: &Context, at: Site) -> Option<crate::report::Refire> 
         let _ = std::fs::remove_dir_all(&again.work_root);
         outcome
     };
-    crate::pipeline::run::refire::measure(ctx.refires, ctx.jobs, &again)
+    crate::pipeline::run::refire::measure(runs, ctx.jobs, &again)
 }
 
 /// A workload sweep's trials and what it covered (one path).

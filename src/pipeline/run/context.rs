@@ -88,6 +88,9 @@ pub struct Context {
     /// How many times each fire's repro is rerun to measure its refire
     /// rate ([`crate::pipeline::run::refire`]); 0 measures none.
     pub refires: u32,
+    /// The fingerprints `--known` lists: a fire that is one of them is not
+    /// refired ([`Context::refires_for`]).
+    pub known: Arc<[String]>,
     /// The run's recoveries by store bytes: each distinct crash state
     /// recovered once per run.
     pub recoveries: Recoveries,
@@ -126,6 +129,7 @@ impl Context {
             crowd: 1,
             shared: Shared::default(),
             refires: crate::pipeline::run::refire::RUNS,
+            known: Arc::from([]),
             recoveries: Recoveries::default(),
             plain_fires: PlainFires::default(),
         }
@@ -351,6 +355,17 @@ impl Context {
         Context { deadline: execd.scaled_deadline(self.options.deadline()), ..execd }
     }
 
+    /// How many times a fire with `fingerprint` is refired: none for a
+    /// known finding. Its rate tells a reader what a repro is worth before
+    /// pasting it; a listed finding is already tracked, its verdict is the
+    /// same without it, and a gate on every push paid its reruns again.
+    pub fn refires_for(&self, fingerprint: Option<&str>) -> u32 {
+        match fingerprint.is_some_and(|fp| self.known.iter().any(|k| k == fp)) {
+            true => 0,
+            false => self.refires,
+        }
+    }
+
     /// This context for a leg that puts a SQLite library under its child:
     /// every operation exec'd with the library's folder first on its
     /// loader path (a fork server or warm process loaded the child's own
@@ -385,6 +400,17 @@ mod tests {
         let mut ctx = Context::for_tests(2, None);
         (ctx.start, ctx.crowd) = (s(3), 4);
         assert_eq!(ctx.scaled_deadline(s(1)), scale_deadline(s(1), s(3), 8));
+    }
+
+    /// A known finding's fire is not refired; any other fire is, as often
+    /// as the run asks; a fire with no fingerprint too.
+    #[test]
+    fn a_known_fire_is_not_refired() {
+        let ctx = Context { known: Arc::from(["c/wal/full/timed/orphan".to_string()]), ..Context::for_tests(2, None) };
+        assert_eq!(ctx.refires_for(Some("c/wal/full/timed/orphan")), 0);
+        assert_eq!(ctx.refires_for(Some("c/wal/full/syscall/orphan")), ctx.refires);
+        assert_eq!(ctx.refires_for(None), ctx.refires);
+        assert!(ctx.refires > 0);
     }
 
     /// The plain path's waits scale from the exec'd start, whatever the
