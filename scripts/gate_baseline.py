@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -118,10 +119,15 @@ def main():
     if not (os.path.isfile(a.baseline) and os.access(a.baseline, os.X_OK)):
         print("gate-bench: --baseline %s is not an executable file" % a.baseline, file=sys.stderr)
         sys.exit(2)
-    builds = {"baseline": os.path.abspath(a.baseline), "this": os.path.abspath(a.this)}
     print("gate-bench: seed %d, %d round(s), %d cores, load %s" % (a.seed, a.rounds, os.cpu_count(), load()))
     same = True
     with tempfile.TemporaryDirectory() as scratch:
+        # Copies taken now: a rebuild during the bench (minutes of it) must
+        # not swap a build between its rounds.
+        builds = {}
+        for build, path in (("baseline", a.baseline), ("this", a.this)):
+            builds[build] = os.path.join(scratch, "crashcells-" + build)
+            shutil.copy2(path, builds[build])
         for name, args in STORES:
             if a.store and name not in a.store:
                 continue
