@@ -62,16 +62,18 @@ pub fn side_by_side(race: &Race, full: &Race, points: Option<&[u64]>) -> Result<
     let connected = rec.connected();
     let points = points.map_or(connected, <[u64]>::to_vec);
     let real = RaceSweep::with_split(full, rec.split());
-    let rebuilt = |point: u64| judged(race, &rec, &[point]).0.pop().map_or(Outcome::Pass, |t| t.outcome);
+    let rebuilt = |point: u64| {
+        let (mut trials, _, unindexed) = judged(race, &rec, &[point]);
+        (trials.pop().map_or(Outcome::Pass, |t| t.outcome), !unindexed.is_empty())
+    };
     let killed = |point: u64| real.kill_at(rec.filter, point, &rec.census).outcome;
-    let lagging: Vec<u64> = rec.unindexed(&points).into_iter().map(|(n, _)| n).collect();
     let side = |&point: &u64| {
-        let unindexed = lagging.contains(&point);
-        let mut side = Side { point, recorded: rebuilt(point), real: killed(point), races: 1, unindexed };
+        let (recorded, unindexed) = rebuilt(point);
+        let mut side = Side { point, recorded, real: killed(point), races: 1, unindexed };
         while !side.agrees() && side.races < TRIES {
             // A harness error (a deadline on a loaded machine) is no verdict: that side runs again.
             if matches!(side.recorded, Outcome::Error(_)) {
-                side.recorded = rebuilt(point);
+                side.recorded = rebuilt(point).0;
             }
             side.real = killed(point);
             side.races += 1;

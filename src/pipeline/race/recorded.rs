@@ -155,24 +155,6 @@ impl Recordings {
         self.win.ready.map_or(Vec::new(), |ready| (ready + 1..=self.win.log.total()).collect())
     }
 
-    /// The winning-claim points among `points` whose WAL holds a commit
-    /// r0's `-shm` had not indexed: what such a state leaves is the others'
-    /// timing ([`without_unindexed`]).
-    pub(super) fn unindexed(&self, points: &[u64]) -> Vec<(u64, Unindexed)> {
-        let split = self.split();
-        let mine: Vec<(u64, u64)> = points
-            .iter()
-            .map(|&n| (n, split.locate(n)))
-            .filter(|(_, (c, _))| *c == Claim::Winning)
-            .map(|(n, (_, at))| (n, at))
-            .collect();
-        let ats: Vec<u64> = mine.iter().map(|(_, at)| *at).collect();
-        let built = states_from(self.win.base.clone(), &self.win.log, &ats);
-        let lag =
-            |(&(n, at), s): (&(u64, u64), State)| without_unindexed(s, self.win.connected_shm(at)).1.map(|l| (n, l));
-        mine.iter().zip(built).filter_map(lag).collect()
-    }
-
     /// How many of r0's points each path has.
     pub(super) fn split(&self) -> Split {
         Split { winning: self.win.log.total(), losing: self.lose.as_ref().map_or(0, |l| l.log.total()) }
@@ -282,8 +264,8 @@ fn sweep(race: &Race, full: &Race, rec: &Recordings) -> Swept {
     let points = sweep_points(census.candidates(), None, ctx.options.points, race.job.seed);
     ctx.tally.planned(points.len() as u64);
     ctx.tally.phase("checking");
-    let (mut trials, distinct) = judged(race, rec, &points);
-    if confirm_unindexed(full, rec, &mut trials) {
+    let (mut trials, distinct, unindexed) = judged(race, rec, &points);
+    if confirm_unindexed(full, rec, &unindexed, &mut trials) {
         return Swept { planned: Some(points), trials, recorded: true, distinct: Some(distinct) };
     }
     if let Some(recorded) = trials.pop_if(|t| t.is_bad()) {
@@ -307,10 +289,9 @@ fn sweep(race: &Race, full: &Race, rec: &Recordings) -> Swept {
 /// commit back, a world the rebuilt state does not race, so its pass stands
 /// beside a real kill's. The first real fire ends the trials, as its
 /// point's verdict (true); a real kill that passed is said on the trial.
-fn confirm_unindexed(full: &Race, rec: &Recordings, trials: &mut Vec<Trial>) -> bool {
-    let landed: Vec<u64> = trials.iter().map(|t| t.index.ordinal().0).collect();
+fn confirm_unindexed(full: &Race, rec: &Recordings, unindexed: &[u64], trials: &mut Vec<Trial>) -> bool {
     let real = RaceSweep::with_split(full, rec.split());
-    for (n, _) in rec.unindexed(&landed) {
+    for &n in unindexed {
         let Some(i) = trials.iter().position(|t| t.index.ordinal().0 == n && !t.is_bad()) else { continue };
         let mut killed = real.kill_at(rec.filter, n, &rec.census);
         if matches!(killed.outcome, Outcome::Fire(_)) {
@@ -330,8 +311,9 @@ fn confirm_unindexed(full: &Race, rec: &Recordings, trials: &mut Vec<Trial>) -> 
 
 /// The states of sweep points `points` rebuilt, raced over (on the winning
 /// claim) and judged by the one driver, up to the first that does not
-/// pass; and how many distinct crash states they judged.
-pub(super) fn judged(race: &Race, rec: &Recordings, points: &[u64]) -> (Vec<Trial>, u64) {
+/// pass; how many distinct crash states they judged; and the points whose
+/// state had an unindexed commit dropped ([`without_unindexed`]).
+pub(super) fn judged(race: &Race, rec: &Recordings, points: &[u64]) -> (Vec<Trial>, u64, Vec<u64>) {
     let (ctx, census) = (race.ctx, &rec.census);
     let source = Points::new(race, rec.split(), &rec.win, rec.lose.as_ref(), points);
     let label = |l: &str| format!("{}-{}-{l}", race.job.cell.id, race.leg.name);
@@ -350,7 +332,8 @@ pub(super) fn judged(race: &Race, rec: &Recordings, points: &[u64]) -> (Vec<Tria
         Plan { units: points.len(), wave, label: "b", count: Count::Units, cache: None, one_log: false, spread: true };
     let trials = driver.run(&source, &plan);
     let last = trials.last().map_or(0, |t| t.index.ordinal().0);
-    (trials, source.distinct_up_to(last))
+    let unindexed = source.states.iter().filter(|(.., lag)| lag.is_some()).map(|(n, ..)| *n).collect();
+    (trials, source.distinct_up_to(last), unindexed)
 }
 
 /// Real kills of r0 at sweep point `n`, in races of every racer, up to the
