@@ -6,7 +6,9 @@
 //! threads up to the first that does not pass
 //! ([`crate::pipeline::run::parallel::until_first_bad`]), the deduplication of stores by
 //! their bytes ([`Stores`]) so that each distinct store is recovered once
-//! per sweep (and once per [`Cache`] when one is shared), the batched
+//! per sweep, the run's recoveries asked first
+//! ([`crate::pipeline::run::recoveries`]: once per run, taken in [`Turn`]s
+//! where sweeps share their stores), the batched
 //! recoveries, the memo of states already judged to pass ([`Passed`]), the
 //! judgement of a point's power-loss states ([`Driver::power_point`]), the
 //! evidence of a state that does not pass with its recovery beside it
@@ -135,8 +137,9 @@ pub struct Plan<'c> {
     /// Names the batches' folders.
     pub label: &'c str,
     pub count: Count,
-    /// Recoveries shared with other sweeps, if any.
-    pub cache: Option<&'c Cache>,
+    /// The turn this sweep takes with others whose stores it shares, if
+    /// any.
+    pub turn: Option<&'c Turn>,
     /// Every store comes from one log: stores are told apart by their
     /// version ([`Files::version`]), without hashing megabytes of WAL.
     pub one_log: bool,
@@ -190,14 +193,20 @@ impl Stores {
     }
 }
 
-/// Recoveries of stores by their bytes, for the sweeps that share it: a
-/// store one of them recovered is not recovered again. Held while a sweep
-/// recovers, so that a second one asking meanwhile waits, then finds them.
+/// A turn at recovering, for sweeps that share their stores (the audit's
+/// power and torn sweeps of one recording). A sweep holds it while it
+/// recovers. A second one asking meanwhile waits, then finds the first's
+/// recoveries in the run's rather than recover the same stores beside it.
+/// A recovery that failed is not lent: the second sweep meets its own.
 #[derive(Default)]
-pub struct Cache(Mutex<Known>);
+pub struct Turn(Mutex<()>);
 
-/// Recovered stores by a hash of their bytes, each with its bytes.
-type Known = HashMap<u64, Vec<(Files, Arc<Recovery>)>>;
+impl Turn {
+    /// Waits for the turn; it ends when the guard drops.
+    pub fn take(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.0.lock().expect("no sweep panics holding its turn")
+    }
+}
 
 /// States already judged to pass, by store and ack journal: judged again,
 /// they would pass again.
@@ -358,41 +367,13 @@ impl Driver<'_> {
             self.ctx.tally.phase("recovering");
         }
         let files: Vec<&Files> = new.iter().map(|&id| &ran.stores.files[id]).collect();
-        let got = match plan.cache {
-            Some(cache) => self.recover_cached(&files, cache, plan),
-            None => self.recover_in_run(&files, plan, (&mut ran.hits, &mut ran.digests)),
-        };
+        let turn = plan.turn.map(Turn::take);
+        let got = self.recover_in_run(&files, plan, (&mut ran.hits, &mut ran.digests));
+        drop(turn);
         ran.recovered.resize(ran.stores.len(), None);
         for (id, r) in new.into_iter().zip(got) {
             ran.recovered[id] = Some(r);
         }
-    }
-
-    /// Recovers in batches, as `plan` says, only the stores of `files` the
-    /// cache does not hold yet, which it then holds (not an interrupted
-    /// one: a later sweep would take it for a verdict). Each recovery with
-    /// its batch's note, if its batch failed (none for one the cache held).
-    fn recover_cached(&self, files: &[&Files], cache: &Cache, plan: &Plan) -> Vec<(Arc<Recovery>, Option<String>)> {
-        let done = |range: Range<usize>| self.ticked(plan, range);
-        let mut known = cache.0.lock().expect("no sweep panics holding the recoveries");
-        // Each store hashed once: a WAL state's store is megabytes.
-        let keys: Vec<u64> = files.iter().map(|f| f.store_hash()).collect();
-        let found = |i: usize, known: &Known| {
-            let f = files[i];
-            known.get(&keys[i])?.iter().find(|(g, _)| g.store().eq(f.store())).map(|(_, r)| Arc::clone(r))
-        };
-        let missing: Vec<usize> = (0..files.len()).filter(|&i| found(i, &known).is_none()).collect();
-        done(missing.len()..files.len());
-        let stores: Vec<&Files> = missing.iter().map(|&i| files[i]).collect();
-        let mut notes = vec![None; files.len()];
-        for (&i, (r, note)) in missing.iter().zip(self.recover_spread(&stores, plan, &done)) {
-            notes[i] = note;
-            if !matches!(r, Err(Outcome::Interrupted(_))) {
-                known.entry(keys[i]).or_default().push((files[i].clone(), Arc::new(r)));
-            }
-        }
-        let interrupted = || Arc::new(Err(Outcome::Interrupted(Interruption::PowerStates)));
-        notes.into_iter().enumerate().map(|(i, note)| (found(i, &known).unwrap_or_else(interrupted), note)).collect()
     }
 
     /// Recovers `files` in batches, as `plan` says, taking from the run's
@@ -720,7 +701,7 @@ mod tests {
         ctx.tally = crate::pipeline::Tally::new(move |_| *heard.lock().unwrap() += 1);
         let source = Fake { fire, broken, made: Default::default() };
         let plan =
-            Plan { units: 20, wave: 4, label: "t", count: Count::Units, cache: None, one_log: false, spread: true };
+            Plan { units: 20, wave: 4, label: "t", count: Count::Units, turn: None, one_log: false, spread: true };
         let trials = with_driver(&ctx, |d| d.run(&source, &plan));
         let steps = *steps.lock().unwrap();
         (trials.iter().map(|t| t.index.get()).collect(), source.made.into_inner(), steps)
@@ -736,6 +717,71 @@ mod tests {
         let (keys, _, steps) = drive(0, 6);
         assert_eq!(keys, (1..=6).collect::<Vec<u32>>(), "a unit that could not be made decides too");
         assert_eq!(steps, 5, "judged units are steps; the one not made is not");
+    }
+
+    /// A source of one unit holding `store`: a pass when its recovery
+    /// succeeded, the recovery's error otherwise.
+    struct OneStore(Files);
+
+    impl Source for OneStore {
+        type Unit = ();
+
+        fn key(&self, _: usize) -> u64 {
+            1
+        }
+
+        fn make(&self, _: usize) -> Result<(), Box<Trial>> {
+            Ok(())
+        }
+
+        fn stores(&self, _: &()) -> Vec<Files> {
+            vec![self.0.clone()]
+        }
+
+        fn judge(&self, _: &Driver, _: (), got: &[Got], _: &mut Passed) -> Vec<Trial> {
+            let outcome = got[0].recovered().map_or_else(|e| e, |_| Outcome::Pass);
+            vec![Trial::ended(TrialIndex::at(Ordinal(1)), outcome)]
+        }
+    }
+
+    fn recovered() -> Arc<Recovery> {
+        let dump: crashcells_protocol::Dump =
+            serde_json::from_str(r#"{"protocol":2,"integrity":"ok","sessions":[],"messages":[]}"#).unwrap();
+        Arc::new(Ok(Recovered { dump, nondeterministic: None, missing_db: false, deliveries: Vec::new() }))
+    }
+
+    /// The audit's second power sweep waits for the first's turn, then
+    /// takes its recovery from the run's: here the child cannot start, so
+    /// a sweep that did not wait would recover the store itself and fail.
+    #[test]
+    fn a_sweep_waits_for_its_turn_then_takes_the_first_sweeps_recoveries() {
+        let ctx = Context::for_tests(1, None);
+        let store = files(b"page", b"a");
+        let turn = Turn::default();
+        let plan = Plan {
+            units: 1,
+            wave: 1,
+            label: "t",
+            count: Count::Stores,
+            turn: Some(&turn),
+            one_log: false,
+            spread: true,
+        };
+        let trials = with_driver(&ctx, |d| {
+            std::thread::scope(|s| {
+                let first = turn.take();
+                let second = s.spawn(|| d.run(&OneStore(store.clone()), &plan));
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                let bytes = ctx.recoveries.bytes(&store, &mut Digests::default());
+                ctx.recoveries.put(bytes, &d.setting(), recovered());
+                drop(first);
+                second.join().unwrap()
+            })
+        });
+        assert_eq!(trials.len(), 1);
+        assert_eq!(trials[0].outcome, Outcome::Pass, "{:?}", trials[0].details);
+        let said = trials[0].details.last().map(String::as_str).unwrap_or_default();
+        assert!(said.starts_with("1 of 1 distinct stores were recovered earlier in this run"), "{said}");
     }
 
     #[test]

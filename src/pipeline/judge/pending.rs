@@ -151,7 +151,7 @@ fn through(d: &Driver, indices: &[TrialIndex], run: &MakeTrial) -> Vec<Trial> {
         wave,
         label: "batch",
         count: Count::Made,
-        cache: None,
+        turn: None,
         one_log: false,
         spread: false,
     };

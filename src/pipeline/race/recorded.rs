@@ -329,7 +329,7 @@ pub(super) fn judged(race: &Race, rec: &Recordings, points: &[u64]) -> (Vec<Tria
     };
     let wave = MOST_PER_BATCH * ctx.jobs.max(1);
     let plan =
-        Plan { units: points.len(), wave, label: "b", count: Count::Units, cache: None, one_log: false, spread: true };
+        Plan { units: points.len(), wave, label: "b", count: Count::Units, turn: None, one_log: false, spread: true };
     let trials = driver.run(&source, &plan);
     let last = trials.last().map_or(0, |t| t.index.ordinal().0);
     let unindexed = source.states.iter().filter(|(.., lag)| lag.is_some()).map(|(n, ..)| *n).collect();

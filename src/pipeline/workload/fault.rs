@@ -82,7 +82,7 @@ pub fn fault_sweep(w: &Workload, seed: u64, injection: &'static dyn Injection, m
         wave,
         label: "fault-",
         count: Count::Units,
-        cache: None,
+        turn: None,
         one_log: false,
         spread: true,
     };

@@ -77,7 +77,8 @@ impl PowerModel {
 /// how many states each point had (`Model::explored` for the torn model:
 /// built before identical ones merged) and the model's bound.
 pub fn power_sweep(w: &Workload, seed: u64, power: PowerModel) -> Swept {
-    // The audit's power and torn sweeps share a recording and its recoveries.
+    // The audit's power and torn sweeps share a recording and take turns
+    // at recovering its stores (the run's recoveries hold them).
     let share = Share::of(w, seed);
     let own;
     let rec = match share.as_deref().and_then(Share::recording) {
@@ -103,11 +104,11 @@ pub fn power_sweep(w: &Workload, seed: u64, power: PowerModel) -> Swept {
     let make_env = |l: &str| w.env(l);
     let driver = w.driver(rec, &label, &make_env);
     let source = Points { log: &rec.log, m: &m };
-    let cache = share.as_deref().map(|s| &s.cache);
+    let turn = share.as_deref().map(|s| &s.turn);
     // One wave: every distinct store recovered, then the points judged.
     let (units, wave) = (m.points.len(), m.points.len());
     let mut trials = driver
-        .run(&source, &Plan { units, wave, label: "power", count: Count::Stores, cache, one_log: false, spread: true });
+        .run(&source, &Plan { units, wave, label: "power", count: Count::Stores, turn, one_log: false, spread: true });
     if crate::harness::interrupted().is_some() {
         return Swept::unplanned(Trial::ended(TrialIndex::CENSUS, Outcome::Interrupted(Interruption::PowerStates)));
     }

@@ -252,7 +252,7 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
         wave,
         label: "b",
         count: Count::Units,
-        cache: None,
+        turn: None,
         one_log: true,
         spread: true,
     };
