@@ -28,6 +28,9 @@ pub struct Trial {
     /// The calls of its run and where its crash was put, when it is
     /// evidence and a trace was taken: its timeline's calls.
     pub trace: Option<Trace>,
+    /// The controlled schedule a race's trial ran (`reads-first`), if any:
+    /// what a confirmation names, never read back from the details' text.
+    pub schedule: Option<&'static str>,
 }
 
 impl Trial {
@@ -44,6 +47,7 @@ impl Trial {
             env: None,
             plain_confirmed: false,
             trace: None,
+            schedule: None,
         }
     }
 

@@ -140,9 +140,7 @@ pub fn by_sweep(found: &mut Trial, swept: Option<Trial>) {
     let Outcome::Error(Failure::OnlyForked { found: fire, .. }) = &found.outcome else { return };
     let fire = (**fire).clone();
     let kind = if same_kinds(&fire, &swept.outcome) { "the same kind" } else { "another kind" };
-    // A race's controlled schedule is its trial 0, and names itself in its details.
-    let schedule = swept.details.iter().find_map(|d| d.strip_prefix("schedule ")?.split(':').next());
-    let at = schedule.map_or_else(|| format!("point {}", swept.index), |s| format!("its schedule {s}"));
+    let at = swept.schedule.map_or_else(|| format!("point {}", swept.index), |s| format!("its schedule {s}"));
     found.details.push(format!(
         "confirmed exec'd by the syscall sweep of this cell and leg, whose kill points and schedules do not \
          depend on time: {at} fired {kind}: {}",
@@ -273,7 +271,7 @@ mod tests {
         let mut t = found();
         confirm(&mut t, (Site::Trial(0), "fork server"), 8, &mut |_| Some(Exec::at_site(Outcome::Pass)));
         let mut scheduled = Trial::ended(TrialIndex::nth(0), fire("8 of 8 racers won"));
-        scheduled.details.push("schedule reads-first: r0 held at its claim's first write".into());
+        scheduled.schedule = Some("reads-first");
         by_sweep(&mut t, Some(scheduled));
         assert_eq!(t.outcome, fire("8 of 8 racers won"));
         let last = t.details.last().unwrap();

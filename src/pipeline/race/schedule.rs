@@ -52,6 +52,7 @@ impl Race<'_> {
         };
         let hold = Hold::default();
         let mut trial = Trial::new(index);
+        trial.schedule = Some(READS_FIRST);
         let raced = self.run(&env, self.racers, R0::Held(filter, &hold), Order::ReadsFirst);
         let what = if self.racing == Racing::Claims { "claim" } else { "append" };
         let held = hold.said(self.racers, what);
