@@ -30,15 +30,14 @@ use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
-use crate::cells::{Cell, End};
+use crate::cells::End;
 use crate::crashstate::power::AtPoint;
 use crate::crashstate::{Files, Names, State};
 use crate::kill::TrialIndex;
-use crate::matrix::Leg;
 use crate::pipeline::judge::census::Census;
 use crate::pipeline::judge::verdict::{Acks, Crash, Ended, conclude};
 use crate::pipeline::outcome::{Failure, Fault, Finding, Interruption, Outcome, PowerLoss};
-use crate::pipeline::run::context::Context;
+use crate::pipeline::run::context::Scope;
 use crate::pipeline::run::parallel::{parallel, until_first_bad};
 use crate::pipeline::run::recoveries::{Digests, Setting};
 use crate::pipeline::trial::Trial;
@@ -51,11 +50,11 @@ use crate::trialdir::TrialEnv;
 /// share a sweep.
 pub const MOST_PER_BATCH: usize = 96;
 
-/// What the driver needs from the sweep whose states it checks.
+/// What the driver needs from the sweep whose states it checks: its job
+/// where it runs (the one set of job fields; the driver derefs to it, and
+/// names its folders by [`Scope::label`]), and what the sweep adds.
 pub struct Driver<'a> {
-    pub ctx: &'a Context,
-    pub cell: &'a dyn Cell,
-    pub leg: &'a Leg,
+    pub scope: Scope<'a>,
     /// The recording's census: its ready record and leg audit stand for
     /// every rebuilt state (the sweep runs only on a leg the census showed
     /// honored); none for trials, each of which has its own.
@@ -65,10 +64,16 @@ pub struct Driver<'a> {
     /// trial of a result has the leg's home and the cell's step), and whose
     /// database and workload seed a rebuilt state is judged with.
     pub recorded: &'a TrialEnv,
-    /// Names this job's folders (`{cell}-{leg}-{label}`).
-    pub label: &'a (dyn Fn(&str) -> String + Sync),
     /// Makes a trial folder of this job (for a state's evidence).
     pub make_env: &'a (dyn Fn(&str) -> Result<TrialEnv, Failure> + Sync),
+}
+
+impl<'a> std::ops::Deref for Driver<'a> {
+    type Target = Scope<'a>;
+
+    fn deref(&self) -> &Scope<'a> {
+        &self.scope
+    }
 }
 
 pub use crate::pipeline::run::recoveries::Recovery;
@@ -457,7 +462,7 @@ impl Driver<'_> {
 
     fn recovered(&self, stores: &[&Files], label: &str) -> (Vec<Recovery>, Option<String>) {
         let fail = |f: Failure| (stores.iter().map(|_| Err(Outcome::Error(f.clone()))).collect(), None);
-        let prefix = format!("{}-", (self.label)(label));
+        let prefix = format!("{}-", self.label(label));
         let dir = match tempfile::Builder::new().prefix(&prefix).tempdir_in(&self.ctx.work_root) {
             Ok(d) => d,
             Err(e) => return fail(Failure::BatchFolder(e.to_string())),
@@ -612,8 +617,8 @@ pub fn first_rule(rules: &[String]) -> String {
 /// Runs `f` with a driver of cell 1 on a WAL leg under `ctx`, its census
 /// of 20 points in a folder of its own.
 #[cfg(test)]
-pub fn with_driver<T>(ctx: &Context, f: impl FnOnce(&Driver) -> T) -> T {
-    let leg = Leg::new("wal", None, None);
+pub fn with_driver<T>(ctx: &crate::pipeline::run::context::Context, f: impl FnOnce(&Driver) -> T) -> T {
+    let leg = crate::matrix::Leg::new("wal", None, None);
     let ready: crashcells_protocol::Ready =
         serde_json::from_str(r#"{"protocol":2,"pid":1,"op":"append","sqlite_version":"3.54.1","journal_mode":"wal"}"#)
             .unwrap();
@@ -621,10 +626,12 @@ pub fn with_driver<T>(ctx: &Context, f: impl FnOnce(&Driver) -> T) -> T {
     let recorded = TrialEnv::new(work.path(), &leg, "t").unwrap();
     let audit = crate::legaudit::audit_leg(&recorded.db, &ready, &leg);
     let census = Census { points: 20, ready, audit, windows: None };
-    let (label, make_env) = (|l: &str| l.to_string(), |_: &str| Err(Failure::NoKill));
+    let make_env = |_: &str| Err(Failure::NoKill);
+    let spec = crate::catalog::Catalog::embedded().unwrap().find("prefix-durability").unwrap().clone();
+    let job = crate::plan::Job { cell: spec, leg: Some(leg.clone()), kill: crate::plan::KillMode::Syscall, seed: 1 };
     let cell = crate::cells::find("prefix-durability").unwrap();
-    let d =
-        Driver { ctx, cell, leg: &leg, census: Some(&census), recorded: &recorded, label: &label, make_env: &make_env };
+    let scope = Scope { job: &job, leg: &leg, cell, ctx };
+    let d = Driver { scope, census: Some(&census), recorded: &recorded, make_env: &make_env };
     f(&d)
 }
 
@@ -637,6 +644,7 @@ mod tests {
     use crate::kill::Ordinal;
     use crate::kill::inject::Injected;
     use crate::kill::syscall::FileKind;
+    use crate::pipeline::run::context::Context;
 
     fn files(db: &[u8], acks: &[u8]) -> Files {
         let mut f = Files::default();

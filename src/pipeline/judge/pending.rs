@@ -28,12 +28,11 @@
 use crate::cells::{Cell, Process};
 use crate::crashstate::{Files, Names};
 use crate::kill::TrialIndex;
-use crate::matrix::Leg;
 use crate::pipeline::judge::census::Census;
 use crate::pipeline::judge::driver::{Count, Driver, Got, Passed, Plan, Source};
 use crate::pipeline::judge::verdict::judged;
 use crate::pipeline::outcome::{Failure, Interruption, Outcome};
-use crate::pipeline::run::context::Context;
+use crate::pipeline::run::context::{Context, Scope};
 use crate::pipeline::trial::Trial;
 use crate::recovery::{Recovered, RecoveryError};
 use crate::report::Trace;
@@ -108,25 +107,17 @@ pub type MakeTrial<'a> = dyn Fn(TrialIndex) -> Pending + Sync + 'a;
 /// each trial was recovered alone).
 const WAVE: usize = 8;
 
-/// Whose trials they are: the job's context, cell and leg, and a sweep's
-/// census (its leg audit stands for its points); none for a timed result
-/// or a race, each of whose trials has its own ready record and audit.
-pub struct Owner<'a> {
-    pub ctx: &'a Context,
-    pub cell: &'a dyn Cell,
-    pub leg: &'a Leg,
-    pub census: Option<&'a Census>,
-}
-
-/// Runs the trials `indices` of one result (`run` kills and prepares one)
-/// through the one driver: `home` is the folder whose config home and
-/// recovery step recover them all (made for the result: every trial of it
-/// has the leg's home and the cell's step), `label` names the batches'
-/// folders. The trials up to the first that does not pass, that one last.
+/// Runs the trials `indices` of one result of the job `scope` (`run` kills
+/// and prepares one) through the one driver: `census` is a sweep's (its
+/// leg audit stands for its points; none for a timed result or a race,
+/// each of whose trials has its own ready record and audit), `home` the
+/// folder whose config home and recovery step recover them all (made for
+/// the result: every trial of it has the leg's home and the cell's step).
+/// The trials up to the first that does not pass, that one last.
 pub fn in_order(
-    owner: Owner,
+    scope: Scope,
+    census: Option<&Census>,
     home: Result<TrialEnv, Failure>,
-    label: &(dyn Fn(&str) -> String + Sync),
     indices: &[TrialIndex],
     run: &MakeTrial,
 ) -> Vec<Trial> {
@@ -136,8 +127,7 @@ pub fn in_order(
     };
     // A trial's evidence is its own folder: the driver makes none.
     let no_folder = |_: &str| Err(Failure::TrialFolder("a trial's evidence is its own folder".into()));
-    let Owner { ctx, cell, leg, census } = owner;
-    let d = Driver { ctx, cell, leg, census, recorded: &home, label, make_env: &no_folder };
+    let d = Driver { scope, census, recorded: &home, make_env: &no_folder };
     through(&d, indices, run)
 }
 

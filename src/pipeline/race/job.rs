@@ -33,7 +33,7 @@ use crate::kill::racer::RacerAt;
 use crate::kill::syscall::{Driven, Goal, Targets, drive};
 use crate::kill::{KillPoint, TrialIndex};
 use crate::pipeline::judge::census::{Census, Filter, trace_outcome};
-use crate::pipeline::judge::pending::{MakeTrial, Owner, Pending, in_order};
+use crate::pipeline::judge::pending::{MakeTrial, Pending, in_order};
 use crate::pipeline::judge::verdict::{Acks, Crash, Ended, conclude, prepare};
 use crate::pipeline::outcome::{Failure, Interruption, Outcome, R0Wait, Since};
 use crate::pipeline::race::hold::Hold;
@@ -166,9 +166,7 @@ impl<'a> Race<'a> {
     /// standing for a sweep's points' leg audit. The folder whose config
     /// home recovers them all is the result's (a race has no step).
     pub(super) fn trials(&self, census: Option<&Census>, indices: &[TrialIndex], run: &MakeTrial) -> Vec<Trial> {
-        let owner = Owner { ctx: self.ctx, cell: self.cell, leg: self.leg, census };
-        let label = |l: &str| format!("{}-{}-{l}", self.job.cell.id, self.leg.name);
-        in_order(owner, self.env("recovery"), &label, indices, run)
+        in_order(self.scope, census, self.env("recovery"), indices, run)
     }
 
     /// Trial `index` of a free race: nothing is killed.

@@ -316,17 +316,8 @@ fn confirm_unindexed(full: &Race, rec: &Recordings, unindexed: &[u64], trials: &
 pub(super) fn judged(race: &Race, rec: &Recordings, points: &[u64]) -> (Vec<Trial>, u64, Vec<u64>) {
     let (ctx, census) = (race.ctx, &rec.census);
     let source = Points::new(race, rec.split(), &rec.win, rec.lose.as_ref(), points);
-    let label = |l: &str| format!("{}-{}-{l}", race.job.cell.id, race.leg.name);
     let make_env = |l: &str| race.env(l);
-    let driver = Driver {
-        ctx,
-        cell: race.cell,
-        leg: race.leg,
-        census: Some(census),
-        recorded: &rec.win.env,
-        label: &label,
-        make_env: &make_env,
-    };
+    let driver = Driver { scope: race.scope, census: Some(census), recorded: &rec.win.env, make_env: &make_env };
     let wave = MOST_PER_BATCH * ctx.jobs.max(1);
     let plan =
         Plan { units: points.len(), wave, label: "b", count: Count::Units, turn: None, one_log: false, spread: true };

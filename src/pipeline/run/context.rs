@@ -223,7 +223,8 @@ impl std::fmt::Debug for Tally {
 
 /// A job where it runs: the job, its leg and cell, and the run's context.
 /// The fields every shape of job carries (a workload, a race, the plain
-/// path's copy of either), held once; each shape derefs to it.
+/// path's copy of either) and the driver of its crash states, held once;
+/// each derefs to it.
 #[derive(Clone, Copy)]
 pub struct Scope<'a> {
     pub job: &'a Job,

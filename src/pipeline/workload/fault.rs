@@ -73,9 +73,8 @@ pub fn fault_sweep(w: &Workload, seed: u64, injection: &'static dyn Injection, m
     };
     w.ctx.tally.planned(points.len() as u64);
     let sweep = Sweep { w, rec: &rec, injection, points: &points, seen: Mutex::default() };
-    let label = |l: &str| w.label(l);
     let make_env = |l: &str| w.env(l);
-    let driver = w.driver(&rec, &label, &make_env);
+    let driver = w.driver(&rec, &make_env);
     let wave = RUNS_PER_JOB * w.ctx.jobs.max(1);
     let plan = Plan {
         units: points.len(),

@@ -20,7 +20,7 @@ use crate::kill::TrialIndex;
 use crate::kill::syscall::{FileKind, Targets};
 use crate::legaudit::audit_leg;
 use crate::pipeline::judge::census::{Census, Filter, trace_outcome};
-use crate::pipeline::judge::pending::{MakeTrial, Owner, in_order};
+use crate::pipeline::judge::pending::{MakeTrial, in_order};
 use crate::pipeline::judge::verdict::{Crash, Ended, conclude};
 use crate::pipeline::outcome::{Failure, Outcome};
 use crate::pipeline::run::context::{Context, Scope};
@@ -159,8 +159,7 @@ impl Workload<'_> {
     /// re-executed point) through the one driver ([`crate::pipeline::judge::pending`]),
     /// `census` standing for a sweep's points' leg audit.
     pub fn trials(&self, census: Option<&Census>, indices: &[TrialIndex], run: &MakeTrial) -> Vec<Trial> {
-        let owner = Owner { ctx: self.ctx, cell: self.cell, leg: self.leg, census };
-        in_order(owner, self.env("recovery"), &|l| self.label(l), indices, run)
+        in_order(self.scope, census, self.env("recovery"), indices, run)
     }
 
     /// What a census learns from a run to the end that passed `total`

@@ -100,9 +100,8 @@ pub fn power_sweep(w: &Workload, seed: u64, power: PowerModel) -> Swept {
     let points = sweep_points(rec.census.candidates(), o.point, o.points, seed);
     let m = power.build(rec.log.ran(), &points);
     let stores = distinct_stores(&m);
-    let label = |l: &str| w.label(l);
     let make_env = |l: &str| w.env(l);
-    let driver = w.driver(rec, &label, &make_env);
+    let driver = w.driver(rec, &make_env);
     let source = Points { log: &rec.log, m: &m };
     let turn = share.as_deref().map(|s| &s.turn);
     // One wave: every distinct store recovered, then the points judged.

@@ -159,18 +159,9 @@ impl Workload<'_> {
     pub fn driver<'a>(
         &'a self,
         rec: &'a Recording,
-        label: &'a (dyn Fn(&str) -> String + Sync),
         make_env: &'a (dyn Fn(&str) -> Result<TrialEnv, Failure> + Sync),
     ) -> Driver<'a> {
-        Driver {
-            ctx: self.ctx,
-            cell: self.cell,
-            leg: self.leg,
-            census: Some(&rec.census),
-            recorded: &rec.env,
-            label,
-            make_env,
-        }
+        Driver { scope: self.scope, census: Some(&rec.census), recorded: &rec.env, make_env }
     }
 }
 
@@ -240,10 +231,9 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
     w.ctx.tally.phase("checking");
     let states = process_states(&rec.log, &points);
     let marks = state_marks(&states);
-    let label = |l: &str| w.label(l);
     let make_env = |l: &str| w.env(l);
     let source = Process { units: units_of(&states), states: &states };
-    let driver = w.driver(&rec, &label, &make_env);
+    let driver = w.driver(&rec, &make_env);
     // Waves of about one batch of stores per thread: a fire in the first
     // leaves the later ones unrecovered.
     let wave = MOST_PER_BATCH * w.ctx.jobs.max(1);
