@@ -92,7 +92,7 @@ pub fn distinguishable(level: Synchronous, mode: JournalMode) -> Synchronous {
 /// What the run's commits kept in `mode`.
 pub fn kept(log: &Log, mode: JournalMode) -> Kept {
     let events = log.ran();
-    let mut disk = Disk::default();
+    let mut disk = Disk::names_only();
     let mut out = Kept::default();
     let (mut lines, mut start, mut last_point) = (0u64, 0usize, 0u64);
     for (i, e) in events.iter().enumerate() {

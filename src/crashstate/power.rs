@@ -174,6 +174,12 @@ pub(super) struct Disk {
     lost_sectors: BTreeMap<usize, BTreeMap<u64, Vec<u8>>>,
     /// The writes failed syncs dropped, with their rules.
     pub(super) lost: Vec<Pending>,
+    /// The files' bytes are not kept, only what is pending and why: what
+    /// the level audit ([`super::level`]) reads. Why: keeping them copied
+    /// the whole WAL at each of its syncs, which made the audit of a WAL
+    /// grown to its checkpoint quadratic (a fifth of a WAL sweep's CPU).
+    /// What is pending does not depend on the bytes.
+    pub(super) names_only: bool,
 }
 
 /// Builds the power states of `events` for each kill point in `wanted`
@@ -226,6 +232,11 @@ pub fn model_with(events: &[Event], wanted: &[u64], failed: FailedSync) -> Model
 }
 
 impl Disk {
+    /// A disk that keeps no bytes, only what is pending (the level audit's).
+    pub(super) fn names_only() -> Disk {
+        Disk { names_only: true, ..Disk::default() }
+    }
+
     pub(super) fn apply(&mut self, effect: &Effect, place: String) {
         let at = if place.starts_with('#') { "at " } else { "" };
         let pending = |needs: String| Pending { what: format!("{} {at}{place}", effect.describe()), needs };
@@ -236,7 +247,9 @@ impl Disk {
             }
             Effect::Write { file, .. } | Effect::Truncate { file, .. } => {
                 let Some(&ino) = self.names.get(file).filter(|_| modelled(*file)) else { return };
-                apply_data(&mut self.inodes[ino].data, effect);
+                if !self.names_only {
+                    apply_data(&mut self.inodes[ino].data, effect);
+                }
                 let needs = format!("an fsync of the {}", file.as_str());
                 self.pending.push((Op::Data(ino, effect.clone()), pending(needs)));
             }
@@ -439,6 +452,48 @@ mod tests {
     fn dbs(m: &Model, point: u64) -> Vec<Option<Vec<u8>>> {
         let at = m.points.iter().find(|p| p.point == point).unwrap();
         at.states.iter().map(|(id, _)| m.states[*id].files.get(FileKind::Database)).collect()
+    }
+
+    /// The level audit's disk keeps no bytes, and what it finds pending,
+    /// and lost to a failed sync, is the full model's at every call: writes
+    /// at offsets and appended, a truncation, syncs of each file, a failed
+    /// sync, an unlink, a rename and a folder sync.
+    #[test]
+    fn a_disk_without_bytes_finds_what_the_full_one_finds_pending() {
+        use nix::errno::Errno;
+        let (db, wal, journal) = (FileKind::Database, FileKind::Wal, FileKind::Journal);
+        let events = [
+            ev(None, open(db)),
+            ev(None, open(wal)),
+            ev(Some(1), put(wal, b"frame one")),
+            ev(Some(2), Effect::Write { file: wal, at: At::End, data: b"frame two".to_vec() }),
+            ev(Some(3), sync(wal)),
+            ev(Some(4), put(db, b"page")),
+            ev(Some(5), Effect::Failed { effect: Box::new(sync(db)), errno: Errno::EIO }),
+            ev(Some(6), Effect::Truncate { file: wal, len: 0 }),
+            ev(Some(7), sync(wal)),
+            ev(None, open(journal)),
+            ev(Some(8), put(journal, b"header")),
+            ev(Some(9), Effect::Rename { from: Some(journal), to: None }),
+            ev(Some(10), Effect::Unlink { file: wal }),
+            ev(Some(11), Effect::Write { file: FileKind::Acks, at: At::End, data: b"m0\n".to_vec() }),
+            ev(Some(12), Effect::SyncDir),
+            ev(Some(13), put(db, b"page two")),
+        ];
+        let (mut full, mut bare) = (Disk::default(), Disk::names_only());
+        let mut last = 0;
+        for (i, e) in events.iter().enumerate() {
+            full.apply(&e.effect, place(e.point, last, &events, i));
+            bare.apply(&e.effect, place(e.point, last, &events, i));
+            last = e.point.unwrap_or(last);
+            let said = |d: &Disk| d.pending.iter().map(|(_, p)| p.clone()).collect::<Vec<_>>();
+            assert_eq!(said(&bare), said(&full), "pending after call {i}");
+            assert_eq!(bare.lost, full.lost, "lost after call {i}");
+            assert_eq!((&bare.acks, bare.epoch), (&full.acks, full.epoch), "after call {i}");
+        }
+        assert!(full.inodes.iter().any(|n| !n.data.is_empty()), "the full model kept bytes");
+        assert!(bare.inodes.iter().all(|n| n.data.is_empty() && n.synced.is_empty()), "no bytes kept");
+        assert!(!full.pending.is_empty() && !full.lost.is_empty(), "the log leaves both to compare");
     }
 
     #[test]
