@@ -281,10 +281,15 @@ pub fn main() -> i32 {
         Command::ChildCheck(a) => cmd_child_check(a),
         Command::Prune(a) => cmd_prune(a),
     };
-    outcome.unwrap_or_else(|e| {
+    let code = outcome.unwrap_or_else(|e| {
         note(&format!("error: {e}"));
         2
-    })
+    });
+    // Every path has killed its children by now; some may still be dying
+    // (a fork server's, after an interrupt on a loaded machine). None
+    // outlives the driver.
+    crate::harness::reap_leftovers(crate::harness::KILL_GRACE);
+    code
 }
 
 /// Help and version print as clap makes them; a usage error prints its

@@ -56,7 +56,7 @@ pub use forkserver::{FORK_SERVER, ForkServer};
 pub use forkwire::ForkError;
 pub use interrupt::{catch_interrupts, interrupted};
 pub use launcher::{Launch, LaunchError, Launcher, serves_forks, serves_warm};
-pub use reap::{Exit, KILL_GRACE, ReapError, Reaped, group_alive};
+pub use reap::{Exit, KILL_GRACE, ReapError, Reaped, group_alive, reap_leftovers};
 pub use setup::{become_subreaper, stderr_tail};
 pub use spawn::{Cut, Running, run_to_end};
 pub use traced::{TraceError, TraceEvent, Traced};

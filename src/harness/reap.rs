@@ -125,9 +125,60 @@ pub fn group_alive(pgid: Pid) -> bool {
     !matches!(killpg(pgid, None), Err(Errno::ESRCH))
 }
 
+/// Kills and reaps every child the driver still has as it exits, within
+/// `grace`; returns how many it reaped. The driver is the subreaper of what
+/// its children leave (see [`super::become_subreaper`]), so a process a
+/// fork server forked becomes the driver's once the server is reaped, and a
+/// killed one may still be dying when the run's own paths are done with it
+/// (on a loaded machine, for a while). Reaping them here is what makes
+/// "nothing is left running" hold once the driver has exited, interrupted
+/// or not. Called once, after every thread that waits on a child is done:
+/// `waitpid(-1)` takes any child's status.
+pub fn reap_leftovers(grace: Duration) -> usize {
+    use nix::sys::signal::kill;
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    let end = Instant::now() + grace;
+    let mut reaped = 0;
+    loop {
+        for pid in children_of(std::process::id()) {
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        }
+        match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) if Instant::now() < end => std::thread::sleep(POLL),
+            Ok(WaitStatus::StillAlive) => return reaped,
+            Ok(_) => reaped += 1,
+            Err(Errno::EINTR) => {}
+            Err(_) => return reaped, // ECHILD: none is left
+        }
+    }
+}
+
+/// The processes whose parent is `parent`, read from `/proc/<pid>/stat`
+/// (its fourth field, after the command's closing parenthesis).
+fn children_of(parent: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+            ppid == Some(parent)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_childs_parent_is_read_from_its_stat() {
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        assert!(children_of(std::process::id()).contains(&child.id()));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!children_of(std::process::id()).contains(&child.id()));
+    }
 
     #[test]
     fn exits_are_classified_and_only_sigkill_is_a_crash() {

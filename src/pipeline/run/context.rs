@@ -33,9 +33,13 @@ const SLACK: u32 = 3;
 /// or `start` (how long the child took to write its ready record, alone)
 /// times the children that may start at once times [`SLACK`], if that is
 /// more. A slow but healthy child gets verdicts, not deadline errors; a
-/// stalled one is still caught.
+/// stalled one is still caught. A scaled deadline is rounded up to a tenth
+/// of a second: messages print it, and a measured start's nanoseconds
+/// would say `33.333333333s`.
 pub fn scale_deadline(asked: Duration, start: Duration, at_once: u32) -> Duration {
-    asked.max(start.saturating_mul(at_once.max(1)).saturating_mul(SLACK))
+    let scaled = start.saturating_mul(at_once.max(1)).saturating_mul(SLACK);
+    let tenths = scaled.as_millis().div_ceil(100);
+    asked.max(Duration::from_millis(u64::try_from(tenths * 100).unwrap_or(u64::MAX)))
 }
 
 /// The preflight's wait (`run`'s and `audit`'s): before any start is
@@ -397,6 +401,8 @@ mod tests {
         let s = Duration::from_secs;
         assert_eq!(scale_deadline(s(30), s(1), 8), s(30));
         assert_eq!(scale_deadline(s(30), s(2), 8), s(48));
+        let measured = Duration::from_nanos(1_388_888_889);
+        assert_eq!(format!("{:?}", scale_deadline(s(30), measured, 8)), "33.4s", "to a tenth, up");
         assert_eq!(scale_deadline(s(30), s(20), 0), s(60), "no crowd is a crowd of one");
         let mut ctx = Context::for_tests(2, None);
         (ctx.start, ctx.crowd) = (s(3), 4);
