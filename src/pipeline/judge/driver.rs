@@ -752,12 +752,6 @@ mod tests {
         }
     }
 
-    fn recovered() -> Arc<Recovery> {
-        let dump: crashcells_protocol::Dump =
-            serde_json::from_str(r#"{"protocol":2,"integrity":"ok","sessions":[],"messages":[]}"#).unwrap();
-        Arc::new(Ok(Recovered { dump, nondeterministic: None, missing_db: false, deliveries: Vec::new() }))
-    }
-
     /// The audit's second power sweep waits for the first's turn, then
     /// takes its recovery from the run's: here the child cannot start, so
     /// a sweep that did not wait would recover the store itself and fail.
@@ -781,7 +775,7 @@ mod tests {
                 let second = s.spawn(|| d.run(&OneStore(store.clone()), &plan));
                 std::thread::sleep(std::time::Duration::from_millis(300));
                 let bytes = ctx.recoveries.bytes(&store, &mut Digests::default());
-                ctx.recoveries.put(bytes, &d.setting(), recovered());
+                ctx.recoveries.put(bytes, &d.setting(), crate::pipeline::run::recoveries::recovered());
                 drop(first);
                 second.join().unwrap()
             })

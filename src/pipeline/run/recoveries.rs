@@ -119,12 +119,20 @@ impl std::fmt::Debug for Recoveries {
     }
 }
 
+/// A successful recovery of an empty store, for tests of what keeps one.
+#[cfg(test)]
+pub fn recovered() -> Arc<Recovery> {
+    let dump: crashcells_protocol::Dump =
+        serde_json::from_str(r#"{"protocol":2,"integrity":"ok","sessions":[],"messages":[]}"#).unwrap();
+    Arc::new(Ok(Recovered { dump, nondeterministic: None, missing_db: false, deliveries: Vec::new() }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::crashstate::{At, Effect};
     use crate::kill::syscall::FileKind;
-    use crashcells_protocol::{Dump, JournalMode};
+    use crashcells_protocol::JournalMode;
 
     fn files(db: &[u8], acks: &[u8]) -> Files {
         let mut f = Files::default();
@@ -142,12 +150,6 @@ mod tests {
             mutant: None,
             library: None,
         }
-    }
-
-    fn recovered() -> Arc<Recovery> {
-        let dump: Dump =
-            serde_json::from_str(r#"{"protocol":2,"integrity":"ok","sessions":[],"messages":[]}"#).unwrap();
-        Arc::new(Ok(Recovered { dump, nondeterministic: None, missing_db: false, deliveries: Vec::new() }))
     }
 
     #[test]
