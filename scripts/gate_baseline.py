@@ -119,6 +119,14 @@ def main():
     if not (os.path.isfile(a.baseline) and os.access(a.baseline, os.X_OK)):
         print("gate-bench: --baseline %s is not an executable file" % a.baseline, file=sys.stderr)
         sys.exit(2)
+    if a.keep:
+        # Made before the first round: a folder that cannot be made fails
+        # now, not after minutes of gates whose reports it was to hold.
+        try:
+            os.makedirs(a.keep, exist_ok=True)
+        except OSError as e:
+            print("gate-bench: --keep %s: %s" % (a.keep, e.strerror), file=sys.stderr)
+            sys.exit(2)
     print("gate-bench: seed %d, %d round(s), %d cores, load %s" % (a.seed, a.rounds, os.cpu_count(), load()))
     same = True
     with tempfile.TemporaryDirectory() as scratch:
