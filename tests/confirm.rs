@@ -45,12 +45,14 @@ fn assert_only_forked(forked: &Value, execd: &Value) {
 #[test]
 fn a_shared_random_generator_in_the_fork_server_gives_an_error_not_a_fire() {
     let child = adapter("shared_rng_forkserver.py");
-    // Three racers, not the catalog's eight: the exec'd runs that find no
-    // fire start every racer's interpreter.
+    // Two racers, not the catalog's eight (nor three in the exec'd sweep):
+    // the exec'd runs that find no fire start every racer's interpreter, and
+    // two forks that draw one token are already two winners.
     let dir = scratch();
     let cell =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("cells/2-consume-once.toml")).unwrap();
-    std::fs::write(dir.path().join("2-consume-once.toml"), cell.replace("racers = 8", "racers = 3")).unwrap();
+    let cell = cell.replace("racers = 8", "racers = 2").replace("sweep_racers = 3", "sweep_racers = 2");
+    std::fs::write(dir.path().join("2-consume-once.toml"), cell).unwrap();
     let catalog = dir.path().to_str();
     let (forked, execd) = forked_and_execd(&child, catalog, &["--cell", "2", "--leg", "default", "--kill", "none"]);
     assert_only_forked(&forked, &execd);
