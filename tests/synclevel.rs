@@ -20,11 +20,17 @@ fn refused(report: &Value) -> bool {
     all
 }
 
+/// The default gate (every default kill mode) names it on seed 1; seeds 2
+/// and 3 run only the syscall results the assertions read, to show the
+/// naming does not hang on the draw without paying the timed trials again.
 #[test]
 fn a_store_that_claims_full_and_syncs_nothing_is_named_by_the_default_gate() {
     for seed in ["1", "2", "3"] {
         let dir = scratch();
-        let args = ["run", "--cell", "1", "--seed", seed, "--mutant", "claims-full"];
+        let mut args = vec!["run", "--cell", "1", "--seed", seed, "--mutant", "claims-full"];
+        if seed != "1" {
+            args.extend(["--kill", "syscall"]);
+        }
         let (code, report) = run_json(&args, dir.path());
         if refused(&report) {
             return;
