@@ -144,13 +144,16 @@ impl Checker<'_> {
             .iter()
             .map(|sc| self.left_by(&exec, &s, sc, &format!("exec-{}", sc.steps[0].0)))
             .collect::<Result<_, _>>()?;
+        // Each exec'd store's dump, made once its first forked twin gets that
+        // far: every round compares with the same store.
+        let mut dumps: Vec<Option<String>> = vec![None; all.len()];
         for round in 1..=ROUNDS {
-            for (sc, want) in all.iter().zip(&execd) {
+            for ((sc, want), dump) in all.iter().zip(&execd).zip(&mut dumps) {
                 let got = self.left_by(&forks, &s, sc, &format!("forked{round}-{}", sc.steps[0].0))?;
                 requests += sc.steps.len();
                 let at =
                     format!("the forked `{}` (round {round} of {ROUNDS}, request {requests} of the server)", sc.name);
-                self.same_as_exec(&forks, &s, &got, want).map_err(|what| format!("{at}: {what}{HINT}"))?;
+                self.same_as_exec(&forks, &s, &got, (want, dump)).map_err(|what| format!("{at}: {what}{HINT}"))?;
                 requests += 1;
             }
         }
@@ -194,8 +197,15 @@ impl Checker<'_> {
         }
     }
 
-    /// The first way the forked run `got` differs from the exec'd `want`.
-    fn same_as_exec(&self, forks: &Launcher, s: &Scratch, got: &Left, want: &Left) -> Result<(), String> {
+    /// The first way the forked run `got` differs from the exec'd `want`
+    /// (with its store's dump, once made).
+    fn same_as_exec(
+        &self,
+        forks: &Launcher,
+        s: &Scratch,
+        got: &Left,
+        (want, dump): (&Left, &mut Option<String>),
+    ) -> Result<(), String> {
         for ((label, forked), (_, execd)) in got.exits.iter().zip(&want.exits) {
             if forked != execd {
                 return Err(format!("`{label}` ended with {forked} forked, {execd} exec'd"));
@@ -212,7 +222,10 @@ impl Checker<'_> {
         if got.transport != want.transport {
             return Err("it left another transport than exec'd".into());
         }
-        let execd = self.dump_with(self.child, s, &want.dir, "dump-exec")?;
+        let execd = match dump {
+            Some(made) => made.clone(),
+            None => dump.insert(self.dump_with(self.child, s, &want.dir, "dump-exec")?).clone(),
+        };
         let forked = self.dump_with(self.child, s, &got.dir, "dump-forked")?;
         if forked != execd {
             return Err(format!("it left another store than exec'd: {}", first_difference(&forked, &execd)));
