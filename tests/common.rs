@@ -18,14 +18,43 @@ use serde_json::Value;
 pub fn bin() -> Command {
     let exe = std::path::Path::new(env!("CARGO_BIN_EXE_crashcells"));
     let mut cmd = Command::new(exe);
-    let rest = std::env::var_os("PATH").unwrap_or_default();
-    let dirs = std::iter::once(exe.parent().expect("a folder").to_path_buf()).chain(std::env::split_paths(&rest));
-    cmd.env("PATH", std::env::join_paths(dirs).expect("PATH's folders join"));
+    cmd.env("PATH", path_with(&[exe.parent().expect("a folder")]));
     for var in ["GITHUB_STEP_SUMMARY", "GITHUB_SHA", "GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"] {
         cmd.env_remove(var);
     }
     cmd.env("CRASHCELLS_REFIRE", "1");
     cmd
+}
+
+/// PATH with `first` ahead of it, then the folder of the interpreter
+/// `python3` runs where PATH's `python3` is a script that finds it (a
+/// version manager's shim, as pyenv's): the children the tests start as
+/// `python3 ...` then run the same interpreter without the shim, which
+/// costs a loaded machine half a second a process (a child-check of the
+/// Python store starts a hundred). That folder first is what the shim
+/// itself does before it runs the interpreter.
+pub fn path_with(first: &[&Path]) -> std::ffi::OsString {
+    let rest = std::env::var_os("PATH").unwrap_or_default();
+    let dirs =
+        first.iter().map(|d| d.to_path_buf()).chain(python_behind_shim().clone()).chain(std::env::split_paths(&rest));
+    std::env::join_paths(dirs).expect("PATH's folders join")
+}
+
+/// The folder of the interpreter behind a `python3` shim on PATH; `None`
+/// where `python3` is no script (or is not there).
+fn python_behind_shim() -> &'static Option<std::path::PathBuf> {
+    static DIR: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let rest = std::env::var_os("PATH")?;
+        let found = std::env::split_paths(&rest).map(|d| d.join("python3")).find(|p| p.is_file())?;
+        let head = std::fs::read(&found).ok()?;
+        if !head.starts_with(b"#!") {
+            return None;
+        }
+        let out = Command::new(&found).args(["-c", "import sys; print(sys.executable)"]).output().ok()?;
+        let exe = std::path::PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
+        exe.is_absolute().then(|| exe.parent().map(Path::to_path_buf)).flatten()
+    })
 }
 
 /// Runs `crashcells args...` with trials in a private work folder, evidence

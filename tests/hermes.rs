@@ -30,6 +30,7 @@ fn fetched() -> bool {
 /// exit code and stdout.
 fn ci_check_sweeps(child: Option<&str>) -> (i32, String) {
     let mut cmd = Command::new("python3");
+    cmd.env("PATH", crate::common::path_with(&[]));
     cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
     cmd.arg(Path::new(EXAMPLE).join("ci-check")).args(["--crashcells", env!("CARGO_BIN_EXE_crashcells")]);
     cmd.args(["--part", "sweeps"]).args(child.map(|c| ["--child", c]).into_iter().flatten());
