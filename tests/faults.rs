@@ -31,10 +31,14 @@ fn details(r: &Value) -> Vec<String> {
 }
 
 /// Twelve faulted points drawn with each seed: the mutant acks the append
-/// in flight at some of them on every seed, the reference store at none.
+/// in flight at some of them on every seed of ten, the reference store at
+/// none. The reference runs on four of the seeds (both parities, both
+/// ends): a pass costs all twelve runs where a fire stops at its first, and
+/// "every seed" is the mutant's claim.
 #[test]
 fn the_ack_despite_io_error_mutant_fires_on_every_seed_and_the_reference_store_passes() {
     for seed in 1..=10 {
+        let reference_too = seed % 3 == 1;
         let seed = seed.to_string();
         let args = ["run", "--cell", "1", "--leg", "wal", "--kill", "fault", "--points", "12", "--seed", &seed];
         let Some((code, r)) = one(&[&args[..], &["--mutant", "ack-despite-io-error"]].concat()) else { return };
@@ -45,6 +49,9 @@ fn the_ack_despite_io_error_mutant_fires_on_every_seed_and_the_reference_store_p
             "{reason}"
         );
         assert!(r["repro"].as_str().unwrap().contains("--kill fault --seed"), "{r:#}");
+        if !reference_too {
+            continue;
+        }
         let (code, r) = one(&args).unwrap();
         assert_eq!((code, r["verdict"].as_str()), (0, Some("pass")), "seed {seed}: {r:#}");
     }
