@@ -45,7 +45,9 @@ fn the_same_finding_has_the_same_fingerprint_under_two_seeds_and_on_two_legs_of_
     assert_ne!(one.3, two.3, "the seeds drew other points: {one:?} {two:?}");
     assert_eq!((one.2.as_str(), two.2.as_str()), (ROTATION, ROTATION));
     // The resolver's default and `wal` run one mode and level: one finding.
-    let args = ["run", "--cell", "1", "--leg", "default", "--leg", "wal", "--kill", "syscall"];
+    // Twenty points of each sweep, where both legs fire with seed 3: the
+    // full sweep took twice as long to find the same two fires.
+    let args = ["run", "--cell", "1", "--leg", "default", "--leg", "wal", "--kill", "syscall", "--points", "20"];
     let (code, report) = run_json(&[&args[..], &["--mutant", "ack-before-commit", "--seed", "3"]].concat(), dir.path());
     assert_eq!(code, 1, "{report:#}");
     let prints: Vec<String> = fires(&report).into_iter().map(|f| f.2).collect();
