@@ -92,3 +92,8 @@ fn the_pages_small_store_conforms_as_the_page_shows_it() {
     }
     suite("doc", 0);
 }
+
+#[test]
+fn an_async_store_is_awaited_and_one_whose_append_writes_nothing_fires() {
+    suite("async", 0);
+}

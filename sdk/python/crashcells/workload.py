@@ -9,7 +9,9 @@ append, 2 claim, 3 rotate, 4 fork, 5 deliver/catch-up, 6 co-append): the library
 the rule, the store keeps the atomicity.
 """
 
+import asyncio
 import fcntl
+import inspect
 import os
 import signal
 import sqlite3
@@ -39,12 +41,13 @@ class Unavailable(Exception):
 
 
 def call(store, method, *args):
-    """store.method(*args): the store's own errors become StoreFailed, any
-    other exception is the adapter's mistake."""
+    """store.method(*args), awaited when it returns an awaitable (an `async
+    def` method): the store's own errors become StoreFailed, any other
+    exception is the adapter's mistake."""
     from .adapter import AdapterError
 
     try:
-        return getattr(store, method)(*args)
+        return settle(getattr(store, method)(*args))
     except (AdapterError, StoreFailed, ConfigError):
         raise
     except getattr(store, "store_errors", (OSError, sqlite3.Error)) as e:
@@ -54,6 +57,34 @@ def call(store, method, *args):
             "%s() raised %s: %s" % (method, type(e).__name__, e),
             "an operation returns, or fails with one of the store's own errors (store_errors)",
         ) from e
+
+
+# The child's one event loop, made at the first awaitable and reused by
+# every later operation (an async store's connection is bound to the loop
+# that opened it), with the pid that made it: a child forked from a fork
+# server or warm process makes its own (a loop's selector does not survive
+# fork).
+_loop = None
+_loop_pid = None
+
+
+def settle(result):
+    """`result`, or what it resolves to when it is awaitable. Every result of
+    a store's method passes here, so a coroutine is never taken for a
+    finished write: an `async def append` acked unawaited would be a store
+    that writes nothing, acked."""
+    global _loop, _loop_pid
+    if not inspect.isawaitable(result):
+        return result
+    if _loop is None or _loop_pid != os.getpid() or _loop.is_closed():
+        _loop, _loop_pid = asyncio.new_event_loop(), os.getpid()
+        asyncio.set_event_loop(_loop)
+    return _loop.run_until_complete(awaited(result))
+
+
+async def awaited(awaitable):
+    """Any awaitable (a coroutine, a future, an object with __await__) as a coroutine."""
+    return await awaitable
 
 
 class Session:
@@ -137,14 +168,21 @@ def ready_info(store):
 def journal_of(conn):
     """What the store's own connection reports (§3): its journal mode and
     synchronous level as it runs, and the SQLite it links."""
-    mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-    level = conn.execute("PRAGMA synchronous").fetchone()[0]
+    mode = pragma(conn, "PRAGMA journal_mode")
+    level = pragma(conn, "PRAGMA synchronous")
     return {
         "journal_mode": str(mode).lower(),
         "synchronous": config.SYNC_LEVELS[level] if 0 <= level < len(config.SYNC_LEVELS) else None,
         "sqlite_version": sqlite3.sqlite_version,
-        "sqlite_source_id": conn.execute("SELECT sqlite_source_id()").fetchone()[0],
+        "sqlite_source_id": pragma(conn, "SELECT sqlite_source_id()"),
     }
+
+
+def pragma(conn, sql):
+    """The first column of `sql`'s first row on the store's connection: a
+    `sqlite3` one, or an async one (aiosqlite's) whose execute and fetchone
+    are awaited."""
+    return settle(settle(conn.execute(sql)).fetchone())[0]
 
 
 def check_resolver(decision):

@@ -11,7 +11,7 @@
 // SHELL_STORE_BREAK names a broken variant for the library's error tests:
 // `misspelt` (a method `apend`), `shape` (state() without a role), `throws`
 // (append throws a TypeError), `claim` (claim returns a string), `no-rotate`
-// (a store without rotate).
+// (a store without rotate), `async` and `async-nowrite` (below).
 
 import { execFileSync } from "node:child_process";
 
@@ -166,5 +166,18 @@ if (process.env.SHELL_STORE_BREAK === "throws") {
 }
 
 if (process.env.SHELL_STORE_BREAK === "no-rotate") delete ShellStore.prototype.rotate;
+// `async`: every method an async function that yields to the event loop
+// first, as a store on an async driver; `async-nowrite`: the same, with an
+// append whose promise resolves having written nothing (it must fire).
+if (process.env.SHELL_STORE_BREAK?.startsWith("async")) {
+  for (const name of Object.getOwnPropertyNames(ShellStore.prototype)) {
+    const method = ShellStore.prototype[name];
+    if (name === "constructor" || name.startsWith("_") || typeof method !== "function") continue;
+    ShellStore.prototype[name] = async function (...args) {
+      await new Promise((done) => setImmediate(done));
+      return name === "append" && process.env.SHELL_STORE_BREAK === "async-nowrite" ? undefined : method.apply(this, args);
+    };
+  }
+}
 
 await run(ShellStore);
