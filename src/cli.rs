@@ -262,7 +262,13 @@ struct PruneArgs {
     #[arg(long, value_name = "DIR", default_value = DEFAULT_EVIDENCE)]
     evidence: PathBuf,
     /// How many of the newest runs' evidence to keep.
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = 5)]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value = "5",
+        value_parser = |s: &str| crate::options::KEEP.parse::<usize>(s)
+    )]
     keep: usize,
 }
 
@@ -366,7 +372,7 @@ fn check_new_only(a: &ReportArgs) -> Result<()> {
 
 /// `child-check`: exit 0 when the child conforms, 1 when it does not.
 fn cmd_child_check(a: ChildCheckArgs) -> Result<i32> {
-    let child = a.child.command()?;
+    let child = a.child.command(None)?;
     let only = crate::childcheck::Only::new(a.only).map_err(Error::Usage)?;
     let workdir = workdir_or(&a.workdir, run::default_workdir)?;
     let work = tempfile::Builder::new()
@@ -422,7 +428,7 @@ impl AuditArgs {
             // Not /dev/shm: an audit answers for the filesystem trials will use.
             workdir: workdir_or(&self.workdir, std::env::temp_dir)?,
             child_arg: self.child.command.clone(),
-            child: self.child.command()?,
+            child: self.child.command(None)?,
             deadline: self.deadline.duration(),
             crash: !self.no_crash,
             start: std::time::Duration::ZERO,

@@ -137,16 +137,16 @@ pub struct RunOptions {
     #[arg(long, allow_negative_numbers = true, value_name = "N")]
     pub seed: Option<u64>,
     /// Trials (or races) per result, instead of the catalog's.
-    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = at_least_one::<u32>)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = |s: &str| TRIALS.parse::<u32>(s))]
     pub trials: Option<u32>,
     /// Run only trial N of each result (what a repro command uses).
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = |s: &str| TRIAL.parse::<u32>(s))]
     pub trial: Option<u32>,
     /// Syscall mode: run only kill point N (what a repro command uses).
-    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = at_least_one::<u64>)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = |s: &str| POINT.parse::<u64>(s))]
     pub point: Option<u64>,
     /// Syscall mode: visit K kill points drawn with the seed instead of all.
-    #[arg(long, allow_negative_numbers = true, value_name = "K", value_parser = at_least_one::<u32>)]
+    #[arg(long, allow_negative_numbers = true, value_name = "K", value_parser = |s: &str| POINTS.parse::<u32>(s))]
     pub points: Option<u32>,
     /// Syscall mode: rebuild crash states from one recorded run (on) or re-run to each point.
     ///
@@ -179,7 +179,7 @@ pub struct RunOptions {
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// Results run in parallel [default: the number of cores].
-    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = at_least_one::<u64>)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = |s: &str| JOBS.parse::<u64>(s))]
     #[serde(skip)]
     pub jobs: Option<u64>,
     #[command(flatten)]
@@ -203,7 +203,14 @@ pub struct RunOptions {
     /// own path, to measure how often it fires again (the report's
     /// `refire`: "refired k of N"); 0 measures none. It costs only where
     /// something fired and cannot change a verdict.
-    #[arg(long, value_name = "N", env = "CRASHCELLS_REFIRE", hide_env_values = true)]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        env = "CRASHCELLS_REFIRE",
+        hide_env_values = true,
+        value_parser = |s: &str| REFIRE.parse::<u32>(s)
+    )]
     #[serde(skip)]
     pub refire: Option<u32>,
     /// Fork a child's operations through the fork server it offers (on, the default) or exec them.
@@ -247,15 +254,21 @@ impl ChildArg {
         ChildArg { command: Some(line.to_string()) }
     }
 
-    /// The child to run: the command given, else this binary as the
-    /// reference child. An empty command is bad input.
-    pub fn command(&self) -> crate::error::Result<crate::harness::ChildCommand> {
+    /// The child to run, in `cwd` (the driver's folder when `None`): the
+    /// command given, else this binary as the reference child. An empty
+    /// command, or a program that does not exist or cannot be executed, is
+    /// bad input.
+    pub fn command(&self, cwd: Option<&Path>) -> crate::error::Result<crate::harness::ChildCommand> {
         use crate::error::Error;
-        match self.command.as_deref() {
-            None => crate::harness::ChildCommand::reference().map_err(Error::io("own executable", ".")),
-            Some(line) => {
-                crate::harness::ChildCommand::parse(line).ok_or_else(|| Error::Usage("--child: empty command".into()))
-            }
+        let mut child = match self.command.as_deref() {
+            None => return crate::harness::ChildCommand::reference().map_err(Error::io("own executable", ".")),
+            Some(line) => crate::harness::ChildCommand::parse(line)
+                .ok_or_else(|| Error::Usage("--child: empty command".into()))?,
+        };
+        child.cwd = cwd.map(Path::to_path_buf);
+        match child.unstartable() {
+            Some(why) => Err(Error::Usage(format!("--child {why}"))),
+            None => Ok(child),
         }
     }
 }
@@ -275,7 +288,7 @@ pub struct DeadlineArg {
         id = "deadline",
         allow_negative_numbers = true,
         value_name = "SECS",
-        value_parser = at_least_one::<u64>
+        value_parser = |s: &str| DEADLINE.parse::<u64>(s)
     )]
     #[serde(rename = "deadline")]
     pub secs: Option<u64>,
@@ -308,13 +321,47 @@ pub struct CatalogArg {
     pub dir: Option<PathBuf>,
 }
 
-/// A count or a time of at least 1, said as a person would: clap's range
-/// parser says `0 is not in 1..18446744073709551615`.
-pub fn at_least_one<T: std::str::FromStr + PartialOrd + From<u8>>(s: &str) -> Result<T, String> {
-    match s.trim().parse::<T>() {
-        Ok(n) if n >= T::from(1) => Ok(n),
-        Ok(_) => Err("must be 1 or more".into()),
-        Err(_) => Err("not a whole number (1 or more)".into()),
+/// The range a numeric flag takes, declared once per flag and said in its
+/// error: a value outside it (`--deadline 18446744073709551615`, which no
+/// `Instant` can be moved by) is bad input at the door, exit 2 naming the
+/// flag and the range, never an overflow deep in a run. Each bound is far
+/// above any sensible value and low enough that every sum and product the
+/// run makes of it fits (a day of deadline, times the scaling of
+/// `crate::pipeline::scale_deadline`, is years short of `Instant`'s end).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bound {
+    pub min: u64,
+    pub max: u64,
+}
+
+/// `--deadline`: a second to a day.
+pub const DEADLINE: Bound = Bound { min: 1, max: 86_400 };
+/// `--trials`: trials (or races) per result.
+pub const TRIALS: Bound = Bound { min: 1, max: 1_000_000 };
+/// `--trial`: a trial's number, which the plan then bounds by its results' trials.
+pub const TRIAL: Bound = Bound { min: 0, max: TRIALS.max - 1 };
+/// `--point`: a kill point, which the census then bounds by its sweep's points.
+pub const POINT: Bound = Bound { min: 1, max: 1_000_000_000 };
+/// `--points`: kill points drawn per sweep.
+pub const POINTS: Bound = Bound { min: 1, max: 1_000_000 };
+/// `--jobs`: results at once.
+pub const JOBS: Bound = Bound { min: 1, max: 1024 };
+/// `--refire` (and `CRASHCELLS_REFIRE`): reruns of a fire's repro.
+pub const REFIRE: Bound = Bound { min: 0, max: 1000 };
+/// `prune --keep`: runs' evidence kept.
+pub const KEEP: Bound = Bound { min: 0, max: 1_000_000 };
+
+impl Bound {
+    /// `s` as a whole number in this range, or why not, said as a person
+    /// would (clap's own range parser says `0 is not in 1..18446744073709551615`).
+    pub fn parse<T: TryFrom<u64>>(self, s: &str) -> Result<T, String> {
+        let range = format!("a whole number from {} to {}", self.min, self.max);
+        let n: u64 = match s.trim().parse::<u128>() {
+            Ok(n) if n >= u128::from(self.min) && n <= u128::from(self.max) => n as u64,
+            Ok(_) => return Err(format!("out of range: must be {range}")),
+            Err(_) => return Err(format!("must be {range}")),
+        };
+        T::try_from(n).map_err(|_| format!("must be {range}"))
     }
 }
 
@@ -476,6 +523,22 @@ mod tests {
     use clap::Parser;
 
     use super::*;
+
+    /// A bound takes its range and says it for anything else: beyond it,
+    /// below it, beyond every `u64`, or no number at all.
+    #[test]
+    fn a_bound_takes_its_range_and_names_it_otherwise() {
+        assert_eq!(DEADLINE.parse::<u64>("30"), Ok(30));
+        assert_eq!(DEADLINE.parse::<u64>(" 86400 "), Ok(86_400));
+        assert_eq!(REFIRE.parse::<u32>("0"), Ok(0));
+        for bad in ["0", "86401", "18446744073709551615", "18446744073709551616", "-1", "1e3", ""] {
+            let e = DEADLINE.parse::<u64>(bad).unwrap_err();
+            assert!(e.contains("from 1 to 86400"), "{bad}: {e}");
+        }
+        // A range wider than the type's is cut by the type, said the same way.
+        let wide = Bound { min: 0, max: u64::MAX };
+        assert!(wide.parse::<u8>("300").unwrap_err().contains("whole number"));
+    }
 
     #[derive(Parser)]
     struct Cmd {

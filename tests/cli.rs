@@ -119,7 +119,7 @@ fn a_count_of_zero_is_refused_in_words() {
         let out = run(&["run", flag, value], dir.path());
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!((out.status.code(), stderr.trim().lines().count()), (Some(2), 1), "{stderr}");
-        assert!(stderr.contains(&format!("'{value}' for '{flag} ")) && stderr.contains("1 or more"), "{stderr}");
+        assert!(stderr.contains(&format!("'{value}' for '{flag} ")) && stderr.contains("from 1 to"), "{stderr}");
         assert!(!stderr.contains("18446744073709551615") && !stderr.contains("4294967295"), "{stderr}");
     }
 }

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::options::{RunOptions, WorkdirArg};
+use crate::pipeline::result::dispatch::trial_count;
+use crate::plan::Job;
 
 /// `--workdir`, or the command's default, checked to be a folder this
 /// process can make folders in (an audit or a run in a read-only folder
@@ -114,6 +116,22 @@ pub fn options(o: &RunOptions) -> Result<()> {
         return bad("--partition needs --seed: every share must plan the same run (e.g. --seed $GITHUB_RUN_ID)");
     }
     Ok(())
+}
+
+/// `--trial N` names a trial of the plan: below the trials of every timed
+/// result it selects (a stub runs none, a sweep has kill points instead).
+/// A trial beyond them would check nothing and pass.
+pub fn trial_in_plan(o: &RunOptions, jobs: &[Job]) -> Result<()> {
+    let Some(n) = o.trial else { return Ok(()) };
+    let timed = jobs.iter().filter(|j| j.leg.is_some() && !j.kill.sweeps_points());
+    match timed.map(|j| (j, trial_count(j, o))).find(|(_, count)| n >= *count) {
+        Some((job, count)) => Err(Error::Usage(format!(
+            "--trial {n} is outside the plan: cell {} runs trials 0 to {} (--trials raises it)",
+            job.cell.id,
+            count.saturating_sub(1)
+        ))),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -122,8 +122,7 @@ fn start_deadline(ctx: &Context, count: usize) -> Duration {
 
 /// What every cell of a run needs to know, from the run's options.
 pub(super) fn run_context(options: RunOptions, seed: u64, work_root: &Path, evidence_root: PathBuf) -> Result<Context> {
-    let mut child = options.child.command()?;
-    child.cwd = options.cwd.clone();
+    let child = options.child.command(options.cwd.as_deref())?;
     let jobs = options.jobs.map_or_else(default_jobs, |j| j as usize);
     let deadline = options.deadline();
     let refires = options.refire.unwrap_or(crate::pipeline::run::refire::RUNS);

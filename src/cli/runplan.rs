@@ -59,6 +59,7 @@ impl RunPlan {
         validate_mutant(&options.mutant)?;
         let start = std::env::current_dir().map_err(Error::io("the folder the run starts in", "."))?;
         checks::child_folder(&mut options, &start)?;
+        options.child.command(options.cwd.as_deref())?;
         checks::out_path(out)?;
         // A malformed file is bad input, said before any child runs.
         let known = known.map(|f| report::known::load(f).map(|k| (f.display().to_string(), k))).transpose()?;
@@ -66,6 +67,7 @@ impl RunPlan {
         let matrix = Matrix::load(&options.matrix)?;
         let seed = *options.seed.get_or_insert_with(crate::seed::fresh);
         let (planned, jobs) = share(&options, &catalog, &matrix, seed)?;
+        checks::trial_in_plan(&options, &jobs)?;
         let run_id = run::run_id();
         let workdir = workdir_or(&options.workdir, run::default_workdir)?;
         let evidence = options.evidence.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_EVIDENCE));

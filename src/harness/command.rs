@@ -39,6 +39,38 @@ impl ChildCommand {
         Some(ChildCommand { program, prefix: words.collect(), cwd: None, env: Vec::new() })
     }
 
+    /// Why this command's program cannot be started, if it cannot: a path
+    /// that names no file or a file that is not executable, or a bare name
+    /// that no folder of `PATH` holds. Checked before any child runs, so
+    /// that a misspelled `--child` says so rather than "no ready record".
+    pub fn unstartable(&self) -> Option<String> {
+        use std::os::unix::fs::PermissionsExt;
+        let program = Path::new(&self.program);
+        let shown = program.display();
+        let executable =
+            |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+        if program.as_os_str().as_encoded_bytes().contains(&b'/') {
+            let path = match &self.cwd {
+                Some(dir) => dir.join(program),
+                None => program.to_path_buf(),
+            };
+            let place = self.cwd.as_ref().filter(|_| program.is_relative()).map(|d| format!(" (in {})", d.display()));
+            return match std::fs::metadata(&path) {
+                Err(e) => Some(format!("{shown}: not found{}: {e}", place.unwrap_or_default())),
+                Ok(m) if m.is_dir() => Some(format!("{shown}: is a folder, not a program")),
+                Ok(_) if !executable(&path) => Some(format!(
+                    "{shown}: not executable (chmod +x it, or start it through its interpreter, e.g. 'python3 {shown}')"
+                )),
+                Ok(_) => None,
+            };
+        }
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        match std::env::split_paths(&path).any(|dir| executable(&dir.join(program))) {
+            true => None,
+            false => Some(format!("{shown}: no such program on PATH")),
+        }
+    }
+
     /// A `Command` for operation `args`, with `home` as its config home.
     pub fn command(&self, args: &[OsString], home: &Path) -> Command {
         let mut cmd = Command::new(&self.program);
@@ -65,5 +97,29 @@ impl ChildCommand {
     /// The command as a user would type it.
     pub fn display(&self) -> String {
         std::iter::once(&self.program).chain(&self.prefix).map(|s| s.to_string_lossy()).collect::<Vec<_>>().join(" ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A program that is missing, a folder, or not executable is named
+    /// before it is run; one that runs is not.
+    #[test]
+    fn a_program_that_cannot_start_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |line: &str| {
+            let mut c = ChildCommand::parse(line).unwrap();
+            c.cwd = Some(dir.path().to_path_buf());
+            c.unstartable()
+        };
+        std::fs::write(dir.path().join("plain"), "").unwrap();
+        assert!(at("./missing").unwrap().contains("not found (in "));
+        assert!(at("./plain arg").unwrap().contains("not executable"));
+        assert!(at("./").unwrap().contains("is a folder"));
+        assert!(at("crashcells-no-such-program").unwrap().contains("no such program on PATH"));
+        assert_eq!(at("/bin/sh -c true"), None);
+        assert_eq!(at("sh"), None);
     }
 }

@@ -209,6 +209,10 @@ pub enum Failure {
     WritingState(String),
     #[error("the census stopped at point {0}")]
     CensusStopped(u64),
+    /// `--point N` beyond the points the census counted: a sweep that
+    /// visited nothing must not pass.
+    #[error("--point {point} is outside the plan: this sweep has kill points 1 to {points}")]
+    PointOutside { point: u64, points: u64 },
     #[error("the recording stopped at point {0}")]
     RecordingStopped(u64),
     #[error("the child ended ({exit}) after {counted} kill points{}: {}", before.map(|n| format!(", before point {n}")).unwrap_or_default(), or_empty(stderr))]

@@ -39,14 +39,18 @@ impl std::fmt::Display for Partition {
     }
 }
 
+/// The most shares a plan is cut into: more than any CI matrix runs, and
+/// few enough that [`Partition::range`]'s products fit.
+pub const MOST_SHARES: usize = 10_000;
+
 impl std::str::FromStr for Partition {
     type Err = String;
 
     fn from_str(s: &str) -> std::result::Result<Partition, String> {
-        let bad = || format!("`{s}` is not k/n with 1 <= k <= n (e.g. 1/4)");
+        let bad = || format!("`{s}` is not k/n with 1 <= k <= n <= {MOST_SHARES} (e.g. 1/4)");
         let (k, n) = s.split_once('/').ok_or_else(bad)?;
         let (k, n): (usize, usize) = (k.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
-        if k == 0 || k > n { Err(bad()) } else { Ok(Partition { k, n }) }
+        if k == 0 || k > n || n > MOST_SHARES { Err(bad()) } else { Ok(Partition { k, n }) }
     }
 }
 

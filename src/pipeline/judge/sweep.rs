@@ -16,7 +16,7 @@ use crate::kill::syscall::sweep_points;
 use crate::kill::{Ordinal, TrialIndex};
 use crate::pipeline::judge::census::{Census, Filter, preflight};
 use crate::pipeline::judge::pending::{MakeTrial, Pending};
-use crate::pipeline::outcome::{Outcome, Skip};
+use crate::pipeline::outcome::{Failure, Outcome, Skip};
 use crate::pipeline::run::context::Context;
 use crate::pipeline::trial::Trial;
 
@@ -83,6 +83,31 @@ pub fn planned(ctx: &Context, seed: u64, shape: &dyn Sweepable) -> Result<(Filte
         return Err(Box::new(Swept::skipped(census)));
     }
     let o = &ctx.options;
+    if let Some(outside) = point_outside(o.point, census.points) {
+        return Err(Box::new(Swept::unplanned(Trial::ended(TrialIndex::CENSUS, outside))));
+    }
     let points = sweep_points(census.candidates(), o.point, o.points, seed);
     Ok((filter, census, points))
+}
+
+/// `--point N` where the census counted fewer points: the error that says
+/// the plan's range, where a sweep of no point would pass.
+pub fn point_outside(point: Option<u64>, points: u64) -> Option<Outcome> {
+    let n = point.filter(|&n| n == 0 || n > points)?;
+    Some(Outcome::Error(Failure::PointOutside { point: n, points }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--point` beyond the census's points (or none asked) leaves the
+    /// sweep be; only a point outside `1..=points` ends it, naming the range.
+    #[test]
+    fn a_point_outside_the_census_is_an_error_naming_its_range() {
+        assert_eq!(point_outside(None, 10), None);
+        assert_eq!(point_outside(Some(10), 10), None);
+        let Some(Outcome::Error(e)) = point_outside(Some(11), 10) else { panic!("no error") };
+        assert_eq!(e.to_string(), "--point 11 is outside the plan: this sweep has kill points 1 to 10");
+    }
 }

@@ -354,10 +354,11 @@ fn missing_operation(ctx: &Context, shape: &Shape) -> Option<crashcells_protocol
     shape.kind().missing(ctx.child_ready.as_ref()?)
 }
 
-/// Trials per result: `--trials`, else the catalog's trials or races, else 1.
-fn trial_count(job: &Job, ctx: &Context) -> u32 {
+/// Trials per result: `--trials`, else the catalog's trials or races, else
+/// 1. `run` bounds `--trial` by it before any child runs.
+pub fn trial_count(job: &Job, options: &crate::options::RunOptions) -> u32 {
     let p = &job.cell.params;
-    ctx.options.trials.or(p.trials).or(p.races).unwrap_or(1)
+    options.trials.or(p.trials).or(p.races).unwrap_or(1)
 }
 
 /// The trials a timed result or a free race runs (up to the first that
@@ -365,7 +366,7 @@ fn trial_count(job: &Job, ctx: &Context) -> u32 {
 fn trial_indices(job: &Job, ctx: &Context) -> Vec<TrialIndex> {
     match ctx.options.trial {
         Some(t) => vec![TrialIndex::nth(t)],
-        None => (0..trial_count(job, ctx)).map(TrialIndex::nth).collect(),
+        None => (0..trial_count(job, &ctx.options)).map(TrialIndex::nth).collect(),
     }
 }
 

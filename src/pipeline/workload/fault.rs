@@ -408,6 +408,9 @@ fn planned(
 ) -> Result<Vec<u64>, Outcome> {
     let faulted: Vec<u64> = (1..=log.total()).filter(|&n| injection.at(&log.point(n)).is_some()).collect();
     if let Some(n) = only {
+        if let Some(outside) = crate::pipeline::judge::sweep::point_outside(only, log.total()) {
+            return Err(outside);
+        }
         if faulted.contains(&n) {
             return Ok(vec![n]);
         }

@@ -97,6 +97,9 @@ pub fn power_sweep(w: &Workload, seed: u64, power: PowerModel) -> Swept {
         }
     };
     let o = &w.ctx.options;
+    if let Some(outside) = crate::pipeline::judge::sweep::point_outside(o.point, rec.census.points) {
+        return Swept::unplanned(Trial::ended(TrialIndex::CENSUS, outside));
+    }
     let points = sweep_points(rec.census.candidates(), o.point, o.points, seed);
     let m = power.build(rec.log.ran(), &points);
     let stores = distinct_stores(&m);
