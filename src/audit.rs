@@ -119,10 +119,13 @@ impl Audit {
             .prefix("crashcells-audit-server-")
             .tempdir_in(&s.workdir)
             .map_err(Error::io("audit folder in", &s.workdir))?;
+        let exec = Launcher::exec(s.child.clone());
         let forks = match s.crash {
-            true => {
-                crate::probe::fork_server(&Launcher::exec(s.child.clone()), &self.ready, server_dir.path(), s.wait())?
-            }
+            // A server not ready in time leaves the crash columns exec'd: slower, the same verdicts.
+            true => match crate::probe::fork_server(&exec, &self.ready, server_dir.path(), s.wait())? {
+                Some(crate::probe::Fast::Ready(forks, start)) => Some((forks, start)),
+                Some(crate::probe::Fast::Late(_)) | None => None,
+            },
             false => None,
         };
         audit_matrix(s, forks.as_ref(), s.crash.then_some(&self.ready))

@@ -115,6 +115,30 @@ pub enum PreflightError {
     /// What the child did instead of writing a ready record ([`no_ready`]).
     #[error("{0}")]
     NoReady(String),
+    /// It wrote none before the deadline and showed nothing else wrong: a
+    /// slow start, or a hung one ([`no_ready`]).
+    #[error("{0}")]
+    Late(String),
+}
+
+impl PreflightError {
+    /// Whether the wait only ran out of time: the child (or the fast path
+    /// it went through) was slow to start, and showed nothing broken.
+    pub fn timed_out(&self) -> bool {
+        match self {
+            PreflightError::Late(_) => true,
+            PreflightError::Start(e) => start_timed_out(e),
+            _ => false,
+        }
+    }
+}
+
+/// Whether a launch's error is a fast path's that ran out of time (the
+/// launcher carries its errors as text in an `io::Error`).
+fn start_timed_out(e: &std::io::Error) -> bool {
+    let inner = e.get_ref();
+    inner.and_then(|i| i.downcast_ref::<crate::harness::ForkError>()).is_some_and(|f| f.timed_out())
+        || inner.and_then(|i| i.downcast_ref::<crate::harness::WarmError>()).is_some_and(|w| w.timed_out())
 }
 
 /// Runs `append --stop-after 1` once with the resolver's default config and
@@ -153,63 +177,88 @@ pub fn preflight_with(
             None if stopped_early => End::NotProtocol,
             None => End::Deadline(deadline),
         };
-        PreflightError::NoReady(no_ready(&bytes, &stdout, end, &reaped.stderr_tail))
+        let why = no_ready(&bytes, &stdout, end, &reaped.stderr_tail);
+        match end {
+            End::Deadline(_) if bytes.is_empty() => PreflightError::Late(why),
+            _ => PreflightError::NoReady(why),
+        }
     })
+}
+
+/// A fast path as the run starts it ([`fork_server`], [`warm_pool`]).
+pub enum Fast {
+    /// Ready: its launcher, and how long its first operation took to write
+    /// its ready record.
+    Ready(Launcher, Duration),
+    /// Not ready within its deadline, and nothing else wrong with it: why,
+    /// in one line. The run execs every operation instead and says so
+    /// ([`Launcher::exec_late`]): load costs it speed, never a verdict.
+    Late(String),
 }
 
 /// The launcher of a child that offers a fork server (docs/PROTOCOL.md §9):
 /// the server started, and a first operation forked by it as the preflight
 /// ran it exec'd, so that a server whose processes do not start fresh (a
 /// descriptor of the trial's folder held open, say) stops the run here with
-/// one line, before any cell. With it, how long a forked operation took to
-/// write its ready record. `None` for a child without a server.
+/// one line, before any cell. One that is only slow to start is
+/// [`Fast::Late`]. `None` for a child without a server.
 pub fn fork_server(
     child: &Launcher,
     ready: &Ready,
     work: &Path,
     deadline: Duration,
-) -> crate::error::Result<Option<(Launcher, Duration)>> {
+) -> crate::error::Result<Option<Fast>> {
     if !crate::harness::serves_forks(ready) || child.server_pid().is_some() {
         return Ok(None);
     }
     let refused = |message: String| crate::error::Error::Child { child: child.display(), message };
     let stderr = work.join("fork-server.stderr");
-    let forks = Launcher::with_fork_server((**child).clone(), &stderr, deadline).map_err(|e| refused(e.to_string()))?;
+    let forks = match Launcher::with_fork_server((**child).clone(), &stderr, deadline) {
+        Ok(forks) => forks,
+        Err(e) if e.timed_out() => return Ok(Some(Fast::Late(e.to_string()))),
+        Err(e) => return Err(refused(e.to_string())),
+    };
     let began = Instant::now();
-    preflight(&forks, work, deadline).map_err(|e| match e {
+    match preflight(&forks, work, deadline) {
+        Ok(_) => Ok(Some(Fast::Ready(forks, began.elapsed()))),
+        Err(e) if e.timed_out() => Ok(Some(Fast::Late(format!("its fork server: {e}")))),
         // The launcher's refusal already names the server and the descriptor.
-        PreflightError::Start(e) => refused(e.to_string()),
-        e => refused(format!("its fork server: {e}")),
-    })?;
-    Ok(Some((forks, began.elapsed())))
+        Err(PreflightError::Start(e)) => Err(refused(e.to_string())),
+        Err(e) => Err(refused(format!("its fork server: {e}"))),
+    }
 }
 
 /// The launcher of a child that offers a warm pool (docs/PROTOCOL.md §10)
 /// and is not served by a fork server: the pool started with `size`
 /// processes, and a first operation run in a warm process as the preflight
 /// ran it exec'd, so that a child whose warm processes do not start fresh
-/// (or never get warm) stops the run here with one line, before any cell.
-/// `None` for a child without one.
+/// stops the run here with one line, before any cell. One that is only
+/// slow to get warm is [`Fast::Late`]. `None` for a child without one.
 pub fn warm_pool(
     child: &Launcher,
     ready: &Ready,
     work: &Path,
     size: usize,
     deadline: Duration,
-) -> crate::error::Result<Option<Launcher>> {
+) -> crate::error::Result<Option<Fast>> {
     if !crate::harness::serves_warm(ready) || child.server_pid().is_some() || child.warm_pool().is_some() {
         return Ok(None);
     }
     let refused = |message: String| crate::error::Error::Child { child: child.display(), message };
     let stderr = work.join("warm-pool.stderr");
-    let warm =
-        Launcher::with_warm_pool((**child).clone(), &stderr, size, deadline).map_err(|e| refused(e.to_string()))?;
-    preflight(&warm, work, deadline).map_err(|e| match e {
+    let warm = match Launcher::with_warm_pool((**child).clone(), &stderr, size, deadline) {
+        Ok(warm) => warm,
+        Err(e) if e.timed_out() => return Ok(Some(Fast::Late(e.to_string()))),
+        Err(e) => return Err(refused(e.to_string())),
+    };
+    let began = Instant::now();
+    match preflight(&warm, work, deadline) {
+        Ok(_) => Ok(Some(Fast::Ready(warm, began.elapsed()))),
+        Err(e) if e.timed_out() => Ok(Some(Fast::Late(format!("its warm pool: {e}")))),
         // The launcher's refusal already names the pool and the descriptor.
-        PreflightError::Start(e) => refused(e.to_string()),
-        e => refused(format!("its warm pool: {e}")),
-    })?;
-    Ok(Some(warm))
+        Err(PreflightError::Start(e)) => Err(refused(e.to_string())),
+        Err(e) => Err(refused(format!("its warm pool: {e}"))),
+    }
 }
 
 /// How the wait for a ready record ended, when there was none.

@@ -268,9 +268,13 @@ pub fn report(ctx: &Context, facts: RunFacts, results: Vec<CellResult>) -> Repor
 
 /// How the run's operations started, in the report's words: the warm
 /// pool's size, or what befell the fork server (an end, its restart, the
-/// fall-back to exec: docs/PROTOCOL.md §9); nothing when one server forked
+/// fall-back to exec: docs/PROTOCOL.md §9), or why a fast path the child
+/// offers was not taken in time; nothing when one server forked
 /// every operation, or every one was exec'd.
 fn launcher_said(ctx: &Context) -> Option<String> {
+    if let Some(late) = ctx.child.late() {
+        return Some(late.to_string());
+    }
     let notes = ctx.child.notes();
     match ctx.child.warm_pool() {
         Some(_) => Some(ctx.child.launcher()),

@@ -438,3 +438,24 @@ fn a_server_that_never_reports_exits_is_named_within_the_deadline() {
     assert!(took < DEADLINE, "{took:?}");
     assert!(report["launcher"].as_str().unwrap_or_default().contains("restarted as process"), "{report:#}");
 }
+
+/// A fork server that is not ready within its wait (scaled from the
+/// exec'd start, at least `--deadline`) costs the run its speed, not a
+/// verdict: every operation is exec'd, the result is the verdict the
+/// exec'd store earns (a pass), never an error, and the report's
+/// `launcher` says why, naming the measured start and `--deadline`. The
+/// server, asleep, is killed, not waited for.
+#[test]
+fn a_fork_server_not_ready_in_time_leaves_the_run_execd_with_a_verdict() {
+    let dir = scratch();
+    let catalog = crate::common::short_catalog(dir.path());
+    let child = python("tests/adapters/late_forkserver.py").display();
+    let args = ["run", "--child", &child, "--cell", "1", "--leg", "delete", "--kill", "timed", "--trials", "2"];
+    let rest = ["--seed", "3", "--deadline", "1", "--catalog", catalog.to_str().unwrap()];
+    let (code, report) = crate::common::run_json(&[&args[..], &rest[..]].concat(), dir.path());
+    let r = &report["results"][0];
+    assert_eq!((code, r["verdict"].as_str(), r["children"].as_str()), (0, Some("pass"), Some("exec")), "{r:#}");
+    let launcher = report["launcher"].as_str().unwrap_or_default();
+    assert!(launcher.starts_with("fork server, not ready in time: every operation was exec'd"), "{launcher}");
+    assert!(launcher.contains("exec'd start took") && launcher.contains("raise --deadline"), "{launcher}");
+}

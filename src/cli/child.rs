@@ -12,7 +12,7 @@ use crate::harness::Launcher;
 use crate::options::{Replay, RunOptions};
 use crate::pipeline::{Context, preflight_deadline, scale_deadline};
 use crate::plan::Job;
-use crate::probe::{fork_server, warm_pool};
+use crate::probe::{Fast, fork_server, warm_pool};
 
 /// Checks the mutant's name before any child runs: the names are
 /// crashcells' (docs/PROTOCOL.md), whichever store implements them.
@@ -92,32 +92,54 @@ pub(super) fn start_child(ctx: &mut Context, jobs: &[Job]) -> Result<Option<Read
 
 /// The child's fork server, else its warm pool, when it offers one and the
 /// options do not turn it off, each checked fresh by a preflight first;
-/// each's start waits the preflight's measured start, scaled.
+/// each's start waits the preflight's measured start, scaled. One that is
+/// not ready in time leaves every operation exec'd, and the report's
+/// `launcher` says why ([`late`]): slower, the same verdicts.
 fn fast_path(ctx: &mut Context, ready: &Ready) -> Result<()> {
-    if ctx.options.fork_server != Some(Replay::Off)
-        && let Some((forks, start)) = fork_server(&ctx.child, ready, &ctx.work_root, start_deadline(ctx, 1))?
-    {
-        // A forked operation starts faster: the deadlines scale with that.
-        (ctx.child, ctx.start) = (forks, start);
+    if ctx.options.fork_server != Some(Replay::Off) {
+        match fork_server(&ctx.child, ready, &ctx.work_root, start_deadline(ctx, 1))? {
+            // A forked operation starts faster: the deadlines scale with that.
+            Some(Fast::Ready(forks, start)) => (ctx.child, ctx.start) = (forks, start),
+            Some(Fast::Late(why)) => {
+                // The pool would be as late: the run execs without trying it.
+                late(ctx, "fork server", &why);
+                return Ok(());
+            }
+            None => {}
+        }
     }
     // Enough warm processes for every unit of the pool to start a race's
     // claimants at once. The start the deadlines scale with stays the
     // exec'd one: an operation may wait for a process to get warm.
     let size = ctx.jobs * ctx.crowd as usize;
-    if ctx.options.warm_pool != Some(Replay::Off)
-        && let Some(warm) = warm_pool(&ctx.child, ready, &ctx.work_root, size, start_deadline(ctx, size))?
-    {
-        ctx.child = warm;
+    if ctx.options.warm_pool != Some(Replay::Off) {
+        match warm_pool(&ctx.child, ready, &ctx.work_root, size, start_deadline(ctx, size))? {
+            Some(Fast::Ready(warm, _)) => ctx.child = warm,
+            Some(Fast::Late(why)) => late(ctx, "warm pool", &why),
+            None => {}
+        }
     }
     Ok(())
 }
 
+/// Every operation of the run exec'd, because its fast path (`what`) was
+/// not ready in time (`why`); the note names the start the wait was
+/// scaled from and the flag that lengthens it.
+fn late(ctx: &mut Context, what: &str, why: &str) {
+    let note = format!(
+        "{what}, not ready in time: every operation was exec'd ({why}; the child's exec'd start took {:.1}s; \
+         raise --deadline to wait longer for it)",
+        ctx.execd_start.as_secs_f64()
+    );
+    ctx.child = Launcher::exec_late((*ctx.child).clone(), note);
+}
+
 /// The wait for a fork server's line, or a warm pool's `count` processes
 /// started together: the preflight's measured start, scaled by the run's
-/// one rule ([`scale_deadline`]); never less than the default deadline.
+/// one rule ([`scale_deadline`]). A fast path not ready within it costs the
+/// run its speed, not a verdict: the run execs ([`late`]).
 fn start_deadline(ctx: &Context, count: usize) -> Duration {
-    let asked = ctx.deadline.max(Duration::from_secs(crate::options::DEFAULT_DEADLINE_SECS));
-    scale_deadline(asked, ctx.start, u32::try_from(count).unwrap_or(u32::MAX))
+    scale_deadline(ctx.deadline, ctx.start, u32::try_from(count).unwrap_or(u32::MAX))
 }
 
 /// What every cell of a run needs to know, from the run's options.

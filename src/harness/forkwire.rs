@@ -218,6 +218,20 @@ pub enum ForkError {
     NotFresh(#[from] super::fresh::NotFresh),
 }
 
+impl ForkError {
+    /// Whether the server only ran out of time (no line, no reply, a
+    /// process that did not stop): on a loaded machine a slow server, not
+    /// a broken one, so the run execs rather than ends
+    /// ([`super::Launcher::exec_late`]).
+    pub fn timed_out(&self) -> bool {
+        match self {
+            ForkError::NoHello { .. } | ForkError::NoReply { .. } => true,
+            ForkError::NotFresh(e) => e.timed_out(),
+            _ => false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

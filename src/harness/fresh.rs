@@ -74,6 +74,14 @@ pub enum NotFresh {
     Interrupted { origin: Origin },
 }
 
+impl NotFresh {
+    /// Whether the process only did not stop in time (a slow start, not a
+    /// stale one).
+    pub fn timed_out(&self) -> bool {
+        matches!(self, NotFresh::NeverStopped { .. })
+    }
+}
+
 /// What the driver asked the process's standard streams to be.
 #[derive(Debug)]
 pub(super) struct Expected {

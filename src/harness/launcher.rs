@@ -94,6 +94,9 @@ enum Ahead {
 pub struct Launcher {
     child: ChildCommand,
     ahead: Option<Ahead>,
+    /// Why the fast path the child offers was not taken: it was not ready
+    /// in time, and the run execs instead ([`Launcher::exec_late`]).
+    late: Option<String>,
 }
 
 impl std::ops::Deref for Launcher {
@@ -107,7 +110,21 @@ impl std::ops::Deref for Launcher {
 impl Launcher {
     /// Every operation exec'd, as without a fork server.
     pub fn exec(child: ChildCommand) -> Launcher {
-        Launcher { child, ahead: None }
+        Launcher { child, ahead: None, late: None }
+    }
+
+    /// Every operation exec'd, because the fast path the child offers (its
+    /// fork server, its warm pool) was not ready in time: `why` says so in
+    /// the report's `launcher`. Load costs the run its speed, never a
+    /// verdict (docs/design/processes.md, "Not ready in time").
+    pub fn exec_late(child: ChildCommand, why: String) -> Launcher {
+        Launcher { child, ahead: None, late: Some(why) }
+    }
+
+    /// Why the run execs although the child offers a fast path; `None` when
+    /// it took the fast path, or offers none.
+    pub fn late(&self) -> Option<&str> {
+        self.late.as_deref()
     }
 
     /// Starts `child`'s fork server (stderr to `stderr`, its line within
@@ -117,7 +134,7 @@ impl Launcher {
     /// ([`Launcher::notes`] says so).
     pub fn with_fork_server(child: ChildCommand, stderr: &Path, deadline: Duration) -> Result<Launcher, ForkError> {
         let served = Served::start(&child, stderr, deadline)?;
-        Ok(Launcher { child, ahead: Some(Ahead::Server(Arc::new(served))) })
+        Ok(Launcher { child, ahead: Some(Ahead::Server(Arc::new(served))), late: None })
     }
 
     /// What happened to the fork server during the run (an end, a
@@ -163,7 +180,7 @@ impl Launcher {
         deadline: Duration,
     ) -> Result<Launcher, WarmError> {
         let pool = WarmPool::start(&child, stderr, size, deadline)?;
-        Ok(Launcher { child, ahead: Some(Ahead::Pool(pool)) })
+        Ok(Launcher { child, ahead: Some(Ahead::Pool(pool)), late: None })
     }
 
     /// How operations start, in a report's words: `exec`, `fork server`,

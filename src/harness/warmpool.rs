@@ -66,6 +66,26 @@ pub enum WarmError {
     NotFresh(#[from] NotFresh),
 }
 
+impl WarmError {
+    /// Whether the pool only ran out of time: no warm process (or no
+    /// `warm` line) within the deadline, or a process that did not stop
+    /// for its operation in time. A slow pool, not a broken one: the run
+    /// execs rather than ends ([`super::Launcher::exec_late`]).
+    pub fn timed_out(&self) -> bool {
+        match self {
+            WarmError::NoProcess(_) => true,
+            // The keeper's words for a process whose line did not come in time.
+            WarmError::Broken(why) => why.contains(NO_LINE_WITHIN),
+            WarmError::NotFresh(e) => e.timed_out(),
+            _ => false,
+        }
+    }
+}
+
+/// What the keeper says of a process whose `warm` line did not come within
+/// its deadline ([`WarmError::timed_out`] reads it).
+const NO_LINE_WITHIN: &str = "wrote no `warm` line within";
+
 /// A warm process's one line.
 #[derive(Debug, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -454,7 +474,7 @@ impl Keeper {
         }
         if Instant::now() >= p.until {
             return Err(format!(
-                "warm pool: `{command} warm-pool` wrote no `warm` line within {:?}: {}",
+                "warm pool: `{command} warm-pool` {NO_LINE_WITHIN} {:?}: {}",
                 self.deadline,
                 stderr_tail(&self.stderr)
             ));
