@@ -38,6 +38,7 @@ mod forkwire;
 mod fresh;
 pub mod interrupt;
 pub mod launcher;
+pub mod quote;
 pub mod reap;
 mod seized;
 mod served;

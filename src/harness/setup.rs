@@ -66,9 +66,8 @@ pub fn become_subreaper() {
     }
 }
 
-/// The last non-empty lines of a stderr file, joined into one line.
+/// A stderr file quoted for a reason line: the store's own last error
+/// line first, then the last lines, capped ([`super::quote`]).
 pub fn stderr_tail(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(3)..].join(" | ")
+    super::quote::quote_file(path)
 }
