@@ -65,3 +65,32 @@ fn a_child_without_co_append_skips_the_cell_naming_it() {
         assert_eq!(r["reason"], "the child does not implement `co-append`", "{r:#}");
     }
 }
+
+/// child-check's two writers on a store whose ids come from a counter of
+/// its own process: the collision named in one line, whether the second
+/// writer fails on the key or silently replaces the first one's rows; ids
+/// made from the library's `writer` and `index` pass.
+#[test]
+fn child_check_names_ids_that_collide_between_writers() {
+    let dir = scratch();
+    let store = format!("{}/tests/adapters/counter_ids.py", env!("CARGO_MANIFEST_DIR"));
+    let check = |mode: &str| {
+        let child = format!("env COUNTER_IDS={mode} python3 {store}");
+        let args = ["child-check", "--only", "co-append-state", "--child", &child];
+        let out = crate::common::bin().args(args).current_dir(dir.path()).output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    for (mode, check_name, line) in [
+        ("error", "co-append ", "the writers' ids collide: r1's append failed on a key r0's appends hold"),
+        ("overwrite", "co-append-state", "the writers' ids collide: r1's 2 appends replaced r0's acked r0-m0..r0-m1"),
+    ] {
+        let (code, text) = check(mode);
+        assert_eq!(code, Some(1), "{mode}: {text}");
+        let fails: Vec<&str> = text.lines().filter(|l| l.starts_with("FAIL")).collect();
+        assert_eq!(fails.len(), 1, "{mode}: {text}");
+        assert!(fails[0].contains(check_name) && fails[0].contains(line), "{mode}: {text}");
+        assert!(fails[0].contains("ids must be unique per writer"), "{mode}: {text}");
+    }
+    let (code, text) = check("writer");
+    assert_eq!(code, Some(0), "{text}");
+}

@@ -75,6 +75,10 @@ type Maybe<T> = T | Promise<T>;
 export interface Adapter {
   op: Operation | null;
   mutant: string | null;
+  /** co-append's --writer (r0, r1, ...); null for an operation with one writer. */
+  writer?: string | null;
+  /** The current acked step's index (its ack's i). */
+  index?: number;
   open(db: string, config: Config): Maybe<Resolver | null | undefined>;
   journal(): Maybe<Journal>;
   close?(): Maybe<void>;
@@ -92,10 +96,14 @@ export interface Adapter {
   state(db: string): Maybe<State>;
 }
 
-/** The library's base class: `op`, `mutant` and `ackNow()`. */
+/** The library's base class: `op`, `mutant`, `writer`, `index` and `ackNow()`. */
 export class Store {
   op: Operation | null;
   mutant: string | null;
+  /** co-append's --writer (r0, r1, ...); null for an operation with one writer. */
+  writer: string | null;
+  /** The current acked step's index (its ack's i). */
+  index: number;
   /** Writes the running operation's ack now (inside a transaction: the
    * `ack-before-commit` mutant); the library does not write it again. */
   ackNow(): void;

@@ -138,8 +138,9 @@ type Resolver struct {
 // Base, embedded in a store, gives it the operation, the mutant and
 // AckNow. Run fills it in before Open.
 type Base struct {
-	op, mutant string
-	ackNow     func() error
+	op, mutant, writer string
+	index              int
+	ackNow             func() error
 }
 
 // Op is the operation being run (append, rotate, park, claim, fork,
@@ -148,6 +149,15 @@ func (b *Base) Op() string { return b.op }
 
 // Mutant is the name given with --mutant, or "".
 func (b *Base) Mutant() string { return b.mutant }
+
+// Writer is which writer this process is: co-append's --writer (r0, r1,
+// ...), "" for an operation with one writer. Two writers append to one
+// session at once (cell 6): ids a store makes must be unique per writer.
+func (b *Base) Writer() string { return b.writer }
+
+// Index is the current acked step's index: the i of its ack (the append's,
+// the rotation's, the delivery's), 0 outside one.
+func (b *Base) Index() int { return b.index }
 
 // AckNow writes the current operation's ack at once, inside the store's
 // transaction, and not again after the method returns: it is how a store

@@ -36,6 +36,8 @@ var apiMethods = map[string]reflect.Type{
 	// Base's, promoted into a store that embeds it.
 	"Op":     nil,
 	"Mutant": nil,
+	"Writer": nil,
+	"Index":  nil,
 	"AckNow": nil,
 }
 

@@ -32,7 +32,7 @@ func (r *runner) deliverLoop(o *opened) error {
 			}
 		}
 		call := func() error { return out.Delivered(key) }
-		return o.acked("Delivered", call, func() error { return o.j.ack("deliver", n, field{"key", key}) })
+		return o.acked("Delivered", n, call, func() error { return o.j.ack("deliver", n, field{"key", key}) })
 	})
 }
 

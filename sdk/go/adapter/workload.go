@@ -95,7 +95,7 @@ func (r *runner) fresh(op string) (Store, *Base) {
 		return s, nil
 	}
 	b := e.base()
-	b.op, b.mutant = op, r.a.one("mutant")
+	b.op, b.mutant, b.writer = op, r.a.one("mutant"), r.a.one("writer")
 	return s, b
 }
 
@@ -154,7 +154,7 @@ func (r *runner) ready(o *opened) error {
 
 // acked calls one step of the workload, then writes its ack, unless the
 // store wrote it already with AckNow (the ack-before-commit mutant).
-func (o *opened) acked(method string, call func() error, ack func() error) error {
+func (o *opened) acked(method string, i int, call func() error, ack func() error) error {
 	written := false
 	write := func() error {
 		if written {
@@ -164,6 +164,7 @@ func (o *opened) acked(method string, call func() error, ack func() error) error
 		return ack()
 	}
 	if o.base != nil {
+		o.base.index = i
 		o.base.ackNow = write
 		defer func() { o.base.ackNow = nil }()
 	}
@@ -185,7 +186,7 @@ func (r *runner) appendLoop(o *opened) error {
 		if mutant == "drop-append" && i%dropEvery == dropEvery-1 {
 			call = func() error { return nil } // acked, never written
 		}
-		return o.acked("Append", call, func() error { return o.j.ack("append", i) })
+		return o.acked("Append", i, call, func() error { return o.j.ack("append", i) })
 	})
 }
 
@@ -214,7 +215,7 @@ func (r *runner) rotateLoop(o *opened) error {
 		}
 		newParent := parent[0] == 'p'
 		call := func() error { return rot.Rotate(parent, child, work, carry, newParent) }
-		return o.acked("Rotate", call, func() error {
+		return o.acked("Rotate", k, call, func() error {
 			more := []field{{"parent", parent}, {"child", child}}
 			if shapes {
 				more = append(more, field{"carried", carry})
@@ -259,7 +260,7 @@ func (r *runner) claim() (int, error) {
 		won, err = o.s.(Handoff).Claim(r.a.one("session"), r.a.one("claimant"))
 		return err
 	}
-	if err := o.acked("Claim", call, func() error { return o.j.ack("claim", 0) }); err != nil {
+	if err := o.acked("Claim", 0, call, func() error { return o.j.ack("claim", 0) }); err != nil {
 		closeStore(o.s)
 		return 0, err
 	}
@@ -296,7 +297,7 @@ func (r *runner) coAppend() error {
 	writer := r.a.one("writer")
 	err = r.a.count(func(i int) error {
 		call := func() error { return o.s.Append(appendSession, "user", fmt.Sprintf("%s-m%d", writer, i)) }
-		return o.acked("Append", call, func() error { return o.j.ack("co-append", i) })
+		return o.acked("Append", i, call, func() error { return o.j.ack("co-append", i) })
 	})
 	if err != nil {
 		closeStore(o.s)
@@ -331,10 +332,10 @@ func (r *runner) forkLoop(o *opened) error {
 		if i%forkEvery == forkEvery-1 && length >= 2 {
 			k := rewindKeep(r.a.seed, i, length)
 			call := func() error { return f.Rewind(appendSession, k, i) }
-			return o.acked("Rewind", call, func() error { return o.j.ack("rewind", i, field{"k", k}) })
+			return o.acked("Rewind", i, call, func() error { return o.j.ack("rewind", i, field{"k", k}) })
 		}
 		call := func() error { return o.s.Append(appendSession, "user", fmt.Sprintf("m%d", i)) }
-		return o.acked("Append", call, func() error { return o.j.ack("append", i) })
+		return o.acked("Append", i, call, func() error { return o.j.ack("append", i) })
 	})
 }
 

@@ -23,13 +23,19 @@ export const LIBRARY_MUTANTS = ["stall", "drop-append", "resend-on-catch-up"];
 export const ACK_NOW = Symbol("crashcells ackNow");
 
 /** The base class of an adapter: what the library sets on each instance
- * (`op`, `mutant`) and `ackNow()` for a mutant that acks inside its
+ * (`op`, `mutant`, `writer`, `index`) and `ackNow()` for a mutant that acks inside its
  * transaction. Extending it is optional; the library sets the same on any class. */
 export class Store {
   /** The operation being run (`append`, `rotate`, ...). */
   op = null;
   /** The name given with --mutant, or null. */
   mutant = null;
+  /** Which writer this process is: co-append's --writer (r0, r1, ...), null
+   * for an operation with one writer. Ids the store makes must be unique
+   * per writer: two writers append to one session at once (cell 6). */
+  writer = null;
+  /** The current acked step's index (its ack's i). */
+  index = 0;
 
   /** Writes the running operation's ack now, inside the store's
    * transaction (the `ack-before-commit` mutant); the library does not

@@ -10,13 +10,15 @@ const THROW_RULE =
   "a method returns once its change is committed, or fails with the store's own error " +
   "(an errno or SQLite error, or a class of static storeErrors)";
 
-/** A fresh instance of the adapter class for one operation, its `op` and
- * `mutant` set and `ackNow` wired (on any class, whether or not it extends
- * the library's base class). */
-export function instance(desc, Class, op, mutant) {
+/** A fresh instance of the adapter class for one operation, its `op`,
+ * `mutant` and `writer` set and `ackNow` wired (on any class, whether or
+ * not it extends the library's base class). */
+export function instance(desc, Class, op, mutant, writer = null) {
   const store = new Class();
   store.op = op;
   store.mutant = mutant;
+  store.writer = writer;
+  store.index = 0;
   if (typeof store.ackNow !== "function") store.ackNow = () => store[ACK_NOW]?.();
   return { store, desc, Class };
 }
@@ -40,10 +42,12 @@ function sorted(it, method, e) {
   return err;
 }
 
-/** Runs `method` with `ack` armed as the store's `ackNow()`, then writes the
- * ack after it returned unless the store already did inside its
- * transaction: exactly one ack per operation either way. */
-export async function acked(it, ack, method, ...args) {
+/** Runs `method` as step `index` (the store's `index`), with `ack` armed as
+ * the store's `ackNow()`, then writes the ack after it returned unless the
+ * store already did inside its transaction: exactly one ack per operation
+ * either way. */
+export async function acked(it, index, ack, method, ...args) {
+  it.store.index = index;
   let done = false;
   it.store[ACK_NOW] = () => {
     if (!done) ack();

@@ -30,7 +30,7 @@ const DROP_FIRST = 1;
 /** Opens a fresh instance on `a.db` and writes its ready record: the
  * instance and its journal. `session` is made to exist first (append, fork). */
 async function opened(run, a, session = null) {
-  const it = instance(run.desc, run.Class, a.op, a.mutant);
+  const it = instance(run.desc, run.Class, a.op, a.mutant, a.writer ?? null);
   const resolver = await call(it, "open", a.db, run.config);
   if (session !== null && run.desc.has.has("createSession")) await call(it, "createSession", session);
   const fields = readyFields(await call(it, "journal"), resolver);
@@ -55,7 +55,7 @@ async function append(run, a) {
     if (libraryMutant(a, "stall") && i >= STALL_AFTER) stall();
     const ack = () => o.journal.ack("append", i);
     if (libraryMutant(a, "drop-append") && i % DROP_EVERY === DROP_FIRST) ack();
-    else await acked(o.it, ack, "append", SESSION, "user", `m${i}`);
+    else await acked(o.it, i, ack, "append", SESSION, "user", `m${i}`);
   }
   await closed(o);
   return EXIT_OK;
@@ -72,7 +72,7 @@ async function rotate(run, a) {
   for (const k of steps(a.stopAfter)) {
     const r = rotation(k, a.shapes);
     const more = { parent: r.parent, child: r.child, ...(a.shapes ? { carried: r.carried } : {}) };
-    await acked(o.it, () => o.journal.ack("rotate", k, more), "rotate", r.parent, r.child, r.work, r.carried, r.newParent);
+    await acked(o.it, k, () => o.journal.ack("rotate", k, more), "rotate", r.parent, r.child, r.work, r.carried, r.newParent);
   }
   await closed(o);
   return EXIT_OK;
@@ -112,7 +112,7 @@ async function coAppend(run, a) {
   // Blocks while the driver holds its exclusive lock; its deadline bounds the wait.
   waitShared(barrier);
   for (const i of steps(a.stopAfter)) {
-    await acked(o.it, () => o.journal.ack("co-append", i), "append", SESSION, "user", `${a.writer}-m${i}`);
+    await acked(o.it, i, () => o.journal.ack("co-append", i), "append", SESSION, "user", `${a.writer}-m${i}`);
   }
   await closed(o);
   return EXIT_OK;
@@ -131,10 +131,10 @@ async function fork(run, a) {
   for (const i of steps(a.stopAfter)) {
     const step = forkStep(a.seed, i, length);
     if (step.op === "append") {
-      await acked(o.it, () => o.journal.ack("append", i), "append", SESSION, "user", `m${i}`);
+      await acked(o.it, i, () => o.journal.ack("append", i), "append", SESSION, "user", `m${i}`);
       length += 1;
     } else {
-      await acked(o.it, () => o.journal.ack("rewind", i, { k: step.keep }), "rewind", SESSION, step.keep, i);
+      await acked(o.it, i, () => o.journal.ack("rewind", i, { k: step.keep }), "rewind", SESSION, step.keep, i);
       length = step.keep;
     }
   }
@@ -148,10 +148,11 @@ async function deliver(run, a) {
   for (const j of steps(a.stopAfter)) {
     const key = `o${j}`;
     const payload = `effect of ${key}`;
+    o.it.store.index = j;
     await call(o.it, "record", key, payload);
     await call(o.it, "attempting", key);
     sent(transport, key, payload);
-    await acked(o.it, () => o.journal.ack("deliver", j, { key }), "delivered", key);
+    await acked(o.it, j, () => o.journal.ack("deliver", j, { key }), "delivered", key);
   }
   await closed(o);
   return EXIT_OK;

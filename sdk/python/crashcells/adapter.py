@@ -37,7 +37,7 @@ METHODS = (
     "rewind", "live_length", "record", "attempting", "delivered", "pending", "state", "preload",
 )
 # Set by the library on each instance, or given by the base class.
-PROVIDED = ("ack_now", "op", "mutant", "mutants", "store_errors", "launchers")
+PROVIDED = ("ack_now", "op", "mutant", "writer", "index", "mutants", "store_errors", "launchers")
 OUTBOX = ("record", "attempting", "delivered", "pending")
 # Mutants the library implements itself for a class that names them.
 LIBRARY_MUTANTS = ("stall", "drop-append", "resend-on-catch-up")
@@ -59,7 +59,10 @@ class Store:
     """An optional base class: the names the library sets, documented.
 
     `op` is the operation being run, `mutant` the name given with --mutant
-    (or None); `mutants` names the mutants the class implements;
+    (or None); `writer` which writer this process is (co-append's --writer,
+    r0, r1, ...; None for an operation with one writer) and `index` the
+    current acked step's index (its ack's i), so that ids the store makes
+    can be unique per writer; `mutants` names the mutants the class implements;
     `store_errors` the exceptions that are the store's own failures (exit 3,
     a finding), any other being an adapter mistake (exit 2); `launchers`
     which of "fork-server" and "warm-pool" the ready record offers (a store
@@ -67,6 +70,8 @@ class Store:
 
     op = None
     mutant = None
+    writer = None
+    index = 0
     mutants = ()
     store_errors = (OSError, sqlite3.Error)
     launchers = ("fork-server", "warm-pool")

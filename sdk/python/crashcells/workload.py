@@ -102,6 +102,7 @@ class Session:
     def open(self, db):
         store = self.cls()
         store.op, store.mutant = self.op, self.mutant
+        store.writer, store.index = self.flags.get("writer"), 0
         store.ack_now = lambda: self.acks.now() if self.acks is not None else None
         decision = call(store, "open", db, self.config)
         check_resolver(decision)
@@ -131,6 +132,7 @@ class Session:
         """store.method(*args), then its ack unless the store wrote it inside
         its transaction (ack_now)."""
         self.acks.expect(ack)
+        store.index = ack["i"]
         result = call(store, method, *args)
         self.acks.now()
         return result
@@ -336,6 +338,7 @@ def op_deliver(s):
     for j in s.ops():
         key = "o%d" % j
         payload = "effect of %s" % key
+        store.index = j
         call(store, "record", key, payload)
         call(store, "attempting", key)
         try:
