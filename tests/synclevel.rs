@@ -2,7 +2,8 @@
 //! the default gate: the `claims-full` mutant (synchronous=OFF, reporting
 //! FULL) fires `claimed-level` under the default `--kill all`, the Python
 //! example at FULL does not, and a leg kept at WAL/NORMAL passes with the
-//! not-durable-on-power-loss line in every format and in the summary.
+//! not-durable-on-power-loss line in every format and in the summary; a WAL
+//! store that checkpoints with `TRUNCATE` before each ack gets no such line.
 
 use serde_json::Value;
 
@@ -97,4 +98,25 @@ fn a_leg_at_wal_normal_passes_and_says_in_every_format_that_power_loss_loses_ack
     let text = report("human");
     let summary = text.split_once(" results: ").expect("a summary").1;
     assert!(summary.contains(&format!("power loss: {said}")), "{text}");
+}
+
+/// A WAL store that checkpoints with `TRUNCATE` before each ack
+/// (tests/adapters/variant.py `checkpoint-truncate`, on the bundled SQLite,
+/// where the Python example's own library refuses WAL): the checkpoint
+/// synced the database, so the WAL's truncation it leaves unsynced at the
+/// ack loses nothing, and the leg gets no power-loss note.
+#[test]
+fn a_wal_store_that_checkpoints_with_truncate_before_each_ack_gets_no_note() {
+    let child = format!("python3 {}/tests/adapters/variant.py checkpoint-truncate", env!("CARGO_MANIFEST_DIR"));
+    let dir = scratch();
+    let args = ["run", "--matrix", "libraries", "--leg", "bundled-wal", "--child", &child, "--cell", "1"];
+    let (code, report) = run_json(&[&args[..], &["--kill", "syscall", "--seed", "1"]].concat(), dir.path());
+    if refused(&report) {
+        return;
+    }
+    assert_eq!(code, 0, "{report:#}");
+    let r = &report["results"][0];
+    assert_eq!((&r["verdict"], &r["effective_mode"]), (&"pass".into(), &"wal".into()), "{r:#}");
+    assert_eq!(r["kept_synchronous"], "full", "{r:#}");
+    assert_eq!(r["not_durable"], Value::Null, "{r:#}");
 }

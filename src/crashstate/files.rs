@@ -240,13 +240,15 @@ impl Files {
     }
 }
 
-/// Whether the model keeps a file of `kind`: the `-shm` aside, all.
+/// Whether the model keeps a file of `kind`: the wal-indexes (the `-shm`,
+/// and an attached database's) aside, all.
 pub(crate) fn modelled(kind: FileKind) -> bool {
-    MODELLED.contains(&kind) || matches!(kind, FileKind::Other(_))
+    !kind.is_index() && (MODELLED.contains(&kind) || matches!(kind, FileKind::Other(_)))
 }
 
 /// The store's other files in `dir`: every regular file directly in it that
-/// none of `names` names and that is not the harness's own.
+/// none of `names` names and that is neither the harness's own nor a
+/// wal-index.
 fn sidecars(dir: &Path, names: &Names) -> std::io::Result<Vec<FileKind>> {
     let known: Vec<String> = [FileKind::Database, FileKind::Journal, FileKind::Wal, FileKind::Shm]
         .into_iter()
@@ -257,7 +259,9 @@ fn sidecars(dir: &Path, names: &Names) -> std::io::Result<Vec<FileKind>> {
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let theirs = known.contains(&name) || crate::trialdir::is_harness_file(&name);
+        let theirs = known.contains(&name)
+            || crate::trialdir::is_harness_file(&name)
+            || crate::kill::syscall::is_index_name(&name);
         if !theirs && entry.file_type()?.is_file() {
             out.push(FileKind::Other(crate::kill::syscall::Sidecar::named(&name)));
         }
@@ -355,18 +359,20 @@ mod tests {
     }
 
     /// A killed trial's folder read as a state: its store's files as they
-    /// are, the ack journal and the `-shm` left out; written back, the
+    /// are, the ack journal and the `-shm`s left out; written back, the
     /// same bytes.
     #[test]
     fn a_folder_a_crash_left_reads_as_its_store() {
         let dir = tempfile::tempdir().unwrap();
         let names = Names::new(&dir.path().join("store.db"), &dir.path().join("acks"), &dir.path().join("t"));
-        for (name, bytes) in [("store.db", "db"), ("store.db-wal", "wal"), ("store.db-shm", "shm"), ("acks", "a")] {
+        let files = [("store.db", "db"), ("store.db-wal", "wal"), ("store.db-shm", "shm"), ("acks", "a")];
+        for (name, bytes) in files.into_iter().chain([("more.db", "db"), ("more.db-shm", "shm")]) {
             std::fs::write(dir.path().join(name), bytes).unwrap();
         }
         let f = Files::read_store(dir.path(), &names).unwrap();
         let kinds: Vec<FileKind> = f.store().map(|(k, _)| *k).collect();
-        assert_eq!(kinds, [FileKind::Database, FileKind::Wal]);
+        let more = FileKind::Other(crate::kill::syscall::Sidecar::named("more.db"));
+        assert_eq!(kinds, [FileKind::Database, FileKind::Wal, more], "an attached database's -shm left out too");
         assert_eq!(f.get(FileKind::Acks), None, "the acks are not the store");
         let out = tempfile::tempdir().unwrap();
         let db = f.write_store_to(out.path(), "s0.db").unwrap();

@@ -13,7 +13,10 @@
 //! Each acknowledged commit is the calls between one ack and the next
 //! (the ready record's line first); the run kept the lowest level any of
 //! them kept. A commit is durable at its ack when no operation on the
-//! store's files is still pending there, as the power model says.
+//! store's files is still pending there, as the power model says, but for
+//! one whose loss loses nothing: the WAL's truncation after a checkpoint
+//! synced the database ([`super::power::Pending::harmless`]), and the
+//! `-shm`s, which no recovery reads ([`super::files::modelled`]).
 
 use crashcells_protocol::{JournalMode, Synchronous};
 
@@ -108,7 +111,7 @@ pub fn kept(log: &Log, mode: JournalMode) -> Kept {
         if lines > 1 {
             let ack = e.point.unwrap_or(last_point);
             if out.not_durable.is_none()
-                && let Some((_, p)) = disk.pending.first()
+                && let Some((_, p)) = disk.pending.iter().find(|(_, p)| !p.harmless)
             {
                 out.not_durable =
                     Some(format!("{} was not yet made durable by {} at the ack at #{ack}", p.what, p.needs));
@@ -306,6 +309,64 @@ mod tests {
         e.extend([put(FileKind::Journal), ack(), sync(FileKind::Journal), sync(FileKind::Journal)]);
         e.extend([put(FileKind::Database), Effect::Unlink { file: FileKind::Journal }, put(FileKind::Journal), ack()]);
         assert_eq!(kept(&log(e), JournalMode::Delete).level, Some(Synchronous::Full));
+    }
+
+    /// A WAL commit at FULL whose store then checkpoints with `TRUNCATE`:
+    /// frames, the WAL synced (the folder with it, its first time), the
+    /// checkpoint's copy into the database and its sync (`db_synced`), the
+    /// WAL truncated to 0 bytes and never synced again before the ack.
+    fn wal_truncated(db_synced: bool) -> Vec<Effect> {
+        let mut e = vec![open(FileKind::Acks), ack(), open(FileKind::Database), open(FileKind::Wal)];
+        for _ in 0..2 {
+            e.extend([put(FileKind::Wal), sync(FileKind::Wal), Effect::SyncDir, put(FileKind::Database)]);
+            if db_synced {
+                e.push(sync(FileKind::Database));
+            }
+            e.extend([Effect::Truncate { file: FileKind::Wal, len: 0 }, ack()]);
+        }
+        e
+    }
+
+    #[test]
+    fn a_truncation_of_the_wal_after_a_checkpoint_synced_the_database_is_no_loss() {
+        let wal = JournalMode::Wal;
+        assert_eq!(kept(&log(wal_truncated(true)), wal).not_durable, None);
+        // No sync of the database (a checkpoint at synchronous=OFF): the
+        // frames the truncation drops may be nowhere durable.
+        let why = kept(&log(wal_truncated(false)), wal).not_durable.expect("a loss");
+        assert!(why.starts_with("write of 1 byte to the database"), "{why}");
+        // A frame after the checkpoint's syncs: the truncation is a loss.
+        let mut e = wal_truncated(true);
+        let truncation = e.len() - 2;
+        e.insert(truncation, put(FileKind::Wal));
+        let why = kept(&log(e), wal).not_durable.expect("a loss");
+        assert!(why.starts_with("write of 1 byte to the wal"), "{why}");
+        // A failed sync between: so is it.
+        let mut e = wal_truncated(true);
+        let failed = Effect::Failed { effect: Box::new(sync(FileKind::Journal)), errno: nix::errno::Errno::EIO };
+        e.insert(e.len() - 2, failed);
+        let why = kept(&log(e), wal).not_durable.expect("a loss");
+        assert!(why.starts_with("truncation of the wal to 0 bytes"), "{why}");
+    }
+
+    #[test]
+    fn a_rename_never_synced_is_still_noted_beside_a_harmless_truncation_and_a_wal_index() {
+        use crate::kill::syscall::Sidecar;
+        let (tmp, body) = (FileKind::Other(Sidecar::named("body.tmp")), FileKind::Other(Sidecar::named("body")));
+        let shm = FileKind::Other(Sidecar::named("attached.db-shm"));
+        assert!(shm.is_index() && FileKind::Shm.is_index() && !body.is_index());
+        let mut e = wal_truncated(true);
+        let last = e.len() - 1;
+        // Before the last ack: an attached database's wal-index truncated,
+        // the main one written, then no loss; the body renamed, a loss.
+        e.splice(last..last, [open(shm), Effect::Truncate { file: shm, len: 0 }, put(FileKind::Shm)]);
+        assert_eq!(kept(&log(e.clone()), JournalMode::Wal).not_durable, None, "no loss yet");
+        let last = e.len() - 1;
+        let rename = Effect::Rename { from: Some(tmp), to: Some(body) };
+        e.splice(last..last, [open(tmp), put(tmp), sync(tmp), Effect::SyncDir, rename]);
+        let why = kept(&log(e), JournalMode::Wal).not_durable.expect("the rename is a loss");
+        assert!(why.starts_with("rename of the body.tmp to the body before #"), "{why}");
+        assert!(why.contains("not yet made durable by a directory fsync"), "{why}");
     }
 
     #[test]

@@ -47,6 +47,11 @@ pub struct Pending {
     pub what: String,
     /// What would have made it durable.
     pub needs: String,
+    /// Losing it loses nothing: a truncation of the WAL to 0 bytes after a
+    /// checkpoint synced every frame into the database ([`Checkpoint`]).
+    /// The power states still hold it pending (with and without it); only
+    /// the level audit's durability note passes over it.
+    pub harmless: bool,
 }
 
 impl Pending {
@@ -54,6 +59,45 @@ impl Pending {
     /// made durable by a directory fsync".
     pub fn rule(&self) -> String {
         format!("{} was never made durable by {}", self.what, self.needs)
+    }
+}
+
+/// How far the WAL's frames are in the durable database, as the calls since
+/// the WAL's last write show it.
+///
+/// Why a truncation of the WAL to 0 bytes at [`Checkpoint::Synced`] is
+/// harmless: SQLite truncates the WAL so (a `TRUNCATE` checkpoint) only
+/// once a checkpoint has copied every frame into the database, and the
+/// checkpoint syncs the WAL before it copies and the database after it
+/// (wal.c, `walCheckpoint`). With no write to the WAL since those two
+/// syncs, the durable WAL holds every committed frame and the durable
+/// database the same pages. A power loss leaves the truncation either
+/// undone (the WAL's frames, whose pages recovery reads as the database
+/// already holds them) or done (an empty WAL beside that database): the
+/// same store either way. With a sync that failed in between, or a frame
+/// written after, or no sync of the database (`synchronous=OFF`), the
+/// frames may not all be durable, and the truncation stays a loss.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) enum Checkpoint {
+    /// A write to the WAL (or a failed sync) since its frames were last
+    /// made durable.
+    #[default]
+    Unsynced,
+    /// The WAL synced since its last write.
+    WalSynced,
+    /// Then the database synced too: every frame is in it, durably.
+    Synced,
+}
+
+impl Checkpoint {
+    /// The stage after `effect`.
+    fn after(self, effect: &Effect) -> Checkpoint {
+        match effect {
+            Effect::Write { file: FileKind::Wal, .. } | Effect::Failed { .. } => Checkpoint::Unsynced,
+            Effect::Sync { file: FileKind::Wal, .. } if self == Checkpoint::Unsynced => Checkpoint::WalSynced,
+            Effect::Sync { file: FileKind::Database, .. } if self == Checkpoint::WalSynced => Checkpoint::Synced,
+            _ => self,
+        }
     }
 }
 
@@ -168,6 +212,8 @@ pub(super) struct Disk {
     pub(super) transport: Option<Vec<u8>>,
     pub(super) epoch: usize,
     pub(super) failed_sync: FailedSync,
+    /// How far the WAL's frames are in the durable database.
+    checkpoint: Checkpoint,
     /// Per inode whose writes a failed sync dropped: the bytes, as the
     /// process saw them at the failure, of each sector those writes
     /// touched and no write since has touched (by sector number).
@@ -239,7 +285,10 @@ impl Disk {
 
     pub(super) fn apply(&mut self, effect: &Effect, place: String) {
         let at = if place.starts_with('#') { "at " } else { "" };
-        let pending = |needs: String| Pending { what: format!("{} {at}{place}", effect.describe()), needs };
+        let harmless =
+            matches!(effect, Effect::Truncate { file: FileKind::Wal, len: 0 }) && self.checkpoint == Checkpoint::Synced;
+        self.checkpoint = self.checkpoint.after(effect);
+        let pending = |needs: String| Pending { what: format!("{} {at}{place}", effect.describe()), needs, harmless };
         match effect {
             Effect::Write { file: FileKind::Acks, at, data } => write(&mut self.acks, *at, data),
             Effect::Write { file: FileKind::Transport, at, data } => {
@@ -305,7 +354,7 @@ impl Disk {
                         .insert(s, data.get(at..(at + SECTOR as usize).min(data.len())).unwrap_or_default().to_vec());
                 }
             }
-            self.lost.push(Pending { what: p.what, needs: needs.clone() });
+            self.lost.push(Pending { what: p.what, needs: needs.clone(), harmless: false });
         }
         self.epoch += 1;
     }

@@ -209,6 +209,24 @@ impl FileKind {
             FileKind::Other(s) => s.name(),
         }
     }
+
+    /// Whether it is a wal-index: the database's `-shm`, or another
+    /// database's in the folder (an `ATTACH`ed one's, a sidecar named
+    /// `*-shm`). SQLite rebuilds a wal-index from the WAL whenever the
+    /// first connection opens it, so no recovery reads one: it is no part
+    /// of a crash state, and no loss of its bytes or names is a loss.
+    pub fn is_index(self) -> bool {
+        match self {
+            FileKind::Shm => true,
+            FileKind::Other(s) => is_index_name(s.name()),
+            _ => false,
+        }
+    }
+}
+
+/// Whether a file of the store's folder named `name` is a wal-index.
+pub fn is_index_name(name: &str) -> bool {
+    name.ends_with("-shm")
 }
 
 fn sidecar_names() -> std::sync::MutexGuard<'static, Vec<&'static str>> {

@@ -25,6 +25,11 @@ resend          `catch-up` resends an obligation left attempting without asking
                 store at least once by design, as Hermes's gateway is
 ignore-shapes   the ready record lists `rotate-shapes`, but `rotate` ignores
                 `--shapes on` and rotates as version 1 does
+checkpoint-truncate
+                after each commit, before its ack, `PRAGMA
+                wal_checkpoint(TRUNCATE)`: the checkpoint syncs the database,
+                then truncates the WAL to 0 bytes and does not sync it (a
+                no-op in a rollback journal)
 """
 
 import importlib.util
@@ -87,6 +92,15 @@ def readonly_state(self, db):
         conn.close()
 
 
+def checkpointed(transaction):
+    def run(self, body, before_commit=None):
+        value = transaction(self, body, before_commit)
+        store.with_retry(lambda: self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
+        return value
+
+    return run
+
+
 def wrap_open(open_, silent=False, fail_op=None):
     def open(self, db, config):
         if self.op == fail_op:
@@ -118,6 +132,8 @@ for variant in sys.argv.pop(1).split(","):
     elif variant == "ignore-shapes":
         rotate = workload.OPERATIONS["rotate"]
         workload.OPERATIONS["rotate"] = lambda s, rotate=rotate: (s.flags.pop("shapes", None), rotate(s))[1]
+    elif variant == "checkpoint-truncate":
+        Store._transaction = checkpointed(Store._transaction)
     elif variant == "no-rotate":
         del Store.rotate
     else:

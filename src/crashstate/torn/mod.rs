@@ -210,7 +210,7 @@ impl<'a> Walk<'a> {
             let garbage = if grew && reached < n { "; the space it grew the file by holds garbage" } else { "" };
             let what = format!("{} ({how}{garbage})", pending.what);
             let needs = self.next_sync(p.at, i);
-            self.m.causes.push(Pending { what, needs });
+            self.m.causes.push(Pending { what, needs, harmless: false });
         }
         (from, self.m.causes.len())
     }
