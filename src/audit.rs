@@ -115,10 +115,8 @@ impl Audit {
     pub fn run(&self) -> Result<AuditReport> {
         let s = &self.setup;
         // The server's stderr and preflight in a folder of their own, gone with the audit.
-        let server_dir = tempfile::Builder::new()
-            .prefix("crashcells-audit-server-")
-            .tempdir_in(&s.workdir)
-            .map_err(Error::io("audit folder in", &s.workdir))?;
+        let server_dir =
+            crate::scratch::folder(&s.workdir, "audit-server-").map_err(Error::io("audit folder in", &s.workdir))?;
         let exec = Launcher::exec(s.child.clone());
         let forks = match s.crash {
             // A server not ready in time leaves the crash columns exec'd: slower, the same verdicts.
@@ -214,10 +212,8 @@ fn audit_matrix(
     forks: Option<&(Launcher, Duration)>,
     crash: Option<&Ready>,
 ) -> Result<AuditReport> {
-    let work = tempfile::Builder::new()
-        .prefix("crashcells-audit-")
-        .tempdir_in(&setup.workdir)
-        .map_err(Error::io("audit folder in", &setup.workdir))?;
+    let work =
+        crate::scratch::folder(&setup.workdir, "audit-").map_err(Error::io("audit folder in", &setup.workdir))?;
     // Progress on a terminal (none in a CI log): a step per leg's short
     // run, and one per result of its crash columns, each with its own bar.
     let legs = setup.matrix.legs.len();
@@ -267,10 +263,7 @@ fn audit_matrix(
 /// tmpfs). The rows' own runs, which answer for the workdir, stay there.
 fn crash_folder() -> Result<tempfile::TempDir> {
     let root = crate::run::default_workdir();
-    tempfile::Builder::new()
-        .prefix("crashcells-audit-crash-")
-        .tempdir_in(&root)
-        .map_err(Error::io("audit folder in", &root))
+    crate::scratch::folder(&root, "audit-crash-").map_err(Error::io("audit folder in", &root))
 }
 
 /// The context the crash columns' sweeps run in: their folder

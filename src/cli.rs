@@ -32,7 +32,7 @@ use crate::run;
 use checks::workdir_or;
 use exit::run_exit_code;
 pub use output::write_atomically;
-use output::{note, stdout};
+use output::{note, reclaim, stdout};
 pub use runplan::DEFAULT_EVIDENCE;
 use runplan::RunPlan;
 
@@ -261,6 +261,8 @@ struct PruneArgs {
     /// The evidence folder runs kept their evidence in.
     #[arg(long, value_name = "DIR", default_value = DEFAULT_EVIDENCE)]
     evidence: PathBuf,
+    #[command(flatten)]
+    workdir: WorkdirArg,
     /// How many of the newest runs' evidence to keep.
     #[arg(
         long,
@@ -375,9 +377,8 @@ fn cmd_child_check(a: ChildCheckArgs) -> Result<i32> {
     let child = a.child.command(None)?;
     let only = crate::childcheck::Only::new(a.only).map_err(Error::Usage)?;
     let workdir = workdir_or(&a.workdir, run::default_workdir)?;
-    let work = tempfile::Builder::new()
-        .prefix(&crate::childcheck::work_prefix())
-        .tempdir_in(&workdir)
+    reclaim(&workdir);
+    let work = crate::scratch::folder(&workdir, &crate::childcheck::work_prefix())
         .map_err(Error::io("work folder in", &workdir))?;
     let report = crate::childcheck::check(&child, work.path(), a.deadline.duration(), &only);
     let json = || serde_json::to_string_pretty(&report).expect("a check report serializes") + "\n";
@@ -385,8 +386,17 @@ fn cmd_child_check(a: ChildCheckArgs) -> Result<i32> {
     Ok(report.exit_code())
 }
 
-/// `prune`: removes all but the newest runs' evidence.
+/// `prune`: removes the scratch folders of dead runs where runs make them,
+/// and all but the newest runs' evidence.
 fn cmd_prune(a: PruneArgs) -> Result<i32> {
+    let mut roots = vec![run::default_workdir(), std::env::temp_dir()];
+    roots.extend(a.workdir.dir.clone());
+    let mut seen = std::collections::HashSet::new();
+    roots.retain(|r| seen.insert(r.clone()));
+    let freed =
+        roots.iter().fold(crate::scratch::Reclaimed::default(), |sum, root| sum + crate::scratch::reclaim(root));
+    let places: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+    stdout(&format!("{}\n", freed.said(&places.join(", "))))?;
     for line in prune::prune(&a.evidence, a.keep)? {
         stdout(&format!("{line}\n"))?;
     }

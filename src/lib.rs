@@ -27,6 +27,7 @@ pub mod probe;
 pub mod recovery;
 pub mod report;
 pub mod run;
+pub mod scratch;
 pub mod seed;
 pub mod sqlitelib;
 pub mod suggest;

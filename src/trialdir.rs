@@ -74,15 +74,25 @@ impl TrialEnv {
         self.dir.path().join(name)
     }
 
-    /// Copies everything the trial left into `dest`, then removes the folder.
-    /// `dest` must not exist yet: evidence is never merged into, or written
-    /// over, another trial's or another run's.
-    pub fn keep(self, dest: &Path) -> std::io::Result<()> {
-        if let Some(parent) = dest.parent() {
-            std::fs::create_dir_all(parent)?;
+    /// Copies everything the trial left into `dest`, with what `add`
+    /// writes beside it, then removes the folder. Evidence is kept whole or
+    /// not at all: the copy is made in a hidden folder beside `dest` and
+    /// renamed into place once complete, so that a full disk leaves no
+    /// partial copy (the hidden folder goes with the error). `dest` must not
+    /// exist yet: evidence is never merged into, or written over, another
+    /// trial's or another run's.
+    pub fn keep(self, dest: &Path, add: impl FnOnce(&Path) -> std::io::Result<()>) -> std::io::Result<()> {
+        let parent = dest.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent)?;
+        if dest.exists() {
+            return Err(std::io::Error::new(std::io::ErrorKind::AlreadyExists, "evidence already there"));
         }
-        std::fs::create_dir(dest)?;
-        copy_tree(self.dir.path(), dest)
+        let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let stage = tempfile::Builder::new().prefix(&format!(".{name}.partial-")).tempdir_in(parent)?;
+        copy_tree(self.dir.path(), stage.path())?;
+        add(stage.path())?;
+        // Renamed away, the stage's own removal finds nothing to remove.
+        std::fs::rename(stage.path(), dest)
     }
 }
 

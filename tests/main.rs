@@ -23,6 +23,7 @@ mod libraries;
 mod matrices;
 mod outputs;
 mod protocol;
+mod reclaim;
 mod recorded;
 mod reports;
 mod robustness;

@@ -48,11 +48,12 @@ use crate::pipeline::scale_deadline;
 use checker::Checker;
 pub use report::{CheckReport, Finding, SCHEMA, Status};
 
-/// The prefix of a check's work folder in `--workdir`: with the driver's
-/// pid, as a run id has it, so that checks at once are told apart and a
-/// folder left by a killed check names the process that made it.
+/// The name of a check's work folder in `--workdir`, after
+/// [`crate::scratch::PREFIX`]: with the driver's pid, as a run id has it,
+/// so that checks at once are told apart and a folder left by a killed
+/// check names the process that made it (its owner file says it too).
 pub fn work_prefix() -> String {
-    format!("crashcells-child-check-{}-", std::process::id())
+    format!("child-check-{}-", std::process::id())
 }
 
 /// The most children the check has started at once: a claimant held at

@@ -1,6 +1,7 @@
 //! Where the command line's text goes: stdout and stderr that a closed pipe
 //! does not turn into a panic, `--out` files written atomically with the
-//! user's umask, and the Markdown summary appended to `GITHUB_STEP_SUMMARY`.
+//! user's umask, the Markdown summary appended to `GITHUB_STEP_SUMMARY`,
+//! and the line that says what a reclaim of dead runs' folders freed.
 
 use std::io::Write;
 use std::path::Path;
@@ -56,6 +57,14 @@ pub fn step_summary(markdown: &str) {
         .and_then(|mut f| f.write_all(format!("{markdown}\n").as_bytes()));
     if let Err(e) = appended {
         note(&format!("{STEP_SUMMARY} {}: {e}", Path::new(&path).display()));
+    }
+}
+
+/// Removes the scratch folders in `workdir` whose owner is dead, and says
+/// what that freed on stderr (nothing when there were none).
+pub(super) fn reclaim(workdir: &Path) {
+    if let Some(line) = crate::scratch::reclaim(workdir).line(workdir) {
+        note(&line);
     }
 }
 

@@ -14,7 +14,7 @@ use crashcells_protocol::Ready;
 
 use super::checks::{self, workdir_or};
 use super::child::{run_context, start_child, validate_mutant};
-use super::output::note;
+use super::output::{note, reclaim};
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::matrix::Matrix;
@@ -82,6 +82,8 @@ impl RunPlan {
     /// counts the preflight (a slow child can take seconds to start, and a
     /// run interrupted then took them).
     pub fn run(mut self, started: Instant) -> Result<Report> {
+        // What runs killed before they could clean up left, gone first.
+        reclaim(&self.workdir);
         let (_work, work_root) = work_folder(&self.workdir, &self.run_id)?;
         // The legs' SQLite libraries, in the work folder: gone with it.
         crate::matrix::place_libraries(self.jobs.iter_mut().filter_map(|j| j.leg.as_mut()), &work_root)?;
@@ -162,10 +164,7 @@ fn share(options: &RunOptions, catalog: &Catalog, matrix: &Matrix, seed: u64) ->
 /// path: the syscall tracer matches the paths /proc reports, which are
 /// resolved, so a folder reached through a symlink would match no file.
 fn work_folder(workdir: &Path, run_id: &str) -> Result<(tempfile::TempDir, PathBuf)> {
-    let work = tempfile::Builder::new()
-        .prefix(&format!("crashcells-{run_id}-"))
-        .tempdir_in(workdir)
-        .map_err(Error::io("work folder in", workdir))?;
+    let work = crate::scratch::folder(workdir, &format!("{run_id}-")).map_err(Error::io("work folder in", workdir))?;
     let root = std::fs::canonicalize(work.path()).map_err(Error::io("work folder", work.path()))?;
     Ok((work, root))
 }

@@ -147,14 +147,17 @@ pub fn keep_evidence(ctx: &Context, result: &mut CellResult, trials: Vec<Trial>)
     let Some(last) = trials.into_iter().last() else { return };
     let Some(env) = last.env else { return };
     let dest = ctx.evidence_root.join(format!("{}-{}-{}", result.cell, result.leg, result.kill.as_str()));
-    match env.keep(&dest) {
-        Ok(()) => {
-            result.kept.evidence = Some(dest.display().to_string());
-            write_kill_point(last.kill_point.as_ref(), &dest);
-            write_timeline(result, last.trace.as_ref(), &dest);
-            let _ = std::fs::write(dest.join("result.json"), serde_json::to_string_pretty(result).unwrap_or_default());
-        }
-        Err(e) => result.kept.evidence_error = Some(format!("could not keep {}: {e}", dest.display())),
+    // The notes are written into the copy before it is renamed into
+    // place, so that the folder a result names is always complete.
+    result.kept.evidence = Some(dest.display().to_string());
+    let kept = env.keep(&dest, |stage| {
+        write_kill_point(last.kill_point.as_ref(), stage);
+        write_timeline(result, last.trace.as_ref(), stage, &dest);
+        std::fs::write(stage.join("result.json"), serde_json::to_string_pretty(result).unwrap_or_default())
+    });
+    if let Err(e) = kept {
+        (result.kept.evidence, result.kept.timeline) = (None, None);
+        result.kept.evidence_error = Some(format!("could not keep {}: {e}", dest.display()));
     }
 }
 
@@ -170,16 +173,23 @@ fn write_kill_point(kp: Option<&crate::kill::KillPoint>, dest: &std::path::Path)
     }
 }
 
-/// Writes the evidence's `timeline.html` from the result, its trace and
-/// the files the crash left (the ack journal, the first recovery's dump);
-/// the result names it once written, or says in its details why not.
-fn write_timeline(result: &mut CellResult, trace: Option<&crate::report::Trace>, dest: &std::path::Path) {
-    let acks = std::fs::read_to_string(dest.join("acks.ndjson")).unwrap_or_default();
-    let recovered = std::fs::read_to_string(dest.join("dump-1.json")).ok();
+/// Writes the evidence's `timeline.html` into `stage` (the copy that
+/// becomes `dest`) from the result, its trace and the files the crash left
+/// (the ack journal, the first recovery's dump); the result names it at
+/// `dest` once written, or says in its details why not.
+fn write_timeline(
+    result: &mut CellResult,
+    trace: Option<&crate::report::Trace>,
+    stage: &std::path::Path,
+    dest: &std::path::Path,
+) {
+    let acks = std::fs::read_to_string(stage.join("acks.ndjson")).unwrap_or_default();
+    let recovered = std::fs::read_to_string(stage.join("dump-1.json")).ok();
     // A race's racers each keep a journal of their own (acks-rN.ndjson).
-    let racers: Vec<(u32, String)> =
-        (0..).map_while(|r| Some((r, std::fs::read_to_string(dest.join(format!("acks-r{r}.ndjson"))).ok()?))).collect();
-    let times = crate::times::Times::read(dest);
+    let racers: Vec<(u32, String)> = (0..)
+        .map_while(|r| Some((r, std::fs::read_to_string(stage.join(format!("acks-r{r}.ndjson"))).ok()?)))
+        .collect();
+    let times = crate::times::Times::read(stage);
     let page = crate::report::timeline::Page {
         result,
         trace,
@@ -190,7 +200,7 @@ fn write_timeline(result: &mut CellResult, trace: Option<&crate::report::Trace>,
     };
     let html = crate::report::timeline::render(&page);
     let path = dest.join("timeline.html");
-    match std::fs::write(&path, html) {
+    match std::fs::write(stage.join("timeline.html"), html) {
         Ok(()) => result.kept.timeline = Some(path.display().to_string()),
         Err(e) => result.details.push(format!("could not write {}: {e}", path.display())),
     }
