@@ -281,6 +281,10 @@ pub fn main() -> i32 {
         Ok(cli) => cli,
         Err(e) => return clap_error(e),
     };
+    if matches!(cli.command, Command::Run(_) | Command::Audit(_) | Command::ChildCheck(_)) {
+        // From the main thread, before any other: where every child goes.
+        crate::harness::contain();
+    }
     let outcome = match cli.command {
         Command::Run(a) => cmd_run(*a),
         Command::List(a) => cmd_list(a),

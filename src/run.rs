@@ -256,6 +256,8 @@ pub fn report(ctx: &Context, facts: RunFacts, results: Vec<CellResult>) -> Repor
         ci: crate::report::CiRun::from_env(),
         start_folder: facts.start_folder.display().to_string(),
         launcher: launcher_said(ctx),
+        containment: Some(crate::harness::contain::in_force().describe()),
+        escaped: crate::harness::escaped(),
         known_file: None,
         known_findings: vec![],
         new_only: false,

@@ -9,6 +9,7 @@ mod ci_install;
 mod cli;
 mod common;
 mod confirm;
+mod containment;
 mod docs;
 mod evidence;
 mod example_mutants;

@@ -190,7 +190,8 @@ impl Checker<'_> {
         let stderr = dir.join(format!("{label}.stderr"));
         let launch = Launch { args: &args.to_args(), home: &s.home, trial: dir, stdout: None, stderr: Some(&stderr) };
         let mut running = l.spawn(&launch, self.deadline).map_err(|e| e.to_string())?;
-        let pid = running.pid();
+        // What its ready record names: its pid in the run's namespace.
+        let pid = running.own_pid();
         match running.wait_until(Instant::now() + self.deadline) {
             Ok(exit) => Ok((exit, pid)),
             Err(cut) => Err(format!("`{label}` in {} did not end: {cut}", dir.display())),

@@ -50,6 +50,7 @@ pub const KNOWN: &[Known] = &[
     known("syscall-determinism", "tracing, on x86_64 or aarch64"),
     known("fork-server", "a child that lists `fork-server`"),
     known("warm-pool", "a child that lists `warm-pool`"),
+    known("own-group", READY),
 ];
 
 /// The check called `name`, if it is known.

@@ -19,7 +19,8 @@
 //! [`config`] (the config home), [`sampling`] (acks against a stopped
 //! child's store), [`determinism`] (one operation recorded twice, its
 //! system calls compared), [`forkserver`] (a fork server's forks against exec) and
-//! [`warmpool`] (a warm pool's processes against exec, each used once).
+//! [`warmpool`] (a warm pool's processes against exec, each used once) and
+//! [`contained`] (no process left its group).
 
 mod append;
 mod batch;
@@ -27,6 +28,7 @@ mod checker;
 mod claim;
 mod clauses;
 mod config;
+mod contained;
 mod determinism;
 mod effects;
 mod forkserver;
@@ -91,7 +93,7 @@ type Step = (&'static [&'static str], fn(&mut Checker, &crashcells_protocol::Rea
 
 /// The steps after `append`, in the order they run: a store an earlier
 /// step left is one the `dump` checks read.
-fn steps() -> [Step; 12] {
+fn steps() -> [Step; 13] {
     const CLAIMS: &[&str] = &["park", "claim-barrier", "claim-exit-codes", "claim-state"];
     const ROTATES: &[&str] = &["rotate", "rotate-state"];
     [
@@ -107,6 +109,8 @@ fn steps() -> [Step; 12] {
         (&["syscall-determinism"], |c, _| c.syscall_determinism()),
         (&["fork-server"], |c, r| c.fork_server(r)),
         (&["warm-pool"], |c, r| c.warm_pool(r)),
+        // Last: it names what every earlier step's operations left behind.
+        (&[contained::OWN_GROUP], |c, _| c.own_group()),
     ]
 }
 

@@ -235,6 +235,7 @@ impl ForkServer {
         let mut st = self.shared.lock();
         st.watched.remove(&pid.as_raw());
         st.exits.remove(&pid.as_raw());
+        st.outer.retain(|_, outer| *outer != pid.as_raw());
     }
 }
 
@@ -318,6 +319,7 @@ fn keep(cmd: Command, shared: &Shared, tx: &std::sync::mpsc::Sender<std::io::Res
         }
     };
     let pgid = Pid::from_raw(child.id() as i32);
+    shared.lock().server = Some(child.id());
     let why = read_lines(stdout, shared);
     if why.is_some() {
         // A server that breaks the protocol is not trusted with another fork.
@@ -332,7 +334,7 @@ fn keep(cmd: Command, shared: &Shared, tx: &std::sync::mpsc::Sender<std::io::Res
 
 /// The server, its stdin made non-blocking, and its stdout.
 fn spawn_server(mut cmd: Command) -> std::io::Result<(Child, ChildStdin, ChildStdout)> {
-    let mut child = cmd.spawn()?;
+    let mut child = super::contain::spawn(&mut cmd)?;
     let pipes = match (child.stdin.take(), child.stdout.take()) {
         (Some(stdin), Some(stdout)) => nonblocking(&stdin).map(|()| (stdin, stdout)),
         _ => Err(std::io::Error::other("the server's pipes were not made")),

@@ -96,6 +96,11 @@ pub(super) struct State {
     /// Forked processes whose handle is alive: their `exit` lines are kept.
     pub(super) watched: HashSet<i32>,
     pub(super) exits: HashMap<i32, Exit>,
+    /// The server's pid (the driver's), where its forks are looked for.
+    pub(super) server: Option<u32>,
+    /// The driver's pid of each watched process, by the pid its server
+    /// names it with (they differ in the run's pid namespace).
+    pub(super) outer: HashMap<i32, i32>,
     /// Why the channel ended, once it did.
     pub(super) ended: Option<String>,
 }
@@ -153,12 +158,18 @@ impl Shared {
             (false, _) | (true, Line::ForkServer { .. }) => {
                 return Err(format!("it wrote {} out of turn", crate::journal::snippet(text.as_bytes())));
             }
-            (true, Line::Forked { id, pid }) => {
+            (true, Line::Forked { id, pid: named }) => {
+                let Some(pid) = super::contain::outer_pid(named, st.server) else {
+                    return Err(format!(
+                        "its `forked` line names process {named}, which is not in the run's namespace"
+                    ));
+                };
                 if st.abandoned.remove(&id) {
                     // Nobody waits for it: it must not stay stopped until the server ends.
                     let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
                 } else {
                     st.watched.insert(pid);
+                    st.outer.insert(named, pid);
                     st.replies.insert(id, Ok(pid));
                 }
             }
@@ -170,7 +181,8 @@ impl Shared {
             (true, Line::Refused { id: None, error }) => {
                 return Err(format!("it refused a request it could not read: {error}"));
             }
-            (true, Line::Exit { pid, code, signal }) => {
+            (true, Line::Exit { pid: named, code, signal }) => {
+                let pid = st.outer.get(&named).copied().unwrap_or(named);
                 let exit = match (code, signal) {
                     (Some(c), None) => Exit::Code(c),
                     (None, Some(s)) => Exit::Signal(s),

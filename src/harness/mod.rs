@@ -15,6 +15,9 @@
 //! - [`watchdog`]: the deadline of a traced child, kept from a thread of its own;
 //! - [`reap`]: killing a group, reaping it, classifying the exit, and
 //!   checking that nothing of the group is left;
+//! - [`contain`]: the run's process container (a PID namespace whose init
+//!   dies with the driver, or the subreaper), the pids a process sees of
+//!   itself there, and the processes that escape their group, named;
 //! - [`interrupt`]: `SIGINT`/`SIGTERM`, which every wait looks at;
 //! - [`forkserver`]: a child's optional fork server, started once, forking
 //!   a process per operation, over the lines of [`forkwire`], kept by
@@ -32,6 +35,7 @@
 //! itself killed leaves nothing running.
 
 pub mod command;
+pub mod contain;
 mod fault;
 pub mod forkserver;
 mod forkwire;
@@ -53,6 +57,7 @@ mod watchdog;
 use std::time::Duration;
 
 pub use command::ChildCommand;
+pub use contain::{Containment, contain, escaped};
 pub use forkserver::{FORK_SERVER, ForkServer};
 pub use forkwire::ForkError;
 pub use interrupt::{catch_interrupts, interrupted};

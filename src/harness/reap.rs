@@ -110,6 +110,7 @@ pub(super) fn reap_group(pgid: Pid) -> bool {
             }
         }
         if !group_alive(pgid) {
+            super::contain::sweep();
             return false;
         }
         if Instant::now() >= end {
@@ -155,7 +156,7 @@ pub fn reap_leftovers(grace: Duration) -> usize {
 
 /// The processes whose parent is `parent`, read from `/proc/<pid>/stat`
 /// (its fourth field, after the command's closing parenthesis).
-fn children_of(parent: u32) -> Vec<u32> {
+pub(super) fn children_of(parent: u32) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
     dir.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())

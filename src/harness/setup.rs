@@ -31,7 +31,7 @@ pub(super) fn prepare(
         cmd.stderr(std::fs::File::create(path)?);
     }
     cmd.process_group(0);
-    let parent = std::process::id() as libc::pid_t;
+    let parent = super::contain::parent_as_seen();
     // SAFETY: prctl, getppid and _exit are async-signal-safe and touch no
     // memory of the parent; `then` must be too (it is checked where given).
     unsafe {
@@ -50,10 +50,10 @@ pub(super) fn prepare(
     Ok(())
 }
 
-/// Becomes the subreaper once per process, before the first child.
+/// Makes sure a container is in force before the first child: the
+/// namespace the driver made at start, or the subreaper.
 pub(super) fn ensure_subreaper() {
-    static SUBREAPER: std::sync::Once = std::sync::Once::new();
-    SUBREAPER.call_once(become_subreaper);
+    super::contain::in_force();
 }
 
 /// Makes this process the reaper of its orphaned descendants, so that a

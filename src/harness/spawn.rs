@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
+use super::contain::own_pid;
 use super::forkserver::Forked;
 use super::reap::{group_alive, reap_group};
 use super::setup::{prepare, stderr_tail};
@@ -49,6 +50,9 @@ enum Proc {
 pub struct Running {
     proc: Proc,
     pgid: Pid,
+    /// Its pid as it sees itself (in the run's pid namespace), read while
+    /// it lives: what its ready record names.
+    own: u32,
     stderr: Option<PathBuf>,
     exit: Option<Exit>,
     /// True once `kill_and_reap` has dealt with the group, whatever it found.
@@ -60,27 +64,55 @@ impl Running {
     /// `stderr` (if given) and the parent-death signal set before exec.
     pub fn spawn(mut cmd: Command, stderr: Option<&Path>) -> std::io::Result<Running> {
         prepare(&mut cmd, stderr, || Ok(()))?;
-        let child = cmd.spawn()?;
+        let child = super::contain::spawn(&mut cmd)?;
         let pgid = Pid::from_raw(child.id() as i32);
-        Ok(Running { proc: Proc::Exec(child), pgid, stderr: stderr.map(Path::to_path_buf), exit: None, reaped: false })
+        Ok(Running {
+            proc: Proc::Exec(child),
+            pgid,
+            own: own_pid(pgid.as_raw() as u32),
+            stderr: stderr.map(Path::to_path_buf),
+            exit: None,
+            reaped: false,
+        })
     }
 
     /// A child the driver exec'd ahead of need (a warm process), confirmed
     /// stopped and fresh and just continued; it leads its own group.
     pub(super) fn started(child: Child, stderr: Option<&Path>) -> Running {
         let pgid = Pid::from_raw(child.id() as i32);
-        Running { proc: Proc::Exec(child), pgid, stderr: stderr.map(Path::to_path_buf), exit: None, reaped: false }
+        Running {
+            proc: Proc::Exec(child),
+            pgid,
+            own: own_pid(pgid.as_raw() as u32),
+            stderr: stderr.map(Path::to_path_buf),
+            exit: None,
+            reaped: false,
+        }
     }
 
     /// A forked process that the driver confirmed stopped and fresh, and has
     /// just continued; it leads its own group.
     pub(super) fn forked(forked: Forked, stderr: Option<&Path>) -> Running {
         let pgid = forked.pid();
-        Running { proc: Proc::Forked(forked), pgid, stderr: stderr.map(Path::to_path_buf), exit: None, reaped: false }
+        Running {
+            proc: Proc::Forked(forked),
+            pgid,
+            own: own_pid(pgid.as_raw() as u32),
+            stderr: stderr.map(Path::to_path_buf),
+            exit: None,
+            reaped: false,
+        }
     }
 
     pub fn pid(&self) -> u32 {
         self.pgid.as_raw() as u32
+    }
+
+    /// The pid the child has in its own namespace: the one it says of
+    /// itself (a ready record's), which differs from [`Running::pid`] in
+    /// the run's pid namespace.
+    pub fn own_pid(&self) -> u32 {
+        self.own
     }
 
     /// The exit, if the child has ended (reaping it, or reading the end its

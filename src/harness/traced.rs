@@ -156,7 +156,7 @@ impl Traced {
         })
         .map_err(|e| TraceError::Io(format!("child stderr: {e}")))?;
         let affinity = pin_round_robin();
-        let child = cmd.spawn().inspect_err(|_| restore_affinity(&affinity));
+        let child = super::contain::spawn(&mut cmd).inspect_err(|_| restore_affinity(&affinity));
         let child = child.map_err(|e| match e.raw_os_error() {
             Some(n) => TraceError::from_errno("tracing the child (PTRACE_TRACEME, seccomp)", Errno::from_raw(n)),
             None => TraceError::Io(format!("spawn: {e}")),

@@ -398,7 +398,7 @@ impl Keeper {
         let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.stderr)?;
         cmd.stderr(log);
         prepare(&mut cmd, None, || Ok(()))?;
-        let mut child = cmd.spawn()?;
+        let mut child = super::contain::spawn(&mut cmd)?;
         match (child.stdin.take(), child.stdout.take()) {
             (Some(stdin), Some(stdout)) => {
                 Ok(Pending { child, stdin, stdout, read: Vec::new(), until: Instant::now() + self.deadline })
@@ -460,7 +460,8 @@ impl Keeper {
         }
         if let Some(end) = p.read.iter().position(|&b| b == b'\n') {
             let text = String::from_utf8_lossy(&p.read[..end]).into_owned();
-            check_line(&text, pid).map_err(|why| format!("warm pool: process {pid} of `{command} warm-pool` {why}"))?;
+            check_line(&text, super::contain::own_pid(pid as u32) as i32)
+                .map_err(|why| format!("warm pool: process {pid} of `{command} warm-pool` {why}"))?;
             let p = self.pending.remove(i);
             let warm = Warm {
                 child: Some(p.child),

@@ -164,6 +164,9 @@ fn where_to_start(out: &mut String, r: &CellResult) {
     }
 }
 
+/// How a report's `containment` starts when a pid namespace was in force.
+const NAMESPACE: &str = "a pid namespace";
+
 fn summary(out: &mut String, report: &Report) {
     let s = &report.summary;
     let _ = write!(
@@ -187,6 +190,14 @@ fn summary(out: &mut String, report: &Report) {
     }
     out.push_str(")\n");
     let _ = writeln!(out, "store: {}", report.store());
+    // The namespace is the norm; the fallback is news (what a SIGKILL of
+    // the driver would leave running).
+    if let Some(c) = report.containment.as_deref().filter(|c| !c.starts_with(NAMESPACE)) {
+        let _ = writeln!(out, "containment: {c}");
+    }
+    for e in &report.escaped {
+        let _ = writeln!(out, "escaped: {e}");
+    }
     for line in super::words::not_durable(report) {
         let _ = writeln!(out, "power loss: {line}");
     }

@@ -285,6 +285,8 @@ mod tests {
             ci: None,
             start_folder: String::new(),
             launcher: None,
+            containment: None,
+            escaped: vec![],
             known_file: None,
             known_findings: vec![],
             new_only: false,

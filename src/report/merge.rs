@@ -155,6 +155,9 @@ fn combine(parts: Vec<Report>) -> Report {
     whole.start_folder = joined(parts.iter().map(|p| p.start_folder.as_str()));
     let launchers = joined(parts.iter().filter_map(|p| p.launcher.as_deref()));
     whole.launcher = (!launchers.is_empty()).then_some(launchers);
+    let containments = joined(parts.iter().filter_map(|p| p.containment.as_deref()));
+    whole.containment = (!containments.is_empty()).then_some(containments);
+    whole.escaped = parts.iter().flat_map(|p| p.escaped.iter().cloned()).collect();
     let (file, findings) = known_of(&parts);
     whole.judge_known(file, findings);
     whole.recount();
@@ -211,6 +214,8 @@ mod tests {
             ci: None,
             start_folder: String::new(),
             launcher: None,
+            containment: None,
+            escaped: vec![],
             known_file: None,
             known_findings: vec![],
             new_only: false,

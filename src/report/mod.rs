@@ -418,6 +418,16 @@ pub struct Report {
     /// repro reruns the result with the pool or without it alike.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launcher: Option<String>,
+    /// What contained the run's processes (docs/design/processes.md,
+    /// "Containment"): a pid namespace, or the driver as subreaper and why
+    /// not a namespace; absent in reports written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub containment: Option<String>,
+    /// Each process that left its process group and outlived its operation
+    /// (a daemon, a `setsid` grandchild: PROTOCOL.md forbids both), named
+    /// and killed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub escaped: Vec<String>,
     /// The known-findings file the fires were judged against (`--known`),
     /// as it was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,0 +1,313 @@
+//! The run's process container: where every child runs, so that nothing a
+//! child starts outlives the run, and what a process that escapes its
+//! group is called.
+//!
+//! Crash model: the driver kills a child's whole process group, and a
+//! process that left the group (`setsid`, a daemon's double fork) is out of
+//! that `SIGKILL`'s reach. So every child runs in a PID namespace the run
+//! owns: its pid 1 is a tiny init the driver forks from its main thread at
+//! start (each spawn enters the namespace, [`spawn`]), which carries the parent-death signal (it fires when the thread
+//! that forked it ends: the main thread lives as long as the driver) and
+//! reaps orphans. When the driver dies, even by `SIGKILL`, init dies, and
+//! the kernel kills every process of the namespace. Where a namespace
+//! cannot be made (no `CAP_SYS_ADMIN`), the driver is the subreaper of what
+//! its children leave, as before, and the run says so.
+//!
+//! Inside the namespace a process sees other pids than the driver does:
+//! [`own_pid`] is the pid a process says of itself (a ready record's, a
+//! warm line's), [`outer_pid`] turns a pid a fork server names back into
+//! the driver's. Nothing else compares the two.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
+use std::process::{Child, Command};
+use std::sync::{Mutex, OnceLock};
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+
+/// The environment variable that asks for the fallback (`subreaper`), so
+/// that a test can show what a run without a namespace does and says.
+pub const CONTAIN_ENV: &str = "CRASHCELLS_CONTAIN";
+
+/// The container in force for this process's children.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Containment {
+    /// A PID namespace whose pid 1 (`init`, in the driver's pids) dies with
+    /// the driver; `ns` is the namespace's inode.
+    Namespace { init: i32, ns: u64 },
+    /// No namespace: the driver is the subreaper of what its children
+    /// leave, and kills it as it exits; `why` says why not a namespace.
+    Subreaper { why: String },
+}
+
+impl Containment {
+    /// In a report's words.
+    pub fn describe(&self) -> String {
+        match self {
+            Containment::Namespace { .. } => "a pid namespace (every process of the run dies with the driver)".into(),
+            Containment::Subreaper { why } => format!(
+                "the driver as subreaper (no pid namespace: {why}; a process that leaves its group outlives a \
+                 driver killed by SIGKILL)"
+            ),
+        }
+    }
+}
+
+static IN_FORCE: OnceLock<Containment> = OnceLock::new();
+
+/// Makes the run's container, once, from the main thread before any other
+/// thread exists (threads started later inherit where their children go):
+/// a PID namespace, or the subreaper when the kernel refuses one.
+pub fn contain() -> &'static Containment {
+    IN_FORCE.get_or_init(|| {
+        let made = match std::env::var(CONTAIN_ENV).as_deref() {
+            Ok("subreaper") => Err(format!("{CONTAIN_ENV}=subreaper")),
+            _ => make_namespace(),
+        };
+        made.unwrap_or_else(|why| {
+            super::become_subreaper();
+            Containment::Subreaper { why }
+        })
+    })
+}
+
+/// The container in force: the subreaper for a process that never asked
+/// for a namespace (a library caller, a unit test).
+pub fn in_force() -> &'static Containment {
+    IN_FORCE.get_or_init(|| {
+        super::become_subreaper();
+        Containment::Subreaper { why: "not asked for".into() }
+    })
+}
+
+/// Unshares the PID namespace for the main thread's children and forks its
+/// init; on failure, the main thread's children stay in the driver's own.
+fn make_namespace() -> Result<Containment, String> {
+    let own: OwnedFd = std::fs::File::open("/proc/self/ns/pid").map_err(|e| format!("/proc/self/ns/pid: {e}"))?.into();
+    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
+    // SAFETY: a plain syscall on the calling thread.
+    if unsafe { libc::unshare(libc::CLONE_NEWPID) } != 0 {
+        return Err(format!("unshare(CLONE_NEWPID): {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: the child runs only async-signal-safe calls and never returns.
+    match unsafe { libc::fork() } {
+        0 => init_main(&read, &write),
+        -1 => {
+            let e = std::io::Error::last_os_error();
+            setns(&own).map_err(|e| format!("back to its own pid namespace: {e}"))?;
+            Err(format!("forking its init: {e}"))
+        }
+        init => {
+            // The main thread starts threads: its children stay in its own
+            // namespace, and each spawn enters the run's ([`spawn`]).
+            setns(&own).map_err(|e| format!("back to its own pid namespace: {e}"))?;
+            drop(read);
+            // Held open until the driver ends: its end is init's signal that
+            // the driver died before init's parent-death signal was set.
+            std::mem::forget(write);
+            let into: OwnedFd = std::fs::File::open(format!("/proc/{init}/ns/pid"))
+                .map_err(|e| format!("its init's namespace: {e}"))?
+                .into();
+            let ns = std::fs::metadata(format!("/proc/{init}/ns/pid")).map_err(|e| format!("its init: {e}"))?.ino();
+            let _ = DOORS.set((into, own));
+            Ok(Containment::Namespace { init, ns })
+        }
+    }
+}
+
+/// Pid 1 of the run's namespace: dies with the driver (its death signal,
+/// or the end of the pipe if the driver died first) and reaps every orphan
+/// the namespace's processes leave, until then. Async-signal-safe only: it
+/// runs in a fork of the driver.
+fn init_main(read: &OwnedFd, write: &OwnedFd) -> ! {
+    let r = read.as_raw_fd();
+    // SAFETY: prctl, close, poll, sigprocmask, sigtimedwait, waitpid and
+    // _exit are async-signal-safe; nothing allocates.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        libc::prctl(libc::PR_SET_NAME, c"crashcells-init".as_ptr());
+        for fd in 0..1024 {
+            if fd != r && fd != write.as_raw_fd() {
+                libc::close(fd);
+            }
+        }
+        libc::close(write.as_raw_fd());
+        let mut chld: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut chld);
+        libc::sigaddset(&mut chld, libc::SIGCHLD);
+        libc::sigprocmask(libc::SIG_BLOCK, &chld, std::ptr::null_mut());
+        let second = libc::timespec { tv_sec: 1, tv_nsec: 0 };
+        loop {
+            while libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) > 0 {}
+            let mut fds = libc::pollfd { fd: r, events: libc::POLLIN, revents: 0 };
+            if libc::poll(&mut fds, 1, 0) != 0 {
+                libc::_exit(0); // the driver is gone
+            }
+            libc::sigtimedwait(&chld, std::ptr::null_mut(), &second);
+        }
+    }
+}
+
+/// The namespace's descriptor and the driver's own, held for the run:
+/// a spawn enters the one and comes back to the other.
+static DOORS: OnceLock<(OwnedFd, OwnedFd)> = OnceLock::new();
+
+/// Spawns `cmd` in the run's namespace. A thread's children go where its
+/// `pid_for_children` says, but a thread whose `pid_for_children` is not
+/// its own namespace cannot start a thread (`clone` refuses it with
+/// `EINVAL`): so the calling thread enters the namespace for the spawn
+/// alone, and comes back.
+pub(super) fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
+    let Some((into, back)) = DOORS.get().filter(|_| matches!(in_force(), Containment::Namespace { .. })) else {
+        return cmd.spawn();
+    };
+    setns(into)?;
+    let spawned = cmd.spawn();
+    // Entering one's own active namespace is always allowed.
+    setns(back)?;
+    spawned
+}
+
+fn setns(fd: &OwnedFd) -> std::io::Result<()> {
+    // SAFETY: setns on the calling thread, with a descriptor we hold.
+    if unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWPID) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The pid a child's `getppid()` returns while the driver lives: the
+/// driver's own, or 0 inside the namespace (its parent is outside it).
+pub(super) fn parent_as_seen() -> libc::pid_t {
+    match in_force() {
+        Containment::Namespace { .. } => 0,
+        Containment::Subreaper { .. } => std::process::id() as libc::pid_t,
+    }
+}
+
+/// The pid process `pid` (the driver's) has in its own namespace: the last
+/// of `/proc/PID/status`'s `NSpid`; `pid` itself where there is none.
+pub fn own_pid(pid: u32) -> u32 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    ns_pids(&status).and_then(|p| p.last().copied()).unwrap_or(pid)
+}
+
+fn ns_pids(status: &str) -> Option<Vec<u32>> {
+    let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+    line.split_whitespace().map(|p| p.parse().ok()).collect()
+}
+
+/// The driver's pid of the process `inner` names in the run's namespace,
+/// looked for among `parent`'s children first (a fork server's forks), then
+/// in all of `/proc`; `inner` itself without a namespace, `None` if no
+/// process of the namespace has it.
+pub(super) fn outer_pid(inner: i32, parent: Option<u32>) -> Option<i32> {
+    let Containment::Namespace { ns, .. } = in_force() else { return Some(inner) };
+    let is_it = |pid: u32| {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let in_ns = std::fs::metadata(format!("/proc/{pid}/ns/pid")).is_ok_and(|m| m.ino() == *ns);
+        in_ns && ns_pids(&status).and_then(|p| p.last().copied()) == Some(inner as u32)
+    };
+    let near = parent.map(children).unwrap_or_default();
+    near.into_iter().chain(all_pids()).find(|&p| is_it(p)).map(|p| p as i32)
+}
+
+/// The children of `pid`, from each of its threads' `children` list.
+fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+    let lists: Vec<String> =
+        tasks.flatten().map(|t| std::fs::read_to_string(t.path().join("children")).unwrap_or_default()).collect();
+    lists.iter().flat_map(|l| l.split_whitespace()).filter_map(|p| p.parse().ok()).collect()
+}
+
+fn all_pids() -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect()
+}
+
+/// A process that left the session of the driver's children (`setsid`)
+/// and was orphaned: out of reach of its group's `SIGKILL`, and named.
+static ESCAPED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Names and kills every orphan of the run (init's children, or the
+/// subreaper's) that left the session its group started in: a daemon, a
+/// `setsid` grandchild. Called after each group is reaped, when what the
+/// group left has been handed to the reaper.
+pub(super) fn sweep() {
+    let (reaper, driver_sid) = match in_force() {
+        Containment::Namespace { init, .. } => (*init as u32, sid(std::process::id())),
+        Containment::Subreaper { .. } => (std::process::id(), sid(std::process::id())),
+    };
+    let Some(driver_sid) = driver_sid else { return };
+    let orphans = match in_force() {
+        Containment::Namespace { .. } => children(reaper),
+        Containment::Subreaper { .. } => super::reap::children_of(reaper),
+    };
+    for pid in orphans {
+        let Some(s) = sid(pid) else { continue };
+        if s == driver_sid {
+            continue;
+        }
+        let said = format!(
+            "process {} (`{}`) left its process group (a new session, {s}) and outlived its operation; killed",
+            own_pid(pid),
+            command_line(pid)
+        );
+        let raw = Pid::from_raw(pid as i32);
+        let _ = killpg(raw, Signal::SIGKILL);
+        let _ = kill(raw, Signal::SIGKILL);
+        let _ = nix::sys::wait::waitpid(raw, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
+        let mut seen = ESCAPED.lock().unwrap_or_else(|p| p.into_inner());
+        if !seen.contains(&said) {
+            seen.push(said);
+        }
+    }
+}
+
+/// Every escaped process named so far, in the order seen.
+pub fn escaped() -> Vec<String> {
+    ESCAPED.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+/// The session of `pid`: `/proc/PID/stat`'s sixth field, after the
+/// command's closing parenthesis.
+fn sid(pid: u32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// A process's command line, its arguments spaced, cut to a line.
+fn command_line(pid: u32) -> String {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let words: Vec<String> =
+        raw.split(|&b| b == 0).filter(|w| !w.is_empty()).map(|w| String::from_utf8_lossy(w).into_owned()).collect();
+    let line = words.join(" ");
+    if line.chars().count() > 120 { format!("{}…", line.chars().take(120).collect::<String>()) } else { line }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_processes_own_pid_is_the_last_of_its_ns_pids() {
+        assert_eq!(ns_pids("Name:\tx\nNSpid:\t4012\t7\n"), Some(vec![4012, 7]));
+        assert_eq!(ns_pids("Name:\tx\n"), None);
+        assert_eq!(own_pid(std::process::id()), std::process::id());
+    }
+
+    #[test]
+    fn a_session_is_read_from_the_stat() {
+        // SAFETY: getsid on ourselves.
+        let ours = unsafe { libc::getsid(0) };
+        assert_eq!(sid(std::process::id()), Some(ours));
+    }
+
+    #[test]
+    fn without_a_namespace_a_pid_is_its_own() {
+        assert!(matches!(in_force(), Containment::Subreaper { .. }));
+        assert_eq!(outer_pid(42, None), Some(42));
+        assert_eq!(parent_as_seen(), std::process::id() as libc::pid_t);
+    }
+}

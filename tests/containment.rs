@@ -1,0 +1,128 @@
+//! The run's process container (issue 50, item 1): a child that daemonizes
+//! a grandchild (`setsid`) leaves nothing running after a `SIGKILL` of the
+//! driver, and a run or `child-check` names the process that left its group.
+//!
+//! The mutant is the reference store behind a shell script that first
+//! starts `sleep 300` in a session of its own, holding a log of the test
+//! open: a scan of `/proc` for that log finds exactly its daemons.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::common::{bin, scratch};
+
+/// Writes the daemonizing child into `dir`: its `--child` line and the log
+/// its daemons hold open.
+fn daemonizing_child(dir: &Path) -> (String, PathBuf) {
+    let log = dir.join("daemons.log");
+    let script = dir.join("daemonizing.sh");
+    let text = format!(
+        "#!/bin/sh\nsetsid sleep 300 </dev/null >>'{}' 2>&1 &\nexec '{}' child \"$@\"\n",
+        log.display(),
+        env!("CARGO_BIN_EXE_crashcells")
+    );
+    std::fs::write(&script, text).unwrap();
+    (format!("sh {}", script.display()), log)
+}
+
+/// Live processes that hold `file` open.
+fn holding(file: &Path) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return false };
+            fds.flatten().any(|fd| std::fs::read_link(fd.path()).is_ok_and(|p| p == file))
+        })
+        .collect()
+}
+
+fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cond()
+}
+
+#[test]
+fn a_driver_killed_with_sigkill_leaves_no_daemon_of_its_child() {
+    let dir = scratch();
+    let (child, log) = daemonizing_child(dir.path());
+    let mut driver = bin()
+        .args(["run", "--child", &child, "--cell", "1", "--leg", "default", "--kill", "timed", "--trials", "100000"])
+        .args(["--fork-server", "off", "--workdir"])
+        .arg(dir.path())
+        .arg("--evidence")
+        .arg(dir.path().join("evidence"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = eventually(Duration::from_secs(30), || holding(&log).len() >= 2);
+    driver.kill().unwrap(); // SIGKILL: no handler of the driver runs
+    driver.wait().unwrap();
+    assert!(started, "no daemon of the child appeared");
+    let gone = eventually(Duration::from_secs(10), || holding(&log).is_empty());
+    assert!(gone, "daemons left after the driver's SIGKILL: {:?}", holding(&log));
+}
+
+/// A normal run names the process that left its group, in its JSON report
+/// and its human one, with the namespace or, asked for the fallback, the
+/// subreaper, which the report then names too.
+#[test]
+fn a_run_names_the_process_that_left_its_group() {
+    for contain in ["", "subreaper"] {
+        let dir = scratch();
+        let (child, log) = daemonizing_child(dir.path());
+        let out = bin()
+            .args(["run", "--child", &child, "--cell", "1", "--leg", "default", "--kill", "timed", "--trials", "1"])
+            .args(["--fork-server", "off", "--format", "json", "--workdir"])
+            .arg(dir.path())
+            .arg("--evidence")
+            .arg(dir.path().join("evidence"))
+            .env("CRASHCELLS_CONTAIN", contain)
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        let escaped = report["escaped"].as_array().cloned().unwrap_or_default();
+        assert!(
+            escaped.iter().any(|e| e.as_str().is_some_and(|e| e.contains("(`sleep 300`) left its process group"))),
+            "{contain}: {escaped:?}"
+        );
+        let containment = report["containment"].as_str().unwrap_or_default();
+        let expected = if contain.is_empty() { "a pid namespace" } else { "the driver as subreaper" };
+        assert!(containment.starts_with(expected), "{containment}");
+        assert!(holding(&log).is_empty(), "{contain}: daemons left: {:?}", holding(&log));
+    }
+}
+
+#[test]
+fn child_check_fails_a_child_whose_process_leaves_its_group() {
+    let dir = scratch();
+    let (child, _) = daemonizing_child(dir.path());
+    let out = bin()
+        .args(["child-check", "--child", &child, "--only", "own-group", "--format", "json", "--workdir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let check = report["checks"].as_array().unwrap().iter().find(|c| c["check"] == "own-group").cloned().unwrap();
+    assert_eq!(check["status"], "fail", "{check}");
+    assert!(check["detail"].as_str().unwrap().contains("(`sleep 300`) left its process group"), "{check}");
+    // The reference store keeps to its group.
+    let out = bin()
+        .args(["child-check", "--only", "own-group", "--format", "json", "--workdir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let check = report["checks"].as_array().unwrap().iter().find(|c| c["check"] == "own-group").cloned().unwrap();
+    assert_eq!(check["status"], "ok", "{check}");
+    assert!(check["detail"].as_str().unwrap().contains("a pid namespace"), "{check}");
+}
