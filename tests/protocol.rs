@@ -309,7 +309,7 @@ fn checks(report: &Value) -> Vec<(String, String, String)> {
 }
 
 /// Every check docs/PROTOCOL.md §7 names, in its order.
-const EVERY_CHECK: [&str; 30] = [
+const EVERY_CHECK: [&str; 31] = [
     "ready",
     "protocol-version",
     "ready-fields",
@@ -340,6 +340,7 @@ const EVERY_CHECK: [&str; 30] = [
     "syscall-determinism",
     "fork-server",
     "warm-pool",
+    "own-group",
 ];
 
 #[test]

@@ -193,6 +193,10 @@ pub(crate) fn settings(dir: &Path, report: &Report) -> insta::Settings {
     if !report.os.is_empty() {
         s.add_filter(&regex::escape(&report.os), "[OS]");
     }
+    // What contained the run's processes: a pid namespace where the tests
+    // may make one, the subreaper where they may not.
+    s.add_filter(r#""containment": "[^"]*""#, r#""containment": "[CONTAINMENT]""#);
+    s.add_filter(r"(?m)^containment: .*\n", "");
     // The folder the tests run in: the checkout, wherever it is.
     s.add_filter(r#""start_folder": "[^"]*""#, r#""start_folder": "[START]""#);
     s.add_filter(&format!(r"\b{}\b", regex::escape(&report.crashcells_version)), "[VERSION]");

@@ -99,7 +99,9 @@ impl ForkServer {
             command,
             keeper: Mutex::new(Some(keeper)),
         };
-        if let Err(e) = server.await_hello(deadline).and_then(one_thread) {
+        // The server's own pid, not its line's: in the run's pid namespace
+        // the line names the pid the server sees of itself.
+        if let Err(e) = server.await_hello(deadline).and_then(|_| one_thread(server.pid())) {
             // Not worth the grace a healthy server gets to exit on its own.
             let _ = killpg(server.pgid, Signal::SIGKILL);
             return Err(e);
