@@ -130,12 +130,16 @@ fn torn_and_fault_are_opt_in_and_a_point_with_nothing_to_fail_is_skipped() {
     let (_, report) = run_json(&["run", "--cell", "1", "--leg", "delete", "--points", "1", "--seed", "44"], dir.path());
     let kills: Vec<_> = report["results"].as_array().unwrap().iter().map(|r| r["kill"].clone()).collect();
     assert_eq!(kills, ["timed", "syscall"]);
-    // The last kill point of a sweep is the child's own end: no call at all.
-    let Some((_, r)) =
-        one(&["run", "--cell", "1", "--leg", "delete", "--kill", "fault", "--seed", "44", "--point", "9999"])
-    else {
+    // A point past the plan is refused, naming the plan's range; its last
+    // point is the child's own end: no call at all, nothing to fail.
+    let fault = ["run", "--cell", "1", "--leg", "delete", "--kill", "fault", "--seed", "44", "--point"];
+    let Some((_, r)) = one(&[&fault[..], &["9999"]].concat()) else {
         return;
     };
+    let outside = r["reason"].as_str().unwrap();
+    assert_eq!(r["verdict"], "error", "{r:#}");
+    let last = outside.rsplit(" to ").next().and_then(|n| n.trim().parse::<u64>().ok()).expect(outside);
+    let (_, r) = one(&[&fault[..], &[last.to_string().as_str()]].concat()).unwrap();
     assert_eq!(r["verdict"], "skip", "{r:#}");
     assert!(r["reason"].as_str().unwrap().contains("fault injection fails only writes"), "{r:#}");
 }
