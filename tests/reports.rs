@@ -209,6 +209,8 @@ pub(crate) fn settings(dir: &Path, report: &Report) -> insta::Settings {
     s.add_filter(r"deadline [\d.]+s( to [\d.]+s)?\)", "deadline [DEADLINE])");
     s.add_filter(r#"name="deadline" value="[^"]*""#, r#"name="deadline" value="[DEADLINE]""#);
     s.add_filter(r#""deadline_ms": \d+"#, r#""deadline_ms": "[MS]""#);
+    // An error ended by a deadline names the start it was scaled from.
+    s.add_filter(r"start took [\d.]+s in the preflight", "start took [START] in the preflight");
     // A Markdown `<summary>` is cut at a length that the deadline's own
     // (`30s`, `33.4s`) moves: the stalled child's summary ends where it may.
     s.add_filter(r"stall mutant: [^<]*…</summary>", "stall mutant: […]…</summary>");

@@ -334,3 +334,49 @@ fn every_bad_input_is_one_line_and_exit_2() {
     let child = ["child", "append", "--db", &db, "--acks", &under_file, "--stop-after", "1"];
     fails_with(&child, &[("CRASHCELLS_HOME", home)], &["CRASHCELLS_HOME is not a folder"]);
 }
+
+/// A `dump` that hangs costs its result at most two deadlines, not one per
+/// pass, batch and confirmation (about five before): the batched dump's,
+/// then the first state's alone, which names the state. Its second pass
+/// is not run (the first already failed), its trial is not recovered alone
+/// a third time, and a recorded point is not confirmed by a real kill whose
+/// recovery would hang as well. The error names `--deadline` and the start
+/// it was scaled from.
+#[test]
+fn a_hung_dump_costs_its_result_at_most_two_deadlines() {
+    let dir = scratch();
+    let catalog = crate::common::short_catalog(dir.path());
+    let child = format!("python3 {}/tests/adapters/hung_dump.py", env!("CARGO_MANIFEST_DIR"));
+    let base = ["run", "--child", &child, "--cell", "1", "--leg", "delete", "--seed", "1", "--deadline", "3"];
+    let rest = ["--fork-server", "off", "--warm-pool", "off", "--catalog", catalog.to_str().unwrap()];
+    for kill in [&["--kill", "timed", "--trials", "2"][..], &["--kill", "syscall", "--points", "8"][..]] {
+        let (_, report) = run_json(&[&base[..], kill, &rest[..]].concat(), dir.path());
+        let r = &report["results"][0];
+        let reason = r["reason"].as_str().unwrap_or_default();
+        assert_eq!(r["verdict"], "error", "{r:#}");
+        assert!(reason.contains("recovery pass 1 did not finish within"), "{reason}");
+        assert!(reason.contains("start took") && reason.contains("raise --deadline, now 3s"), "{reason}");
+        // Two deadlines and the result's own work (a short workload, its
+        // kills: seconds); five, as before, would not fit.
+        let (took, deadline) = (r["duration_ms"].as_u64().unwrap(), r["deadline_ms"].as_u64().unwrap());
+        assert!(took < 4 * deadline, "{took} ms at a deadline of {deadline} ms: {r:#}");
+    }
+}
+
+/// A store slow to start (its imports take 1.2 s, every operation exec'd)
+/// under a `--deadline` shorter than its start gets verdicts, not
+/// readiness errors: every wait scales from the start the preflight
+/// measured. The scaled-down stand-in for a framework whose imports take a
+/// minute on a loaded runner.
+#[test]
+fn a_store_slower_to_start_than_the_deadline_gets_verdicts() {
+    let dir = scratch();
+    let catalog = crate::common::short_catalog(dir.path());
+    let child = format!("python3 {}/tests/adapters/slow_import.py", env!("CARGO_MANIFEST_DIR"));
+    let args = ["run", "--child", &child, "--cell", "1", "--leg", "delete", "--seed", "1", "--deadline", "1"];
+    let rest = ["--kill", "timed", "--trials", "1", "--fork-server", "off", "--catalog", catalog.to_str().unwrap()];
+    let (code, report) = run_json(&[&args[..], &rest[..]].concat(), dir.path());
+    let r = &report["results"][0];
+    assert_eq!((code, r["verdict"].as_str(), r["children"].as_str()), (0, Some("pass"), Some("exec")), "{r:#}");
+    assert!(r["deadline_ms"].as_u64().unwrap() > 3 * 1200, "scaled from the start: {r:#}");
+}

@@ -41,7 +41,16 @@ fn preflight_failed(ctx: &Context, e: crate::probe::PreflightError) -> Error {
              reference store's; a --child implements only those it accepts, docs/PROTOCOL.md): {why}"
         ));
     }
-    Error::Child { child, message: e.to_string() }
+    let mut message = e.to_string();
+    if e.timed_out() {
+        // The one wait no start scales yet: say what bounds it.
+        message.push_str(&format!(
+            "; raise --deadline to wait longer (the first start waits {} × --deadline, at least {}s)",
+            crate::pipeline::FIRST_START,
+            crate::pipeline::preflight_deadline(Duration::ZERO).as_secs()
+        ));
+    }
+    Error::Child { child, message }
 }
 
 /// The most children one unit of the run's pool starts together: a race's

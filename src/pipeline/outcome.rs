@@ -331,6 +331,24 @@ impl Failure {
         }
     }
 
+    /// Whether a deadline ended the wait (a stalled child, a recovery pass
+    /// or a racer that overstayed): such an error's words add the flag
+    /// that raises it and the start it was scaled from
+    /// ([`crate::pipeline::result::fold`]).
+    pub fn by_deadline(&self) -> bool {
+        match self {
+            Failure::Census(f) => f.by_deadline(),
+            Failure::Recovery(e) => e.by_deadline(),
+            Failure::Stalled { .. }
+            | Failure::TraceDeadline { .. }
+            | Failure::ParkDeadline
+            | Failure::RacersNotReady { .. }
+            | Failure::RacerDeadline { .. }
+            | Failure::R0Deadline { .. } => true,
+            _ => false,
+        }
+    }
+
     /// Whether a process of the trial ended saying it does not implement
     /// its operation (exit [`EXIT_UNSUPPORTED`], docs/PROTOCOL.md §2), and
     /// whether that process was `park` (else the workload's or a racer's).

@@ -81,6 +81,15 @@ impl Trial {
         !self.outcome.is_pass()
     }
 
+    /// Whether the trial is a confirmation's to check again: it did not
+    /// pass, and not because a wait ran out its deadline. A recorded state
+    /// whose recovery overstayed is recovered by the same `dump` a real
+    /// kill's would be: confirming it would wait out the deadline again,
+    /// and a hung `dump` would cost its result one deadline per check.
+    pub fn to_confirm(&self) -> bool {
+        self.is_bad() && !matches!(&self.outcome, Outcome::Error(f) if f.by_deadline())
+    }
+
     /// Gives the trial its folder, kept as evidence if it does not pass.
     pub fn with_env(mut self, env: TrialEnv) -> Trial {
         self.env = Some(env);

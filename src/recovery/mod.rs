@@ -69,6 +69,14 @@ pub enum RecoveryError {
     NotRun { pass: u32 },
 }
 
+impl RecoveryError {
+    /// Whether a pass's wait ran out its deadline (a dump or a recovery
+    /// step that overstayed).
+    pub fn by_deadline(&self) -> bool {
+        matches!(self, RecoveryError::Deadline { .. } | RecoveryError::StepDeadline { .. })
+    }
+}
+
 /// The recovered state of a trial's store, read twice.
 #[derive(Clone, Debug)]
 pub struct Recovered {

@@ -202,6 +202,12 @@ fn judge(d: &Driver, mut trial: Trial, processes: &[Process], got: &Got) -> Tria
     if matches!(outcome, Outcome::Interrupted(_)) {
         return trial.conclude(outcome).with_env(env);
     }
+    // A state whose recovery ran out its deadline was already recovered
+    // alone (a batch that fails falls back to each state alone): again,
+    // it would only wait out the deadline once more.
+    if got.recovery.as_ref().as_ref().is_err_and(|o| matches!(o, Outcome::Error(f) if f.by_deadline())) {
+        return trial.conclude(outcome).with_env(env);
+    }
     trial.details.truncate(before);
     trial.integrity = None;
     let alone = d.ctx.recover_alone(&env).map_err(Outcome::from);

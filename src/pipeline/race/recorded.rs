@@ -268,7 +268,7 @@ fn sweep(race: &Race, full: &Race, rec: &Recordings) -> Swept {
     if confirm_unindexed(full, rec, &unindexed, &mut trials) {
         return Swept { planned: Some(points), trials, recorded: true, distinct: Some(distinct) };
     }
-    if let Some(recorded) = trials.pop_if(|t| t.is_bad()) {
+    if let Some(recorded) = trials.pop_if(|t| t.to_confirm()) {
         let n = recorded.index.ordinal().0;
         let (claim, at) = split.locate(n);
         let log = if claim == Claim::Winning { &win.log } else { &lose.expect("a losing point has its recording").log };

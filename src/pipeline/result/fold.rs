@@ -5,7 +5,7 @@
 
 use crate::harness::interrupted;
 use crate::pipeline::judge::coverage::Coverage;
-use crate::pipeline::outcome::{Interruption, Outcome};
+use crate::pipeline::outcome::{Failure, Interruption, Outcome};
 use crate::pipeline::run::context::Context;
 use crate::pipeline::trial::Trial;
 use crate::plan::Job;
@@ -36,6 +36,21 @@ fn repro(job: &Job, ctx: &Context, decisive: Option<u32>) -> String {
     ctx.options.narrowed(&job.cell.id, leg, job.kill, decisive).on_path(ctx.children()).repro()
 }
 
+/// What an error ended by a deadline adds to its words: the flag that
+/// raises the deadline and the start it was scaled from, so that a slow
+/// store's user knows what to change (nothing for another error).
+fn raise_deadline(ctx: &Context, f: &Failure) -> String {
+    if !f.by_deadline() {
+        return String::new();
+    }
+    format!(
+        " (the child's {} start took {:.1}s in the preflight; raise --deadline, now {}s, to wait longer)",
+        ctx.start_path(),
+        ctx.start.as_secs_f64(),
+        ctx.options.deadline().as_secs()
+    )
+}
+
 /// Folds trials into a result: the last trial decides (runs stop at the
 /// first fire, error or skip); a pass reports the least acked of its trials.
 /// Here the decisive trial's typed outcome becomes the result's words.
@@ -45,7 +60,7 @@ pub fn fold(job: &Job, ctx: &Context, trials: &[Trial]) -> CellResult {
         Outcome::Pass => (Verdict::Pass, String::new()),
         Outcome::Fire(r) => (Verdict::Fire, format!("trial {}: {r}", last.index)),
         Outcome::Skip(r) => (Verdict::Skip, r.to_string()),
-        Outcome::Error(r) => (Verdict::Error, format!("trial {}: {r}", last.index)),
+        Outcome::Error(r) => (Verdict::Error, format!("trial {}: {r}{}", last.index, raise_deadline(ctx, r))),
         Outcome::Interrupted(r) => (Verdict::Interrupted, format!("trial {}: {INTERRUPTED} ({r})", last.index)),
     };
     let mut result = base_result(job, ctx, verdict, reason, trials.len() as u32);

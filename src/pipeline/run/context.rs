@@ -42,13 +42,20 @@ pub fn scale_deadline(asked: Duration, start: Duration, at_once: u32) -> Duratio
     asked.max(Duration::from_millis(u64::try_from(tenths * 100).unwrap_or(u64::MAX)))
 }
 
+/// How many times `--deadline` (at least the default) the very first start
+/// may take: nothing is known of the child yet, and a framework's imports
+/// on a loaded runner took 208 s (LangGraph at load 50). Every later wait
+/// scales from the start this one measures. A child that hangs before its
+/// first ready record costs this once, and its error says to raise
+/// `--deadline`.
+pub const FIRST_START: u32 = 10;
+
 /// The preflight's wait (`run`'s and `audit`'s): before any start is
-/// measured, a start as long as `asked` (at least the default deadline) is
-/// assumed and scaled by the one rule ([`scale_deadline`]), for a child
-/// that starts alone.
+/// measured, a generous bound, [`FIRST_START`] times `asked` (at least the
+/// default deadline): 300 s by default.
 pub fn preflight_deadline(asked: Duration) -> Duration {
     let assumed = asked.max(Duration::from_secs(crate::options::DEFAULT_DEADLINE_SECS));
-    scale_deadline(assumed, assumed, 1)
+    assumed.saturating_mul(FIRST_START)
 }
 
 /// What every trial of a run needs from it.

@@ -247,7 +247,7 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
         spread: true,
     };
     let mut trials = driver.run(&source, &plan);
-    if trials.last().is_some_and(Trial::is_bad) {
+    if trials.last().is_some_and(Trial::to_confirm) {
         let recorded = trials.pop().expect("a last trial");
         let n = recorded.index;
         let sought = sought(&states, n);
