@@ -26,6 +26,16 @@ use std::sync::{Mutex, OnceLock};
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
+/// Makes this process the reaper of its orphaned descendants, so that a
+/// killed child's own children are reparented to us and can be reaped here,
+/// rather than lingering as zombies under an init that may never reap them.
+pub fn become_subreaper() {
+    // SAFETY: a plain prctl on the calling process.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
+    }
+}
+
 /// The environment variable that asks for the fallback (`subreaper`), so
 /// that a test can show what a run without a namespace does and says.
 pub const CONTAIN_ENV: &str = "CRASHCELLS_CONTAIN";
@@ -66,7 +76,7 @@ pub fn contain() -> &'static Containment {
             _ => make_namespace(),
         };
         made.unwrap_or_else(|why| {
-            super::become_subreaper();
+            become_subreaper();
             Containment::Subreaper { why }
         })
     })
@@ -76,7 +86,7 @@ pub fn contain() -> &'static Containment {
 /// for a namespace (a library caller, a unit test).
 pub fn in_force() -> &'static Containment {
     IN_FORCE.get_or_init(|| {
-        super::become_subreaper();
+        become_subreaper();
         Containment::Subreaper { why: "not asked for".into() }
     })
 }
@@ -226,6 +236,20 @@ fn all_pids() -> Vec<u32> {
     dir.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect()
 }
 
+/// The processes whose parent is `parent`, read from `/proc/<pid>/stat`
+/// (its fourth field, after the command's closing parenthesis).
+pub(super) fn children_of(parent: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+            ppid == Some(parent)
+        })
+        .collect()
+}
+
 /// A process that left the session of the driver's children (`setsid`)
 /// and was orphaned: out of reach of its group's `SIGKILL`, and named.
 static ESCAPED: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -242,7 +266,7 @@ pub(super) fn sweep() {
     let Some(driver_sid) = driver_sid else { return };
     let orphans = match in_force() {
         Containment::Namespace { .. } => children(reaper),
-        Containment::Subreaper { .. } => super::reap::children_of(reaper),
+        Containment::Subreaper { .. } => children_of(reaper),
     };
     for pid in orphans {
         let Some(s) = sid(pid) else { continue };
@@ -289,6 +313,15 @@ fn command_line(pid: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_childs_parent_is_read_from_its_stat() {
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        assert!(children_of(std::process::id()).contains(&child.id()));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!children_of(std::process::id()).contains(&child.id()));
+    }
 
     #[test]
     fn a_processes_own_pid_is_the_last_of_its_ns_pids() {

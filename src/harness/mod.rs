@@ -57,13 +57,14 @@ mod watchdog;
 use std::time::Duration;
 
 pub use command::ChildCommand;
+pub use contain::become_subreaper;
 pub use contain::{Containment, contain, escaped};
 pub use forkserver::{FORK_SERVER, ForkServer};
 pub use forkwire::ForkError;
 pub use interrupt::{catch_interrupts, interrupted};
 pub use launcher::{Launch, LaunchError, Launcher, serves_forks, serves_warm};
 pub use reap::{Exit, KILL_GRACE, ReapError, Reaped, group_alive, reap_leftovers};
-pub use setup::{become_subreaper, stderr_tail};
+pub use setup::stderr_tail;
 pub use spawn::{Cut, Running, run_to_end};
 pub use traced::{TraceError, TraceEvent, Traced};
 pub use traps::Traps;

@@ -13,6 +13,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 use super::POLL;
+use super::contain::children_of;
 
 /// How a child ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,7 +129,7 @@ pub fn group_alive(pgid: Pid) -> bool {
 
 /// Kills and reaps every child the driver still has as it exits, within
 /// `grace`; returns how many it reaped. The driver is the subreaper of what
-/// its children leave (see [`super::become_subreaper`]), so a process a
+/// its children leave (see [`super::contain`]), so a process a
 /// fork server forked becomes the driver's once the server is reaped, and a
 /// killed one may still be dying when the run's own paths are done with it
 /// (on a loaded machine, for a while). Reaping them here is what makes
@@ -154,32 +155,9 @@ pub fn reap_leftovers(grace: Duration) -> usize {
     }
 }
 
-/// The processes whose parent is `parent`, read from `/proc/<pid>/stat`
-/// (its fourth field, after the command's closing parenthesis).
-pub(super) fn children_of(parent: u32) -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
-            ppid == Some(parent)
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_childs_parent_is_read_from_its_stat() {
-        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
-        assert!(children_of(std::process::id()).contains(&child.id()));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        assert!(!children_of(std::process::id()).contains(&child.id()));
-    }
 
     #[test]
     fn exits_are_classified_and_only_sigkill_is_a_crash() {

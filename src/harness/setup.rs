@@ -1,7 +1,7 @@
 //! The one set-up every child gets before exec, plain, traced or a fork
 //! server: stderr to a file, a process group of its own, the parent-death
-//! signal and the check that the driver is still its parent; the driver as
-//! the subreaper of what a killed child leaves orphaned; and the tail of a
+//! signal and the check that the driver is still its parent (as the child
+//! sees it from the run's container, [`super::contain`]); and the tail of a
 //! child's stderr, for a reason line.
 //!
 //! Crash model: each child leads a process group of its own, so that one
@@ -54,16 +54,6 @@ pub(super) fn prepare(
 /// namespace the driver made at start, or the subreaper.
 pub(super) fn ensure_subreaper() {
     super::contain::in_force();
-}
-
-/// Makes this process the reaper of its orphaned descendants, so that a
-/// killed child's own children are reparented to us and can be reaped here,
-/// rather than lingering as zombies under an init that may never reap them.
-pub fn become_subreaper() {
-    // SAFETY: a plain prctl on the calling process.
-    unsafe {
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
-    }
 }
 
 /// A stderr file quoted for a reason line: the store's own last error
