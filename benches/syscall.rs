@@ -60,6 +60,7 @@ fn context(work: &Path, jobs: usize, replay: Replay) -> Context {
         known: std::sync::Arc::from([]),
         recoveries: Default::default(),
         plain_fires: Default::default(),
+        applied: Default::default(),
     }
 }
 

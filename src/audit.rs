@@ -36,6 +36,7 @@ use crate::kill::timed::{WaitError, wait_for_acks};
 use crate::legaudit::{self, audit_leg};
 use crate::matrix::{Leg, Matrix};
 use crate::pipeline::{preflight_deadline, scale_deadline};
+use crate::report::JudgedWith;
 use crate::sqlitelib::{LOADER_PATH, Placement};
 
 pub const SCHEMA: &str = "crashcells.audit.v1";
@@ -180,6 +181,10 @@ pub struct Row {
     /// `--no-crash`).
     #[serde(flatten)]
     pub crash: crash::Columns,
+    /// The earlier leg whose crash columns these are: its child applied
+    /// the same configuration (`crate::applied`); none when swept here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judged_with: Option<JudgedWith>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -231,11 +236,23 @@ fn audit_matrix(
     if let Some(ready) = crash {
         let trials = crash_folder()?;
         let ctx = crash_context(setup, forks, ready, trials.path())?;
-        for (row, leg) in rows.iter_mut().zip(&matrix.legs) {
+        // Each configuration judged once: an honored leg that applied an
+        // earlier honored leg's configuration takes its columns (`applied`).
+        let heard: Vec<_> =
+            rows.iter().zip(&matrix.legs).map(|(r, l)| (l.name.clone(), r.honored.then(|| applied(r, l)))).collect();
+        let same = crate::applied::judged_with(&heard);
+        for i in 0..rows.len() {
+            let leg = &matrix.legs[i];
             bars.say(&format!("leg {}: crash columns", leg.name));
-            (row.crash, row.kept_synchronous) = match row.honored {
-                true => crash::columns(&ctx, &setup.matrix.name, leg, &bars)?,
-                false => (crash::Columns::not_honored(), None),
+            let judge = same.get(&leg.name).and_then(|(j, a)| Some((rows.iter().position(|r| r.leg == *j)?, a)));
+            (rows[i].crash, rows[i].kept_synchronous) = match (rows[i].honored, judge) {
+                (true, Some((j, a))) => {
+                    rows[i].judged_with = Some(JudgedWith { leg: rows[j].leg.clone(), configuration: a.words() });
+                    (0..per_leg).for_each(|_| bars.step(""));
+                    (rows[j].crash.clone(), rows[j].kept_synchronous.clone())
+                }
+                (true, None) => crash::columns(&ctx, &setup.matrix.name, leg, &bars)?,
+                (false, _) => (crash::Columns::not_honored(), None),
             };
         }
     }
@@ -365,6 +382,18 @@ fn run_and_kill(setup: &AuditSetup, child: &ChildCommand, f: &LegFiles) -> std::
     Ok(reached.acks)
 }
 
+/// The configuration a row's child applied, as its leg's probe: what
+/// decides which legs' crash columns are judged once.
+fn applied(r: &Row, leg: &Leg) -> crate::applied::Applied {
+    crate::applied::Applied {
+        journal_mode: r.ran_mode.to_ascii_lowercase(),
+        synchronous: r.ran_synchronous.as_ref().map(|s| s.to_ascii_lowercase()),
+        sqlite_version: r.sqlite_version.clone(),
+        sqlite_source_id: r.sqlite_source_id.clone(),
+        library: leg.sqlite.clone(),
+    }
+}
+
 fn row(leg: &Leg, ready: &Ready, audit: legaudit::Audit, acked: u64) -> Row {
     let resolver = ready.resolver.as_ref().map(|d| ResolverRow {
         decided_by: d.decided_by.as_str().to_string(),
@@ -392,6 +421,7 @@ fn row(leg: &Leg, ready: &Ready, audit: legaudit::Audit, acked: u64) -> Row {
         wal_reset_bug,
         acked,
         crash: crash::Columns::default(),
+        judged_with: None,
     }
 }
 
@@ -449,6 +479,7 @@ mod tests {
             wal_reset_bug: None,
             acked: 20,
             crash: crash::Columns::default(),
+            judged_with: None,
         }
     }
 
@@ -474,6 +505,30 @@ mod tests {
         crate::snapshots().bind(|| insta::assert_snapshot!("audit.human", report.to_human()));
         let back: AuditReport = serde_json::from_str(&report.to_json()).unwrap();
         assert_eq!(back, report);
+    }
+
+    /// A leg whose crash columns another leg's sweeps judged says which,
+    /// under its row, and in the JSON.
+    #[test]
+    fn a_row_judged_with_another_leg_says_so() {
+        let mut twin = fixed_row("delete-sync-off", Some("delete"), true);
+        let configuration = "delete/off, SQLite 3.40.1".to_string();
+        twin.judged_with = Some(JudgedWith { leg: "delete".into(), configuration });
+        let report = AuditReport {
+            schema: SCHEMA.into(),
+            crashcells_version: "0.0.0".into(),
+            matrix: "audit".into(),
+            workdir: "/tmp".into(),
+            filesystem: "ext2/3/4".into(),
+            child: "reference".into(),
+            summary: AuditSummary { legs: 2, honored: 2, not_honored: 0 },
+            rows: vec![fixed_row("delete", Some("delete"), true), twin],
+        };
+        let text = report.to_human();
+        let line =
+            "    crash columns judged with leg delete: the same applied configuration, delete/off, SQLite 3.40.1";
+        assert_eq!(text.matches(line).count(), 1, "{text}");
+        assert!(report.to_json().contains(r#""judged_with": {"#), "{}", report.to_json());
     }
 
     /// The audit matrix's table with its crash columns, each leg at its

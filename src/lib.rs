@@ -6,6 +6,7 @@
 //! kill → reap and classify the exit → audit the on-disk mode → recovery
 //! passes → invariants → verdict and evidence → renderers.
 
+pub mod applied;
 pub mod audit;
 pub mod catalog;
 pub mod cells;

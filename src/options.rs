@@ -235,6 +235,18 @@ pub struct RunOptions {
     /// depend on it. A repro names the path its result ran.
     #[arg(long, value_enum, value_name = "on|off")]
     pub warm_pool: Option<Replay>,
+    /// Run every leg, even one that applies the configuration of an earlier leg.
+    ///
+    /// Run every leg of the matrix, even one whose child applies the same
+    /// journal mode, synchronous level and SQLite library as an earlier leg
+    /// of the run (the resolver's `default` leg and the `wal` leg it picks).
+    /// Without it such a leg is judged once: its results are the earlier
+    /// leg's, copied and labelled "judged with leg ...". For a store whose
+    /// recovery reads the leg it was asked for rather than the one it
+    /// applied (docs/PROTOCOL.md).
+    #[arg(long)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub every_leg: bool,
 }
 
 /// `--child`, as `run`, `audit` and `child-check` take it: the command of
@@ -439,6 +451,10 @@ impl RunOptions {
         // Declaration order, as clap knows it: the order --help shows.
         for arg in RunOptions::augment_args(clap::Command::new("run")).get_arguments() {
             let (Some(long), Some(v)) = (arg.get_long(), value.get(arg.get_id().as_str())) else { continue };
+            if v.as_bool() == Some(true) {
+                words.push(format!("--{long}"));
+                continue;
+            }
             for word in flag_values(v) {
                 words.push(format!("--{long}"));
                 words.push(shell_word(&word));
@@ -600,6 +616,7 @@ mod tests {
             refire: None,
             fork_server: Some(Replay::Off),
             warm_pool: Some(Replay::On),
+            every_leg: true,
         }
     }
 
@@ -612,7 +629,7 @@ mod tests {
             "crashcells run --cell cell-a --matrix audit --leg wal-sync-off --kill timed --seed 42 \
              --trials 6 --trial 3 --points 5 --replay off --mutant drop-append --deadline 5 --catalog 'my cells' \
              --child 'store --flag '\\''x'\\''' --cwd '/the start/folder' \
-             --fork-server off --warm-pool on"
+             --fork-server off --warm-pool on --every-leg"
         );
         assert_eq!(parse(&line), o);
     }

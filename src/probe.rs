@@ -156,7 +156,20 @@ pub fn preflight_with(
     deadline: Duration,
     mutant: Option<&str>,
 ) -> Result<Ready, PreflightError> {
-    let scratch = Scratch::new(work, "preflight", None).map_err(PreflightError::Folder)?;
+    preflight_in(child, work, deadline, mutant, None)
+}
+
+/// The preflight with `config` as the child's config.toml (a leg's
+/// requested mode and level: what it applies for that leg,
+/// [`crate::applied`]), the resolver's default without it.
+pub fn preflight_in(
+    child: &Launcher,
+    work: &Path,
+    deadline: Duration,
+    mutant: Option<&str>,
+    config: Option<&str>,
+) -> Result<Ready, PreflightError> {
+    let scratch = Scratch::new(work, "preflight", config).map_err(PreflightError::Folder)?;
     let acks = scratch.path("acks.ndjson");
     let args = scratch.op(Op::Append).acks(&acks).stop_after(1).mutant(mutant);
     let mut running = scratch.spawn(child, &args, "append", deadline).map_err(PreflightError::Start)?;

@@ -48,6 +48,12 @@ impl Progress for Quiet {
 
 /// Runs every job on up to `jobs` threads; results come back in plan order.
 pub fn execute(plan: &[Job], ctx: &Context, jobs: usize, progress: &dyn Progress) -> Vec<CellResult> {
+    slots(plan, ctx, jobs, progress).into_iter().flatten().collect()
+}
+
+/// Runs every job on up to `jobs` threads: a result per job in plan
+/// order, none for a job an interrupt kept from starting.
+fn slots(plan: &[Job], ctx: &Context, jobs: usize, progress: &dyn Progress) -> Vec<Option<CellResult>> {
     let order = syscall_first(plan);
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
@@ -69,7 +75,34 @@ pub fn execute(plan: &[Job], ctx: &Context, jobs: usize, progress: &dyn Progress
             });
         }
     });
-    slots.into_inner().expect("no thread panicked").into_iter().flatten().collect()
+    slots.into_inner().expect("no thread panicked")
+}
+
+/// Runs every job of `plan` that `copies` does not name another job for
+/// ([`crate::applied::copies`]), on up to `ctx.jobs` threads; a job that
+/// copies takes that job's result, labelled with the leg it was judged
+/// with and the configuration `same` says both applied. Results come back
+/// in plan order.
+pub fn execute_once(
+    plan: &[Job],
+    copies: &[Option<usize>],
+    same: &HashMap<String, (String, crate::applied::Applied)>,
+    ctx: &Context,
+    progress: &dyn Progress,
+) -> Vec<CellResult> {
+    let run: Vec<usize> = (0..plan.len()).filter(|&i| copies.get(i).copied().flatten().is_none()).collect();
+    let jobs: Vec<Job> = run.iter().map(|&i| plan[i].clone()).collect();
+    let mut ran: Vec<Option<CellResult>> = vec![None; plan.len()];
+    for (i, result) in run.iter().zip(slots(&jobs, ctx, ctx.jobs, progress)) {
+        ran[*i] = result;
+    }
+    let copied = |i: usize| {
+        let (judge, leg) = (copies.get(i).copied().flatten()?, plan[i].leg.as_ref()?);
+        let configuration = same.get(&leg.name)?.1.words();
+        let requested = leg.journal_mode.map(|m| m.to_string());
+        ran[judge].as_ref().map(|r| r.judged_for(&leg.name, requested, configuration))
+    };
+    (0..plan.len()).filter_map(|i| ran[i].clone().or_else(|| copied(i))).collect()
 }
 
 /// The order the jobs start in (the results keep the plan's): a syscall

@@ -36,6 +36,7 @@ const LAYERS: &[&[&str]] = &[
     &["killmode"],
     &["cells"],
     &["plan"],
+    &["applied"],
     &["report"],
     &["options"],
     &["pipeline"],

@@ -393,3 +393,41 @@ fn a_run_lasts_from_its_start_with_the_preflight() {
     let ms = report["duration_ms"].as_u64().unwrap();
     assert!(ms >= 1000, "the preflight took a second, the run {ms} ms");
 }
+
+/// A leg whose child applies the configuration of an earlier leg (the
+/// resolver's `default` leg picks WAL at FULL, as the `wal` leg asks) is
+/// judged once: its result is the earlier leg's, labelled with it in the
+/// JSON and in every rendering; `--every-leg` runs it on its own.
+#[test]
+fn a_leg_of_an_earlier_legs_configuration_is_judged_with_it_unless_every_leg() {
+    let dir = scratch();
+    let args = ["run", "--cell", "1", "--kill", "syscall", "--points", "2", "--refire", "0", "--seed", SEED];
+    let (code, json) = run_json(&args, dir.path());
+    assert_eq!(code, 0, "{json:#}");
+    let report: Report = serde_json::from_value(json).unwrap();
+    let judged = |r: &Report| -> Vec<(String, Option<String>)> {
+        r.results.iter().map(|r| (r.leg.clone(), r.judged_with.as_ref().map(|w| w.leg.clone()))).collect()
+    };
+    let legs = |l: [(&str, Option<&str>); 3]| l.map(|(a, b)| (a.to_string(), b.map(String::from))).to_vec();
+    assert_eq!(judged(&report), legs([("default", None), ("delete", None), ("wal", Some("default"))]));
+    let (default, wal) = (&report.results[0], &report.results[2]);
+    let with = wal.judged_with.as_ref().unwrap();
+    assert_eq!(with.configuration, format!("wal/full, SQLite {}", report.sqlite_version));
+    assert_eq!((wal.verdict, &wal.kill_points, &wal.repro), (default.verdict, &default.kill_points, &default.repro));
+    assert_eq!((wal.requested_mode.as_deref(), wal.finding.fingerprint.as_ref()), (Some("wal"), None));
+    let from = dir.path().join("judged-once.json");
+    std::fs::write(&from, report.to_json()).unwrap();
+    let render = |format: &str| {
+        let out = bin().args(["report", "--from"]).arg(&from).args(["--format", format]).env("NO_COLOR", "1").output();
+        String::from_utf8(out.unwrap().stdout).unwrap()
+    };
+    settings(dir.path(), &report).bind(|| insta::assert_snapshot!("judged_once.human", render("human")));
+    let label = "judged with leg `default`: the same applied configuration, wal/full, SQLite";
+    assert!(render("markdown").contains(&format!("- Leg `wal`: {label}")), "{}", render("markdown"));
+    assert!(render("junit").contains(label), "{}", render("junit"));
+    let (code, json) = run_json(&[&args[..], &["--every-leg"]].concat(), dir.path());
+    assert_eq!(code, 0, "{json:#}");
+    let every: Report = serde_json::from_value(json).unwrap();
+    assert_eq!(judged(&every), legs([("default", None), ("delete", None), ("wal", None)]));
+    assert!(every.results[2].repro.contains("--leg wal"), "{}", every.results[2].repro);
+}

@@ -186,6 +186,9 @@ fn notes(out: &mut String, r: &Row) {
     if !r.honored {
         let _ = writeln!(out, "    not honored: {}", r.reason);
     }
+    if let Some(w) = &r.judged_with {
+        let _ = writeln!(out, "    crash columns {}", w.label().replace('`', ""));
+    }
     if let Some(bug) = r.wal_reset_bug.as_deref().filter(|_| r.honored) {
         let _ = writeln!(out, "    WAL-reset bug: {bug}");
     }

@@ -7,12 +7,14 @@ use std::time::{Duration, Instant};
 
 use crashcells_protocol::{Mutant, Ready};
 
+use crate::applied::{Applied, legs_of};
 use crate::error::{Error, Result};
 use crate::harness::Launcher;
+use crate::matrix::Leg;
 use crate::options::{Replay, RunOptions};
 use crate::pipeline::{Context, preflight_deadline, scale_deadline};
 use crate::plan::Job;
-use crate::probe::{Fast, fork_server, warm_pool};
+use crate::probe::{Fast, fork_server, preflight_in, warm_pool};
 
 /// Checks the mutant's name before any child runs: the names are
 /// crashcells' (docs/PROTOCOL.md), whichever store implements them.
@@ -97,6 +99,34 @@ pub(super) fn start_child(ctx: &mut Context, jobs: &[Job]) -> Result<Option<Read
     ctx.deadline = ctx.scaled_deadline(ctx.options.deadline());
     ctx.child_ready = ready.clone();
     Ok(ready)
+}
+
+/// The configuration each leg of `jobs` applies, in the order the legs
+/// come: a preflight with the leg's config home, on its library's
+/// launcher (`None` where it wrote no ready record: that leg is judged on
+/// its own, and its trials say why). Nothing is probed with
+/// `--every-leg`, or for a single leg: no leg can repeat another then.
+pub(super) fn probe_legs(ctx: &Context, jobs: &[Job]) -> Vec<(String, Option<Applied>)> {
+    let legs = legs_of(jobs);
+    if ctx.options.every_leg || legs.len() < 2 || crate::harness::interrupted().is_some() {
+        return Vec::new();
+    }
+    let probe = |leg: &Leg| {
+        let on = ctx.on_library(leg);
+        let (child, deadline) = on.as_ref().map_or((&ctx.child, ctx.deadline), |c| (&c.child, c.deadline));
+        let config = leg.config().to_toml();
+        let ready = preflight_in(child, &ctx.work_root, deadline, ctx.mutant(), Some(&config)).ok();
+        (leg.name.clone(), ready.map(|r| Applied::of(&r, leg)))
+    };
+    // The legs' probes at once, as many as the run's jobs.
+    let mut heard = Vec::with_capacity(legs.len());
+    for chunk in legs.chunks(ctx.jobs.max(1)) {
+        std::thread::scope(|s| {
+            let running: Vec<_> = chunk.iter().map(|leg| s.spawn(|| probe(leg))).collect();
+            heard.extend(running.into_iter().map(|h| h.join().expect("a probe does not panic")));
+        });
+    }
+    heard
 }
 
 /// The child's fork server, else its warm pool, when it offers one and the

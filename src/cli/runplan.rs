@@ -8,13 +8,15 @@
 //! job over `--jobs` threads, and the report.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use crashcells_protocol::Ready;
 
 use super::checks::{self, workdir_or};
-use super::child::{run_context, start_child, validate_mutant};
+use super::child::{probe_legs, run_context, start_child, validate_mutant};
 use super::output::{note, reclaim};
+use crate::applied;
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::matrix::Matrix;
@@ -97,9 +99,13 @@ impl RunPlan {
         // signal: an interrupted run starts no result.
         crate::harness::catch_interrupts().map_err(Error::io("signal handlers", "."))?;
         let ready = start_child(&mut ctx, &self.jobs)?;
+        let heard = probe_legs(&ctx, &self.jobs);
+        ctx.applied = Arc::new(heard.iter().filter_map(|(l, a)| Some((l.clone(), a.clone()?))).collect());
+        let same = applied::judged_with(&heard);
         note(&self.heading(&ctx));
-        let bars = Bars::new(self.jobs.len());
-        let results = run::execute(&self.jobs, &ctx, ctx.jobs, &bars);
+        let copies = applied::copies(&self.jobs, &same);
+        let bars = Bars::new(copies.iter().filter(|c| c.is_none()).count());
+        let results = run::execute_once(&self.jobs, &copies, &same, &ctx, &bars);
         bars.clear();
         Ok(self.report(&ctx, ready, results, started))
     }

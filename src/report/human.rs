@@ -11,11 +11,13 @@
 //! children forked, warm or exec'd; its states recorded or re-executed),
 //! and the summary line the deadline the results ran under. A reason that
 //! the rows of one leg share is said once, on a `leg NAME:` line before the
-//! leg's first row, and those rows point to it.
+//! leg's first row, and those rows point to it. So is a leg judged with
+//! another (`leg wal: judged with leg default: the same applied
+//! configuration, wal/full, SQLite 3.54.1`): its rows are that leg's.
 
 use std::fmt::Write;
 
-use super::words::{LegReasons, duration, mode, padded, plural, ran, ran_nothing, widths};
+use super::words::{LegReasons, duration, judged_legs, mode, padded, plural, ran, ran_nothing, widths};
 use super::{CellResult, Report, Verdict};
 
 fn paint(text: &str, verdict: Verdict, color: bool) -> String {
@@ -65,7 +67,13 @@ pub fn render(report: &Report, color: bool) -> String {
     // first row, so that rows stay one screen wide.
     let legs = LegReasons::of(&shown);
     let mut noted = Vec::new();
+    let mut judged = judged_legs(&shown);
     for (r, row) in shown.iter().zip(&rows) {
+        // A leg judged with another says so once, before its first row.
+        if let Some(i) = judged.iter().position(|(leg, _)| *leg == r.leg) {
+            let (leg, label) = judged.remove(i);
+            let _ = writeln!(out, "leg {leg}: {}", label.replace('`', ""));
+        }
         if let Some(why) = legs.note_before(r, &mut noted) {
             let _ = writeln!(out, "leg {}: {why}", r.leg);
         }

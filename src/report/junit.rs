@@ -225,11 +225,13 @@ fn evidence_line(r: &CellResult) -> Option<String> {
     }
 }
 
-/// The path that judged a result and the deadline it ran under: every
-/// case says them, a pass too (a fast path must not change a verdict).
+/// The leg a copied result was judged with, the path that judged a result
+/// and the deadline it ran under: every case says them, a pass too (a
+/// fast path must not change a verdict).
 fn path_lines(r: &CellResult) -> impl Iterator<Item = String> {
     let path = r.path_phrase().map(|p| format!("path: {p}"));
-    path.into_iter().chain(r.deadline().map(|d| format!("deadline: {d} per wait")))
+    let judged = r.judged_with.as_ref().map(|w| w.label());
+    judged.into_iter().chain(path).chain(r.deadline().map(|d| format!("deadline: {d} per wait")))
 }
 
 /// How often a fire's repro refired, the note on a timed fire's repro, and

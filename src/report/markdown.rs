@@ -24,7 +24,7 @@
 
 use std::fmt::Write;
 
-use super::words::{LegReasons, duration, plural, ran, ran_nothing};
+use super::words::{LegReasons, duration, judged_legs, plural, ran, ran_nothing};
 use super::{CellResult, Report, Verdict};
 
 /// The most characters a rendering has: below GitHub's 65,536 for an issue
@@ -250,10 +250,14 @@ fn table(results: &[&CellResult]) -> String {
     // A reason every row of a leg repeats is said once, above the table
     // (a note cannot sit between a table's rows).
     let legs = LegReasons::of(results);
+    let judged = judged_legs(results);
+    for (leg, label) in &judged {
+        let _ = writeln!(out, "- Leg `{leg}`: {}", line(label));
+    }
     for (leg, why) in legs.iter() {
         let _ = writeln!(out, "- Leg `{leg}`: {}", line(why));
     }
-    if legs.iter().next().is_some() {
+    if legs.iter().next().is_some() || !judged.is_empty() {
         out.push('\n');
     }
     let _ = writeln!(out, "| verdict | cell | leg | mode | kill | path | ran | acked | time | reason |");

@@ -133,6 +133,27 @@ pub struct CellResult {
     /// Which path judged the result.
     #[serde(flatten)]
     pub judged: Judged,
+    /// A leg that applied the configuration of an earlier leg of the run
+    /// is not run again: its result is that leg's, copied, and says so
+    /// (`crate::applied`). Absent for a result judged on its own leg.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judged_with: Option<JudgedWith>,
+}
+
+/// The leg a copied result was judged with, and the configuration both
+/// applied (`wal/full, SQLite 3.54.1`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JudgedWith {
+    pub leg: String,
+    pub configuration: String,
+}
+
+impl JudgedWith {
+    /// `judged with leg `default`: the same applied configuration, wal/full,
+    /// SQLite 3.54.1`: the label every format shows.
+    pub fn label(&self) -> String {
+        format!("judged with leg `{}`: the same applied configuration, {}", self.leg, self.configuration)
+    }
 }
 
 /// Where a fire or an error can be picked up again.
@@ -274,7 +295,17 @@ impl CellResult {
             sweep: Sweep::default(),
             finding: FindingParts::default(),
             judged: Judged::default(),
+            judged_with: None,
         }
+    }
+
+    /// This result, judged on another leg, as the result of `leg` (which
+    /// asked for `requested_mode`): every figure the judge's, the leg and
+    /// its request its own, labelled with the leg it was judged with. The
+    /// fingerprint names the mode and level, not the leg: it stays.
+    pub fn judged_for(&self, leg: &str, requested_mode: Option<String>, configuration: String) -> CellResult {
+        let judged_with = Some(JudgedWith { leg: self.leg.clone(), configuration });
+        CellResult { leg: leg.to_string(), requested_mode, judged_with, ..self.clone() }
     }
 
     /// The deciding kill point: the last trial's (a result stops at its first

@@ -107,6 +107,21 @@ impl LegReasons {
     }
 }
 
+/// The legs whose shown rows were judged with another leg (a leg is
+/// judged with one leg or none: [`crate::applied`]), each once in the
+/// order they come, with the label its rows carry.
+pub fn judged_legs(rows: &[&CellResult]) -> Vec<(String, String)> {
+    let mut legs: Vec<(String, String)> = Vec::new();
+    for r in rows {
+        if let Some(w) = &r.judged_with
+            && !legs.iter().any(|(l, _)| *l == r.leg)
+        {
+            legs.push((r.leg.clone(), w.label()));
+        }
+    }
+    legs
+}
+
 /// `1 result`, `2 results`.
 pub fn plural(n: usize, word: &str) -> String {
     if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }

@@ -420,7 +420,7 @@ impl Driver<'_> {
     fn setting(&self) -> Setting {
         Setting {
             launcher: self.ctx.child.launcher(),
-            config: self.leg.config(),
+            config: self.ctx.configured(self.leg),
             step: self.recorded.recovery_step.clone(),
             mutant: self.ctx.options.mutant.clone(),
             library: self.leg.sqlite.clone(),

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crashcells_protocol::Ready;
 
+use crate::applied::Applied;
 use crate::cells::Cell;
 use crate::harness::Launcher;
 use crate::matrix::Leg;
@@ -17,7 +18,7 @@ use crate::options::RunOptions;
 use crate::pipeline::outcome::Failure;
 use crate::pipeline::run::plainfires::PlainFires;
 use crate::pipeline::run::pool::Pool;
-use crate::pipeline::run::recoveries::Recoveries;
+use crate::pipeline::run::recoveries::{Configured, Recoveries};
 use crate::plan::Job;
 use crate::recovery::{Batching, Recovered, RecoveryError};
 use crate::report::Children;
@@ -108,6 +109,10 @@ pub struct Context {
     /// The run's syscall results' fires on the plain path, by cell and leg:
     /// what confirms a timed fire of the same cell and leg.
     pub plain_fires: PlainFires,
+    /// The configuration each leg applied, by leg name, as its probe
+    /// before any cell heard it ([`crate::applied`]); empty when not
+    /// probed (`--every-leg`, one leg, the audit).
+    pub applied: Arc<HashMap<String, Applied>>,
 }
 
 impl Context {
@@ -143,6 +148,7 @@ impl Context {
             known: Arc::from([]),
             recoveries: Recoveries::default(),
             plain_fires: PlainFires::default(),
+            applied: Arc::default(),
         }
     }
 }
@@ -314,6 +320,17 @@ impl Context {
     /// fire's confirming kill, a batch's bad state again, evidence).
     pub fn recover_alone(&self, env: &TrialEnv) -> Result<Recovered, RecoveryError> {
         self.pool.unit(|| crate::recovery::recover(&self.child, self.deadline, env))
+    }
+
+    /// The configuration `leg`'s recoveries are keyed by: the one it
+    /// applied, where its probe heard it (two legs that apply one share
+    /// their recoveries), else the one it asked for (`--every-leg`: a
+    /// store whose recovery reads the requested leg).
+    pub fn configured(&self, leg: &Leg) -> Configured {
+        match self.applied.get(&leg.name) {
+            Some(applied) if !self.options.every_leg => Configured::Applied(applied.clone()),
+            _ => Configured::Requested(leg.config()),
+        }
     }
 
     /// The mutant the run asked for, if any.

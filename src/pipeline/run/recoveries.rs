@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex};
 
 use crashcells_protocol::{DatabaseConfig, OpArgs};
 
+use crate::applied::Applied;
 use crate::crashstate::Files;
 use crate::crashstate::pages::Page;
 use crate::pipeline::outcome::Outcome;
@@ -41,14 +42,23 @@ pub type Recovery = Result<Recovered, Outcome>;
 pub struct Setting {
     /// The launcher as the run names it: exec, fork server, warm pool.
     pub launcher: String,
-    /// The leg's config home: its requested journal mode and level.
-    pub config: DatabaseConfig,
+    /// The leg's configuration: applied, or requested (its config home).
+    pub config: Configured,
     /// The cell's recovery step with its arguments, if it has one.
     pub step: Option<OpArgs>,
     pub mutant: Option<String>,
     /// The SQLite library the leg puts under its child: the same bytes
     /// recovered by another library may come out otherwise.
     pub library: Option<Library>,
+}
+
+/// The configuration a recovery is keyed by ([`crate::pipeline::Context::configured`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Configured {
+    /// What the leg's child applied, as the leg's probe heard it.
+    Applied(Applied),
+    /// What the leg asked for: its config home.
+    Requested(DatabaseConfig),
 }
 
 /// A store's bytes, as the cache knows them.
@@ -145,7 +155,7 @@ mod tests {
         let journal_mode = Some(leg.parse::<JournalMode>().unwrap());
         Setting {
             launcher: "exec".into(),
-            config: DatabaseConfig { journal_mode, synchronous: None },
+            config: Configured::Requested(DatabaseConfig { journal_mode, synchronous: None }),
             step: None,
             mutant: None,
             library: None,
@@ -173,5 +183,25 @@ mod tests {
         let failed = Arc::new(Err(Outcome::Error(crate::pipeline::outcome::Failure::NoKill)));
         run.put(bytes(&other), &setting("wal"), failed);
         assert!(run.get(bytes(&other), &setting("wal")).is_none(), "a failed recovery is not lent");
+    }
+
+    /// Two legs that applied one configuration share their recoveries
+    /// whatever they asked for; another applied level does not.
+    #[test]
+    fn a_recovery_is_keyed_by_the_applied_configuration_not_the_leg() {
+        let (run, store) = (Recoveries::default(), files(b"page", b"x"));
+        let bytes = run.bytes(&store, &mut Digests::default());
+        let applied = |level: &str| Applied {
+            journal_mode: "wal".into(),
+            synchronous: Some(level.into()),
+            sqlite_version: "3.54.1".into(),
+            sqlite_source_id: None,
+            library: None,
+        };
+        let on = |a: Applied| Setting { config: Configured::Applied(a), ..setting("wal") };
+        run.put(bytes, &on(applied("full")), recovered());
+        assert!(run.get(bytes, &on(applied("full"))).is_some(), "the default leg's, for the wal leg");
+        assert!(run.get(bytes, &on(applied("normal"))).is_none(), "another applied level");
+        assert!(run.get(bytes, &setting("wal")).is_none(), "a requested config is keyed apart (--every-leg)");
     }
 }
