@@ -462,21 +462,23 @@ fn emit(report: &report::Report, out: &OutputArgs, whole: &[String], step_summar
         Format::Markdown => markdown(),
         format => report::render(report, format, color && out.out.is_none())?,
     };
-    match &out.out {
-        None => stdout(&text)?,
+    let written = match &out.out {
+        None => stdout(&text),
         Some(path) => {
-            write_atomically(path, &text)?;
-            if show {
+            let written = write_atomically(path, &text);
+            // An `--out` that could not be written loses no report: the
+            // human one goes to stdout, then the error names the file.
+            if show || written.is_err() {
                 stdout(&report::render(report, Format::Human, color)?)?;
             }
             // The counts too: a CI log that shows no report still says what it held.
             let s = &report.summary;
             let what = format!("{}: {}", report::words::plural(s.total(), "result"), s.counts());
-            note(&format!("report written to {} ({what})", path.display()));
+            written.inspect(|()| note(&format!("report written to {} ({what})", path.display())))
         }
-    }
+    };
     if step_summary {
         output::step_summary(&markdown());
     }
-    Ok(())
+    written
 }

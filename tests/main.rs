@@ -35,5 +35,6 @@ mod skips;
 mod synclevel;
 mod syscall;
 mod timeline;
+mod unwritten;
 mod warmpool;
 mod writers;

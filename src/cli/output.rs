@@ -36,7 +36,9 @@ pub fn write_atomically(path: &Path, text: &str) -> Result<()> {
         .permissions(std::fs::Permissions::from_mode(0o666))
         .tempfile_in(dir)
         .map_err(Error::io("--out folder", dir))?;
-    tmp.write_all(text.as_bytes()).map_err(Error::io("--out", path))?;
+    // Synced before the rename: a disk that fills while the data is only
+    // in the page cache says ENOSPC here, not never.
+    tmp.write_all(text.as_bytes()).and_then(|()| tmp.as_file().sync_all()).map_err(Error::io("--out", path))?;
     tmp.persist(path).map_err(|e| Error::io("--out", path)(e.error))?;
     Ok(())
 }

@@ -58,7 +58,7 @@ fn looks_like_error(line: &str) -> bool {
 
 /// `s` cut to at most `most` characters, on a character boundary, with an
 /// ellipsis where it was cut.
-fn cap(s: &str, most: usize) -> String {
+pub fn cap(s: &str, most: usize) -> String {
     if s.chars().count() <= most {
         return s.to_string();
     }

@@ -15,7 +15,9 @@ use crate::pipeline::outcome::{Failure, Outcome, Site, Skip};
 use crate::pipeline::plain::confirm;
 use crate::pipeline::race::job::Race;
 use crate::pipeline::race::sweep::RaceSweep;
-use crate::pipeline::result::fold::{base_result, fold, keep_evidence, mark_interrupted, ran_on, with_coverage};
+use crate::pipeline::result::fold::{
+    base_result, blame_full_disk, fold, keep_evidence, mark_interrupted, ran_on, with_coverage,
+};
 use crate::pipeline::run::context::{Context, Scope};
 use crate::pipeline::run::plainfires::{Begun, PlainFire};
 use crate::pipeline::run::spent::{self, Phase};
@@ -80,6 +82,7 @@ pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
         begun.ended(plain_fire(ctx, &trials));
     }
     let mut result = fold(job, ctx, &trials);
+    blame_full_disk(&ctx.work_root, &mut result);
     if let Some(c) = coverage {
         with_coverage(&mut result, c);
     }

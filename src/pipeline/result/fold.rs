@@ -140,6 +140,44 @@ pub fn ran_on(result: &mut CellResult, ctx: &Context, trials: &[Trial]) {
     result.judged.states = result.judged.states.or(Some(States::ReExecuted));
 }
 
+/// Below this much free space on the work folder's disk, a result that
+/// did not pass is the harness's error: its own files there (trial
+/// folders, the child's stderr, the states copied for recovery) may have
+/// failed to be written, and a store cannot be judged on what is missing.
+pub const FULL_DISK: u64 = 1 << 20;
+
+/// A fire or an error found while the work folder's disk was full becomes
+/// an error naming the disk, never the store's finding (a full `/dev/shm`
+/// once read as "its recovery depends on the states recovered beside
+/// it"). Read while the trials' folders are still there. A failure the
+/// tracer injected (`--kill fault`'s ENOSPC) fills no disk, so is untouched.
+pub fn blame_full_disk(work: &std::path::Path, result: &mut CellResult) {
+    blame_disk(work, free_bytes(work), result);
+}
+
+/// [`blame_full_disk`] with the free space given.
+fn blame_disk(work: &std::path::Path, free: Option<u64>, result: &mut CellResult) {
+    if !matches!(result.verdict, Verdict::Fire | Verdict::Error) {
+        return;
+    }
+    let Some(free) = free.filter(|&f| f < FULL_DISK) else { return };
+    let was = std::mem::take(&mut result.reason);
+    result.reason = format!(
+        "the harness's disk is full: {} has {} free, so its own files may be missing (free space there, or \
+         --workdir elsewhere); the result was: {}",
+        work.display(),
+        crate::scratch::human_bytes(free),
+        crate::harness::quote::cap(&was, crate::harness::quote::CAP)
+    );
+    (result.verdict, result.finding) = (Verdict::Error, Default::default());
+}
+
+/// The bytes an unprivileged writer may still use on `dir`'s disk.
+fn free_bytes(dir: &std::path::Path) -> Option<u64> {
+    let st = nix::sys::statvfs::statvfs(dir).ok()?;
+    Some((st.blocks_available() as u64).saturating_mul(st.fragment_size() as u64))
+}
+
 /// A trial that ended in an error while the run was being interrupted is
 /// not counted as the harness's error: the interrupt killed what it waited
 /// on. Every wait of the harness says when an interrupt cut it short (so
@@ -224,6 +262,31 @@ fn write_timeline(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    /// A fire found on a full disk is the harness's error naming the
+    /// disk; one with room, and a pass on a full disk, stay as they were.
+    #[test]
+    fn a_result_found_on_a_full_disk_is_the_harness_error() {
+        let ctx = Context::for_tests(1, None);
+        let job = first_job();
+        let fire = || base_result(&job, &ctx, Verdict::Fire, "acked 3 lost".into(), 1);
+        let work = std::path::Path::new("/dev/shm/crashcells-x");
+        let mut r = fire();
+        blame_disk(work, Some(4096), &mut r);
+        assert_eq!(r.verdict, Verdict::Error);
+        assert!(
+            r.reason.starts_with("the harness's disk is full: /dev/shm/crashcells-x has 4.0 KiB free"),
+            "{}",
+            r.reason
+        );
+        assert!(r.reason.ends_with("the result was: acked 3 lost"), "{}", r.reason);
+        let mut roomy = fire();
+        blame_disk(work, Some(FULL_DISK), &mut roomy);
+        assert_eq!((roomy.verdict, roomy.reason.as_str()), (Verdict::Fire, "acked 3 lost"));
+        let mut pass = base_result(&job, &ctx, Verdict::Pass, "ok".into(), 1);
+        blame_disk(work, Some(0), &mut pass);
+        assert_eq!(pass.verdict, Verdict::Pass);
+    }
     use crate::kill::TrialIndex;
 
     fn ctx() -> Context {
