@@ -429,13 +429,17 @@ fn a_server_that_dies_after_a_few_requests_is_restarted_once_then_the_run_execs(
 /// cut short is retried exec'd, so the result is a verdict that names it.
 #[test]
 fn a_server_that_never_reports_exits_is_named_within_the_deadline() {
-    let (report, took) = timed_run("tests/adapters/silent_forkserver.py", "3");
+    let (report, _) = timed_run("tests/adapters/silent_forkserver.py", "3");
     let r = &report["results"][0];
     assert_eq!(r["verdict"], "pass", "{r:#}");
     let details: Vec<&str> = r["details"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     let retried = details.iter().find(|d| d.starts_with("retried exec'd")).expect("the retry said");
     assert!(retried.contains("wrote no `exit` line for process"), "{retried}");
-    assert!(took < DEADLINE, "{took:?}");
+    // The whole result, its exec'd retry included, within one of its waits'
+    // deadline: none ran out. The deadline the run scaled (on a loaded
+    // machine, more than `--deadline`), not a fixed 30 s load can blow.
+    let (took, deadline) = (r["duration_ms"].as_u64().unwrap(), r["deadline_ms"].as_u64().unwrap());
+    assert!(took < deadline, "{took} ms at a deadline of {deadline} ms");
     assert!(report["launcher"].as_str().unwrap_or_default().contains("restarted as process"), "{report:#}");
 }
 
