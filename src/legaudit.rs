@@ -240,6 +240,7 @@ mod tests {
             synchronous: None,
             resolver: Some(decision),
             operations: None,
+            sidecar: None,
         }
     }
 

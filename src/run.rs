@@ -291,6 +291,9 @@ pub fn report(ctx: &Context, facts: RunFacts, results: Vec<CellResult>) -> Repor
         launcher: launcher_said(ctx),
         containment: Some(crate::harness::contain::in_force().describe()),
         escaped: crate::harness::escaped(),
+        outside: crate::kill::outside::named(
+            ctx.child_ready.as_ref().and_then(|r| r.sidecar.as_deref()).map(std::path::Path::new),
+        ),
         known_file: None,
         known_findings: vec![],
         new_only: false,

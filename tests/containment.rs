@@ -126,3 +126,61 @@ fn child_check_fails_a_child_whose_process_leaves_its_group() {
     assert_eq!(check["status"], "ok", "{check}");
     assert!(check["detail"].as_str().unwrap().contains("a pid namespace"), "{check}");
 }
+
+/// Writes a child that creates a file outside the folder it is given, then
+/// runs the reference store: its `--child` line and that file's prefix.
+fn child_writing_outside(dir: &Path) -> (String, String) {
+    let outside = dir.join("elsewhere");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::create_dir(dir.join("work")).unwrap();
+    let script = dir.join("outside.sh");
+    let text = format!(
+        "#!/bin/sh\n: > '{}/kept-'$$.txt\nexec '{}' child \"$@\"\n",
+        outside.display(),
+        env!("CARGO_BIN_EXE_crashcells")
+    );
+    std::fs::write(&script, text).unwrap();
+    (format!("sh {}", script.display()), format!("{}/kept-", outside.display()))
+}
+
+/// A syscall run names the file a traced child created outside its
+/// folder, with its path; the reference store creates none.
+#[test]
+fn a_syscall_run_names_a_file_created_outside_the_folder() {
+    let dir = scratch();
+    let (child, prefix) = child_writing_outside(dir.path());
+    let run = |extra: &[&str]| {
+        let out = bin()
+            .args(["run", "--cell", "1", "--leg", "default", "--kill", "syscall", "--points", "1"])
+            .args(["--fork-server", "off", "--format", "json", "--workdir"])
+            .arg(dir.path().join("work"))
+            .arg("--evidence")
+            .arg(dir.path().join("evidence"))
+            .args(extra)
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        report["outside"].as_array().cloned().unwrap_or_default()
+    };
+    let named = run(&["--child", &child]);
+    assert!(named.iter().any(|o| o.as_str().is_some_and(|o| o.contains(&prefix))), "{named:?}");
+    assert_eq!(run(&[]), Vec::<serde_json::Value>::new());
+}
+
+#[test]
+fn child_check_names_a_file_created_outside_the_folder() {
+    let dir = scratch();
+    let (child, prefix) = child_writing_outside(dir.path());
+    let out = bin()
+        .args(["child-check", "--child", &child, "--only", "syscall-determinism", "--only", "own-folder"])
+        .args(["--format", "json", "--workdir"])
+        .arg(dir.path().join("work"))
+        .output()
+        .unwrap();
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let check = report["checks"].as_array().unwrap().iter().find(|c| c["check"] == "own-folder").cloned().unwrap();
+    assert_eq!(check["status"], "warning", "{check}");
+    assert!(check["detail"].as_str().unwrap().contains(&prefix), "{check}");
+}

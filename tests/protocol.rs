@@ -309,7 +309,7 @@ fn checks(report: &Value) -> Vec<(String, String, String)> {
 }
 
 /// Every check docs/PROTOCOL.md §7 names, in its order.
-const EVERY_CHECK: [&str; 31] = [
+const EVERY_CHECK: [&str; 32] = [
     "ready",
     "protocol-version",
     "ready-fields",
@@ -341,6 +341,7 @@ const EVERY_CHECK: [&str; 31] = [
     "fork-server",
     "warm-pool",
     "own-group",
+    "own-folder",
 ];
 
 #[test]

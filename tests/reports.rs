@@ -58,6 +58,7 @@ fn affected_wal_skip_reason(dir: &Path) -> String {
         synchronous: Some("full".into()),
         resolver: Some(decision),
         operations: None,
+        sidecar: None,
     };
     let a = audit(&db, &ready, Some(JournalMode::Wal));
     assert!(!a.honored);

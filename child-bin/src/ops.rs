@@ -171,6 +171,7 @@ pub(crate) fn ready(store: &Store, op: &str) -> Record {
         journal_mode: store.journal_mode.clone(),
         synchronous: store.synchronous.map(|s| s.to_string()),
         resolver: Some(store.decision.clone()),
+        sidecar: None,
         operations: Some(
             Op::ALL
                 .iter()

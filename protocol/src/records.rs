@@ -76,6 +76,11 @@ pub struct Ready {
     /// that needs one the child lacks is skipped, saying so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operations: Option<Vec<String>>,
+    /// An absolute folder outside the one it was given where the store
+    /// keeps files of its own, allowed there (docs/PROTOCOL.md §3); absent:
+    /// every file it creates is in the folder of `--db`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sidecar: Option<String>,
 }
 
 impl Ready {

@@ -89,6 +89,7 @@ mod tests {
             synchronous: None,
             resolver,
             operations: None,
+            sidecar: None,
         }
     }
 

@@ -15,7 +15,34 @@ use super::checker::Checker;
 /// The check's name.
 pub(super) const OWN_GROUP: &str = "own-group";
 
+/// The check of files made outside the store's folder.
+pub(super) const OWN_FOLDER: &str = "own-folder";
+
 impl Checker<'_> {
+    /// `own-folder`: every file the traced recordings (`syscall-determinism`)
+    /// created outside the folder the child was given and outside its
+    /// declared sidecar, named; a warning, since a cache a runtime keeps is
+    /// no fault of the adapter's, but state no crash state holds.
+    pub(super) fn own_folder(&mut self, ready: &crashcells_protocol::Ready) {
+        if !crate::kill::outside::looked() {
+            self.skip(&[OWN_FOLDER], "a traced recording (`syscall-determinism`)");
+            return;
+        }
+        let sidecar = ready.sidecar.as_deref().map(std::path::Path::new);
+        match crate::kill::outside::named(sidecar).as_slice() {
+            [] => drop(self.note(OWN_FOLDER, Ok("every file it created is in the folder it was given".into()))),
+            all => self.warn(
+                OWN_FOLDER,
+                format!(
+                    "{}: no crash state holds it and the run leaves it behind; keep every file in the folder \
+                     given (beside `--db`), or declare the folder in the ready record's `sidecar` \
+                     (docs/PROTOCOL.md §3)",
+                    all.join("; ")
+                ),
+            ),
+        }
+    }
+
     /// `own-group`: every process the check's operations left behind in
     /// another group, named; ok, saying what contained the processes, when
     /// there is none.

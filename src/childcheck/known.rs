@@ -51,6 +51,7 @@ pub const KNOWN: &[Known] = &[
     known("fork-server", "a child that lists `fork-server`"),
     known("warm-pool", "a child that lists `warm-pool`"),
     known("own-group", READY),
+    known("own-folder", "a traced recording (`syscall-determinism`)"),
 ];
 
 /// The check called `name`, if it is known.

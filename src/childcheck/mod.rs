@@ -93,7 +93,7 @@ type Step = (&'static [&'static str], fn(&mut Checker, &crashcells_protocol::Rea
 
 /// The steps after `append`, in the order they run: a store an earlier
 /// step left is one the `dump` checks read.
-fn steps() -> [Step; 13] {
+fn steps() -> [Step; 14] {
     const CLAIMS: &[&str] = &["park", "claim-barrier", "claim-exit-codes", "claim-state"];
     const ROTATES: &[&str] = &["rotate", "rotate-state"];
     [
@@ -111,6 +111,7 @@ fn steps() -> [Step; 13] {
         (&["warm-pool"], |c, r| c.warm_pool(r)),
         // Last: it names what every earlier step's operations left behind.
         (&[contained::OWN_GROUP], |c, _| c.own_group()),
+        (&[contained::OWN_FOLDER], |c, r| c.own_folder(r)),
     ]
 }
 

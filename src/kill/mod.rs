@@ -6,6 +6,7 @@
 //! - [`syscall`]: at the entry of the child's Nth file-mutating system call,
 //!   for every N of a short workload, so that every crash state of its write
 //!   path is visited;
+//! - [`outside`]: files a traced child creates outside its folder, named;
 //! - [`inject`]: what an injecting mode does to a call instead of a kill,
 //!   and [`fault`], `--kill fault`'s injection (a write or sync fails), and
 //!   [`short_write`], `--kill short-write`'s (a write is cut short).
@@ -15,6 +16,7 @@
 
 pub mod fault;
 pub mod inject;
+pub mod outside;
 pub mod racer;
 pub mod short_write;
 pub mod syscall;

@@ -394,6 +394,29 @@ fn path_kind(pid: u32, targets: &Targets, addrs: &[u64]) -> Option<FileKind> {
     addrs.iter().find_map(|&a| read_path(pid, a).and_then(|p| targets.kind(&p)))
 }
 
+/// The absolute path an open of `pid` creates or truncates (`O_CREAT` or
+/// `O_TRUNC`), for [`super::outside`]; `None` for any other call.
+fn created(pid: u32, nr: i64, args: [u64; 6]) -> Option<PathBuf> {
+    let (dirfd, addr, flags) = match syscall_name(nr)? {
+        "openat" => (args[0] as i32, args[1], args[2]),
+        "open" => (libc::AT_FDCWD, args[0], args[1]),
+        "creat" => (libc::AT_FDCWD, args[0], libc::O_CREAT as u64),
+        _ => return None,
+    };
+    if (flags as i32) & (libc::O_CREAT | libc::O_TRUNC) == 0 {
+        return None;
+    }
+    let path = read_path(pid, addr)?;
+    if path.is_absolute() {
+        return Some(path);
+    }
+    let base = match dirfd {
+        libc::AT_FDCWD => std::fs::read_link(format!("/proc/{pid}/cwd")).ok(),
+        fd => fd_path(pid, fd as u64),
+    };
+    Some(base?.join(path))
+}
+
 /// Reads a NUL-terminated path from the stopped child's memory, a page at
 /// most at a time (a read may not cross into an unmapped page).
 pub(crate) fn read_path(pid: u32, addr: u64) -> Option<PathBuf> {
@@ -536,12 +559,16 @@ fn drive_with(child: &mut Traced, targets: &Targets, goal: Goal, observe: &mut A
     let mut counted = 0;
     let mut ack_writes = 0;
     let mut census_end = None;
+    super::outside::traced();
     loop {
         let (nr, args) = match child.next_syscall()? {
             TraceEvent::Exited(exit) => return Ok(Driven::Exited { exit, counted }),
             TraceEvent::Syscall { nr, args } => (nr, args),
         };
         let pid = child.stopped_pid();
+        if let (Some(folder), Some(path)) = (targets.dir.as_deref(), created(pid, nr, args)) {
+            super::outside::keep(path, folder);
+        }
         let point = classify(pid, targets, nr, args).map(|mut p| {
             counted += 1;
             p.ordinal = Ordinal(counted);

@@ -206,6 +206,9 @@ fn summary(out: &mut String, report: &Report) {
     for e in &report.escaped {
         let _ = writeln!(out, "escaped: {e}");
     }
+    for o in &report.outside {
+        let _ = writeln!(out, "outside its folder: {o}");
+    }
     for line in super::words::not_durable(report) {
         let _ = writeln!(out, "power loss: {line}");
     }

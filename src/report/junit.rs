@@ -289,6 +289,7 @@ mod tests {
             launcher: None,
             containment: None,
             escaped: vec![],
+            outside: vec![],
             known_file: None,
             known_findings: vec![],
             new_only: false,

@@ -158,6 +158,7 @@ fn combine(parts: Vec<Report>) -> Report {
     let containments = joined(parts.iter().filter_map(|p| p.containment.as_deref()));
     whole.containment = (!containments.is_empty()).then_some(containments);
     whole.escaped = parts.iter().flat_map(|p| p.escaped.iter().cloned()).collect();
+    whole.outside = parts.iter().flat_map(|p| p.outside.iter().cloned()).collect();
     let (file, findings) = known_of(&parts);
     whole.judge_known(file, findings);
     whole.recount();
@@ -216,6 +217,7 @@ mod tests {
             launcher: None,
             containment: None,
             escaped: vec![],
+            outside: vec![],
             known_file: None,
             known_findings: vec![],
             new_only: false,

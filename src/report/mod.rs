@@ -459,6 +459,11 @@ pub struct Report {
     /// and killed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub escaped: Vec<String>,
+    /// Each file a traced child created outside the folder it was given
+    /// (and outside the sidecar its ready record declares), still there
+    /// after the run: state no crash state holds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outside: Vec<String>,
     /// The known-findings file the fires were judged against (`--known`),
     /// as it was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -394,6 +394,7 @@ mod tests {
             synchronous: None,
             resolver: None,
             operations: operations.map(|o| o.into_iter().map(String::from).collect()),
+            sidecar: None,
         }
     }
 
