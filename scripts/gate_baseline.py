@@ -4,7 +4,8 @@
 Why: absolute seconds do not carry from one machine (or one hour of a shared
 runner) to the next; a ratio measured in one session, with the two builds'
 runs interleaved so that a change of load hits both alike, does. For every
-store (the reference store, the Python example, Hermes once fetched) it runs
+store (the reference store, the Python example on the system's SQLite and on
+the bundled one, Hermes once fetched) it runs
 the whole gate (`run --seed S`, every cell, kill mode all) with each build,
 round by round, and prints per build: wall time, CPU time (user + system of
 the driver and every child it waited for), points landed, distinct crash
@@ -31,6 +32,10 @@ STORES = [
     ("python", ["--child", "python3 examples/python-store/store.py"]),
     ("hermes", ["--child", "python3 examples/hermes-store/adapter.py",
                 "--known", "examples/hermes-store/known.toml"]),
+    # The Python example on crashcells' own SQLite (3.54.1), whatever the
+    # system's: the libraries matrix's bundled legs (docs/design/libraries.md).
+    ("python-bundled", ["--child", "python3 examples/python-store/store.py", "--matrix", "libraries",
+                        "--leg", "bundled-default", "--leg", "bundled-delete", "--leg", "bundled-wal"]),
 ]
 
 

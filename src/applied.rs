@@ -47,6 +47,27 @@ impl Applied {
         }
     }
 
+    /// The configuration `ready` reports for a child of `leg`, if the leg
+    /// got what it asked for: a leg whose child ran another mode, level or
+    /// library than it asked for is skipped by its leg audit, and a copy
+    /// of another leg's results would turn that skip into their verdicts
+    /// (the `wal` leg on a SQLite with the WAL-reset bug applies DELETE,
+    /// as the `delete` leg does, and must still skip).
+    pub fn honored(ready: &Ready, leg: &Leg) -> Option<Applied> {
+        let applied = Applied::of(ready, leg);
+        let mode = leg.journal_mode.is_none_or(|m| m.as_str() == applied.journal_mode);
+        let level = leg.synchronous.is_none_or(|s| Some(s.as_str()) == applied.synchronous.as_deref());
+        let library = match (&leg.sqlite, &leg.placed) {
+            (Some(lib), Some(placed)) => {
+                crate::sqlitelib::not_loaded(lib, placed, &ready.sqlite_version, ready.sqlite_source_id.as_deref())
+                    .is_none()
+            }
+            (Some(_), None) => false,
+            (None, _) => true,
+        };
+        (mode && level && library).then_some(applied)
+    }
+
     /// `wal/full, SQLite 3.54.1`: what a copied result's label names.
     pub fn words(&self) -> String {
         let level = self.synchronous.as_deref().unwrap_or("-");
@@ -56,7 +77,8 @@ impl Applied {
 
 /// For each leg (by name) whose applied configuration an earlier leg of
 /// `legs` (in the run's order) has: that leg, and the configuration. A
-/// leg whose probe said nothing (`None`) is judged on its own.
+/// leg whose probe said nothing, or showed it not honored (`None`), is
+/// judged on its own.
 pub fn judged_with(legs: &[(String, Option<Applied>)]) -> HashMap<String, (String, Applied)> {
     let mut first: HashMap<&Applied, &str> = HashMap::new();
     let mut same = HashMap::new();
@@ -140,6 +162,32 @@ mod tests {
         let resolver_delete = [("delete".into(), applied("delete", "full", "3.40.1")), legs[0].clone()];
         let default_later = [resolver_delete[0].clone(), ("default".into(), applied("delete", "full", "3.40.1"))];
         assert_eq!(judged_with(&default_later)["default"].0, "delete", "the earlier leg judges");
+    }
+
+    fn ready(mode: &str, level: &str) -> Ready {
+        serde_json::from_value(serde_json::json!({
+            "protocol": 2, "pid": 1, "op": "append", "sqlite_version": "3.40.1",
+            "journal_mode": mode, "synchronous": level,
+        }))
+        .unwrap()
+    }
+
+    /// A leg that did not get the mode or level it asked for takes no
+    /// other leg's results: its leg audit skips it (the WAL-reset gate's
+    /// DELETE under the `wal` leg is the `delete` leg's configuration).
+    #[test]
+    fn a_leg_not_honored_is_judged_on_its_own() {
+        let m = Matrix::load("audit").unwrap();
+        let leg = |name: &str| m.legs.iter().find(|l| l.name == name).unwrap().clone();
+        assert!(Applied::honored(&ready("delete", "full"), &leg("wal")).is_none(), "the gate refused WAL");
+        assert!(Applied::honored(&ready("wal", "full"), &leg("wal-sync-off")).is_none(), "another level");
+        assert!(Applied::honored(&ready("delete", "full"), &leg("default")).is_some(), "the resolver's choice");
+        assert!(Applied::honored(&ready("wal", "off"), &leg("wal-sync-off")).is_some());
+        let bundled = Leg { sqlite: Some(Library::Bundled), ..leg("wal") };
+        assert!(Applied::honored(&ready("wal", "full"), &bundled).is_none(), "a library never placed");
+        let legs = [("delete", ready("delete", "full")), ("wal", ready("delete", "full"))];
+        let heard: Vec<_> = legs.iter().map(|(l, r)| (l.to_string(), Applied::honored(r, &leg(l)))).collect();
+        assert!(judged_with(&heard).is_empty(), "{heard:?}");
     }
 
     #[test]

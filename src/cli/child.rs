@@ -103,8 +103,9 @@ pub(super) fn start_child(ctx: &mut Context, jobs: &[Job]) -> Result<Option<Read
 
 /// The configuration each leg of `jobs` applies, in the order the legs
 /// come: a preflight with the leg's config home, on its library's
-/// launcher (`None` where it wrote no ready record: that leg is judged on
-/// its own, and its trials say why). Nothing is probed with
+/// launcher (`None` where it wrote no ready record, or ran another mode,
+/// level or library than the leg asked for: that leg is judged on its
+/// own, and its trials say why). Nothing is probed with
 /// `--every-leg`, or for a single leg: no leg can repeat another then.
 pub(super) fn probe_legs(ctx: &Context, jobs: &[Job]) -> Vec<(String, Option<Applied>)> {
     let legs = legs_of(jobs);
@@ -116,7 +117,7 @@ pub(super) fn probe_legs(ctx: &Context, jobs: &[Job]) -> Vec<(String, Option<App
         let (child, deadline) = on.as_ref().map_or((&ctx.child, ctx.deadline), |c| (&c.child, c.deadline));
         let config = leg.config().to_toml();
         let ready = preflight_in(child, &ctx.work_root, deadline, ctx.mutant(), Some(&config)).ok();
-        (leg.name.clone(), ready.map(|r| Applied::of(&r, leg)))
+        (leg.name.clone(), ready.and_then(|r| Applied::honored(&r, leg)))
     };
     // The legs' probes at once, as many as the run's jobs.
     let mut heard = Vec::with_capacity(legs.len());
