@@ -26,11 +26,13 @@ pub enum Need {
     NodeAndSqliteShell,
     /// A Python with pytest (`CRASHCELLS_TEST_PYTHON`), for the pytest plugin's test.
     Pytest,
+    /// The Go toolchain (1.19 or later), for the Go library's own tests.
+    Go,
 }
 
 impl Need {
     /// Every reason a test may skip.
-    pub const ALL: [Need; 8] = [
+    pub const ALL: [Need; 9] = [
         Need::Tracing,
         Need::Python,
         Need::HermesWheel,
@@ -39,6 +41,7 @@ impl Need {
         Need::AffectedSystemSqlite,
         Need::NodeAndSqliteShell,
         Need::Pytest,
+        Need::Go,
     ];
 
     /// What is missing, and what provides it (`.ci/run` does each).
@@ -52,6 +55,7 @@ impl Need {
             Need::AffectedSystemSqlite => "the system SQLite is not one the WAL-reset gate refuses",
             Need::NodeAndSqliteShell => "node or the sqlite3 shell is not installed",
             Need::Pytest => "no Python with pytest (CRASHCELLS_TEST_PYTHON names one; .ci/run makes it)",
+            Need::Go => "go is not installed (Go 1.19 or later)",
         }
     }
 

@@ -28,6 +28,7 @@ mod reclaim;
 mod recorded;
 mod reports;
 mod robustness;
+mod sdk_go;
 mod sdk_node;
 mod sdk_python;
 mod shown;

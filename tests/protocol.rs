@@ -65,12 +65,9 @@ fn python_store_skips_wal_only_where_its_sqlite_has_the_wal_reset_bug() {
     let args = [&args[..], &["--kill", "timed", "--catalog", catalog.to_str().unwrap()]].concat();
     let (_, report) = run_json(&args, dir.path());
     let r = &results(&report, "prefix-durability")[0];
-    let version: Vec<u32> = python_sqlite().split('.').map(|p| p.parse().unwrap()).collect();
-    let v = (version[0], version[1], version[2]);
-    let affected = ((3, 7, 0)..(3, 51, 3)).contains(&v)
-        && !((3, 44, 6)..(3, 45, 0)).contains(&v)
-        && !((3, 50, 7)..(3, 51, 0)).contains(&v);
-    if affected {
+    // The range is the protocol's (its corpus, protocol/corpus/version.json).
+    let v = crashcells_protocol::SqliteVersion::parse(&python_sqlite()).expect("python's sqlite3 version");
+    if crashcells_protocol::wal_reset_affected(v) {
         assert_eq!(r["verdict"], "skip", "{r:#}");
         let reason = r["reason"].as_str().unwrap();
         assert!(reason.contains("WAL-reset gate") && reason.contains(&python_sqlite()), "{reason}");

@@ -1,7 +1,8 @@
 //! The Node.js adapter library (`sdk/node`): its own `node --test` suite,
 //! run with the crashcells built here, so that `cargo test` covers it, a
 //! test per file so that they run side by side: the library's rules unit
-//! by unit (`rules`), the one-line errors and exit codes of an adapter that
+//! by unit (`rules`), the protocol corpus (protocol/corpus/*.json) case
+//! by case (`corpus`), the one-line errors and exit codes of an adapter that
 //! breaks a rule (`errors`), `child-check` and `run` on a store written on
 //! the library (`childcheck`: conforming, failing with the adapter's line
 //! for each broken rule; `mutant`: the library's `drop-append` firing cell
@@ -56,6 +57,11 @@ fn suite(name: &str, skips: u32) {
 #[test]
 fn the_librarys_rules_hold_unit_by_unit() {
     suite("rules", 0);
+}
+
+#[test]
+fn the_library_agrees_with_the_protocol_corpus_case_by_case() {
+    suite("corpus", 0);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The Python adapter library's own tests (`sdk/python/tests`, unittest):
 //! the one-line errors of an adapter that breaks a rule (alone and under
 //! `child-check`), the protocol it runs around a store, the canonical dump,
+//! the protocol corpus (protocol/corpus/*.json) case by case,
 //! and the pytest plugin (where the Python has no pytest, a skip by the
 //! suite's policy: a failure under CI). They get
 //! this build's binary through `CRASHCELLS_BIN`, as the plugin finds it.

@@ -17,23 +17,11 @@ use clap::{Args, Subcommand};
 use crashcells_protocol::transport::{self, Delivery};
 use crashcells_protocol::{
     APPEND_SESSION, Ack, AckWriter, CATCH_UP_BATCH, DUMP_BATCH, DatabaseConfig, EXIT_LOST, EXIT_WON, FORK_SERVER,
-    ForkStep, Mutant, Op, PROTOCOL, ROTATE_SHAPES, Ready, Record, Rotation,
+    ForkStep, Mutant, Op, PROTOCOL, ROTATE_SHAPES, Ready, Record, Rotation, STALL_AFTER,
 };
 
 use crate::ChildError;
 use crate::store::{Store, dump};
-
-/// How many appends the `stall` mutant acknowledges before it blocks.
-pub const STALL_AFTER: u64 = 5;
-/// The `drop-append` mutant acknowledges without writing one append in this
-/// many, starting with the second (m1, m65, m129, ...): a lost acknowledged
-/// write that needs no crash to show. Every workload acks m1 (a timed kill
-/// waits for hundreds of acks; a syscall sweep covers two appends), so cell
-/// 1 fires on every timed trial and at the sweep's last kill point (the one
-/// after m1's ack), and its repro fires again.
-pub const DROP_EVERY: u64 = 64;
-/// The first append the `drop-append` mutant drops.
-pub const DROP_FIRST: u64 = 1;
 
 #[derive(Debug, Subcommand)]
 pub enum ChildOp {
@@ -209,7 +197,7 @@ fn append(a: WorkArgs) -> Result<(), ChildError> {
     let mut acks = AckWriter::create(&a.acks).map_err(ChildError::io("ack journal"))?;
     acks.record(&ready(&store, "append")).map_err(ChildError::io("ack journal"))?;
     for i in 0..a.stop_after.unwrap_or(u64::MAX) {
-        if a.mutant == Some(Mutant::Stall) && i >= STALL_AFTER {
+        if a.mutant.is_some_and(|m| m.stalls_at(i)) {
             stall_forever();
         }
         let content = format!("m{i}");
@@ -217,7 +205,7 @@ fn append(a: WorkArgs) -> Result<(), ChildError> {
         if marked {
             std::fs::write(dirty_marker(&a.db), b"dirty\n").map_err(ChildError::io("dirty marker"))?;
         }
-        if a.mutant == Some(Mutant::DropAppend) && i % DROP_EVERY == DROP_FIRST {
+        if a.mutant.is_some_and(|m| m.drops_append(i)) {
             acks.record(&ack("append", i)).map_err(ChildError::io("ack journal"))?;
         } else if a.mutant == Some(Mutant::AckBeforeCommit) {
             let mut early = Ok(());

@@ -3,23 +3,27 @@
 //! records, `dump`'s canonical state, the claim's exit codes, the config
 //! home's variable and file, the journal-mode and synchronous enums, a
 //! typed builder of an operation's arguments, the fake transport that
-//! `deliver` sends through, and the WAL-reset bug's range of SQLite versions.
+//! `deliver` sends through, the WAL-reset bug's range of SQLite versions and
+//! the reference resolver, and the corpus of cases (`corpus/*.json`) that
+//! the adapter libraries test themselves against.
 //!
 //! The driver and the reference store both depend on this crate and on
 //! nothing of each other: a store in any language speaks the same format.
 
 pub mod config;
+pub mod corpus;
 pub mod dump;
 pub mod op;
 pub mod records;
+pub mod resolver;
 pub mod transport;
 pub mod version;
 
 pub use config::{ConfigError, DatabaseConfig, HOME_ENV, JournalMode, Synchronous};
 pub use dump::{Dump, DumpMessage, DumpObligation, DumpSession, LiveError};
 pub use op::{
-    APPEND_SESSION, CARRIED, EXIT_LOST, EXIT_UNSUPPORTED, EXIT_WON, FORK_EVERY, ForkStep, HANDOFF_SESSION, Mutant, Op,
-    OpArgs, Rotation,
+    APPEND_SESSION, CARRIED, DROP_EVERY, DROP_FIRST, EXIT_LOST, EXIT_UNSUPPORTED, EXIT_WON, FORK_EVERY, ForkStep,
+    HANDOFF_SESSION, Mutant, Op, OpArgs, Rotation, STALL_AFTER,
 };
 pub use records::{
     Ack, AckWriter, CATCH_UP_BATCH, DUMP_BATCH, Decider, Decision, FORK_SERVER, ROTATE_SHAPES, Ready, Record, WARM_POOL,

@@ -274,6 +274,19 @@ impl Rotation {
     }
 }
 
+/// How many appends the `stall` mutant acknowledges before it blocks: it
+/// blocks at append `STALL_AFTER` (the sixth), having acked m0..m4.
+pub const STALL_AFTER: u64 = 5;
+/// The `drop-append` mutant acknowledges without writing one append in this
+/// many, starting with the second (m1, m65, m129, ...): a lost acknowledged
+/// write that needs no crash to show. Every workload acks m1 (a timed kill
+/// waits for hundreds of acks; a syscall sweep covers two appends), so cell
+/// 1 fires on every timed trial and at the sweep's last kill point (the one
+/// after m1's ack), and its repro fires again.
+pub const DROP_EVERY: u64 = 64;
+/// The first append the `drop-append` mutant drops.
+pub const DROP_FIRST: u64 = 1;
+
 /// The mutants crashcells knows: deliberately broken variants of a store
 /// that prove each cell can fire. A child that does not know a name it is
 /// given must refuse it rather than ignore it.
@@ -414,6 +427,18 @@ impl Mutant {
                 "`co-append` reads the next position before its write transaction, then inserts at it"
             }
         }
+    }
+
+    /// Whether this mutant, played by a library or the reference, acks
+    /// append `i` without writing it (`drop-append`).
+    pub fn drops_append(self, i: u64) -> bool {
+        self == Mutant::DropAppend && i % DROP_EVERY == DROP_FIRST
+    }
+
+    /// Whether this mutant blocks for good at append `i` (`stall`), before
+    /// writing or acking it.
+    pub fn stalls_at(self, i: u64) -> bool {
+        self == Mutant::Stall && i >= STALL_AFTER
     }
 
     /// The number of the cell the mutant is for: the one it makes fire (for

@@ -21,10 +21,14 @@ const (
 	forkEvery = 4
 	// carried is how many messages a carrying rotation copies.
 	carried = 2
-	// stallAfter: the stall mutant acks this many appends, then blocks.
-	stallAfter = 3
-	// dropEvery: the drop-append mutant skips every dropEvery-th append.
-	dropEvery = 64
+	// The mutants the library plays (the reference's numbers,
+	// protocol/corpus/mutants.json). stallAfter: stall blocks at this
+	// append, having acked the ones before it. dropEvery, dropFirst:
+	// drop-append acks without writing one append in dropEvery, from the
+	// second (m1, m65, ...).
+	stallAfter = 5
+	dropEvery  = 64
+	dropFirst  = 1
 )
 
 type runner struct {
@@ -174,16 +178,22 @@ func (o *opened) acked(method string, i int, call func() error, ack func() error
 	return write()
 }
 
+// dropsAppend is whether drop-append acks append i without writing it.
+func dropsAppend(i int) bool { return i%dropEvery == dropFirst }
+
+// stallsAt is whether stall blocks at append i, before writing or acking it.
+func stallsAt(i int) bool { return i >= stallAfter }
+
 func (r *runner) appendLoop(o *opened) error {
 	mutant := r.a.one("mutant")
 	return r.a.count(func(i int) error {
-		if mutant == "stall" && i == stallAfter {
+		if mutant == "stall" && stallsAt(i) {
 			for {
 				time.Sleep(time.Hour) // the driver's deadline ends it
 			}
 		}
 		call := func() error { return o.s.Append(appendSession, "user", fmt.Sprintf("m%d", i)) }
-		if mutant == "drop-append" && i%dropEvery == dropEvery-1 {
+		if mutant == "drop-append" && dropsAppend(i) {
 			call = func() error { return nil } // acked, never written
 		}
 		return o.acked("Append", i, call, func() error { return o.j.ack("append", i) })
@@ -315,6 +325,15 @@ func flockShared(fd int) error {
 	}
 }
 
+// forkStep is operation i of a fork run on a live transcript of length
+// messages: a rewind keeping k, or (rewind false) an append.
+func forkStep(seed uint64, i, length int) (k int, rewind bool) {
+	if i%forkEvery == forkEvery-1 && length >= 2 {
+		return rewindKeep(seed, i, length), true
+	}
+	return 0, false
+}
+
 // rewindKeep is fork's rule: (seed + i) mod (length - 1), exact (no
 // wrap-around at 2^64).
 func rewindKeep(seed uint64, i, length int) int {
@@ -329,8 +348,7 @@ func (r *runner) forkLoop(o *opened) error {
 		if err != nil {
 			return err
 		}
-		if i%forkEvery == forkEvery-1 && length >= 2 {
-			k := rewindKeep(r.a.seed, i, length)
+		if k, rewind := forkStep(r.a.seed, i, length); rewind {
 			call := func() error { return f.Rewind(appendSession, k, i) }
 			return o.acked("Rewind", i, call, func() error { return o.j.ack("rewind", i, field{"k", k}) })
 		}

@@ -15,17 +15,11 @@ import { openBarrier, waitShared } from "./barrier.js";
 import { acked, call, instance } from "./calls.js";
 import { EXIT_LOST, EXIT_OK, RuleError, StoreFailure, firstLine, isCorrupt } from "./errors.js";
 import { AckJournal, readyFields, show } from "./journal.js";
-import { forkStep, rotation, steps } from "./rules.js";
+import { STALL_AFTER, dropsAppend, forkStep, rotation, stallsAt, steps } from "./rules.js";
 import { canonicalLine, checkedState, corruptLine, liveLength } from "./state.js";
 import { Transport } from "./transport.js";
 
 const SESSION = "main";
-// The `stall` mutant acks this many appends, then blocks (the reference's number).
-const STALL_AFTER = 5;
-// The `drop-append` mutant acks without writing one append in this many,
-// from the second (m1, m65, ...), as the reference does.
-const DROP_EVERY = 64;
-const DROP_FIRST = 1;
 
 /** Opens a fresh instance on `a.db` and writes its ready record: the
  * instance and its journal. `session` is made to exist first (append, fork). */
@@ -52,9 +46,9 @@ function libraryMutant(a, name) {
 async function append(run, a) {
   const o = await opened(run, a, SESSION);
   for (const i of steps(a.stopAfter)) {
-    if (libraryMutant(a, "stall") && i >= STALL_AFTER) stall();
+    if (libraryMutant(a, "stall") && stallsAt(i)) stall();
     const ack = () => o.journal.ack("append", i);
-    if (libraryMutant(a, "drop-append") && i % DROP_EVERY === DROP_FIRST) ack();
+    if (libraryMutant(a, "drop-append") && dropsAppend(i)) ack();
     else await acked(o.it, i, ack, "append", SESSION, "user", `m${i}`);
   }
   await closed(o);

@@ -8,6 +8,23 @@
 const FORK_EVERY = 4;
 // What a rotation with shapes carries (k mod 4 of 1 and 2).
 const CARRIED = 2;
+// The mutants the library plays (the reference's numbers,
+// protocol/corpus/mutants.json): `drop-append` acks without writing one
+// append in DROP_EVERY, from the second (m1, m65, ...); `stall` blocks at
+// append STALL_AFTER, having acked the five before it.
+const DROP_EVERY = 64;
+const DROP_FIRST = 1;
+export const STALL_AFTER = 5;
+
+/** Whether `drop-append` acks append `i` without writing it. */
+export function dropsAppend(i) {
+  return i % DROP_EVERY === DROP_FIRST;
+}
+
+/** Whether `stall` blocks at append `i`, before writing or acking it. */
+export function stallsAt(i) {
+  return i >= STALL_AFTER;
+}
 
 /** Rotation k: `{ parent, child, work, carried, newParent }`. Without
  * shapes, p<k> -> c<k>, its work one `user` message, nothing carried; with

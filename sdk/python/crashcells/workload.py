@@ -26,9 +26,12 @@ EXIT_LOST = 10
 FORK_EVERY = 4
 # A carrying rotation carries the parent's last CARRIED messages.
 CARRIED = 2
-# drop-append skips every DROP_EVERY-th append; stall blocks after STALL_AFTER acks.
+# The mutants the library plays (the reference's numbers, protocol/corpus/mutants.json):
+# drop-append acks without writing one append in DROP_EVERY, from the second
+# (m1, m65, ...); stall blocks at append STALL_AFTER, having acked the five before.
 DROP_EVERY = 64
-STALL_AFTER = 3
+DROP_FIRST = 1
+STALL_AFTER = 5
 ACK_RULE = "§3 ack journal"
 
 
@@ -210,6 +213,16 @@ def close(store):
 # --- the operations -----------------------------------------------------------
 
 
+def drops_append(i):
+    """Whether the drop-append mutant acks append i without writing it."""
+    return i % DROP_EVERY == DROP_FIRST
+
+
+def stalls_at(i):
+    """Whether the stall mutant blocks at append i, before writing or acking it."""
+    return i >= STALL_AFTER
+
+
 def op_append(s):
     store = s.open(s.flags["db"])
     if callable(getattr(store, "create_session", None)):
@@ -217,11 +230,11 @@ def op_append(s):
     s.ready(store, s.flags["acks"])
     for i in s.ops():
         ack = {"kind": "ack", "op": "append", "i": i}
-        if s.mutant == "stall" and i == STALL_AFTER:
+        if s.mutant == "stall" and stalls_at(i):
             # The stall mutant: alive, silent, until the driver's deadline kills it.
             while True:
                 signal.pause()
-        if s.mutant == "drop-append" and i % DROP_EVERY == DROP_EVERY - 1:
+        if s.mutant == "drop-append" and drops_append(i):
             s.acks.record(ack)
             continue
         s.step(store, "append", (MAIN, "user", "m%d" % i), ack)

@@ -44,7 +44,7 @@ class PytestPlugin(unittest.TestCase):
             sorted(cases), ["test_cell1_prefix_durability[default-timed]", "test_cell2_consume_once[default-none]"], text
         )
         self.assertTrue(all(tags == [] for tags in cases.values()), cases)
-        # The library's drop-append: every 64th append acked, never written.
+        # The library's drop-append: m1, m65, ... acked, never written.
         code, text, cases = self.pytest(', "--mutant", "drop-append"')
         self.assertEqual(code, 1, text)
         failed = sorted(name for name, tags in cases.items() if "failure" in tags)
