@@ -3,7 +3,8 @@
 //! list to keep in step); the generated file holds `EMBEDDED`, each file's
 //! name and text, sorted by name; `src/catalog.rs` includes it. And the
 //! bundled SQLite as a shared library ([`bundled_library`]), which
-//! `src/sqlitelib.rs` embeds for a leg with `sqlite = "bundled"`.
+//! `src/sqlitelib.rs` embeds for a leg with `sqlite = "bundled"`. And the
+//! build's commit ([`build_commit`]), which `--version` and every report name.
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ const SONAME: &str = "libsqlite3.so.0";
 fn main() {
     embed_cells();
     bundled_library();
+    build_commit();
 }
 
 fn embed_cells() {
@@ -36,6 +38,33 @@ fn embed_cells() {
     out.push_str("];\n");
     let dest = Path::new(&std::env::var("OUT_DIR").expect("cargo sets it")).join("embedded_cells.rs");
     std::fs::write(&dest, out).unwrap_or_else(|e| panic!("{}: {e}", dest.display()));
+}
+
+/// The commit this build is of, as `CRASHCELLS_COMMIT` for `--version` and
+/// every report: `git rev-parse --short HEAD`, or `unknown` where there is
+/// no git or no checkout (an installed crate). Never a failed build. Cargo
+/// reruns it when HEAD moves: HEAD itself (a checkout of another branch)
+/// and the ref it points at (a commit on this branch).
+fn build_commit() {
+    let git = |args: &[&str]| -> Option<String> {
+        let out = Command::new("git").args(args).output().ok()?;
+        let text = String::from_utf8(out.stdout).ok()?;
+        (out.status.success() && !text.trim().is_empty()).then(|| text.trim().to_string())
+    };
+    let commit = git(&["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".to_string());
+    println!("cargo:rustc-env=CRASHCELLS_COMMIT={commit}");
+    // Only files that exist: cargo reruns a script whose watched file is
+    // missing on every build (a branch whose ref is packed has no file).
+    let watch = |path: Option<String>| {
+        if let Some(p) = path.filter(|p| Path::new(p).exists()) {
+            println!("cargo:rerun-if-changed={p}");
+        }
+    };
+    watch(git(&["rev-parse", "--git-path", "HEAD"]));
+    if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+        watch(git(&["rev-parse", "--git-path", &branch]));
+    }
+    watch(git(&["rev-parse", "--git-path", "packed-refs"]));
 }
 
 /// Links the amalgamation libsqlite3-sys already compiled (its `lib_dir`,

@@ -260,7 +260,7 @@ fn audit_matrix(
     let honored = rows.iter().filter(|r| r.honored).count();
     Ok(AuditReport {
         schema: SCHEMA.into(),
-        crashcells_version: env!("CARGO_PKG_VERSION").into(),
+        crashcells_version: crate::report::VERSION.into(),
         matrix: setup.matrix.name.clone(),
         workdir: setup.workdir.display().to_string(),
         filesystem: filesystem_name(&setup.workdir),

@@ -39,7 +39,7 @@ use runplan::RunPlan;
 #[derive(Debug, Parser)]
 #[command(
     name = "crashcells",
-    version,
+    version = crate::report::VERSION,
     // Help wraps to the terminal, and to 100 columns at most (or in a log).
     max_term_width = 100,
     about = "Crash-persistence conformance cells for SQLite-backed session stores",

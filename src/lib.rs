@@ -6,6 +6,8 @@
 //! kill → reap and classify the exit → audit the on-disk mode → recovery
 //! passes → invariants → verdict and evidence → renderers.
 
+pub use report::VERSION;
+
 pub mod applied;
 pub mod audit;
 pub mod catalog;

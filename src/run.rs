@@ -272,7 +272,7 @@ pub fn report(ctx: &Context, facts: RunFacts, results: Vec<CellResult>) -> Repor
     let signal = crate::harness::interrupted();
     let mut report = Report {
         schema: SCHEMA.to_string(),
-        crashcells_version: env!("CARGO_PKG_VERSION").to_string(),
+        crashcells_version: crate::report::VERSION.to_string(),
         sqlite_version: facts.sqlite_version,
         seed: ctx.seed,
         matrix: ctx.options.matrix.clone(),

@@ -208,3 +208,22 @@ fn child_check_only_refuses_a_check_it_does_not_know() {
     assert!(stderr.contains("--only: no check `fork-sever` (the checks: ready, "), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "one line expected: {stderr}");
 }
+
+/// `--version` names the build's commit (build.rs reads it from git), the
+/// one this checkout is at when it was built from one.
+#[test]
+fn version_names_the_builds_commit() {
+    let dir = scratch();
+    let out = run(&["--version"], dir.path());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text, format!("crashcells {}\n", crashcells::VERSION));
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let want = head.unwrap_or_else(|| "unknown".to_string());
+    assert!(text.contains(&format!("{} ({want})", env!("CARGO_PKG_VERSION"))), "{text}");
+}

@@ -200,14 +200,15 @@ pub(crate) fn settings(dir: &Path, report: &Report) -> insta::Settings {
     s.add_filter(r"(?m)^containment: .*\n", "");
     // The folder the tests run in: the checkout, wherever it is.
     s.add_filter(r#""start_folder": "[^"]*""#, r#""start_folder": "[START]""#);
-    s.add_filter(&format!(r"\b{}\b", regex::escape(&report.crashcells_version)), "[VERSION]");
+    // The version names the build's commit: `0.1.0 (1a2b3c4)`.
+    s.add_filter(&regex::escape(&report.crashcells_version), "[VERSION]");
     // Times: human and Markdown `0.85s`, JUnit `time="0.853"`, JSON duration_ms.
     // The deadline a wait ran under is `--deadline` or more: the run
     // stretches it when the child's measured start would not fit in it
     // (Context::scaled_deadline), which a loaded machine does.
     s.add_filter(r"within the [\d.]+m?s deadline", "within the [DEADLINE] deadline");
     s.add_filter(r"\b[\d.]+s( to [\d.]+s)? per wait", "[DEADLINE] per wait");
-    s.add_filter(r"deadline [\d.]+s( to [\d.]+s)?\)", "deadline [DEADLINE])");
+    s.add_filter(r"deadline [\d.]+s( to [\d.]+s)?([,)])", "deadline [DEADLINE]$2");
     s.add_filter(r#"name="deadline" value="[^"]*""#, r#"name="deadline" value="[DEADLINE]""#);
     s.add_filter(r#""deadline_ms": \d+"#, r#""deadline_ms": "[MS]""#);
     // An error ended by a deadline names the start it was scaled from.

@@ -32,9 +32,10 @@ fn settings(dir: &Path) -> insta::Settings {
     // The time column is as wide as its longest time, and its header with it.
     s.add_filter(r"acked +time  reason", "acked  [TIME]  reason");
     s.add_filter(r"SQLite \d+\.\d+\.\d+", "SQLite [VERSION]");
+    s.add_filter(&regex::escape(crashcells::VERSION), "[VERSION]");
     // `--deadline` or more: the run stretches it by the child's start on a loaded machine.
     s.add_filter(r"\b[\d.]+s( to [\d.]+s)? per wait", "[DEADLINE] per wait");
-    s.add_filter(r"deadline [\d.]+s( to [\d.]+s)?\)", "deadline [DEADLINE])");
+    s.add_filter(r"deadline [\d.]+s( to [\d.]+s)?([,)])", "deadline [DEADLINE]$2");
     // The fallback's line, where the tests may make no pid namespace.
     s.add_filter(r"(?m)^containment: .*\n", "");
     s

@@ -196,6 +196,8 @@ fn summary(out: &mut String, report: &Report) {
     if let Some(d) = report.deadlines() {
         let _ = write!(out, ", deadline {d}");
     }
+    // The build that judged: its version and commit.
+    let _ = write!(out, ", crashcells {}", report.crashcells_version);
     out.push_str(")\n");
     let _ = writeln!(out, "store: {}", report.store());
     // The namespace is the norm; the fallback is news (what a SIGKILL of

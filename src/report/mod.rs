@@ -2,6 +2,11 @@
 //! JSON, JUnit, Markdown). The JSON rendering is the canonical one; `report
 //! --from` reads it back and renders it again.
 
+/// This build's version and commit, as `--version` and every report name
+/// it: `0.1.0 (1a2b3c4)`, `unknown` for the commit of a build outside a git
+/// checkout (build.rs).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("CRASHCELLS_COMMIT"), ")");
+
 pub mod ci;
 pub mod fingerprint;
 pub mod human;
