@@ -184,3 +184,31 @@ fn child_check_names_a_file_created_outside_the_folder() {
     assert_eq!(check["status"], "warning", "{check}");
     assert!(check["detail"].as_str().unwrap().contains(&prefix), "{check}");
 }
+
+/// A child in the run's namespace reads its own `/proc/<getpid()>`: the
+/// namespace's pid names it in a `/proc` of its own (a store reads its
+/// start time there), never another process of the driver's `/proc`.
+#[test]
+fn a_child_in_the_namespace_finds_itself_in_proc_by_its_own_pid() {
+    let dir = scratch();
+    let script = dir.path().join("self.sh");
+    let text = format!(
+        "#!/bin/sh\nread -r me rest < /proc/self/stat\n[ \"$me\" = \"$$\" ] || {{ echo \"/proc/self is $me, getpid $$\" >&2; exit 1; }}\nexec '{}' child \"$@\"\n",
+        env!("CARGO_BIN_EXE_crashcells")
+    );
+    std::fs::write(&script, text).unwrap();
+    let out = bin()
+        .args(["run", "--child", &format!("sh {}", script.display()), "--cell", "1", "--leg", "default"])
+        .args(["--kill", "timed", "--trials", "1", "--refire", "0", "--fork-server", "off", "--format", "json"])
+        .arg("--workdir")
+        .arg(dir.path())
+        .arg("--evidence")
+        .arg(dir.path().join("evidence"))
+        .output()
+        .unwrap();
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let r = &report["results"][0];
+    assert_eq!(r["verdict"], "pass", "{r:#}");
+    assert!(report["containment"].as_str().unwrap_or_default().starts_with("a pid namespace"), "{report:#}");
+}

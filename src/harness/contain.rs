@@ -179,6 +179,35 @@ pub(super) fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
     spawned
 }
 
+/// Whether the children start in the run's pid namespace.
+pub(super) fn namespaced() -> bool {
+    matches!(in_force(), Containment::Namespace { .. })
+}
+
+/// In a child between fork and exec, in the run's pid namespace: a mount
+/// namespace of its own with a `/proc` of that pid namespace. A store reads
+/// `/proc/<getpid()>` (a status file's start time, psutil): with the
+/// driver's `/proc` that path names another process, since `getpid()` is
+/// the namespace's pid. `/` is made private first, so that the new `/proc`
+/// never propagates to the driver's mounts. Best effort: where either call
+/// is refused the child keeps the driver's `/proc`, as under the subreaper.
+/// Async-signal-safe: plain syscalls, nothing allocated.
+pub(super) fn mount_own_proc() {
+    // SAFETY: unshare and mount with constant C strings; the child is one
+    // thread between fork and exec, so its mount namespace is its own.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWNS) != 0 {
+            return;
+        }
+        let none = std::ptr::null();
+        if libc::mount(none, c"/".as_ptr(), none, libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0 {
+            return;
+        }
+        let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+        libc::mount(c"proc".as_ptr(), c"/proc".as_ptr(), c"proc".as_ptr(), flags, std::ptr::null());
+    }
+}
+
 fn setns(fd: &OwnedFd) -> std::io::Result<()> {
     // SAFETY: setns on the calling thread, with a descriptor we hold.
     if unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWPID) } != 0 {

@@ -19,8 +19,9 @@ pub(super) const ORPHANED: i32 = 255;
 
 /// The set-up every child gets, plain or traced: stderr to `stderr`, the
 /// leader of a new process group, and before exec the parent-death signal,
-/// a check that the driver is still its parent, then `then` (a traced
-/// child's request to be traced and its filter).
+/// a check that the driver is still its parent, in the run's namespace a
+/// `/proc` of its own ([`super::contain::mount_own_proc`]), then `then` (a
+/// traced child's request to be traced and its filter).
 pub(super) fn prepare(
     cmd: &mut Command,
     stderr: Option<&Path>,
@@ -32,6 +33,7 @@ pub(super) fn prepare(
     }
     cmd.process_group(0);
     let parent = super::contain::parent_as_seen();
+    let own_proc = super::contain::namespaced();
     // SAFETY: prctl, getppid and _exit are async-signal-safe and touch no
     // memory of the parent; `then` must be too (it is checked where given).
     unsafe {
@@ -43,6 +45,9 @@ pub(super) fn prepare(
             // death signal: the child has been reparented, so it goes.
             if libc::getppid() != parent {
                 libc::_exit(ORPHANED);
+            }
+            if own_proc {
+                super::contain::mount_own_proc();
             }
             then()
         });
