@@ -195,3 +195,15 @@ pub fn python_sqlite() -> String {
         .expect("python3 on PATH");
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
+
+/// Polls `cond` until it holds or `limit` passes; returns whether it held.
+pub fn eventually(limit: std::time::Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    cond()
+}

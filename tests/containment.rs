@@ -8,9 +8,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::common::{bin, scratch};
+use crate::common::{bin, eventually, scratch};
 
 /// Writes the daemonizing child into `dir`: its `--child` line and the log
 /// its daemons hold open.
@@ -36,17 +36,6 @@ fn holding(file: &Path) -> Vec<u32> {
             fds.flatten().any(|fd| std::fs::read_link(fd.path()).is_ok_and(|p| p == file))
         })
         .collect()
-}
-
-fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    cond()
 }
 
 #[test]

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::common::{bin, run, run_json, scratch};
+use crate::common::{bin, eventually, run, run_json, scratch};
 
 /// Pids of live processes (not this test) whose command line mentions `needle`.
 /// A zombie has an empty command line and so never matches.
@@ -38,18 +38,6 @@ fn processes_mentioning(needle: &Path) -> Vec<u32> {
 fn open_files(pid: u32) -> Vec<String> {
     let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return Vec::new() };
     fds.flatten().filter_map(|fd| std::fs::read_link(fd.path()).ok()).map(|p| p.display().to_string()).collect()
-}
-
-/// Polls `cond` until it holds or `limit` passes; returns whether it held.
-fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    cond()
 }
 
 /// Starts a long run (far more trials than the test waits for) with trials

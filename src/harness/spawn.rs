@@ -65,15 +65,7 @@ impl Running {
     pub fn spawn(mut cmd: Command, stderr: Option<&Path>) -> std::io::Result<Running> {
         prepare(&mut cmd, stderr, || Ok(()))?;
         let child = super::contain::spawn(&mut cmd)?;
-        let pgid = Pid::from_raw(child.id() as i32);
-        Ok(Running {
-            proc: Proc::Exec(child),
-            pgid,
-            own: own_pid(pgid.as_raw() as u32),
-            stderr: stderr.map(Path::to_path_buf),
-            exit: None,
-            reaped: false,
-        })
+        Ok(Running::started(child, stderr))
     }
 
     /// A child the driver exec'd ahead of need (a warm process), confirmed
