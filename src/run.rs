@@ -82,9 +82,10 @@ fn slots(plan: &[Job], ctx: &Context, jobs: usize, progress: &dyn Progress) -> V
 /// ([`crate::applied::copies`]), on up to `ctx.jobs` threads; a job that
 /// copies takes that job's result, labelled with the leg it was judged
 /// with and the configuration `same` says both applied. Results come back
-/// in plan order.
+/// in plan order, the first `shown` jobs' (the rest run only to be copied).
 pub fn execute_once(
     plan: &[Job],
+    shown: usize,
     copies: &[Option<usize>],
     same: &HashMap<String, (String, crate::applied::Applied)>,
     ctx: &Context,
@@ -102,7 +103,7 @@ pub fn execute_once(
         let requested = leg.journal_mode.map(|m| m.to_string());
         ran[judge].as_ref().map(|r| r.judged_for(&leg.name, requested, configuration))
     };
-    (0..plan.len()).filter_map(|i| ran[i].clone().or_else(|| copied(i))).collect()
+    (0..shown).filter_map(|i| ran[i].clone().or_else(|| copied(i))).collect()
 }
 
 /// The order the jobs start in (the results keep the plan's): a syscall

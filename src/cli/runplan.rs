@@ -7,6 +7,7 @@
 //! [`RunPlan::run`] then runs it: its work folder, the child started, every
 //! job over `--jobs` threads, and the report.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -42,6 +43,11 @@ pub(super) struct RunPlan {
     matrix: String,
     /// How many results the seed plans, every share together.
     planned: usize,
+    /// Every result the seed plans, every share together: a share's leg is
+    /// judged with an earlier leg of the whole plan, as in a run of it all.
+    whole: Vec<Job>,
+    /// Where this run's share lies in `whole` (all of it without `--partition`).
+    range: std::ops::Range<usize>,
     /// The results this run runs: its share of them with `--partition`.
     pub jobs: Vec<Job>,
     run_id: String,
@@ -68,7 +74,8 @@ impl RunPlan {
         let catalog = Catalog::load(options.catalog.dir.as_deref())?;
         let matrix = Matrix::load(&options.matrix)?;
         let seed = *options.seed.get_or_insert_with(crate::seed::fresh);
-        let (planned, jobs) = share(&options, &catalog, &matrix, seed)?;
+        let (whole, range) = share(&options, &catalog, &matrix, seed)?;
+        let (planned, jobs) = (whole.len(), whole[range.clone()].to_vec());
         checks::trial_in_plan(&options, &jobs)?;
         let run_id = run::run_id();
         let workdir = workdir_or(&options.workdir, run::default_workdir)?;
@@ -76,7 +83,7 @@ impl RunPlan {
         let evidence_root = evidence.join(&run_id);
         checks::evidence_path(&evidence_root, options.evidence.is_some())?;
         let matrix = matrix.name;
-        Ok(RunPlan { options, seed, known, matrix, planned, jobs, run_id, start, workdir, evidence_root })
+        Ok(RunPlan { options, seed, known, matrix, planned, whole, range, jobs, run_id, start, workdir, evidence_root })
     }
 
     /// Runs the plan and returns its report, judged against the known
@@ -88,7 +95,8 @@ impl RunPlan {
         reclaim(&self.workdir);
         let (_work, work_root) = work_folder(&self.workdir, &self.run_id)?;
         // The legs' SQLite libraries, in the work folder: gone with it.
-        crate::matrix::place_libraries(self.jobs.iter_mut().filter_map(|j| j.leg.as_mut()), &work_root)?;
+        crate::matrix::place_libraries(self.whole.iter_mut().filter_map(|j| j.leg.as_mut()), &work_root)?;
+        self.jobs = self.whole[self.range.clone()].to_vec();
         let options = std::mem::take(&mut self.options);
         let mut ctx = run_context(options, self.seed, &work_root, self.evidence_root.clone())?;
         if let Some((_, findings)) = &self.known {
@@ -99,15 +107,41 @@ impl RunPlan {
         // signal: an interrupted run starts no result.
         crate::harness::catch_interrupts().map_err(Error::io("signal handlers", "."))?;
         let ready = start_child(&mut ctx, &self.jobs)?;
-        let heard = probe_legs(&ctx, &self.jobs);
+        let heard = probe_legs(&ctx, &self.whole);
         ctx.applied = Arc::new(heard.iter().filter_map(|(l, a)| Some((l.clone(), a.clone()?))).collect());
         let same = applied::judged_with(&heard);
         note(&self.heading(&ctx));
-        let copies = applied::copies(&self.jobs, &same);
+        let (jobs, copies) = self.with_judges(&same);
         let bars = Bars::new(copies.iter().filter(|c| c.is_none()).count());
-        let results = run::execute_once(&self.jobs, &copies, &same, &ctx, &bars);
+        let results = run::execute_once(&jobs, self.jobs.len(), &copies, &same, &ctx, &bars);
         bars.clear();
         Ok(self.report(&ctx, ready, results, started))
+    }
+
+    /// The share's jobs, then each job of another share that judges one of
+    /// them (run here too, its own result unreported), and for each job the
+    /// one whose result it takes ([`applied::copies`]): a share's copies are
+    /// those of a run of the whole plan, so that the shares' union is it.
+    fn with_judges(&self, same: &HashMap<String, (String, applied::Applied)>) -> (Vec<Job>, Vec<Option<usize>>) {
+        let whole = applied::copies(&self.whole, same);
+        let mut jobs = self.jobs.clone();
+        let mut taken: Vec<usize> = Vec::new(); // whole-plan index of each job past the share
+        let mut copies: Vec<Option<usize>> = Vec::with_capacity(jobs.len());
+        for w in self.range.clone() {
+            copies.push(whole[w].map(|judge| {
+                if self.range.contains(&judge) {
+                    return judge - self.range.start;
+                }
+                let at = taken.iter().position(|&t| t == judge).unwrap_or_else(|| {
+                    taken.push(judge);
+                    taken.len() - 1
+                });
+                self.jobs.len() + at
+            }));
+        }
+        jobs.extend(taken.iter().map(|&t| self.whole[t].clone()));
+        copies.resize(jobs.len(), None);
+        (jobs, copies)
     }
 
     /// The line a run starts with: what it runs, with which seed, where.
@@ -154,16 +188,18 @@ impl RunPlan {
     }
 }
 
-/// The results the seed plans for these options, how many in all, and the
-/// share `--partition` runs (all of them without it).
-fn share(options: &RunOptions, catalog: &Catalog, matrix: &Matrix, seed: u64) -> Result<(usize, Vec<Job>)> {
+/// The results the seed plans for these options, and where the share
+/// `--partition` runs lies among them (all of them without it).
+fn share(
+    options: &RunOptions,
+    catalog: &Catalog,
+    matrix: &Matrix,
+    seed: u64,
+) -> Result<(Vec<Job>, std::ops::Range<usize>)> {
     let selection = Selection { cells: options.cells.clone(), legs: options.legs.clone(), kills: options.kill.modes() };
     let planned = plan(catalog, matrix, &selection, seed)?;
-    let jobs = match options.partition {
-        Some(p) => planned[p.range(planned.len())].to_vec(),
-        None => planned.clone(),
-    };
-    Ok((planned.len(), jobs))
+    let range = options.partition.map_or(0..planned.len(), |p| p.range(planned.len()));
+    Ok((planned, range))
 }
 
 /// The run's work folder in `workdir`, gone with the run, and its resolved
