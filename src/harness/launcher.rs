@@ -217,15 +217,21 @@ impl Launcher {
             None => self.spawn_execd(op),
             Some(Ahead::Server(served)) => match fork_served(served, op, deadline)? {
                 Some(forked) => {
-                    let _ = nix::sys::signal::kill(forked.pid(), Signal::SIGCONT);
-                    Ok(Running::forked(forked, op.stderr))
+                    // Built while still stopped: its pid in the run's namespace
+                    // is read from /proc, which a fast op's end would empty.
+                    let pid = forked.pid();
+                    let running = Running::forked(forked, op.stderr);
+                    let _ = nix::sys::signal::kill(pid, Signal::SIGCONT);
+                    Ok(running)
                 }
                 None => self.spawn_execd(op),
             },
             Some(Ahead::Pool(pool)) => {
                 let warm = take_warm(pool, op, deadline)?;
-                let _ = nix::sys::signal::kill(warm.pid(), Signal::SIGCONT);
-                Ok(Running::started(warm.into_child(), op.stderr))
+                let pid = warm.pid();
+                let running = Running::started(warm.into_child(), op.stderr);
+                let _ = nix::sys::signal::kill(pid, Signal::SIGCONT);
+                Ok(running)
             }
         }
     }
