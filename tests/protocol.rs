@@ -306,7 +306,7 @@ fn checks(report: &Value) -> Vec<(String, String, String)> {
 }
 
 /// Every check docs/PROTOCOL.md §7 names, in its order.
-const EVERY_CHECK: [&str; 32] = [
+const EVERY_CHECK: [&str; 33] = [
     "ready",
     "protocol-version",
     "ready-fields",
@@ -326,6 +326,7 @@ const EVERY_CHECK: [&str; 32] = [
     "claim-state",
     "config-home",
     "config-errors",
+    "journal-policy",
     "fork",
     "fork-state",
     "deliver",
@@ -656,4 +657,38 @@ fn a_stores_own_failure_is_a_fire_and_a_broken_protocol_an_error() {
     // A claimant that never writes its ready record broke the protocol.
     let r = result(&variant("claim-no-ready"), &["--cell", "2", "--kill", "timed", "--trials", "1"]);
     assert_eq!(r["verdict"], "error", "{r:#}");
+}
+
+/// `journal-policy` (#53): a store that calls the reference resolver with
+/// no policy of its own runs DELETE where a leg asks for WAL on a SQLite
+/// with the WAL-reset bug, and is warned in one line naming the leg `run`
+/// will skip; it still conforms. The first store of docs/adapters/python.md
+/// applies what it is asked (`decided_by` `config`) and passes. Where
+/// python3's SQLite has no bug, the resolver gives WAL too and both pass.
+#[test]
+fn child_check_warns_a_store_that_copied_the_resolver_naming_the_legs_it_hides() {
+    let dir = scratch();
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/adapters/python.md")).unwrap();
+    let first = page.split("```python\n").nth(1).and_then(|b| b.split("```").next()).expect("a python block");
+    let sdk = concat!(env!("CARGO_MANIFEST_DIR"), "/sdk/python");
+    let notes = dir.path().join("notes.py");
+    std::fs::write(&notes, format!("import sys\nsys.path.insert(0, {sdk:?})\n{first}")).unwrap();
+    let policy = |child: &str| {
+        let (code, report) = child_check_only(child, &["journal-policy"]);
+        let (_, status, detail) = checks(&report).into_iter().find(|(c, _, _)| c == "journal-policy").unwrap();
+        (code, status, detail)
+    };
+    let (code, status, detail) = policy(&format!("python3 {}", notes.display()));
+    assert_eq!((code, status.as_str()), (0, "ok"), "{detail}");
+    assert_eq!(detail, "journal_mode = \"wal\" ran wal: every leg it is given runs");
+    let (code, status, detail) = policy(&python("tests/adapters/resolve_no_policy.py"));
+    let v = crashcells_protocol::SqliteVersion::parse(&python_sqlite()).expect("python's sqlite3 version");
+    if !crashcells_protocol::wal_reset_affected(v) {
+        assert_eq!((code, status.as_str()), (0, "ok"), "{detail}");
+        return;
+    }
+    assert_eq!((code, status.as_str()), (0, "warning"), "{detail}");
+    assert!(detail.starts_with("hides leg wal: asked for journal_mode = \"wal\", the store ran delete, "), "{detail}");
+    assert!(detail.contains("decided by wal-reset-gate (WAL-reset gate: SQLite"), "{detail}");
+    assert_eq!(detail.lines().count(), 1, "{detail}");
 }

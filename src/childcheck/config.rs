@@ -33,7 +33,7 @@ impl Checker<'_> {
     }
 
     /// Runs `append --stop-after 1` with `config` as config.toml.
-    fn ready_with(&mut self, config: &str, label: &str) -> Result<(Option<Ready>, Exit), String> {
+    pub(super) fn ready_with(&mut self, config: &str, label: &str) -> Result<(Option<Ready>, Exit), String> {
         let s = self.scratch(label, Some(config)).ok_or_else(|| "no scratch folder".to_string())?;
         let acks = s.path("acks.ndjson");
         let args = s.op(Op::Append).acks(&acks).stop_after(1);

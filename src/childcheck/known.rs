@@ -39,6 +39,7 @@ pub const KNOWN: &[Known] = &[
     known("claim-state", "claimants that ended WON and LOST"),
     known("config-home", READY),
     known("config-errors", READY),
+    known("journal-policy", READY),
     known("fork", "a child that lists `fork`"),
     known("fork-state", "a successful `fork`"),
     known("deliver", "a child that lists `deliver`"),

@@ -16,7 +16,8 @@
 //! states, canonical bytes), [`states`] (`rotate`, and `dump` on every state
 //! an operation that succeeded left), [`shapes`] (`rotate --shapes on`, for
 //! a child that lists `rotate-shapes`), [`claim`] (the barrier and the race),
-//! [`config`] (the config home), [`sampling`] (acks against a stopped
+//! [`config`] (the config home), [`policy`] (a journal policy the store
+//! copied rather than chose), [`sampling`] (acks against a stopped
 //! child's store), [`determinism`] (one operation recorded twice, its
 //! system calls compared), [`forkserver`] (a fork server's forks against exec) and
 //! [`warmpool`] (a warm pool's processes against exec, each used once) and
@@ -33,6 +34,7 @@ mod determinism;
 mod effects;
 mod forkserver;
 pub mod known;
+mod policy;
 mod report;
 mod sampling;
 mod shapes;
@@ -93,7 +95,7 @@ type Step = (&'static [&'static str], fn(&mut Checker, &crashcells_protocol::Rea
 
 /// The steps after `append`, in the order they run: a store an earlier
 /// step left is one the `dump` checks read.
-fn steps() -> [Step; 14] {
+fn steps() -> [Step; 15] {
     const CLAIMS: &[&str] = &["park", "claim-barrier", "claim-exit-codes", "claim-state"];
     const ROTATES: &[&str] = &["rotate", "rotate-state"];
     [
@@ -103,6 +105,7 @@ fn steps() -> [Step; 14] {
         (CLAIMS, |c, r| c.when(r, &[Op::Park, Op::Claim], CLAIMS, Checker::claim)),
         (&["dump-canonical", "dump-deterministic"], |c, _| c.dumps()),
         (&["config-home", "config-errors"], |c, r| c.config_home(r)),
+        (&[policy::JOURNAL_POLICY], |c, _| c.journal_policy()),
         (&["dump-batch"], |c, r| c.dump_batch(r)),
         (effects::CHECKS, |c, r| effects::check(c, r)),
         (writers::CHECKS, |c, r| writers::check(c, r)),

@@ -1,7 +1,8 @@
 package adapter
 
-// The reference resolver (docs/PROTOCOL.md §5), for a store with no policy
-// of its own: WAL by default, the config's mode when asked, and WAL refused
+// The reference resolver (docs/PROTOCOL.md §5), for a store whose journal
+// policy it is (a store with none applies the config and says
+// DecidedBy "config"): WAL by default, the config's mode when asked, and WAL refused
 // on a SQLite with the WAL-reset bug (3.7.0 <= v < 3.51.3, but the
 // backports 3.44.6 <= v < 3.45.0 and 3.50.7 <= v < 3.51.0), DELETE applied
 // instead, unless the file is already in WAL.

@@ -32,12 +32,13 @@ function pageStore() {
 
 test("the page's small store conforms", { skip }, () => {
   const dir = pageStore();
-  const args = ["child-check", "--child", "node notes.mjs", "--format", "json", "--only", "dump-batch,config-home,config-errors"];
+  const args = ["child-check", "--child", "node notes.mjs", "--format", "json", "--only", "dump-batch,config-home,config-errors,journal-policy"];
   const done = spawnSync(CRASHCELLS, args, { cwd: dir, encoding: "utf8" });
   const report = JSON.parse(done.stdout);
   const failed = report.checks.filter((c) => c.status === "fail").map((c) => `${c.check}: ${c.detail}`);
   assert.deepEqual(failed, []);
   assert.equal(done.status, 0);
   const ok = (name) => report.checks.find((c) => c.check === name).status;
-  assert.deepEqual(["append-state", "dump-batch", "config-home", "rotate"].map(ok), ["ok", "ok", "ok", "not-run"]);
+  // journal-policy: the page's store runs the mode each leg asks for, never a copied resolver's (#53).
+  assert.deepEqual(["append-state", "dump-batch", "config-home", "journal-policy", "rotate"].map(ok), ["ok", "ok", "ok", "ok", "not-run"]);
 });
