@@ -42,6 +42,15 @@ pub fn quote(text: &str) -> String {
     cap(&parts.join(" | "), CAP)
 }
 
+/// The store's own error line a quote leads with ([`quote`] puts the last
+/// one first), if the quote has one: where a reason says what the store
+/// said, it says this first (#53: a store failure's own error sat about 300
+/// characters in, behind the harness's words and an ORM's text).
+pub fn leading_error(quoted: &str) -> Option<&str> {
+    let first = quoted.split(" | ").next()?;
+    looks_like_error(first).then_some(first)
+}
+
 /// Whether a line is a store's own error, as its runtime prints one:
 /// `SomeError: why` or `some.module.SomeException: why` (Python, Node,
 /// Java), `Error: why`, `panic: why` (Go), `thread '...' panicked at`
@@ -94,6 +103,16 @@ mod tests {
         assert!(go.starts_with("panic: runtime error"), "{go}");
         let rust = quote("thread 'main' panicked at src/main.rs:3:5:\nNo space left on device\nnote: run with\n");
         assert!(rust.starts_with("thread 'main' panicked at"), "{rust}");
+    }
+
+    /// The error line a quote leads with is found again; a quote without
+    /// one has none.
+    #[test]
+    fn the_leading_error_line_is_the_quotes_first_part_when_it_is_an_error() {
+        assert_eq!(leading_error(&quote(TRACEBACK)), Some("sqlite3.OperationalError: database or disk is full"));
+        assert_eq!(leading_error("ValueError: bad row"), Some("ValueError: bad row"));
+        assert_eq!(leading_error(&quote("a\nb\n")), None);
+        assert_eq!(leading_error(""), None);
     }
 
     /// Without an error line, the last lines; nothing, nothing.

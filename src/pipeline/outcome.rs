@@ -322,6 +322,23 @@ pub enum Failure {
 }
 
 impl Failure {
+    /// The quote of the child's stderr this failure carries, if it carries
+    /// one ([`crate::harness::quote`]).
+    fn stderr(&self) -> Option<&str> {
+        match self {
+            Failure::EndedEarly { stderr, .. }
+            | Failure::ChildEnded { stderr, .. }
+            | Failure::Stalled { stderr, .. }
+            | Failure::Park { stderr, .. }
+            | Failure::RacerBeforeBarrier { stderr, .. }
+            | Failure::RacerEnded { stderr, .. } => Some(stderr),
+            Failure::Recovery(
+                RecoveryError::Failed { stderr_tail, .. } | RecoveryError::StepFailed { stderr_tail, .. },
+            ) => Some(stderr_tail),
+            _ => None,
+        }
+    }
+
     /// A census's failure, said once: a failure already of a census is
     /// not wrapped again.
     pub fn census(f: Failure) -> Failure {
@@ -522,7 +539,19 @@ impl Outcome {
         if failure.unsupported().is_some() {
             return Outcome::Error(failure);
         }
-        let text = format!("the store failed its `{op}`: {failure}");
+        let said = failure.to_string();
+        // The store's own error first: the harness's words (how the child
+        // ended, after how many acks) follow it, the line not said twice.
+        let text = match failure.stderr().and_then(crate::harness::quote::leading_error) {
+            Some(line) => {
+                let rest = match said.replacen(&format!("{line} | "), "", 1) {
+                    same if same == said => said.replacen(line, "that line", 1),
+                    rest => rest,
+                };
+                format!("the store failed its `{op}`: {line} ({rest})")
+            }
+            None => format!("the store failed its `{op}`: {said}"),
+        };
         Outcome::Fire(Finding { violations: vec![Violation::new(store_failed(op), text)], power: None, fault: None })
     }
 }
@@ -531,6 +560,38 @@ impl Outcome {
 mod tests {
     use super::*;
     use crate::kill::inject::Injected;
+
+    /// A store failure's reason starts with the store's own last error
+    /// line (#53), not behind the harness's words and an ORM's traceback;
+    /// the line is not said twice, and a stderr without one is quoted as it
+    /// was.
+    #[test]
+    fn a_store_failure_leads_with_the_stores_own_error_line() {
+        let orm = "Traceback (most recent call last):\n  File \"store.py\", line 9, in append\n\
+            sqlalchemy.exc.IntegrityError: (sqlite3.IntegrityError) UNIQUE constraint failed: messages.id\n\
+            [SQL: INSERT INTO messages VALUES (?, ?)]\n(Background on this error at: https://sqlalche.me/e/20/gkpj)\n";
+        let ended = |stderr: &str| Failure::EndedEarly {
+            exit: Exit::Code(1),
+            acks: 3,
+            stderr: crate::harness::quote::quote(stderr),
+        };
+        let text = Outcome::store_failure(Op::Append, ended(orm)).to_string();
+        let line = "sqlalchemy.exc.IntegrityError: (sqlite3.IntegrityError) UNIQUE constraint failed: messages.id";
+        assert!(text.starts_with(&format!("the store failed its `append`: {line} (child ended early")), "{text}");
+        assert_eq!(text.matches("UNIQUE constraint failed").count(), 1, "{text}");
+        assert!(text.ends_with("(Background on this error at: https://sqlalche.me/e/20/gkpj))"), "{text}");
+        let alone = Outcome::store_failure(Op::Append, ended("ValueError: bad row\n")).to_string();
+        assert_eq!(
+            alone,
+            "the store failed its `append`: ValueError: bad row (child ended early (exit code 1) after 3 acks; \
+             stderr: that line)"
+        );
+        let plain = Outcome::store_failure(Op::Append, ended("exiting\n")).to_string();
+        assert_eq!(
+            plain,
+            "the store failed its `append`: child ended early (exit code 1) after 3 acks; stderr: exiting"
+        );
+    }
 
     #[test]
     fn a_census_failure_is_said_once_however_often_it_is_wrapped() {
