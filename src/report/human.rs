@@ -74,8 +74,8 @@ pub fn render(report: &Report, color: bool) -> String {
             let (leg, label) = judged.remove(i);
             let _ = writeln!(out, "leg {leg}: {}", label.replace('`', ""));
         }
-        if let Some(why) = legs.note_before(r, &mut noted) {
-            let _ = writeln!(out, "leg {}: {why}", r.leg);
+        if let Some(note) = legs.note_before(r, &mut noted, str::to_string) {
+            let _ = writeln!(out, "{note}");
         }
         line(&mut out, row, &widths, &legs.row_reason(r), Some((r.verdict, color)));
         // The `ran` column has landed of planned; a race's paths, or points
@@ -327,6 +327,27 @@ mod tests {
         assert!(text.contains("a hole at position 1"), "{text}");
         // One row of a leg: nothing repeated, the reason stays on its row.
         assert!(!text.contains("leg wal:") && lines[3].ends_with(why), "{text}");
+    }
+
+    /// A shared reason whose rows are all skips names the cells it skips
+    /// (#53): cell 2's two rows skipped for `park` read "cell 2 skipped on
+    /// leg default: …", not "leg default: …", as if the leg were about
+    /// `park`; skips of two cells name both.
+    #[test]
+    fn a_shared_skip_names_the_cells_it_skips() {
+        use crate::report::tests::{fire, report_of};
+        let park = "the child does not implement `park`";
+        let row = |number: u32, leg: &str, reason: &str| {
+            let mut r = fire(KillMode::Syscall, leg);
+            (r.number, r.verdict, r.reason) = (number, Verdict::Skip, reason.to_string());
+            r
+        };
+        let text = render(&report_of(vec![row(2, "default", park), row(2, "default", park)]), false);
+        assert_eq!(text.lines().nth(1), Some(format!("cell 2 skipped on leg default: {park}").as_str()), "{text}");
+        assert!(!text.contains("\nleg default:"), "{text}");
+        let gate = "requested wal, child ran delete";
+        let text = render(&report_of(vec![row(3, "wal", gate), row(1, "wal", gate)]), false);
+        assert!(text.contains(&format!("\ncells 1, 3 skipped on leg wal: {gate}\n")), "{text}");
     }
 
     /// The report names the store that ran: a gate that checked the

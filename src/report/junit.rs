@@ -177,13 +177,16 @@ fn status(r: &CellResult) -> TestCaseStatus {
     status
 }
 
-/// A case's message: its reason; a known fire's, with its issue first.
+/// A case's message: its reason; a known fire's, with its issue first; a
+/// skip's, with the cell and leg it skips (a CI page lists the messages
+/// apart from the cases' names).
 fn message(r: &CellResult) -> String {
     match &r.finding.known {
         Some(k) if r.verdict == Verdict::Known => {
             let note = k.note.as_deref().map_or(String::new(), |n| format!(" ({n})"));
             format!("known finding, issue {}{note}: {}", k.issue, r.reason)
         }
+        _ if r.verdict == Verdict::Skip => super::words::skip_line(&[r.number], &r.leg, &r.reason),
         _ => r.reason.clone(),
     }
 }
@@ -349,5 +352,10 @@ mod tests {
         assert!(text.contains("kill: timed; trial 0, after 7 acks"), "{text}");
         assert!(text.contains("evidence: /ev/x") && text.contains("repro: crashcells run --cell 1"), "{text}");
         assert!(cases[1].system_out.as_deref().unwrap().contains("repro: crashcells run --cell 1"));
+        // A skip's message names the cell and the leg it skips (#53); a stub's is its reason.
+        let TestCaseStatus::Skipped { message, .. } = &cases[3].status else { panic!("skip") };
+        assert_eq!(message.as_deref(), Some("cell 1 skipped on leg d: skip <reason> & more"));
+        let TestCaseStatus::Skipped { message, .. } = &cases[4].status else { panic!("stub") };
+        assert_eq!(message.as_deref(), Some("stub <reason> & more"));
     }
 }

@@ -254,10 +254,13 @@ fn table(results: &[&CellResult]) -> String {
     for (leg, label) in &judged {
         let _ = writeln!(out, "- Leg `{leg}`: {}", line(label));
     }
-    for (leg, why) in legs.iter() {
-        let _ = writeln!(out, "- Leg `{leg}`: {}", line(why));
+    for note in legs.lines(|leg| format!("`{leg}`")) {
+        // A list item starts as a sentence does, as the judged legs' do.
+        let mut chars = note.chars();
+        let note: String = chars.next().map(|c| c.to_ascii_uppercase()).into_iter().chain(chars).collect();
+        let _ = writeln!(out, "- {}", line(&note));
     }
-    if legs.iter().next().is_some() || !judged.is_empty() {
+    if !legs.is_empty() || !judged.is_empty() {
         out.push('\n');
     }
     let _ = writeln!(out, "| verdict | cell | leg | mode | kill | path | ran | acked | time | reason |");
@@ -479,7 +482,8 @@ mod tests {
             .collect();
         let text = table(&results.iter().collect::<Vec<_>>());
         assert_eq!(text.matches(why).count(), 1, "{text}");
-        assert!(text.contains(&format!("- Leg `wal`: {why}\n")), "{text}");
+        // Every row sharing it is a skip of cell 1: the note names the cell.
+        assert!(text.contains(&format!("- Cell 1 skipped on leg `wal`: {why}\n")), "{text}");
         assert_eq!(text.matches("(leg wal's reason, above)").count(), 3, "{text}");
     }
 

@@ -60,9 +60,19 @@ pub fn shown_detail(d: &str) -> std::borrow::Cow<'_, str> {
 /// refused and DELETE applied (decided by wal-reset-gate)") is the leg's,
 /// said once in a note, and those rows point to it. The most frequent shared
 /// reason of a leg wins, the first seen on a tie; JSON and JUnit keep every
-/// row's reason (machines read them).
+/// row's reason (machines read them). A note whose rows are all skips names
+/// the cells it skips ([`skip_line`]): "leg default: the child does not
+/// implement `park`" read as if the whole leg were about `park` (#53).
 #[derive(Debug, Default)]
-pub struct LegReasons(std::collections::BTreeMap<String, String>);
+pub struct LegReasons(std::collections::BTreeMap<String, LegNote>);
+
+/// A leg's shared reason, and the cells it skips when every row that
+/// shares it is a skip.
+#[derive(Debug)]
+struct LegNote {
+    why: String,
+    skipped: Option<Vec<u32>>,
+}
 
 impl LegReasons {
     pub fn of(rows: &[&CellResult]) -> Self {
@@ -80,16 +90,27 @@ impl LegReasons {
                 *best = (why.to_string(), n);
             }
         }
-        Self(legs.into_iter().map(|(leg, (why, _))| (leg, why)).collect())
+        let notes = legs.into_iter().map(|(leg, (why, _))| {
+            let sharing: Vec<&&CellResult> = rows.iter().filter(|r| r.leg == leg && r.reason == why).collect();
+            let skipped = sharing.iter().all(|r| r.verdict == Verdict::Skip).then(|| {
+                let mut cells: Vec<u32> = sharing.iter().map(|r| r.number).collect();
+                cells.sort_unstable();
+                cells.dedup();
+                cells
+            });
+            (leg, LegNote { why, skipped })
+        });
+        Self(notes.collect())
     }
 
-    /// The leg's own reason, if `r` is the first row of its leg to say it
-    /// (the note goes before that row).
-    pub fn note_before<'a>(&'a self, r: &CellResult, seen: &mut Vec<String>) -> Option<&'a str> {
-        let why = self.0.get(&r.leg)?;
+    /// The note's line for the leg of `r`, if `r` is the first row of its
+    /// leg to say it (the note goes before that row); `leg` writes the
+    /// leg's name as the format shows a name.
+    pub fn note_before(&self, r: &CellResult, seen: &mut Vec<String>, leg: fn(&str) -> String) -> Option<String> {
+        let note = self.0.get(&r.leg)?;
         (!seen.contains(&r.leg)).then(|| {
             seen.push(r.leg.clone());
-            why.as_str()
+            note.line(&leg(&r.leg))
         })
     }
 
@@ -97,14 +118,39 @@ impl LegReasons {
     /// leg's reason, its own otherwise.
     pub fn row_reason<'a>(&self, r: &'a CellResult) -> std::borrow::Cow<'a, str> {
         match self.0.get(&r.leg) {
-            Some(why) if *why == r.reason => format!("(leg {}'s reason, above)", r.leg).into(),
+            Some(note) if note.why == r.reason => format!("(leg {}'s reason, above)", r.leg).into(),
             _ => r.reason.as_str().into(),
         }
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &String)> {
-        self.0.iter()
+    /// Each leg's note, as a line, the leg's name as `leg` writes it.
+    pub fn lines(&self, leg: fn(&str) -> String) -> impl Iterator<Item = String> + '_ {
+        self.0.iter().map(move |(name, note)| note.line(&leg(name)))
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl LegNote {
+    /// `cell 2 skipped on leg default: why`, or `leg default: why` where
+    /// the rows that share the reason are not all skips.
+    fn line(&self, leg: &str) -> String {
+        match &self.skipped {
+            Some(cells) => skip_line(cells, leg, &self.why),
+            None => format!("leg {leg}: {}", self.why),
+        }
+    }
+}
+
+/// A skip said with what it skips: `cell 2 skipped on leg default: the
+/// child does not implement `park``; several cells are listed
+/// (`cells 1, 3 skipped on leg wal: …`).
+pub fn skip_line(cells: &[u32], leg: &str, why: &str) -> String {
+    let listed: Vec<String> = cells.iter().map(u32::to_string).collect();
+    let noun = if cells.len() == 1 { "cell" } else { "cells" };
+    format!("{noun} {} skipped on leg {leg}: {why}", listed.join(", "))
 }
 
 /// The legs whose shown rows were judged with another leg (a leg is
