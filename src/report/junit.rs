@@ -199,7 +199,7 @@ fn description(r: &CellResult) -> String {
     match r.deciding_kill() {
         Some(k) => lines.push(format!("kill: {}; {}", r.kill.as_str(), k.describe())),
         None if !r.kill.kills() => lines.push("kill: none; a race without a kill".into()),
-        None if r.verdict == Verdict::Error => {
+        None if r.verdict == Verdict::Error || r.ended_before_kill.is_some() => {
             lines.push(format!("kill: {}; the trial ended before its kill point", r.kill.as_str()))
         }
         None => lines.push(format!("kill: {}; this cell's trials end without a kill", r.kill.as_str())),

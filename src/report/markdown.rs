@@ -398,7 +398,9 @@ fn kill_point(r: &CellResult) -> String {
     let Some(k) = r.deciding_kill() else {
         return match r.verdict {
             _ if !r.kill.kills() => format!("none: a race without a kill (kill mode `{}`)", r.kill.as_str()),
-            Verdict::Error => "not reached: the trial ended before its kill point".into(),
+            _ if r.ended_before_kill.is_some() || r.verdict == Verdict::Error => {
+                "not reached: the trial ended before its kill point".into()
+            }
             _ => "none: this cell's trials end without a kill".into(),
         };
     };

@@ -31,7 +31,7 @@ pub use render::{Format, render};
 pub use summary::Summary;
 pub use trace::{Crash, Trace};
 
-use crate::kill::KillPoint;
+use crate::kill::{KillPoint, TrialIndex};
 use crate::plan::KillMode;
 
 use serde::{Deserialize, Serialize};
@@ -111,6 +111,13 @@ pub struct CellResult {
     pub reason: String,
     pub trials: u32,
     pub kill_points: Vec<KillPoint>,
+    /// The deciding trial, when it ended before its kill (a store that
+    /// failed its operation, a child that stalled) after earlier trials
+    /// were killed: `kill_points` are theirs, and none is this result's
+    /// (#53: a timed fire's kill-point line named trial 0 while its reason
+    /// was about trial 1). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_before_kill: Option<TrialIndex>,
     pub acked: u64,
     pub duration_ms: u64,
     /// Where a fire or an error can be picked up again.
@@ -289,6 +296,7 @@ impl CellResult {
             reason: String::new(),
             trials: 0,
             kill_points: Vec::new(),
+            ended_before_kill: None,
             acked: 0,
             duration_ms: 0,
             kept: Kept::default(),
@@ -314,9 +322,10 @@ impl CellResult {
     }
 
     /// The deciding kill point: the last trial's (a result stops at its first
-    /// fire, error or skip).
+    /// fire, error or skip); none when that trial ended before its kill, so
+    /// that an earlier trial's point is never shown beside its reason.
     pub fn deciding_kill(&self) -> Option<&KillPoint> {
-        self.kill_points.last()
+        self.kill_points.last().filter(|_| self.ended_before_kill.is_none())
     }
 
     /// Reads a result written before the integrity check had a field of its

@@ -65,6 +65,12 @@ pub fn fold(job: &Job, ctx: &Context, trials: &[Trial]) -> CellResult {
     };
     let mut result = base_result(job, ctx, verdict, reason, trials.len() as u32);
     result.kill_points = trials.iter().filter_map(|t| t.kill_point.clone()).collect();
+    // The reason names the last trial: where it has no kill point of its
+    // own, the last one listed is an earlier trial's, and must not be shown
+    // as this result's.
+    if verdict != Verdict::Pass && last.kill_point.is_none() && !result.kill_points.is_empty() {
+        result.ended_before_kill = Some(last.index);
+    }
     result.acked = match verdict {
         // A timed pass reports its least acked trial; a sweep, the most acks
         // any of its kill points came after.
@@ -302,6 +308,41 @@ pub(crate) mod tests {
         )
         .unwrap()
         .remove(0)
+    }
+
+    /// A timed result whose trial 1 failed its append before its kill,
+    /// after trial 0 was killed and passed: the reason is about trial 1, so
+    /// no kill point is shown for it, never trial 0's (#53). A fire at its
+    /// kill point shows its own.
+    #[test]
+    fn the_kill_point_shown_is_the_trial_the_reason_names() {
+        use crate::kill::KillPoint;
+        use crate::pipeline::outcome::Failure;
+        let job = first_job();
+        let killed = |i: u32| KillPoint { trial: TrialIndex::nth(i), after_acks: 7, ..KillPoint::default() };
+        let passed = || {
+            let mut t = Trial::new(TrialIndex::nth(0));
+            t.kill_point = Some(killed(0));
+            t
+        };
+        let ended = Failure::EndedEarly { exit: crate::harness::Exit::Code(1), acks: 3, stderr: String::new() };
+        let failed = Trial::ended(TrialIndex::nth(1), Outcome::store_failure(crashcells_protocol::Op::Append, ended));
+        let r = fold(&job, &ctx(), &[passed(), failed]);
+        assert_eq!(r.verdict, Verdict::Fire);
+        assert!(r.reason.starts_with("trial 1: the store failed its `append`"), "{}", r.reason);
+        assert_eq!(r.deciding_kill(), None, "trial 0's kill point shown for trial 1's reason");
+        assert_eq!(r.ended_before_kill, Some(TrialIndex::nth(1)));
+        let human = crate::report::human::render(&crate::report::tests::report_of(vec![r]), false);
+        assert!(!human.contains("kill point: trial 0"), "{human}");
+        let lost = crate::cells::Violation::new("lost-ack", "lost");
+        let mut fired = Trial::ended(
+            TrialIndex::nth(1),
+            Outcome::Fire(crate::pipeline::outcome::Finding { violations: vec![lost], power: None, fault: None }),
+        );
+        fired.kill_point = Some(killed(1));
+        let r = fold(&job, &ctx(), &[passed(), fired]);
+        assert_eq!(r.deciding_kill().map(|k| k.trial), Some(TrialIndex::nth(1)));
+        assert_eq!(r.ended_before_kill, None);
     }
 
     /// A folder that cannot be made (a read-only place) loses the evidence:
