@@ -389,7 +389,9 @@ fn a_call_made_to_fail_is_reported_by_sqlite_and_nothing_is_acknowledged() {
 /// The `reads-first` schedule holds r0 at its claim's first write until the
 /// others wait for the lock: racy-claim's check-then-act fires by
 /// construction (every racer read `pending`), and the reference store,
-/// whose claim checks inside its write, passes the same schedule.
+/// whose claim checks inside its write, passes the same schedule and the
+/// between-transactions one. Each detail says what the others did, not
+/// what the schedule meant them to.
 #[test]
 fn reads_first_fires_racy_claim_by_construction_and_passes_the_reference_store() {
     let Some((code, rs, _dir)) = syscall_results(&["--cell", "2", "--seed", "1", "--mutant", "racy-claim"]) else {
@@ -400,10 +402,12 @@ fn reads_first_fires_racy_claim_by_construction_and_passes_the_reference_store()
     assert!(r["reason"].as_str().unwrap().contains("racers won the handoff"), "{r:#}");
     let schedule = r["details"][0].as_str().unwrap();
     assert!(schedule.starts_with("schedule reads-first: r0 held at its claim's first write"), "{r:#}");
-    assert!(schedule.ends_with("every claim read before any claim wrote"), "{r:#}");
+    assert!(schedule.contains("waited for the write lock") && schedule.ends_with("then let go"), "{r:#}");
     let (code, rs, _dir) = syscall_results(&["--cell", "2", "--seed", "1", "--points", "2"]).unwrap();
     assert_eq!((code, &rs[0]["verdict"]), (0, &Value::from("pass")), "{rs:#?}");
     let passed = rs[0]["details"].to_string();
     assert!(passed.contains("passed schedule reads-first: r0 held"), "{:#}", rs[0]);
-    assert!(passed.contains("every claim read before any claim wrote"), "{:#}", rs[0]);
+    assert!(!passed.contains("every claim read before any claim wrote"), "what it meant, not what it did");
+    assert!(passed.contains("passed schedule between-transactions: r0 held after its first commit"), "{:#}", rs[0]);
+    assert!(passed.contains("claimed (its claim acked)"), "{:#}", rs[0]);
 }

@@ -1,6 +1,8 @@
 //! Cell 6, concurrent appends, both ways: the reads-first schedule makes
-//! its mutant fire by construction, the reference store and the Python
-//! example pass, and a child without `co-append` skips naming it.
+//! its mutant fire by construction, and so does the between-transactions
+//! schedule the Python example's mutant that reads in one transaction and
+//! writes in the next; the reference store and the Python example pass,
+//! and a child without `co-append` skips naming it.
 
 use crate::common::{results, run_json, scratch};
 
@@ -39,6 +41,39 @@ fn concurrent_appends_fire_on_a_position_read_outside_the_transaction_and_pass_o
         assert_eq!(r["verdict"], "pass", "{r:#}");
         assert!(!r["details"].to_string().contains("no message positions"), "the reference reports them: {r:#}");
     }
+    let syscall = results(&report, CELL).into_iter().find(|r| r["kill"] == "syscall" && traced(r));
+    if let Some(r) = syscall {
+        let details = r["details"].to_string();
+        assert!(details.contains("passed schedule between-transactions: r0 held after its first commit"), "{r:#}");
+    }
+}
+
+/// An append that reads `max(position) + 1` in one `BEGIN IMMEDIATE`
+/// transaction and inserts with `INSERT OR IGNORE` in a second: reads-first
+/// holds r0 inside its second transaction and misses it; the
+/// between-transactions schedule holds r0 between the two while r1 reads
+/// and writes, and r0's acked append is dropped, on every seed, in the
+/// default gate's kill modes.
+#[test]
+fn a_position_read_in_an_earlier_transaction_fires_between_transactions_on_every_seed() {
+    let dir = scratch();
+    let child = format!("python3 {}/examples/python-store/store.py", env!("CARGO_MANIFEST_DIR"));
+    for seed in ["1", "2", "3"] {
+        let args = ["run", "--child", &child, "--cell", CELL, "--mutant", "split-position-read"];
+        let (code, report) = run_json(&[&args[..], &["--seed", seed, "--trials", "1"]].concat(), dir.path());
+        let Some(r) = results(&report, CELL).into_iter().find(|r| r["kill"] == "syscall") else {
+            panic!("seed {seed}: no syscall result: {report:#}")
+        };
+        if !traced(r) {
+            return;
+        }
+        assert_eq!(code, 1, "seed {seed}: {report:#}");
+        assert_eq!(r["verdict"], "fire", "seed {seed}: {r:#}");
+        let details = r["details"].to_string();
+        let held = "schedule between-transactions: r0 held after its first commit past its barrier";
+        assert!(details.contains(held) && details.contains("while r1 read and wrote"), "seed {seed}: {r:#}");
+        assert!(details.contains("acked append r0-m0 was lost"), "seed {seed}: {r:#}");
+    }
 }
 
 #[test]
@@ -50,6 +85,9 @@ fn the_python_example_passes_concurrent_appends() {
     assert_eq!(code, 0, "{report:#}");
     for r in results(&report, CELL).into_iter().filter(|r| traced(r)) {
         assert_eq!(r["verdict"], "pass", "{r:#}");
+        if r["kill"] == "syscall" {
+            assert!(r["details"].to_string().contains("passed schedule between-transactions"), "{r:#}");
+        }
     }
 }
 

@@ -67,6 +67,9 @@ CREATE TABLE IF NOT EXISTS obligations (
 );
 """
 
+# Only the split-position-read mutant's: the collision its INSERT OR IGNORE drops.
+UNIQUE_POSITIONS = "CREATE UNIQUE INDEX IF NOT EXISTS turns_at_position ON turns(conversation, pos)"
+
 CLAIM = "UPDATE conversations SET handoff='running' WHERE name=? AND handoff='pending'"
 LEASE = "UPDATE conversations SET handoff='compressing' WHERE name=? AND handoff IS NULL"
 
@@ -81,6 +84,7 @@ class PythonStore(adapter.Store):
         "resend-on-catch-up",
         "split-continuation",
         "torn-branch",
+        "split-position-read",
     )
 
     def open(self, db, config):
@@ -91,6 +95,8 @@ class PythonStore(adapter.Store):
         if config.synchronous is not None:
             self.conn.execute("PRAGMA synchronous=%s" % config.synchronous)
         with_retry(lambda: self.conn.executescript(SCHEMA))
+        if self.mutant == "split-position-read":
+            with_retry(lambda: self.conn.execute(UNIQUE_POSITIONS))
         if self.op in ("deliver", "catch-up"):
             with_retry(lambda: self.conn.executescript(OUTBOX_SCHEMA))
         return decision
@@ -107,7 +113,29 @@ class PythonStore(adapter.Store):
     def append(self, name, role, content):
         before = self.ack_now if self.mutant == "ack-before-commit" else None
         head = self._head(name)
+        if self.mutant == "split-position-read":
+            return self._append_position_read_earlier(head, role, content)
         self._transaction(lambda c: insert_turn(c, head, role, content), before)
+
+    def _append_position_read_earlier(self, name, role, content):
+        """Mutant split-position-read: the next position is read in
+        one BEGIN IMMEDIATE transaction and the turn inserted at it in a
+        second, with INSERT OR IGNORE on a unique (conversation, pos). A
+        writer that takes the position between the two makes the insert a
+        silent no-op, and the append is acked all the same."""
+        read = "SELECT coalesce(max(pos) + 1, 0) FROM turns WHERE conversation = ?"
+        # fetchall: the statement ends, and its read lock with it, inside the transaction.
+        pos = self._transaction(lambda c: c.execute(read, (name,)).fetchall()[0][0])
+
+        def insert(c):
+            cur = c.execute(
+                "INSERT OR IGNORE INTO turns (conversation, speaker, body, pos) VALUES (?, ?, ?, ?)",
+                (name, role, content, pos),
+            )
+            if cur.rowcount == 1:
+                c.execute("UPDATE conversations SET turns = turns + 1 WHERE name=?", (name,))
+
+        self._transaction(insert)
 
     # --- rotate --------------------------------------------------------------
 

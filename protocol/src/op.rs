@@ -346,10 +346,15 @@ pub enum Mutant {
     /// before its write transaction, then inserts at it: two writers can
     /// read the same one (cell 6 fires: a duplicate position).
     PositionReadOutsideTxn,
+    /// `co-append` reads the session's next position in one `BEGIN
+    /// IMMEDIATE` transaction and inserts at it with `INSERT OR IGNORE` in a
+    /// second: a collision silently drops an acked append (the Python
+    /// example's; cell 6 fires under the between-transactions schedule).
+    SplitPositionRead,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 15] = [
+    pub const ALL: [Mutant; 16] = [
         Mutant::AckBeforeCommit,
         Mutant::RacyClaim,
         Mutant::SplitRotation,
@@ -365,6 +370,7 @@ impl Mutant {
         Mutant::DirtyMarker,
         Mutant::ClaimsFull,
         Mutant::PositionReadOutsideTxn,
+        Mutant::SplitPositionRead,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -384,6 +390,7 @@ impl Mutant {
             Mutant::DirtyMarker => "dirty-marker",
             Mutant::ClaimsFull => "claims-full",
             Mutant::PositionReadOutsideTxn => "position-read-outside-txn",
+            Mutant::SplitPositionRead => "split-position-read",
         }
     }
 
@@ -426,6 +433,10 @@ impl Mutant {
             Mutant::PositionReadOutsideTxn => {
                 "`co-append` reads the next position before its write transaction, then inserts at it"
             }
+            Mutant::SplitPositionRead => {
+                "`co-append` reads the next position in one transaction, inserts at it with INSERT OR IGNORE in a \
+                 second (the Python example's)"
+            }
         }
     }
 
@@ -456,7 +467,7 @@ impl Mutant {
             Mutant::SplitRotation | Mutant::SplitContinuation => 3,
             Mutant::TornFork | Mutant::TornBranch => 4,
             Mutant::ResendOnCatchUp => 5,
-            Mutant::PositionReadOutsideTxn => 6,
+            Mutant::PositionReadOutsideTxn | Mutant::SplitPositionRead => 6,
         }
     }
 }

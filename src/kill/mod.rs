@@ -16,6 +16,7 @@
 
 pub mod fault;
 pub mod inject;
+pub mod locks;
 pub mod outside;
 pub mod racer;
 pub mod short_write;

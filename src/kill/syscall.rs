@@ -103,7 +103,7 @@ pub fn unsupported_arch() -> Option<String> {
 /// once, before any fork, since the child may not allocate before exec.
 pub fn filter() -> Result<&'static [seccompiler::sock_filter], String> {
     static FILTER: OnceLock<Result<BpfProgram, String>> = OnceLock::new();
-    FILTER.get_or_init(compile).as_deref().map_err(Clone::clone)
+    FILTER.get_or_init(|| compile(false)).as_deref().map_err(Clone::clone)
 }
 
 /// The filter and its test together, as the harness applies them to an
@@ -112,12 +112,25 @@ pub fn trap_set() -> Result<Traps, String> {
     Ok(Traps { filter: filter()?, test: traps })
 }
 
-fn compile() -> Result<BpfProgram, String> {
+/// [`trap_set`] and the lock calls ([`super::locks`]): for a process a
+/// controlled schedule holds between two transactions. Only such a process
+/// stops at its locks (a sweep's children never do: a lock call is no kill
+/// point, and SQLite makes several per transaction).
+pub fn lock_trap_set() -> Result<Traps, String> {
+    static FILTER: OnceLock<Result<BpfProgram, String>> = OnceLock::new();
+    let filter = FILTER.get_or_init(|| compile(true)).as_deref().map_err(Clone::clone)?;
+    Ok(Traps { filter, test: traps_with_locks })
+}
+
+fn compile(locks: bool) -> Result<BpfProgram, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
     let mut rules: std::collections::BTreeMap<i64, Vec<SeccompRule>> =
         TRAPPED.iter().map(|&(_, nr)| (nr, vec![])).collect();
     for &(_, nr, flags) in OPENS {
         rules.insert(nr, open_rules(flags).map_err(|e| format!("seccomp filter: {e}"))?);
+    }
+    if let (true, Some(nr)) = (locks, super::locks::FCNTL) {
+        rules.insert(nr, lock_rules().map_err(|e| format!("seccomp filter: {e}"))?);
     }
     let f = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Trace(0), arch)
         .map_err(|e| format!("seccomp filter: {e}"))?;
@@ -136,6 +149,20 @@ fn open_rules(flags: u8) -> Result<Vec<SeccompRule>, seccompiler::BackendError> 
             .and_then(|c| SeccompRule::new(vec![c]))
     };
     Ok(vec![with(libc::O_CREAT)?, with(libc::O_TRUNC)?])
+}
+
+/// An `fcntl` is trapped when its command (the second argument) sets a lock.
+fn lock_rules() -> Result<Vec<SeccompRule>, seccompiler::BackendError> {
+    let cmd = |c: libc::c_int| {
+        SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, c as u64)
+            .and_then(|c| SeccompRule::new(vec![c]))
+    };
+    super::locks::LOCK_CMDS.iter().map(|&c| cmd(c)).collect()
+}
+
+/// [`traps`], and the lock calls: the lock filter's test.
+pub(crate) fn traps_with_locks(nr: i64, args: &[u64; 6]) -> bool {
+    traps(nr, args) || super::locks::is_lock_call(nr, args)
 }
 
 /// Whether the filter traps call `nr` with `args`: the compiled filter's
@@ -609,6 +636,49 @@ fn drive_with(child: &mut Traced, targets: &Targets, goal: Goal, observe: &mut A
     }
 }
 
+/// Where [`drive_until`] left the child.
+#[derive(Debug)]
+pub enum Halted {
+    /// Stopped at the entry of a trapped call `ask` chose (a kill point or
+    /// not: a lock call), which has not run; `counted` points passed, that
+    /// call included if it is one.
+    At {
+        counted: u64,
+    },
+    Exited {
+        exit: crate::harness::Exit,
+        counted: u64,
+    },
+}
+
+/// Drives `child` to the first trapped call `ask` answers `true` for,
+/// whether or not it is a kill point (a controlled schedule holds a process
+/// at a lock call, or just after one), counting kill points as every drive
+/// does: a lock call is never one, so their numbers stay a sweep's.
+pub fn drive_until(child: &mut Traced, targets: &Targets, ask: &mut Asker) -> Result<Halted, TraceError> {
+    let mut counted = 0;
+    super::outside::traced();
+    loop {
+        let (nr, args) = match child.next_syscall()? {
+            TraceEvent::Exited(exit) => return Ok(Halted::Exited { exit, counted }),
+            TraceEvent::Syscall { nr, args } => (nr, args),
+        };
+        let pid = child.stopped_pid();
+        if let (Some(folder), Some(path)) = (targets.dir.as_deref(), created(pid, nr, args)) {
+            super::outside::keep(path, folder);
+        }
+        let point = classify(pid, targets, nr, args).map(|mut p| {
+            counted += 1;
+            p.ordinal = Ordinal(counted);
+            p
+        });
+        if ask(pid, nr, args, point.as_ref()) {
+            return Ok(Halted::At { counted });
+        }
+        child.resume()?;
+    }
+}
+
 /// The points a sweep visits: `only` if given; else `sample` of the
 /// `candidates` (every point of the workload, or the ones its census
 /// chose) drawn with `seed` (in order); else every candidate.
@@ -674,5 +744,21 @@ mod tests {
     #[test]
     fn the_filter_compiles() {
         assert!(filter().unwrap().len() > TRAPPED.len());
+        let locks = lock_trap_set().unwrap();
+        assert!(locks.filter.len() > filter().unwrap().len(), "the lock filter adds fcntl's rules");
+    }
+
+    /// The lock filter traps what the plain one does, and fcntls that set
+    /// a lock; the plain one never a lock call, so a sweep's child never
+    /// stops at one.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    fn only_the_lock_filter_traps_lock_calls() {
+        let setlk = [3, libc::F_SETLKW as u64, 0, 0, 0, 0];
+        assert!(traps_with_locks(libc::SYS_fcntl, &setlk) && !traps(libc::SYS_fcntl, &setlk));
+        assert!(!traps_with_locks(libc::SYS_fcntl, &[3, libc::F_SETFD as u64, 0, 0, 0, 0]));
+        assert!(traps_with_locks(libc::SYS_write, &[0; 6]));
+        let at = |nr| classify(std::process::id(), &Targets::new(Path::new("/t/s.db"), Path::new("/t/a")), nr, setlk);
+        assert_eq!(at(libc::SYS_fcntl), None, "a lock call is never a kill point");
     }
 }

@@ -97,6 +97,10 @@ pub(super) enum Order {
     /// others, until each waits for the write lock or has ended; then r0
     /// goes on: every claim's read done before any claim's write.
     ReadsFirst,
+    /// r0 alone, up to just after its first commit, where it is held; then
+    /// the others, until each has acked or ended; then r0 goes on: the
+    /// others' transactions run between two of r0's.
+    BetweenTransactions,
 }
 
 impl Order {
@@ -105,7 +109,7 @@ impl Order {
     pub(super) fn path(self) -> &'static str {
         match self {
             Order::R0Last => "losing-claim",
-            Order::Together | Order::R0First | Order::ReadsFirst => "winning-claim",
+            Order::Together | Order::R0First | Order::ReadsFirst | Order::BetweenTransactions => "winning-claim",
         }
     }
 }
@@ -437,19 +441,25 @@ impl<'a> Race<'a> {
                 barriers.others.take();
                 released(&others);
             }
-            Order::ReadsFirst => {
+            Order::ReadsFirst | Order::BetweenTransactions => {
                 let hold = hold.ok_or(Outcome::Error(Failure::NoHold))?;
                 hold.release_r0(|| barriers.r0.take());
                 released(&[0]);
                 hold.wait_held(r0_done, self.ctx.deadline)?;
                 barriers.others.take();
                 released(&others);
-                hold.wait_others(&mut running, self.ctx.deadline)?;
+                if order == Order::ReadsFirst {
+                    hold.wait_others(&mut running, self.ctx.deadline)?;
+                } else {
+                    let acks: Vec<PathBuf> = others.iter().map(|&r| acks_of(env, r)).collect();
+                    hold.wait_committed(&mut running, &acks, self.ctx.deadline)?;
+                }
                 hold.go();
             }
         }
-        // Reads-first lets the held r0 go only after the others' release and their wait for its lock.
-        let since = if order == Order::ReadsFirst { Since::HeldGo } else { Since::Release };
+        // A held r0 is let go only after the others' release and their wait.
+        let held = matches!(order, Order::ReadsFirst | Order::BetweenTransactions);
+        let since = if held { Since::HeldGo } else { Since::Release };
         let exits = self.wait_all(&mut running, first, (clock, since))?;
         if order == Order::R0Last {
             turn();

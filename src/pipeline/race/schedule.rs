@@ -1,6 +1,8 @@
-//! Controlled schedules for a race (issue 40, item 1): a claim that checks
-//! and then acts outside one transaction is seen by construction, not when
-//! the scheduler happens to overlap the racers.
+//! Controlled schedules for a race (issue 40, item 1; issue 49): a claim
+//! that checks and then acts outside one transaction, an append that reads
+//! in one transaction and writes in the next, or an open that repairs
+//! beside a live writer is seen by construction, not when the scheduler
+//! happens to overlap the processes.
 //!
 //! Crash model: nothing is killed. Under syscall tracing r0 is released
 //! alone and stopped at the entry of its first file-mutating call after its
@@ -12,6 +14,14 @@
 //! store that reads `pending` and writes `running` without the predicate
 //! lets every racer win, whatever the machine's load.
 //!
+//! `between-transactions` (issue 49) holds r0 instead just after its first
+//! commit past its barrier: at its first call once it has let go of the
+//! write lock and of every lock a writer waits for (its lock calls are
+//! traced, [`crate::kill::locks`]). The others then run until each has
+//! acked (it took the write lock and let go of it) or ended. A store that
+//! reads in one transaction and writes what it read in the next is seen:
+//! the others' writes land between r0's two transactions.
+//!
 //! Clause: the race's own (cell 2): at most one racer wins, the handoff is
 //! claimed exactly once. The free races stay beside this schedule: they
 //! sample contention as a whole.
@@ -22,44 +32,80 @@
 use std::sync::Mutex;
 
 use crate::kill::TrialIndex;
-use crate::pipeline::judge::census::preflight;
+use crate::kill::syscall::lock_trap_set;
+use crate::pipeline::judge::census::{Filter, preflight};
 use crate::pipeline::judge::coverage::Coverage;
 use crate::pipeline::judge::pending::Pending;
 use crate::pipeline::judge::verdict::prepare;
-use crate::pipeline::outcome::Outcome;
-use crate::pipeline::race::hold::{Hold, READS_FIRST};
+use crate::pipeline::outcome::{Failure, Outcome};
+use crate::pipeline::race::hold::Hold;
 use crate::pipeline::race::job::{Order, R0, Race, Racing};
 use crate::pipeline::trial::Trial;
 
+/// One controlled schedule of a race.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Schedule {
+    ReadsFirst,
+    BetweenTransactions,
+}
+
 impl Race<'_> {
     /// The race's controlled schedules, each a trial judged as a free race
-    /// is: today `reads-first`, as trial 0 (a sweep's points start at 1);
-    /// and what each schedule's hold did, as data for [`noted`].
+    /// is, in turn up to the first that does not pass: `reads-first`, then
+    /// then `between-transactions`, each as trial 0 (a
+    /// sweep's points start at 1); and what each schedule's hold did, as
+    /// data for [`noted`].
     pub fn scheduled(&self) -> (Vec<Trial>, Vec<String>) {
-        let said = Mutex::new(Vec::new());
-        let trials = self.trials(None, &[TrialIndex::CENSUS], &|i| self.reads_first(i, &said));
-        (trials, said.into_inner().unwrap_or_default())
+        let schedules = [Schedule::ReadsFirst, Schedule::BetweenTransactions];
+        let (mut said, mut last) = (Vec::new(), Vec::new());
+        for schedule in schedules {
+            let words = Mutex::new(Vec::new());
+            let trials = self.trials(None, &[TrialIndex::CENSUS], &|i| self.schedule(schedule, i, &words));
+            said.extend(words.into_inner().unwrap_or_default());
+            let bad = trials.iter().any(Trial::is_bad);
+            last = trials;
+            if bad {
+                break;
+            }
+        }
+        (last, said)
     }
 
-    fn reads_first(&self, index: TrialIndex, said: &Mutex<Vec<String>>) -> Pending {
-        let filter = match preflight() {
-            Ok(filter) => filter,
-            Err(o) => return Pending::ended(Trial::ended(index, o)),
+    fn schedule(&self, schedule: Schedule, index: TrialIndex, said: &Mutex<Vec<String>>) -> Pending {
+        // Only a hold between transactions needs the lock calls.
+        let filter = match schedule {
+            Schedule::ReadsFirst => preflight(),
+            _ => preflight().and_then(|_| lock_trap_set().map_err(|why| Outcome::Error(Failure::Filter(why)))),
         };
-        let env = match self.env(READS_FIRST) {
+        match (schedule, filter) {
+            (_, Err(o)) => Pending::ended(Trial::ended(index, o)),
+            (_, Ok(filter)) => self.held(schedule, filter, index, said),
+        }
+    }
+
+    /// `reads-first` or `between-transactions`: r0 held, the others released.
+    fn held(&self, schedule: Schedule, filter: Filter, index: TrialIndex, said: &Mutex<Vec<String>>) -> Pending {
+        let (hold, order) = match schedule {
+            Schedule::ReadsFirst => (Hold::default(), Order::ReadsFirst),
+            _ => (Hold::after_commit(), Order::BetweenTransactions),
+        };
+        let env = match self.env(hold.schedule()) {
             Ok(env) => env,
             Err(f) => return Pending::ended(Trial::ended(index, Outcome::Error(f))),
         };
-        let hold = Hold::default();
         let mut trial = Trial::new(index);
-        trial.schedule = Some(READS_FIRST);
-        let raced = self.run(&env, self.racers, R0::Held(filter, &hold), Order::ReadsFirst);
-        let what = if self.racing == Racing::Claims { "claim" } else { "append" };
-        let held = hold.said(self.racers, what);
+        trial.schedule = Some(hold.schedule());
+        let raced = self.run(&env, self.racers, R0::Held(filter, &hold), order);
+        let held = hold.said(self.what());
         said.lock().expect("no schedule panics holding its words").push(held.clone());
         trial.details.push(held);
         let prepared = raced.and_then(|f| prepare(&self.crash(&env, &f, None), &mut trial));
         Pending::prepared(trial, env, prepared)
+    }
+
+    /// What each racer makes, in a schedule's words.
+    pub(super) fn what(&self) -> &'static str {
+        if self.racing == Racing::Claims { "claim" } else { "append" }
     }
 }
 
