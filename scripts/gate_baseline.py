@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`scripts/gate-bench --baseline BIN`: this build's gate against another build's, side by side.
+"""`scripts/gate-bench --baseline BIN|REV`: this build's gate against another build's, side by side.
 
 Why: absolute seconds do not carry from one machine (or one hour of a shared
 runner) to the next; a ratio measured in one session, with the two builds'
@@ -111,9 +111,40 @@ def bench(name, args, builds, rounds, seed, scratch, keep=None):
     return same
 
 
+def built_at(rev):
+    """The release binary of git revision `rev`, built in a detached worktree
+    that is removed after; its target folder (target/baseline) is kept, so a
+    second bench against the same or a near revision compiles little.
+    Exits 2, one line, where `rev` is neither a binary nor a revision."""
+    got = subprocess.run(["git", "rev-parse", "--verify", "--quiet", rev + "^{commit}"],
+                         capture_output=True, text=True)
+    if got.returncode != 0:
+        print("gate-bench: --baseline %s is neither an executable file nor a git revision" % rev, file=sys.stderr)
+        sys.exit(2)
+    sha = got.stdout.strip()
+    target = os.path.abspath(os.path.join("target", "baseline"))
+    with tempfile.TemporaryDirectory() as tree:
+        src = os.path.join(tree, "src")
+        subprocess.run(["git", "worktree", "add", "--quiet", "--detach", src, sha], check=True)
+        try:
+            print("gate-bench: building the baseline %s (%s)" % (rev, sha[:12]), file=sys.stderr)
+            built = subprocess.run(["cargo", "build", "--release", "--quiet", "--manifest-path",
+                                    os.path.join(src, "Cargo.toml"), "--target-dir", target])
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", src], check=False)
+    if built.returncode != 0:
+        print("gate-bench: the baseline %s did not build" % rev, file=sys.stderr)
+        sys.exit(2)
+    # Copied out under its commit: the next baseline build reuses the folder.
+    binary = os.path.join(target, "crashcells-" + sha[:12])
+    shutil.copy2(os.path.join(target, "release", "crashcells"), binary)
+    return binary
+
+
 def main():
     p = argparse.ArgumentParser(prog="gate-bench --baseline")
-    p.add_argument("--baseline", required=True, metavar="BIN", help="the other build's crashcells binary")
+    p.add_argument("--baseline", required=True, metavar="BIN|REV",
+                   help="the other build's crashcells binary, or a git revision to build one from")
     p.add_argument("--this", required=True, metavar="BIN", help="this build's crashcells binary")
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--seed", type=int, default=11)
@@ -122,8 +153,7 @@ def main():
     p.add_argument("--keep", metavar="DIR", help="write each build's last report per store there, as STORE-BUILD.json")
     a = p.parse_args()
     if not (os.path.isfile(a.baseline) and os.access(a.baseline, os.X_OK)):
-        print("gate-bench: --baseline %s is not an executable file" % a.baseline, file=sys.stderr)
-        sys.exit(2)
+        a.baseline = built_at(a.baseline)
     if a.keep:
         # Made before the first round: a folder that cannot be made fails
         # now, not after minutes of gates whose reports it was to hold.
