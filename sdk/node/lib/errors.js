@@ -48,13 +48,16 @@ export function firstLine(e) {
 
 /** Whether `e` is the store's own failure rather than a bug of the adapter:
  * an errno error of Node.js (EIO, ENOSPC, ...), an error with a SQLite result
- * code (better-sqlite3 and node:sqlite say `SQLITE_...`), or an instance of a
- * class the adapter names in `static storeErrors`. */
-export function isStoreError(e, storeErrors = []) {
-  if (!(e instanceof Error)) return false;
+ * code (better-sqlite3 and node:sqlite say `SQLITE_...`), an instance of a
+ * class the adapter names in `static storeErrors`, or an error whose `cause`
+ * is one of these (an ORM's own class wrapping the driver's error). */
+export function isStoreError(e, storeErrors = [], seen = new Set()) {
+  if (!(e instanceof Error) || seen.has(e)) return false;
+  seen.add(e);
   if (storeErrors.some((c) => e instanceof c)) return true;
   const code = typeof e.code === "string" ? e.code : "";
-  return code.startsWith("SQLITE_") || code.startsWith("ERR_SQLITE") || typeof e.errno === "number";
+  if (code.startsWith("SQLITE_") || code.startsWith("ERR_SQLITE") || typeof e.errno === "number") return true;
+  return isStoreError(e.cause, storeErrors, seen);
 }
 
 /** Whether `e` says the database file is corrupt (a finding, not a failed pass). */

@@ -11,6 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 
+import { isStoreError } from "../lib/errors.js";
+
 const STORE = new URL("./stores/shell.mjs", import.meta.url).pathname;
 
 /** Runs the shell store with `args`, broken as `broken` says; its exit
@@ -92,4 +94,15 @@ test("--stop-after, acks after effects, and the dump of what they left", () => {
   const d = child((dir) => ["dump", "--db", join(dir, "s.db")], { dir: r.dir });
   const live = JSON.parse(d.stdout).messages.filter((m) => m.active !== false).map((m) => m.content);
   assert.deepEqual(live, ["m8"]);
+});
+
+test("an ORM's error whose cause is SQLite's is the store's; without such a cause it is not", () => {
+  class OrmError extends Error {}
+  const busy = Object.assign(new Error("database is locked"), { code: "SQLITE_BUSY" });
+  assert.equal(isStoreError(new OrmError("query failed", { cause: busy })), true);
+  assert.equal(isStoreError(new OrmError("query failed", { cause: new TypeError("x") })), false);
+  assert.equal(isStoreError(new OrmError("query failed")), false);
+  const loop = new OrmError("a cause that is itself");
+  loop.cause = loop;
+  assert.equal(isStoreError(loop), false);
 });

@@ -212,10 +212,17 @@ def recovered(cls, db):
     except Corrupt as e:
         return canonical.empty("corrupt: %s" % e)
     except workload.StoreFailed as e:
-        if is_corrupt(e.__cause__):
+        corrupt = corrupt_cause(e.__cause__)
+        if corrupt is not None:
             # A file SQLite calls corrupt is a finding, not a failed pass.
-            return canonical.empty("corrupt: %s" % e.__cause__)
+            return canonical.empty("corrupt: %s" % corrupt)
         raise
+
+
+def corrupt_cause(e):
+    """sqlite3's error calling the file corrupt: `e`, or the error it was
+    raised from (the driver's, under an ORM's class); None if neither."""
+    return next((c for c in workload.causes(e) if is_corrupt(c)), None)
 
 
 def is_corrupt(e):

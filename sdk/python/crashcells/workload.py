@@ -56,10 +56,32 @@ def call(store, method, *args):
     except getattr(store, "store_errors", (OSError, sqlite3.Error)) as e:
         raise StoreFailed(str(e)) from e
     except Exception as e:
+        if store_error_in_causes(e, getattr(store, "store_errors", (OSError, sqlite3.Error))):
+            raise StoreFailed(str(e)) from e
         raise AdapterError(
             "%s() raised %s: %s" % (method, type(e).__name__, e),
             "an operation returns, or fails with one of the store's own errors (store_errors)",
         ) from e
+
+
+def causes(e):
+    """`e`, then what it was raised from (`raise ... from`, its __cause__),
+    and so on: an ORM's error names the driver's error it wraps there."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        yield e
+        e = e.__cause__
+
+
+def store_error_in_causes(e, store_errors):
+    """Whether `e` was raised from one of the store's own errors: an ORM
+    (SQLAlchemy, say) wraps sqlite3's error in a class of its own, and an
+    adapter that did not name that class in store_errors would otherwise
+    have a store failure reported as its own mistake. Only an explicit
+    cause counts: an exception raised while handling a store error (its
+    __context__) is a bug of the handler."""
+    return any(isinstance(c, store_errors) for c in causes(e))
 
 
 # The child's one event loop, made at the first awaitable and reused by

@@ -2,7 +2,8 @@
 """A complete small store on crashcells.adapter, the one docs/adapters/python.md
 shows: two tables, one connection, every operation. The library's tests run
 it, and break it on purpose with MINI_BREAK (a misspelt method, a state() of
-the wrong shape, an operation that raises) to check the one-line errors.
+the wrong shape, an operation that raises, sqlite3's error wrapped as an ORM
+wraps it) to check the one-line errors.
 
 Crash model: each method is one transaction on the store's own connection;
 the library acks after it returned.
@@ -141,6 +142,34 @@ class Transaction:
         self.conn.execute("COMMIT" if kind is None else "ROLLBACK")
 
 
+class OrmError(Exception):
+    """An ORM's own error class, which the store names in no store_errors."""
+
+
+def failing_append(wrapped):
+    """An append whose statement fails in sqlite3: re-raised as an ORM does
+    (`raise OrmError(...) from e`, a store failure), or by a handler that
+    fails itself (a KeyError while handling it: the adapter's mistake)."""
+
+    def append(self, session, role, content):
+        try:
+            self.conn.execute("INSERT INTO no_such_table VALUES (1)")
+        except sqlite3.OperationalError as e:
+            if wrapped:
+                raise OrmError("(sqlite3.OperationalError) %s" % e) from e
+            return {}["no such key"]
+
+    return append
+
+
+def corrupt_state(self, db):
+    """sqlite3's word for a corrupt file, under an ORM's class."""
+    try:
+        raise sqlite3.DatabaseError("database disk image is malformed")
+    except sqlite3.DatabaseError as e:
+        raise OrmError("(sqlite3.DatabaseError) %s" % e) from e
+
+
 if __name__ == "__main__":
     broken = os.environ.get("MINI_BREAK")
     if broken == "apend":
@@ -149,4 +178,8 @@ if __name__ == "__main__":
         MiniStore.state = lambda self, db: {"messages": [{"session_id": "main", "content": "m0"}]}
     elif broken == "raise":
         MiniStore.append = lambda self, session, role, content: {}["no such key"]
+    elif broken in ("wrapped", "handler"):
+        MiniStore.append = failing_append(wrapped=broken == "wrapped")
+    elif broken == "corrupt-wrapped":
+        MiniStore.state = corrupt_state
     adapter.run(MiniStore)

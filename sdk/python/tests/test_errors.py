@@ -36,6 +36,25 @@ class OneLineErrors(unittest.TestCase):
         self.assertTrue(err[0].startswith("crashcells adapter: append() raised KeyError"), err)
         self.assertIn("(rule: ", err[0])
 
+    def test_a_store_error_wrapped_by_an_orm_is_the_stores_failure(self):
+        # No store_errors names OrmError: its cause, sqlite3's error, does.
+        code, _, err = self.append("wrapped")
+        self.assertEqual((code, len(err)), (3, 1), err)
+        self.assertIn("error: (sqlite3.OperationalError) no such table: no_such_table", err[0])
+        self.assertNotIn("crashcells adapter", err[0])
+
+    def test_a_corrupt_file_under_an_orms_error_is_a_corrupt_dump(self):
+        self.assertEqual(self.append()[0], 0)
+        code, out, err = run(["dump", "--db", self.s.path("s.db")], broken="corrupt-wrapped")
+        self.assertEqual((code, err), (0, []), err)
+        self.assertIn('"integrity":"corrupt: database disk image is malformed"', out)
+
+    def test_an_error_raised_while_handling_a_store_error_is_the_adapters(self):
+        # A KeyError whose __context__ (not __cause__) is sqlite3's error.
+        code, _, err = self.append("handler")
+        self.assertEqual((code, len(err)), (2, 1), err)
+        self.assertTrue(err[0].startswith("crashcells adapter: append() raised KeyError"), err)
+
     def test_an_unknown_mutant_is_refused_naming_those_implemented(self):
         code, _, err = self.append(None, "--mutant", "split-claim")
         self.assertEqual((code, len(err)), (2, 1), err)
