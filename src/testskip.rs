@@ -28,11 +28,13 @@ pub enum Need {
     Pytest,
     /// The Go toolchain (1.19 or later), for the Go library's own tests.
     Go,
+    /// A Python with SQLAlchemy, for the ORM example store (examples/sqlalchemy-store).
+    SqlAlchemy,
 }
 
 impl Need {
     /// Every reason a test may skip.
-    pub const ALL: [Need; 9] = [
+    pub const ALL: [Need; 10] = [
         Need::Tracing,
         Need::Python,
         Need::HermesWheel,
@@ -42,6 +44,7 @@ impl Need {
         Need::NodeAndSqliteShell,
         Need::Pytest,
         Need::Go,
+        Need::SqlAlchemy,
     ];
 
     /// What is missing, and what provides it (`.ci/run` does each).
@@ -56,6 +59,9 @@ impl Need {
             Need::NodeAndSqliteShell => "node or the sqlite3 shell is not installed",
             Need::Pytest => "no Python with pytest (CRASHCELLS_TEST_PYTHON names one; .ci/run makes it)",
             Need::Go => "go is not installed (Go 1.19 or later)",
+            Need::SqlAlchemy => {
+                "no Python with SQLAlchemy (CRASHCELLS_SQLALCHEMY_PYTHON names one; .ci/run makes target/ci-sqlalchemy)"
+            }
         }
     }
 

@@ -33,6 +33,7 @@ mod sdk_node;
 mod sdk_python;
 mod shown;
 mod skips;
+mod sqlalchemy;
 mod synclevel;
 mod syscall;
 mod timeline;
