@@ -9,10 +9,15 @@
 //! first state that fails alone: the states are recovered one at a time,
 //! in order, each on a fresh copy of its crash state (not on what the
 //! failed batch left of it), until one fails; the states after it are not
-//! run (their sweep, trial wave or power sweep stops at that state anyway:
-//! a state that could not be recovered is the lowest that does not pass).
-//! A child without a batch form is recovered one state per process, in the
-//! same order, to the same first failure.
+//! run. A state that could not be recovered does not pass, and every
+//! source lists its states in the order its verdict reads them (a power
+//! point: the one that lost the least first), so the verdict stops at that
+//! state anyway. "Not run" is never a verdict: a state not run that a
+//! verdict reads after all is recovered alone then
+//! ([`crate::pipeline::judge::driver::Driver::recovered`]), so another
+//! state's failure never stands for its own. A child without a batch form
+//! is recovered one state per process, in the same order, to the same
+//! first failure.
 //!
 //! Crash model: each state's copies are its crash state exactly; recovery
 //! changes them (a hot journal is rolled back, a step marks and sends), so

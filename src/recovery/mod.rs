@@ -63,8 +63,9 @@ pub enum RecoveryError {
     StepDeadline { pass: u32, op: Op, deadline: Duration },
     #[error("recovery pass 1: {0}")]
     Transport(TransportError),
-    /// A state of a batch after one that could not be recovered: never
-    /// run, since the verdict stops at the earlier state.
+    /// A state of a batch after one that could not be recovered: not run,
+    /// since the verdict stops at the earlier state; never a verdict of its
+    /// own (the driver recovers it alone if a verdict reads it).
     #[error("recovery pass {pass}: not run, an earlier state of its batch could not be recovered")]
     NotRun { pass: u32 },
 }

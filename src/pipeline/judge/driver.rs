@@ -28,7 +28,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::cells::End;
 use crate::crashstate::power::AtPoint;
@@ -42,7 +42,7 @@ use crate::pipeline::run::parallel::{parallel, until_first_bad};
 use crate::pipeline::run::recoveries::{Digests, Setting};
 use crate::pipeline::trial::Trial;
 use crate::recovery::batch::Restore;
-use crate::recovery::{Pair, Passes, Recovered, recover_batch};
+use crate::recovery::{Pair, Passes, Recovered, RecoveryError, recover_batch};
 use crate::trialdir::TrialEnv;
 
 /// Most distinct stores one dump process recovers: large enough that an
@@ -108,19 +108,31 @@ pub trait Source: Sync {
 
 /// A store's recovery as a unit gets it: the store's identity among the
 /// sweep's distinct stores (for [`Passed`]), its recovery, and a note when
-/// its batch failed and it was recovered alone.
+/// its batch failed and it was recovered alone. A verdict reads it through
+/// [`Driver::recovered`], never the field itself: a store its batch did not
+/// run is recovered then.
 #[derive(Clone)]
 pub struct Got {
     pub store: usize,
     pub recovery: Arc<Recovery>,
     pub note: Option<String>,
+    /// Set when the batch did not run this store (an earlier state of the
+    /// batch failed alone, and a fallback stops there).
+    alone: Option<Arc<Alone>>,
 }
 
-impl Got {
-    /// The recovery, as the verdict takes it.
-    pub fn recovered(&self) -> Result<&Recovered, Outcome> {
-        self.recovery.as_ref().as_ref().map_err(Clone::clone)
-    }
+/// A store its batch left not run, recovered alone the first time a
+/// verdict reads it: a batch's earlier failure is another state's, and
+/// never stands for this one's (a power point reads its states in another
+/// order than its batch ran them).
+struct Alone {
+    files: Files,
+    recovery: OnceLock<Recovery>,
+}
+
+/// Whether a recovery is a batch's "not run": no verdict of its own.
+fn not_run(r: &Recovery) -> bool {
+    matches!(r, Err(Outcome::Error(Failure::Recovery(RecoveryError::NotRun { .. }))))
 }
 
 /// What progress counts: each distinct store as it is recovered (a power
@@ -286,6 +298,9 @@ struct Ran {
     hits: usize,
     /// The pages digested for the run's cache.
     digests: Digests,
+    /// The stores a batch left not run, each recovered alone if a verdict
+    /// reads it.
+    alone: HashMap<usize, Arc<Alone>>,
 }
 
 impl Driver<'_> {
@@ -377,8 +392,31 @@ impl Driver<'_> {
         drop(turn);
         ran.recovered.resize(ran.stores.len(), None);
         for (id, r) in new.into_iter().zip(got) {
+            if not_run(&r.0) {
+                let files = ran.stores.files[id].clone();
+                ran.alone.insert(id, Arc::new(Alone { files, recovery: OnceLock::new() }));
+            }
             ran.recovered[id] = Some(r);
         }
+    }
+
+    /// Store `g`'s recovery, as a verdict takes it. One that its batch did
+    /// not run is recovered alone first, once per sweep: a batch stops at
+    /// its first state that fails alone, in its own order, and a unit may
+    /// read its states in another (a power point: the one that lost the
+    /// least first).
+    pub fn recovered<'g>(&self, g: &'g Got) -> Result<&'g Recovered, Outcome> {
+        let r = match &g.alone {
+            Some(alone) => alone.recovery.get_or_init(|| self.alone(&alone.files)),
+            None => g.recovery.as_ref(),
+        };
+        r.as_ref().map_err(Clone::clone)
+    }
+
+    /// Recovers one store alone, in a batch of its own.
+    fn alone(&self, files: &Files) -> Recovery {
+        let (mut got, _) = self.recover(&[files], "alone");
+        got.pop().unwrap_or(Err(Outcome::Interrupted(Interruption::BetweenBatches)))
     }
 
     /// Recovers `files` in batches, as `plan` says, taking from the run's
@@ -457,10 +495,10 @@ impl Driver<'_> {
     /// under the run's work folder; the results in order, and a note when
     /// the batched dump failed and each store was recovered alone.
     pub fn recover(&self, stores: &[&Files], label: &str) -> (Vec<Recovery>, Option<String>) {
-        self.ctx.pool.unit(|| self.recovered(stores, label))
+        self.ctx.pool.unit(|| self.recover_in_folder(stores, label))
     }
 
-    fn recovered(&self, stores: &[&Files], label: &str) -> (Vec<Recovery>, Option<String>) {
+    fn recover_in_folder(&self, stores: &[&Files], label: &str) -> (Vec<Recovery>, Option<String>) {
         let fail = |f: Failure| (stores.iter().map(|_| Err(Outcome::Error(f.clone()))).collect(), None);
         let prefix = format!("{}-", self.label(label));
         let dir = match tempfile::Builder::new().prefix(&prefix).tempdir_in(&self.ctx.work_root) {
@@ -511,12 +549,15 @@ impl Driver<'_> {
         }
     }
 
-    /// The power-loss states of one point (`got`: their stores'
-    /// recoveries, in the point's order), the one that lost the least first
-    /// (the model lists them the other way): if it fails, the first
-    /// operation it lost is the one whose loss did it. The last that passed
-    /// (or a bare trial, if the memo spared every one), or the first that
-    /// did not. The first state is judged even when the memo holds it: its
+    /// The power-loss states of one point, the one that lost the least
+    /// first (the model lists them the other way): if it fails, the first
+    /// operation it lost is the one whose loss did it. `got` holds their
+    /// stores' recoveries in that order ([`judged_order`]), the order their
+    /// batch recovers them in, so that a batch's fallback, which stops at
+    /// its first state that fails alone, stops where this verdict does.
+    /// The last that passed (or a bare trial, if the memo spared every
+    /// one), or the first that did not, with its place in the point's
+    /// list. The first state is judged even when the memo holds it: its
     /// trial is the point's (its acks, its leg audit).
     pub fn power_point(
         &self,
@@ -526,12 +567,13 @@ impl Driver<'_> {
         memo: &mut Passed,
     ) -> Result<Trial, Box<BadPower>> {
         let mut last = Trial::new(index);
-        for (k, (pos, g)) in got.iter().enumerate().rev().enumerate() {
+        for (k, g) in got.iter().enumerate() {
+            let pos = got.len() - 1 - k;
             if k > 0 && memo.contains(g.store, &at.acks) {
                 continue;
             }
             let mut t = Trial::new(index);
-            let outcome = conclude(&self.crash(&at.acks), &mut t, || g.recovered());
+            let outcome = conclude(&self.crash(&at.acks), &mut t, || self.recovered(g));
             if outcome.is_pass() {
                 memo.insert(g.store, &at.acks);
                 last = t;
@@ -580,7 +622,7 @@ impl Ran {
             .recovered_at(id)
             .cloned()
             .unwrap_or_else(|| (Arc::new(Err(Outcome::Interrupted(Interruption::BetweenBatches))), None));
-        Got { store: id, recovery, note }
+        Got { store: id, recovery, note, alone: self.alone.get(&id).cloned() }
     }
 }
 
@@ -603,6 +645,12 @@ pub fn batches(n: usize, jobs: usize) -> Vec<Range<usize>> {
     let count = jobs * n.div_ceil(jobs * MOST_PER_BATCH).max(1);
     let size = n.div_ceil(count).max(1);
     (0..n).step_by(size).map(|s| s..(s + size).min(n)).collect()
+}
+
+/// A power point's states in the order [`Driver::power_point`] judges
+/// them: the one that lost the least first, the model's list reversed.
+pub fn judged_order(at: &AtPoint) -> impl Iterator<Item = &(usize, crate::crashstate::power::Dropped)> {
+    at.states.iter().rev()
 }
 
 /// The sentence of a power state that lost nothing.
@@ -746,8 +794,8 @@ mod tests {
             vec![self.0.clone()]
         }
 
-        fn judge(&self, _: &Driver, _: (), got: &[Got], _: &mut Passed) -> Vec<Trial> {
-            let outcome = got[0].recovered().map_or_else(|e| e, |_| Outcome::Pass);
+        fn judge(&self, d: &Driver, _: (), got: &[Got], _: &mut Passed) -> Vec<Trial> {
+            let outcome = d.recovered(&got[0]).map_or_else(|e| e, |_| Outcome::Pass);
             vec![Trial::ended(TrialIndex::at(Ordinal(1)), outcome)]
         }
     }
@@ -784,6 +832,89 @@ mod tests {
         assert_eq!(trials[0].outcome, Outcome::Pass, "{:?}", trials[0].details);
         let said = trials[0].details.last().map(String::as_str).unwrap_or_default();
         assert!(said.starts_with("1 of 1 distinct stores were recovered earlier in this run"), "{said}");
+    }
+
+    /// A source of one unit of two stores, listed `[broken, whole]` and
+    /// judged the other way round, as a power point reads its states (the
+    /// one that lost the least first): each state's outcome, up to the
+    /// first that does not pass.
+    struct Backwards(Vec<Files>);
+
+    impl Source for Backwards {
+        type Unit = ();
+
+        fn key(&self, _: usize) -> u64 {
+            1
+        }
+
+        fn make(&self, _: usize) -> Result<(), Box<Trial>> {
+            Ok(())
+        }
+
+        fn stores(&self, _: &()) -> Vec<Files> {
+            self.0.clone()
+        }
+
+        fn judge(&self, d: &Driver, _: (), got: &[Got], _: &mut Passed) -> Vec<Trial> {
+            let mut trials = Vec::new();
+            for g in got.iter().rev() {
+                let outcome = d.recovered(g).map_or_else(|e| e, |_| Outcome::Pass);
+                let bad = !outcome.is_pass();
+                trials.push(Trial::ended(TrialIndex::at(Ordinal(1)), outcome));
+                if bad {
+                    break;
+                }
+            }
+            trials
+        }
+    }
+
+    /// A `dump` child with the batch form, which logs its arguments to
+    /// RUNS and fails, as a store whose body file is gone, when any
+    /// database holds the word `broken`; else prints EMPTY per `--db`.
+    const BLOB_DUMP: &str = r#"echo "$@" >> RUNS
+shift
+for a in "$@"; do case "$a" in --*) ;; *) grep -q broken "$a" && { echo 'No such file or directory' >&2; exit 1; };; esac; done
+for a in "$@"; do [ "$a" = --db ] && echo 'EMPTY'; done
+exit 0
+"#;
+
+    /// The blob store of issue 49: its batch's dump fails on the state
+    /// that lost its body file, and the fallback, alone and in the batch's
+    /// order, stops there, leaving the state after it not run. The verdict
+    /// reads that one first: it is recovered alone then and passes, and
+    /// the broken state's own failure is the finding, never "not run".
+    #[test]
+    fn a_state_after_one_that_failed_in_its_batch_is_judged_on_its_own_recovery() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = r#"{"protocol":2,"integrity":"ok","sessions":[],"messages":[]}"#;
+        let script = dir.path().join("child.sh");
+        let runs = dir.path().join("runs");
+        let text = BLOB_DUMP.replace("RUNS", &runs.display().to_string()).replace("EMPTY", empty);
+        std::fs::write(&script, text).unwrap();
+        let ready = r#"{"protocol":2,"pid":1,"op":"append","sqlite_version":"3.54.1","journal_mode":"wal","operations":["append","dump","dump-batch"]}"#;
+        let mut ctx = Context::for_tests(1, Some(serde_json::from_str(ready).unwrap()));
+        let command = crate::harness::ChildCommand {
+            program: "sh".into(),
+            prefix: vec![script.into()],
+            cwd: None,
+            env: Vec::new(),
+        };
+        ctx.child = crate::harness::Launcher::exec(command);
+        assert!(ctx.batching().dumps);
+        let source = Backwards(vec![files(b"broken", b"a"), files(b"whole", b"a")]);
+        let plan =
+            Plan { units: 1, wave: 1, label: "t", count: Count::Units, turn: None, one_log: false, spread: true };
+        let trials = with_driver(&ctx, |d| d.run(&source, &plan));
+        let outcomes: Vec<String> = trials.iter().map(|t| t.outcome.to_string()).collect();
+        assert_eq!(trials.len(), 2, "{outcomes:?}");
+        assert_eq!(trials[0].outcome, Outcome::Pass, "the later state, recovered alone: {outcomes:?}");
+        assert!(matches!(trials[1].outcome, Outcome::Fire(_)), "{outcomes:?}");
+        assert!(outcomes[1].contains("failed its `dump`") && outcomes[1].contains("No such file"), "{outcomes:?}");
+        let runs = std::fs::read_to_string(&runs).unwrap();
+        // The batch, the broken state alone (which stops the fallback),
+        // then the whole one's two passes, alone, when the verdict read it.
+        assert_eq!(runs.lines().count(), 4, "{runs}");
     }
 
     #[test]

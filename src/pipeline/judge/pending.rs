@@ -193,7 +193,7 @@ impl Source for Trials<'_> {
 fn judge(d: &Driver, mut trial: Trial, processes: &[Process], got: &Got) -> Trial {
     let env = trial.env.take().expect("a pending trial has its folder");
     let before = trial.details.len();
-    let outcome = judge_on(d.cell, processes, got.recovered(), &env, &mut trial);
+    let outcome = judge_on(d.cell, processes, d.recovered(got), &env, &mut trial);
     if outcome.is_pass() {
         // Its folder goes at once: only the decisive trial's is evidence.
         trial.details.extend(got.note.clone());

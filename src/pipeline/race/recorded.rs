@@ -493,8 +493,8 @@ impl Source for Points<'_> {
         let mut t = Trial::new(index);
         t.kill_point = Some(killed_at(recorded, state, index));
         let outcome = match &made.raced {
-            Some((env, f)) => conclude(&self.race.crash(env, f, d.census), &mut t, || got[0].recovered()),
-            None => conclude(&left(d, recorded, state), &mut t, || got[0].recovered()),
+            Some((env, f)) => conclude(&self.race.crash(env, f, d.census), &mut t, || d.recovered(&got[0])),
+            None => conclude(&left(d, recorded, state), &mut t, || d.recovered(&got[0])),
         };
         let mut t = self.described(t.conclude(outcome), *n);
         t.details.extend(lag.map(dropped_note));

@@ -44,7 +44,9 @@ use crate::kill::inject::{Injected, Injection};
 use crate::kill::syscall::{Driven, FileKind, Goal, sweep_points};
 use crate::kill::{Ordinal, TrialIndex};
 use crate::pipeline::judge::census::{Filter, trace_outcome};
-use crate::pipeline::judge::driver::{BadPower, Cause, Count, Driver, Got, Passed, Plan, Source, first_rule};
+use crate::pipeline::judge::driver::{
+    BadPower, Cause, Count, Driver, Got, Passed, Plan, Source, first_rule, judged_order,
+};
 use crate::pipeline::judge::sweep::Swept;
 use crate::pipeline::judge::verdict::conclude;
 use crate::pipeline::outcome::{Failure, Fault, Finding, Outcome, PowerLoss, Skip};
@@ -159,11 +161,11 @@ impl Source for Sweep<'_> {
 
     /// The run's end state (b), then the power states its fault leaves
     /// after it (c), each with the transport the process crash at its point
-    /// left.
+    /// left, each point's in the order they are judged ([`judged_order`]).
     fn stores(&self, run: &Run) -> Vec<Files> {
         let mut files = vec![run.end.clone()];
         for (model, at) in run.added.iter().flat_map(|a| a.points.iter().map(move |at| (&a.model, at))) {
-            files.extend(at.states.iter().map(|(id, _)| with_transport(model, *id, at)));
+            files.extend(judged_order(at).map(|(id, _)| with_transport(model, *id, at)));
         }
         files
     }
@@ -342,7 +344,7 @@ fn judge(d: &Driver, run: Run, got: &[Got], memo: &mut Passed) -> Trial {
         let fire = Outcome::Fire(Finding { violations: vec![v], power: None, fault: None });
         return keep_run(d, t, run, cause.annotate(fire), false);
     }
-    let outcome = conclude(&d.crash(&acks), &mut t, || got[0].recovered());
+    let outcome = conclude(&d.crash(&acks), &mut t, || d.recovered(&got[0]));
     // Where the fault struck: after the acks given before it.
     t.kill_point = Some(point.kill_point(index, run.in_flight.unwrap_or(0)));
     if !outcome.is_pass() {

@@ -21,7 +21,9 @@ use crate::crashstate::torn::Bound;
 use crate::crashstate::{Event, Files, Log, State};
 use crate::kill::syscall::sweep_points;
 use crate::kill::{Ordinal, TrialIndex};
-use crate::pipeline::judge::driver::{BadPower, Cause, Count, Driver, Got, Passed, Plan, Source, Stores, first_rule};
+use crate::pipeline::judge::driver::{
+    BadPower, Cause, Count, Driver, Got, Passed, Plan, Source, Stores, first_rule, judged_order,
+};
 use crate::pipeline::judge::sweep::Swept;
 use crate::pipeline::outcome::{Failure, Interruption, Outcome, PowerLoss};
 use crate::pipeline::trial::Trial;
@@ -160,8 +162,8 @@ fn distinct_stores(m: &Model) -> usize {
 
 /// A power sweep's crash source: a unit per kill point of the model, its
 /// states (a power loss keeps the transport as the process crash at the
-/// point left it: the provider's log is not on this machine), judged the
-/// one that lost the least first.
+/// point left it: the provider's log is not on this machine), listed and
+/// judged the one that lost the least first ([`judged_order`]).
 struct Points<'a> {
     log: &'a Log,
     m: &'a Model,
@@ -180,7 +182,7 @@ impl Source for Points<'_> {
 
     fn stores(&self, &i: &usize) -> Vec<Files> {
         let at = &self.m.points[i];
-        at.states.iter().map(|(id, _)| self.files(*id, at)).collect()
+        judged_order(at).map(|(id, _)| self.files(*id, at)).collect()
     }
 
     fn judge(&self, d: &Driver, i: usize, got: &[Got], memo: &mut Passed) -> Vec<Trial> {

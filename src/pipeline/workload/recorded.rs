@@ -301,7 +301,7 @@ impl Source for Process<'_> {
         for s in &self.states[unit] {
             let index = TrialIndex::at(s.point.ordinal);
             let mut t = Trial::new(index);
-            let outcome = conclude(&d.crash(&s.acks), &mut t, || got[0].recovered());
+            let outcome = conclude(&d.crash(&s.acks), &mut t, || d.recovered(&got[0]));
             t.kill_point = Some(s.point.kill_point(index, t.acked));
             let mut t = t.conclude(outcome);
             t.details.extend(got[0].note.clone());
