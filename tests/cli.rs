@@ -89,6 +89,7 @@ fn list_and_run_help_name_the_mutants() {
         "ignore-short-write",
         "dirty-marker",
         "claims-full",
+        "unsynced-body-file",
     ];
     assert_eq!(names(0), cell1);
     assert_eq!(names(1), ["racy-claim", "split-claim"]);

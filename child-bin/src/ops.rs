@@ -189,6 +189,12 @@ fn stall_forever() -> ! {
 }
 
 fn append(a: WorkArgs) -> Result<(), ChildError> {
+    if a.mutant == Some(Mutant::UnsyncedBodyFile) {
+        // An example store's mutant (its body files): refused, a usage
+        // error, rather than passed as if the reference were broken so.
+        let why = "the reference store does not implement the mutant `unsynced-body-file` (examples/python-store does)";
+        return Err(ChildError::Usage(why.into()));
+    }
     let mut store = open(&a.db)?;
     if a.mutant == Some(Mutant::ClaimsFull) {
         store.claim_full_unsynced()?;

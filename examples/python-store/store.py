@@ -20,6 +20,7 @@ Run as: python3 store.py <append|rotate|park|claim|fork|deliver|catch-up|dump> [
 or python3 store.py fork-server, or python3 store.py warm-pool.
 """
 
+import hashlib
 import os
 import sqlite3
 import sys
@@ -34,6 +35,9 @@ from crashcells import adapter  # noqa: E402
 APPEND_SESSION = "main"
 BUSY_TIMEOUT_S = 5.0
 BUSY_RETRIES = 8
+# Mutant unsynced-body-file: a message whose body is kept in a file beside
+# the database holds this prefix and the file's name.
+BODY_FILE = "body-file:"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS conversations (
@@ -85,9 +89,11 @@ class PythonStore(adapter.Store):
         "split-continuation",
         "torn-branch",
         "split-position-read",
+        "unsynced-body-file",
     )
 
     def open(self, db, config):
+        self.db = db
         decision = adapter.resolve(config, db, sqlite3.sqlite_version)
         # isolation_level=None: no implicit transactions; each write says BEGIN IMMEDIATE itself.
         self.conn = sqlite3.connect(db, timeout=BUSY_TIMEOUT_S, isolation_level=None)
@@ -115,6 +121,8 @@ class PythonStore(adapter.Store):
         head = self._head(name)
         if self.mutant == "split-position-read":
             return self._append_position_read_earlier(head, role, content)
+        if self.mutant == "unsynced-body-file":
+            content = self._body_file(content)
         self._transaction(lambda c: insert_turn(c, head, role, content), before)
 
     def _append_position_read_earlier(self, name, role, content):
@@ -136,6 +144,20 @@ class PythonStore(adapter.Store):
                 c.execute("UPDATE conversations SET turns = turns + 1 WHERE name=?", (name,))
 
         self._transaction(insert)
+
+    def _body_file(self, content):
+        """Mutant unsynced-body-file: a store that keeps large bodies out of
+        its database (here every body: the workload's are short). The body is
+        written to a temporary file beside the database, renamed to its
+        name, and the message keeps only that name. Neither the file nor the
+        folder is ever fsync'd: a power loss can keep the commit, which
+        SQLite syncs, and lose the file, and `dump` then fails."""
+        name = "%s.body-%s" % (os.path.basename(self.db), hashlib.sha256(content.encode()).hexdigest()[:16])
+        path = os.path.join(os.path.dirname(os.path.abspath(self.db)), name)
+        with open(path + ".tmp", "w") as f:
+            f.write(content)
+        os.rename(path + ".tmp", path)
+        return BODY_FILE + name
 
     # --- rotate --------------------------------------------------------------
 
@@ -304,9 +326,16 @@ class PythonStore(adapter.Store):
         # Read-write with no pragma: opening rolls back a hot journal or replays the WAL.
         conn = sqlite3.connect(db, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         try:
-            return read_state(conn)
+            state = read_state(conn)
         finally:
             conn.close()
+        for m in state.get("messages", []):
+            if m["content"].startswith(BODY_FILE):
+                # A body the unsynced-body-file mutant kept in a file: a file
+                # that is gone fails the dump (No such file or directory).
+                with open(os.path.join(os.path.dirname(os.path.abspath(db)), m["content"][len(BODY_FILE) :])) as f:
+                    m["content"] = f.read()
+        return state
 
     # --- transactions ----------------------------------------------------------------
 

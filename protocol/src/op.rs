@@ -351,10 +351,17 @@ pub enum Mutant {
     /// second: a collision silently drops an acked append (the Python
     /// example's; cell 6 fires under the between-transactions schedule).
     SplitPositionRead,
+    /// `append` keeps each message's body in a file beside the database
+    /// (written to a temporary name, then renamed), never fsync'd nor its
+    /// folder, and only the file's name in the database; `dump` reads the
+    /// file (cell 1 fires under `--kill power`: the commit is durable, the
+    /// file's name is not, and `dump` fails). The Python example's; the
+    /// reference refuses it.
+    UnsyncedBodyFile,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 16] = [
+    pub const ALL: [Mutant; 17] = [
         Mutant::AckBeforeCommit,
         Mutant::RacyClaim,
         Mutant::SplitRotation,
@@ -371,6 +378,7 @@ impl Mutant {
         Mutant::ClaimsFull,
         Mutant::PositionReadOutsideTxn,
         Mutant::SplitPositionRead,
+        Mutant::UnsyncedBodyFile,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -391,6 +399,7 @@ impl Mutant {
             Mutant::ClaimsFull => "claims-full",
             Mutant::PositionReadOutsideTxn => "position-read-outside-txn",
             Mutant::SplitPositionRead => "split-position-read",
+            Mutant::UnsyncedBodyFile => "unsynced-body-file",
         }
     }
 
@@ -437,6 +446,10 @@ impl Mutant {
                 "`co-append` reads the next position in one transaction, inserts at it with INSERT OR IGNORE in a \
                  second (the Python example's)"
             }
+            Mutant::UnsyncedBodyFile => {
+                "`append` keeps each body in a file beside the database, renamed into place and never fsync'd (found \
+                 by --kill power; the Python example's)"
+            }
         }
     }
 
@@ -462,7 +475,8 @@ impl Mutant {
             | Mutant::AckDespiteIoError
             | Mutant::IgnoreShortWrite
             | Mutant::DirtyMarker
-            | Mutant::ClaimsFull => 1,
+            | Mutant::ClaimsFull
+            | Mutant::UnsyncedBodyFile => 1,
             Mutant::RacyClaim | Mutant::SplitClaim => 2,
             Mutant::SplitRotation | Mutant::SplitContinuation => 3,
             Mutant::TornFork | Mutant::TornBranch => 4,
