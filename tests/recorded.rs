@@ -254,6 +254,72 @@ fn power_loss_loses_acked_appends_with_synchronous_off_and_keeps_them_in_wal_ful
     assert_eq!(rs[0]["verdict"], "pass", "{:#}", rs[0]);
 }
 
+/// The Python example as a `--child` on crashcells' bundled SQLite, placed
+/// in `dir` and loaded before the machine's (whose library may refuse WAL
+/// at the WAL-reset gate): the leg runs on the child's own launcher, its
+/// fork server, as a store linked to a current SQLite does.
+fn python_on_bundled(dir: &Path) -> String {
+    use crashcells::sqlitelib::{Library, Placement, place};
+    let Placement::Placed(placed) = place(&Library::Bundled, dir, "bundled").unwrap() else {
+        panic!("this build has no bundled SQLite")
+    };
+    let store = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/python-store/store.py");
+    format!("env LD_LIBRARY_PATH={} python3 {store}", placed.loader_path().to_string_lossy())
+}
+
+/// Issue 49, item 4: a store that keeps each body in a file beside its
+/// database, renamed into place with no fsync of it or of the folder (the
+/// Python example's `unsynced-body-file`), meets power states whose commit
+/// is durable and whose file is gone: its `dump` fails. That is a fire,
+/// found through the fork server and confirmed exec'd, its repro firing
+/// again, on every seed (with the warm pool too); before, the exec'd
+/// confirmation's batch stopped at another state and left the state it
+/// judged "not run", and the result was an error blaming the fork server.
+/// The store without the mutant passes the same sweeps.
+#[test]
+fn a_power_loss_that_loses_a_file_the_store_needs_fires_confirmed_execd() {
+    if Command::new("python3").arg("--version").output().is_err() {
+        return crashcells::testskip::skip_or_fail(crashcells::testskip::Need::Python, "it runs a Python store");
+    }
+    let lib = scratch();
+    let child = python_on_bundled(lib.path());
+    let base = ["run", "--child", &child, "--leg", "wal", "--cell", "1", "--kill", "power"];
+    // One rerun of the repro says whether it fires again, at a fifth of the default's cost.
+    let mutant = ["--mutant", "unsynced-body-file", "--refire", "1"];
+    let runs = [("1", "on"), ("2", "on"), ("3", "on"), ("1", "off")];
+    for (seed, fork_server) in runs {
+        let args = [&base[..], &mutant, &["--seed", seed, "--fork-server", fork_server]].concat();
+        let Some((code, rs, _dir)) = sweep(&args) else { return };
+        let r = &rs[0];
+        let said = format!("seed {seed}, fork server {fork_server}: {r:#}");
+        assert_eq!(rs.len(), 1, "one result, a fire, no error: {said}");
+        assert_eq!(
+            (code, r["verdict"].as_str(), r["effective_mode"].as_str()),
+            (1, Some("fire"), Some("wal")),
+            "{said}"
+        );
+        assert_eq!(r["violation"], "store-failed-dump", "{said}");
+        let reason = r["reason"].as_str().unwrap();
+        assert!(reason.contains("was never made durable by a directory fsync"), "{said}");
+        assert!(reason.contains("No such file or directory"), "{said}");
+        let launcher = if fork_server == "on" { "fork server" } else { "warm pool" };
+        let confirmed = format!("confirmed exec'd (not through the {launcher}");
+        assert!(r["details"].as_array().unwrap().iter().any(|d| d.as_str().unwrap().starts_with(&confirmed)), "{said}");
+        assert_eq!(r["refire"]["fired"], r["refire"]["runs"], "its repro fires every time: {said}");
+    }
+    for seed in ["1", "2", "3"] {
+        let Some((code, rs, _dir)) = sweep(&[&base[..], &["--seed", seed]].concat()) else { return };
+        assert_eq!((code, rs[0]["verdict"].as_str()), (0, Some("pass")), "seed {seed}: {:#}", rs[0]);
+    }
+    // The reference store plays every other mutant; this one it refuses
+    // in the preflight, rather than pass as if it were broken so.
+    let dir = scratch();
+    let out = crate::common::run(&["run", "--cell", "1", "--mutant", "unsynced-body-file"], dir.path());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("does not implement the mutant `unsynced-body-file`"), "{said}");
+}
+
 #[test]
 fn power_is_opt_in_and_not_part_of_kill_all() {
     let dir = scratch();
