@@ -558,3 +558,52 @@ fn rebuilt_wal_race_states_reach_the_verdicts_of_real_kills_point_by_point() {
         "no rebuilt state dropped an unindexed claim record: the timing-bound point went unchecked"
     );
 }
+
+/// Cell 6's sweep from a recording, point by point against real kills, on
+/// the reference store's DELETE and WAL legs: at every point of r0's
+/// appends, the state rebuilt from r0's recording, with the other writer
+/// appending on it (in WAL the `-shm` r0 left laid and held), reaches the
+/// verdict of a real kill of r0 there with the other writer appending on
+/// what it left.
+#[test]
+fn rebuilt_writer_states_reach_the_verdicts_of_real_kills_point_by_point() {
+    use crashcells::pipeline::Context;
+    use crashcells::pipeline::race::compare::side_by_side;
+    use crashcells::pipeline::race::job::Race;
+    use crashcells::pipeline::run::context::Scope;
+    use crashcells::plan::{KillMode, Selection, plan};
+
+    let dir = scratch();
+    let work = dir.path().canonicalize().unwrap();
+    let catalog = crashcells::catalog::Catalog::embedded().unwrap();
+    let matrix = crashcells::matrix::Matrix::load("default").unwrap();
+    let selection = Selection { cells: vec!["6".into()], legs: vec!["default".into()], kills: vec![KillMode::Syscall] };
+    let job = plan(&catalog, &matrix, &selection, 11).unwrap().remove(0);
+    let child = crashcells::harness::Launcher::exec(reference());
+    let ready = crashcells::probe::preflight(&child, &work, Duration::from_secs(30)).unwrap();
+    let cell = crashcells::cells::find(&job.cell.id).unwrap();
+    // One append each: its every call and its ack, at half the cost of the sweep's two.
+    let writers = job.cell.params.racers.unwrap();
+    for name in ["delete", "wal"] {
+        // Cell 6 runs on the default leg only; its states are compared on both journals.
+        let leg = matrix.legs.iter().find(|l| l.name == name).unwrap();
+        let job = crashcells::plan::Job { leg: Some(leg.clone()), ..job.clone() };
+        let options = crashcells::options::RunOptions { matrix: "default".into(), ..Default::default() };
+        let root = work.join(name);
+        std::fs::create_dir_all(&root).unwrap();
+        let ctx = Context::new(options, 11, child.clone(), root, work.join("evidence"), Duration::from_secs(30), 2);
+        let ctx = Context { child_ready: Some(ready.clone()), ..ctx };
+        let race = Race::writers(Scope { job: &job, leg, cell, ctx: &ctx }, (writers, 1));
+        let sides = match side_by_side(&race, &race, None) {
+            Err(why) if why.contains("unavailable") => return crate::common::tracing_refused(&why),
+            Err(why) => panic!("{name}: the recording did not stand: {why}"),
+            Ok(sides) => sides,
+        };
+        assert!(sides.len() >= 6, "{name}: r0's points after its ready record: {sides:#?}");
+        for s in &sides {
+            eprintln!("{name} point {}: rebuilt {}, real {} (race {})", s.point, s.recorded, s.real, s.races);
+        }
+        let differ: Vec<_> = sides.iter().filter(|s| !s.agrees()).collect();
+        assert!(differ.is_empty(), "{name}: rebuilt and real verdicts differ: {differ:#?}");
+    }
+}

@@ -1,19 +1,19 @@
 //! Rebuilt race states beside real kills, point by point: what shows that
-//! a recorded cell-2 sweep's states are the real ones before they are
-//! trusted (on WAL, that the wal-index model of
+//! a recorded cell-2 or cell-6 sweep's states are the real ones before they
+//! are trusted (on WAL, that the wal-index model of
 //! [`crate::crashstate::walindex`] stands).
 //!
 //! Crash model: both sides are [`crate::pipeline::race::recorded`]'s: at
 //! sweep point N, r0 killed at the entry of its Nth call on the point's
 //! path; one side rebuilds that state from the recording and races the
 //! surviving racers over it, the other kills a real r0 there in a real
-//! race. Clause: the race's; a point agrees when both reach the same kind
+//! race (for cell 6, the other writers appending on what r0 left). Clause:
+//! the race's (the writers'); a point agrees when both reach the same kind
 //! of verdict (pass, fire, error).
 
 use crate::pipeline::outcome::Outcome;
 use crate::pipeline::race::job::Race;
-use crate::pipeline::race::recorded::{judged, recordings};
-use crate::pipeline::race::sweep::RaceSweep;
+use crate::pipeline::race::recorded::{RealKills, judged, recordings};
 
 /// Races a point's real kill may take to reach the rebuilt state's
 /// verdict: what the survivors do is the scheduler's (two of them closing
@@ -61,7 +61,7 @@ pub fn side_by_side(race: &Race, full: &Race, points: Option<&[u64]>) -> Result<
     }
     let connected = rec.connected();
     let points = points.map_or(connected, <[u64]>::to_vec);
-    let real = RaceSweep::with_split(full, rec.split());
+    let real = RealKills::of(full, rec.split());
     let rebuilt = |point: u64| {
         let (mut trials, _, unindexed) = judged(race, &rec, &[point]);
         (trials.pop().map_or(Outcome::Pass, |t| t.outcome), !unindexed.is_empty())

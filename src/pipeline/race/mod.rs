@@ -4,7 +4,8 @@
 //! and the same sweep from one recording of each of r0's paths (recorded),
 //! whose rebuilt states are set beside real kills point by point (compare).
 //! Cell 6's writers are racers too (writers): each appends instead of
-//! claiming, and one is killed while the others run on.
+//! claiming, and one is killed while the others run on; their sweep is
+//! recorded too, on its one path.
 
 pub mod compare;
 pub mod hold;

@@ -3,7 +3,11 @@
 //! `Claim`), each point's crash state is rebuilt from the recording, and the
 //! surviving racers are released against it; the one driver
 //! ([`crate::pipeline::judge::driver`]) recovers and judges the states, deduplicated by the
-//! store's bytes and shared through the run's recoveries.
+//! store's bytes and shared through the run's recoveries. Cell 6's writers
+//! ([`crate::pipeline::race::writers`]) are swept the same way on their one
+//! path: writer r0 recorded alone from the empty folder while the other
+//! writers wait at their barrier, connected, as on a winning claim; each
+//! state rebuilt and the others appending on it.
 //!
 //! Crash model: as [`crate::pipeline::race::sweep`]'s, state N is what a `SIGKILL` of r0
 //! at the entry of its Nth file-mutating call leaves: the parked store (on
@@ -22,7 +26,9 @@
 //! a log that disagrees sends the sweep back to re-running the race at every
 //! point, saying why. A state that does not pass is confirmed by a real kill
 //! of r0 at its point; one only the recording fails is an `error` naming the
-//! non-determinism, never a fire.
+//! non-determinism, never a fire. For the writers, whose real kill has no
+//! claim to race for, the sweep instead re-runs every point, saying why: the
+//! recording's verdict is never one the real kills do not reach.
 
 use std::sync::Mutex;
 
@@ -48,8 +54,9 @@ use crate::pipeline::judge::verdict::{Acks, Crash, Ended, conclude};
 use crate::pipeline::outcome::{Failure, Outcome};
 use crate::pipeline::plain::confirm;
 use crate::pipeline::plain::decide::{Found, decide};
-use crate::pipeline::race::job::{Finished, Order, R0, Race, acks_of};
+use crate::pipeline::race::job::{Finished, Order, R0, Race, Racing, acks_of};
 use crate::pipeline::race::sweep::{Claim, RaceSweep, Split, killed_on, ready_of};
+use crate::pipeline::race::writers::{WritersSweep, appending, writers_sweep};
 use crate::pipeline::trial::Trial;
 use crate::pipeline::workload::job::ended_with;
 use crate::pipeline::workload::recorded::fallback_note;
@@ -114,14 +121,24 @@ pub fn run(race: &Race, full: &Race) -> (Vec<Trial>, Option<Coverage>) {
         drop(rec);
         return re_executed(full, &note);
     }
-    let swept = sweep(race, full, &rec);
-    let coverage = coverage::of(&swept, &rec.split().paths());
+    let swept = match sweep(race, full, &rec) {
+        Ok(swept) => swept,
+        Err(why) => {
+            drop(rec);
+            return re_executed(full, &why);
+        }
+    };
+    let coverage = coverage::of(&swept, &paths(race, rec.split()));
     (swept.trials, coverage)
 }
 
-/// The re-executed sweep of `full`, its last trial saying why.
+/// The re-executed sweep of `full` (the race's, or the writers'), its last
+/// trial saying why.
 fn re_executed(full: &Race, why: &str) -> (Vec<Trial>, Option<Coverage>) {
-    let (mut trials, coverage) = RaceSweep::run(full);
+    let (mut trials, coverage) = match full.racing {
+        Racing::Claims => RaceSweep::run(full),
+        Racing::Appends(_) => writers_sweep(full),
+    };
     if let Some(last) = trials.last_mut() {
         last.details.push(why.to_string());
     }
@@ -161,6 +178,39 @@ impl Recordings {
     }
 }
 
+/// The sweep's paths, for the coverage of a result: r0's two claims; the
+/// writers have one path, which the report does not name (as re-executed).
+fn paths(race: &Race, split: Split) -> Vec<crate::pipeline::judge::coverage::Path> {
+    match race.racing {
+        Racing::Claims => split.paths(),
+        Racing::Appends(_) => Vec::new(),
+    }
+}
+
+/// Real kills of r0 at a sweep's points: in races on the point's path
+/// (cell 2), or with the other writers appending on what it left (cell 6).
+pub(super) enum RealKills<'a> {
+    Race(RaceSweep<'a>),
+    Writers(WritersSweep<'a>),
+}
+
+impl<'a> RealKills<'a> {
+    pub(super) fn of(full: &'a Race<'a>, split: Split) -> RealKills<'a> {
+        match full.racing {
+            Racing::Claims => RealKills::Race(RaceSweep::with_split(full, split)),
+            Racing::Appends(_) => RealKills::Writers(WritersSweep::new(full)),
+        }
+    }
+
+    /// One real kill at sweep point `n`, judged on its own recovery.
+    pub(super) fn kill_at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
+        match self {
+            RealKills::Race(sweep) => sweep.kill_at(filter, n, census),
+            RealKills::Writers(sweep) => sweep.kill_at(filter, n, census),
+        }
+    }
+}
+
 /// Both recordings and the census they make, or why recordings cannot
 /// stand for the states, or how the sweep ended before its first point
 /// (tracing refused, a recording that failed, a leg the winning claim
@@ -185,12 +235,20 @@ pub(super) fn recordings(race: &Race) -> Result<Result<Recordings, String>, Box<
     {
         return Ok(Err(wal_note(&why)));
     }
-    // With r0 alone there is no other racer to win first.
-    let lose =
-        if race.racers > 1 { Some(record(race, filter, Claim::Losing).map_err(|t| unplanned(*t))?) } else { None };
+    // With r0 alone there is no other racer to win first; a writer has one path.
+    let lose = if race.racers > 1 && race.racing == Racing::Claims {
+        Some(record(race, filter, Claim::Losing).map_err(|t| unplanned(*t))?)
+    } else {
+        None
+    };
     let points = win.log.total() + lose.as_ref().map_or(0, |l| l.log.total());
     let audit = audit_leg(&win.env.db, &ready, race.leg);
-    let census = Census { points, ready, audit, windows: None };
+    // A writer's sweep visits its appends, as re-executed (`race::writers`).
+    let windows = match race.racing {
+        Racing::Claims => None,
+        Racing::Appends(_) => Some(vec![appending(&win.log.points, points)]),
+    };
+    let census = Census { points, ready, audit, windows };
     if !census.audit.honored {
         return Err(Box::new(Swept::skipped(census)));
     }
@@ -219,7 +277,7 @@ fn wal_model(win: &Recorded) -> Result<(), String> {
 /// once the others ended).
 fn record(race: &Race, filter: Filter, claim: Claim) -> Result<Recorded, Box<Trial>> {
     let census_error = |env: Option<TrialEnv>, f: Failure| ended_with(env, Outcome::Error(Failure::census(f)));
-    let parked = race.parked_store().map_err(|o| ended_with(None, o.of_census()))?;
+    let parked = start_of(race).map_err(|o| ended_with(None, o.of_census()))?;
     let env = race.env(&format!("record-{}", claim.name())).map_err(|f| census_error(None, f))?;
     let at_turn = Mutex::new(None);
     let shm = sibling(&env.db, "-shm");
@@ -255,10 +313,21 @@ fn record(race: &Race, filter: Filter, claim: Claim) -> Result<Recorded, Box<Tri
     Ok(Recorded { claim, log, base, others, disagrees, env, wal_index, ready })
 }
 
+/// The store every race of `race` starts from: the parked handoff, or
+/// (cell 6's writers) the empty folder.
+fn start_of(race: &Race) -> Result<Files, Outcome> {
+    match race.racing {
+        Racing::Claims => race.parked_store(),
+        Racing::Appends(_) => Ok(Files::default()),
+    }
+}
+
 /// The recorded sweep: each planned point's state rebuilt, raced over (on
 /// the winning claim) and judged by the one driver; a state that does not
-/// pass confirmed by a real kill.
-fn sweep(race: &Race, full: &Race, rec: &Recordings) -> Swept {
+/// pass confirmed by a real kill. A writers' state that only the recording
+/// fails is `Err`, why the sweep re-runs every point: the writers' fast
+/// path never decides a verdict its real kills do not reach.
+fn sweep(race: &Race, full: &Race, rec: &Recordings) -> Result<Swept, String> {
     let (ctx, census, split) = (race.ctx, &rec.census, rec.split());
     let (win, lose) = (&rec.win, rec.lose.as_ref());
     let points = sweep_points(census.candidates(), None, ctx.options.points, race.job.seed);
@@ -266,7 +335,7 @@ fn sweep(race: &Race, full: &Race, rec: &Recordings) -> Swept {
     ctx.tally.phase("checking");
     let (mut trials, distinct, unindexed) = judged(race, rec, &points);
     if confirm_unindexed(full, rec, &unindexed, &mut trials) {
-        return Swept { planned: Some(points), trials, recorded: true, distinct: Some(distinct) };
+        return Ok(Swept { planned: Some(points), trials, recorded: true, distinct: Some(distinct) });
     }
     if let Some(recorded) = trials.pop_if(|t| t.to_confirm()) {
         let n = recorded.index.ordinal().0;
@@ -276,12 +345,25 @@ fn sweep(race: &Race, full: &Race, rec: &Recordings) -> Swept {
         // The real kills were the tries: a race has no run to seek the state in.
         let mut decided = decide(recorded, real, &log.point(at), || Found::Missed(races));
         if let Outcome::Error(Failure::OnlyRecorded { point, found, .. }) = decided.outcome {
+            if race.racing != Racing::Claims {
+                return Err(not_reached(point, &found, races));
+            }
             decided.outcome = Outcome::Error(Failure::OnlyRecordedRace { point, found, races });
         }
         decided.trace.get_or_insert_with(|| Trace::of_log(log, at, crate::report::Crash::Kill));
         trials.push(decided);
     }
-    Swept { planned: Some(points), trials, recorded: true, distinct: Some(distinct) }
+    Ok(Swept { planned: Some(points), trials, recorded: true, distinct: Some(distinct) })
+}
+
+/// Why a writers' sweep re-runs every point: the state rebuilt at `point`
+/// found `found`, and `races` real kills there did not.
+fn not_reached(point: u32, found: &Outcome, races: u32) -> String {
+    let kills = if races == 1 { "a real kill".to_string() } else { format!("{races} real kills") };
+    format!(
+        "recorded states not used: the state rebuilt at point {point} found {found}, and {kills} there did not; \
+         every point re-ran the writers"
+    )
 }
 
 /// A real kill at each passing point whose state had an unindexed commit
@@ -290,7 +372,7 @@ fn sweep(race: &Race, full: &Race, rec: &Recordings) -> Swept {
 /// beside a real kill's. The first real fire ends the trials, as its
 /// point's verdict (true); a real kill that passed is said on the trial.
 fn confirm_unindexed(full: &Race, rec: &Recordings, unindexed: &[u64], trials: &mut Vec<Trial>) -> bool {
-    let real = RaceSweep::with_split(full, rec.split());
+    let real = RealKills::of(full, rec.split());
     for &n in unindexed {
         let Some(i) = trials.iter().position(|t| t.index.ordinal().0 == n && !t.is_bad()) else { continue };
         let mut killed = real.kill_at(rec.filter, n, &rec.census);
@@ -333,7 +415,7 @@ pub(super) fn judged(race: &Race, rec: &Recordings, points: &[u64]) -> (Vec<Tria
 /// kill's fire gets ([`confirm::tries`]), counted from the points it took
 /// to find; a state's own fire repeats at the first.
 fn real_kills(full: &Race, split: Split, rec: &Recordings, n: u64) -> (Trial, u32) {
-    let sweep = RaceSweep::with_split(full, split);
+    let sweep = RealKills::of(full, split);
     let tries = confirm::tries(crate::killmode::KillMode::Timed, true, TrialIndex::at(Ordinal(n)));
     let (mut real, mut races) = (sweep.kill_at(rec.filter, n, &rec.census), 1);
     while !real.is_bad() && races < tries {
@@ -448,7 +530,10 @@ impl<'a> Points<'a> {
         let (claim, at) = self.split.locate(n);
         let of = if claim == Claim::Winning { self.split.winning } else { self.split.losing };
         let stage = t.kill_point.as_ref().and_then(|k| k.racer.as_ref()).map(|r| r.stage);
-        let killed = killed_on(claim, stage, (at, of, n));
+        let killed = match self.race.racing {
+            Racing::Claims => killed_on(claim, stage, (at, of, n)),
+            Racing::Appends(_) => crate::pipeline::race::writers::said(n, of, true),
+        };
         t.details.insert(0, format!("{killed}; its state rebuilt from the recording"));
         t
     }
@@ -491,7 +576,7 @@ impl Source for Points<'_> {
         let (n, recorded, state, _, lag) = &self.states[made.i];
         let index = TrialIndex::at(Ordinal(*n));
         let mut t = Trial::new(index);
-        t.kill_point = Some(killed_at(recorded, state, index));
+        t.kill_point = Some(killed_at(recorded, state, index, self.race.racing == Racing::Claims));
         let outcome = match &made.raced {
             Some((env, f)) => conclude(&self.race.crash(env, f, d.census), &mut t, || d.recovered(&got[0])),
             None => conclude(&left(d, recorded, state), &mut t, || d.recovered(&got[0])),
@@ -544,11 +629,13 @@ fn held(env: &TrialEnv, shm: Option<&[u8]>) -> std::io::Result<Option<DmsHold>> 
 }
 
 /// The kill point of `state`, sweep point `index`: where r0 was, from the
-/// journal the state holds, and whether it left the store as its path's
-/// recording started from it (the parked store, or what the others left).
-fn killed_at(recorded: &Recorded, state: &State, index: TrialIndex) -> KillPoint {
+/// journal the state holds, and (`weighed`: a claim) whether it left the
+/// store as its path's recording started from it (the parked store, or what
+/// the others left). A writer's real kill is not weighed, nor is its state.
+fn killed_at(recorded: &Recorded, state: &State, index: TrialIndex, weighed: bool) -> KillPoint {
     let mut kp = state.point.kill_point(index, 0);
-    let untouched = recorded.base.clone().without_acks().differs_from(&state.files.clone().without_acks()).is_none();
+    let untouched =
+        weighed && recorded.base.clone().without_acks().differs_from(&state.files.clone().without_acks()).is_none();
     kp.racer = Some(RacerAt::of(0, recorded.claim.name(), &state.acks, kp.call(), untouched));
     kp
 }
@@ -561,4 +648,19 @@ fn left<'s>(d: &'s Driver, recorded: &'s Recorded, state: &'s State) -> Crash<'s
         ended.push(Ended { name: format!("r{r}"), acks: Acks::Bytes(acks), end: *end });
     }
     Crash { cell: d.cell, leg: d.leg, db: &recorded.env.db, ended, seed: 0, census: d.census }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A writers' state only the recording fails sends the sweep back to
+    /// real kills at every point, and says which point and what it found.
+    #[test]
+    fn a_writers_state_the_real_kills_do_not_reach_says_where_and_what() {
+        let said = not_reached(7, &Outcome::Pass, 1);
+        assert!(said.starts_with("recorded states not used: the state rebuilt at point 7 found"), "{said}");
+        assert!(said.contains("and a real kill there did not; every point re-ran the writers"), "{said}");
+        assert!(not_reached(7, &Outcome::Pass, 3).contains("and 3 real kills there did not"));
+    }
 }

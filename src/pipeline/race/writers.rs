@@ -4,11 +4,14 @@
 //! Crash model: a process crash of writer r0 only. Timed: every writer is
 //! released together and r0's group gets `SIGKILL` once its journal holds a
 //! seeded number of acks; the others append on to their `--stop-after`.
-//! Syscall (re-executed at every point): r0 is released alone, stopped at
-//! the entry of its Nth file-mutating call and killed there; the others
-//! are then released and append on top of what its kill left (a hot
-//! journal they must roll back). The reads-first schedule
-//! ([`crate::pipeline::race::schedule`]) comes before the sweep.
+//! Syscall: r0 is released alone, stopped at the entry of its Nth
+//! file-mutating call and killed there; the others are then released and
+//! append on top of what its kill left (a hot journal they must roll back).
+//! The reads-first schedule ([`crate::pipeline::race::schedule`]) comes
+//! before the sweep. The sweep's states come from one recording of r0
+//! ([`crate::pipeline::race::recorded`]); re-executed (this module's
+//! [`WritersSweep`]) under `--replay off`, for a `--point` repro, to
+//! confirm a recorded fire, and wherever the recording cannot stand.
 //!
 //! Clause: the cell's (`cells::writers`): every acknowledged append of
 //! every writer survives exactly once, in its writer's order, at unique
@@ -46,7 +49,12 @@ use crate::trialdir::TrialEnv;
 /// fired) the sweep, both of `sweep_appends` appends each. The writers take
 /// no other mode (`crate::cells::WritersShape`'s `takes`: the dispatch
 /// skips the others).
-pub fn shaped(scope: Scope<'_>, shape: WritersShape, timed: &[TrialIndex]) -> (Vec<Trial>, Option<Coverage>) {
+pub fn shaped(
+    scope: Scope<'_>,
+    shape: WritersShape,
+    timed: &[TrialIndex],
+    re_execute: bool,
+) -> (Vec<Trial>, Option<Coverage>) {
     let WritersShape { writers, appends, window, sweep_appends } = shape;
     if scope.job.kill.is_timed() {
         return (Race::writers(scope, (writers, appends)).timed_writers(window, timed), None);
@@ -56,7 +64,11 @@ pub fn shaped(scope: Scope<'_>, shape: WritersShape, timed: &[TrialIndex]) -> (V
     if scheduled.iter().any(Trial::is_bad) {
         return (scheduled, None);
     }
-    noted(&said, writers_sweep(&short))
+    if re_execute {
+        return noted(&said, writers_sweep(&short));
+    }
+    // r0 recorded once, the other writers run on each state rebuilt from it.
+    noted(&said, crate::pipeline::race::recorded::run(&short, &short))
 }
 
 impl Race<'_> {
@@ -145,6 +157,18 @@ pub struct WritersSweep<'a> {
     race: &'a Race<'a>,
 }
 
+impl<'a> WritersSweep<'a> {
+    pub(super) fn new(race: &'a Race<'a>) -> WritersSweep<'a> {
+        WritersSweep { race }
+    }
+
+    /// One real kill at point `n`, judged on its own recovery: a recorded
+    /// state's confirmation.
+    pub(super) fn kill_at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
+        self.at(filter, n, census).alone(self.race.ctx, self.race.cell)
+    }
+}
+
 impl Sweepable for WritersSweep<'_> {
     /// r0 recorded to its end, alone, then the others: its points, and its
     /// ready record and leg audit for every point. The sweep visits the
@@ -204,13 +228,13 @@ pub fn writers_sweep(race: &Race<'_>) -> (Vec<Trial>, Option<Coverage>) {
 
 /// r0's points after its ready record (its first call on the ack
 /// journal), up to its last, `total`: where it appends.
-fn appending(points: &[Point], total: u64) -> RangeInclusive<u64> {
+pub(super) fn appending(points: &[Point], total: u64) -> RangeInclusive<u64> {
     let ready = points.iter().find(|p| p.file == Some(FileKind::Acks)).map_or(0, |p| p.ordinal.0);
     ready + 1..=total
 }
 
 /// What became of r0 at point `n` of `of`.
-fn said(n: u64, of: u64, killed: bool) -> String {
+pub(super) fn said(n: u64, of: u64, killed: bool) -> String {
     if killed {
         format!("r0 killed at its point {n} of {of}; the other writers then appended on what it left")
     } else {

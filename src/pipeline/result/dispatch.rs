@@ -190,7 +190,9 @@ fn shaped(job: &Job, cell: &dyn Cell, leg: &Leg, ctx: &Context, shape: Shape) ->
     match shape {
         Shape::Workload(w) => workload_trials(scope, w),
         Shape::Race(r) => race_trials(scope, r, free),
-        Shape::Writers(w) => crate::pipeline::race::writers::shaped(scope, w, &trial_indices(job, ctx)),
+        Shape::Writers(w) => {
+            crate::pipeline::race::writers::shaped(scope, w, &trial_indices(job, ctx), re_execute(ctx))
+        }
     }
 }
 
