@@ -564,7 +564,7 @@ fn rebuilt_wal_race_states_reach_the_verdicts_of_real_kills_point_by_point() {
 /// appends, the state rebuilt from r0's recording, with the other writer
 /// appending on it (in WAL the `-shm` r0 left laid and held), reaches the
 /// verdict of a real kill of r0 there with the other writer appending on
-/// what it left.
+/// what it left, and recovers as many of each writer's appends as it acked.
 #[test]
 fn rebuilt_writer_states_reach_the_verdicts_of_real_kills_point_by_point() {
     use crashcells::pipeline::Context;
@@ -605,5 +605,12 @@ fn rebuilt_writer_states_reach_the_verdicts_of_real_kills_point_by_point() {
         }
         let differ: Vec<_> = sides.iter().filter(|s| !s.agrees()).collect();
         assert!(differ.is_empty(), "{name}: rebuilt and real verdicts differ: {differ:#?}");
+        // Beyond the verdict, the same appends acked and recovered, writer by writer.
+        let found = |said: &[String]| said.iter().filter(|d| d.contains(": acked ")).cloned().collect::<Vec<_>>();
+        for s in &sides {
+            let (rebuilt, real) = (found(&s.details[0]), found(&s.details[1]));
+            assert_eq!(rebuilt.len(), writers as usize, "{name} point {}: {s:#?}", s.point);
+            assert_eq!(rebuilt, real, "{name} point {}: the writers' appends differ", s.point);
+        }
     }
 }

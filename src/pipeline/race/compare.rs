@@ -11,9 +11,11 @@
 //! the race's (the writers'); a point agrees when both reach the same kind
 //! of verdict (pass, fire, error).
 
+use crate::kill::{Ordinal, TrialIndex};
 use crate::pipeline::outcome::Outcome;
 use crate::pipeline::race::job::Race;
 use crate::pipeline::race::recorded::{RealKills, judged, recordings};
+use crate::pipeline::trial::Trial;
 
 /// Races a point's real kill may take to reach the rebuilt state's
 /// verdict: what the survivors do is the scheduler's (two of them closing
@@ -25,7 +27,9 @@ pub const TRIES: u32 = 5;
 /// how many real races it took to reach the rebuilt verdict, and whether
 /// the rebuilt state dropped a commit r0's `-shm` had not indexed (where
 /// the real verdict is the others' timing: see
-/// [`crate::pipeline::race::recorded`]'s `without_unindexed`).
+/// [`crate::pipeline::race::recorded`]'s `without_unindexed`); and each
+/// side's details, where the judge says what it found (for the writers,
+/// what each acked and what was recovered of it).
 #[derive(Debug)]
 pub struct Side {
     pub point: u64,
@@ -33,6 +37,7 @@ pub struct Side {
     pub real: Outcome,
     pub races: u32,
     pub unindexed: bool,
+    pub details: [Vec<String>; 2],
 }
 
 impl Side {
@@ -64,18 +69,23 @@ pub fn side_by_side(race: &Race, full: &Race, points: Option<&[u64]>) -> Result<
     let real = RealKills::of(full, rec.split());
     let rebuilt = |point: u64| {
         let (mut trials, _, unindexed) = judged(race, &rec, &[point]);
-        (trials.pop().map_or(Outcome::Pass, |t| t.outcome), !unindexed.is_empty())
+        let t = trials.pop().unwrap_or_else(|| Trial::new(TrialIndex::at(Ordinal(point))));
+        (t.outcome, t.details, !unindexed.is_empty())
     };
-    let killed = |point: u64| real.kill_at(rec.filter, point, &rec.census).outcome;
+    let killed = |point: u64| {
+        let t = real.kill_at(rec.filter, point, &rec.census);
+        (t.outcome, t.details)
+    };
     let side = |&point: &u64| {
-        let (recorded, unindexed) = rebuilt(point);
-        let mut side = Side { point, recorded, real: killed(point), races: 1, unindexed };
+        let (recorded, rebuilt_said, unindexed) = rebuilt(point);
+        let (real, real_said) = killed(point);
+        let mut side = Side { point, recorded, real, races: 1, unindexed, details: [rebuilt_said, real_said] };
         while !side.agrees() && side.races < TRIES {
             // A harness error (a deadline on a loaded machine) is no verdict: that side runs again.
             if matches!(side.recorded, Outcome::Error(_)) {
-                side.recorded = rebuilt(point).0;
+                (side.recorded, side.details[0], _) = rebuilt(point);
             }
-            side.real = killed(point);
+            (side.real, side.details[1]) = killed(point);
             side.races += 1;
         }
         side
