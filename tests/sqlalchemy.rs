@@ -31,19 +31,21 @@ fn sqlalchemy_python() -> Option<String> {
     Some(python)
 }
 
+// child-check is not run here: `.ci/run` runs the example's whole ci-check
+// (child-check first), about two minutes of SQLAlchemy imports on two cores;
+// the suite runs the part that is this store's finding, the mutant.
 #[test]
-fn ci_check_passes_child_check_and_the_mutant_fires_cell_2() {
+fn ci_check_says_the_mutant_fires_cell_2() {
     let Some(python) = sqlalchemy_python() else { return };
     let mut cmd = Command::new(&python);
     // One rerun of the fire, not five: the verdict is checked, not the rate.
     cmd.current_dir(ROOT).env("PATH", crate::common::path_with(&[])).env("CRASHCELLS_REFIRE", "1");
     cmd.arg(format!("{ROOT}/examples/sqlalchemy-store/ci-check"));
     cmd.args(["--crashcells", env!("CARGO_BIN_EXE_crashcells"), "--python", &python]);
-    cmd.args(["--part", "child-check", "--part", "mutant"]);
+    cmd.args(["--part", "mutant"]);
     let out = cmd.output().expect("python runs ci-check");
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{text}");
-    assert!(text.contains("ok    ok      child-check append-state"), "{text}");
     assert!(text.contains("ok    fire  mutant racy-claim: consume-once/"), "{text}");
     assert!(text.contains("every verdict as expected"), "{text}");
 }
