@@ -323,19 +323,22 @@ fn every_bad_input_is_one_line_and_exit_2() {
     fails_with(&child, &[("CRASHCELLS_HOME", home)], &["CRASHCELLS_HOME is not a folder"]);
 }
 
-/// A `dump` that hangs costs its result at most two deadlines, not one per
-/// pass, batch and confirmation (about five before): the batched dump's,
-/// then the first state's alone, which names the state. Its second pass
-/// is not run (the first already failed), its trial is not recovered alone
-/// a third time, and a recorded point is not confirmed by a real kill whose
-/// recovery would hang as well. The error names `--deadline` and the start
-/// it was scaled from.
+/// A `dump` that hangs costs its result one deadline, not one per pass,
+/// batch and confirmation (about five before, then two): the batched
+/// dump's, whose error its first state takes (its states are not
+/// recovered alone, each of which would hang as long again). Its second
+/// pass is not run (the first already failed), its trial is not recovered
+/// alone a second time, and a recorded point is not confirmed by a real
+/// kill whose recovery would hang as well. The error names `--deadline`
+/// and the start it was scaled from. The deadline is long enough (8 s)
+/// that a second wait could not hide in the margin the result's own work
+/// gets (a short workload and its kills: about a second, a few at load).
 #[test]
-fn a_hung_dump_costs_its_result_at_most_two_deadlines() {
+fn a_hung_dump_costs_its_result_one_deadline() {
     let dir = scratch();
     let catalog = crate::common::short_catalog(dir.path());
     let child = format!("python3 {}/tests/adapters/hung_dump.py", env!("CARGO_MANIFEST_DIR"));
-    let base = ["run", "--child", &child, "--cell", "1", "--leg", "delete", "--seed", "1", "--deadline", "3"];
+    let base = ["run", "--child", &child, "--cell", "1", "--leg", "delete", "--seed", "1", "--deadline", "8"];
     let rest = ["--fork-server", "off", "--warm-pool", "off", "--catalog", catalog.to_str().unwrap()];
     for kill in [&["--kill", "timed", "--trials", "2"][..], &["--kill", "syscall", "--points", "8"][..]] {
         let (_, report) = run_json(&[&base[..], kill, &rest[..]].concat(), dir.path());
@@ -343,11 +346,9 @@ fn a_hung_dump_costs_its_result_at_most_two_deadlines() {
         let reason = r["reason"].as_str().unwrap_or_default();
         assert_eq!(r["verdict"], "error", "{r:#}");
         assert!(reason.contains("recovery pass 1 did not finish within"), "{reason}");
-        assert!(reason.contains("start took") && reason.contains("raise --deadline, now 3s"), "{reason}");
-        // Two deadlines and the result's own work (a short workload, its
-        // kills: seconds); five, as before, would not fit.
+        assert!(reason.contains("start took") && reason.contains("raise --deadline, now 8s"), "{reason}");
         let (took, deadline) = (r["duration_ms"].as_u64().unwrap(), r["deadline_ms"].as_u64().unwrap());
-        assert!(took < 4 * deadline, "{took} ms at a deadline of {deadline} ms: {r:#}");
+        assert!(took < deadline + 6_000, "{took} ms at a deadline of {deadline} ms: {r:#}");
     }
 }
 

@@ -19,6 +19,13 @@
 //! is recovered one state per process, in the same order, to the same
 //! first failure.
 //!
+//! A batch whose wait ran out (or that an interrupt cut short) is not
+//! recovered alone: a `dump` that hangs would hang again on its first
+//! state, and cost the result a second deadline. Its first state takes the
+//! batch's error (the lowest state, where the verdict stops), the others
+//! are not run, and the note says so. A hung `dump` costs a result one
+//! deadline, batched or not.
+//!
 //! Crash model: each state's copies are its crash state exactly; recovery
 //! changes them (a hot journal is rolled back, a step marks and sends), so
 //! every fallback starts from a restored copy.
@@ -178,7 +185,7 @@ fn one_pass(
         None => present.iter().map(|_| Ok(Ok(()))).collect(),
         Some(_) if batching.steps => match step_batch(p, states, present, n) {
             Ok(()) => present.iter().map(|_| Ok(Ok(()))).collect(),
-            Err(why) => return fallback(p, states, present, n, "recovery step", &why),
+            Err(e) => return after_failed_batch(p, states, present, n, "recovery step", e),
         },
         Some(_) => present
             .iter()
@@ -190,7 +197,7 @@ fn one_pass(
     };
     let dumps = match dump_batch(p, states, present, n) {
         Ok(dumps) => dumps,
-        Err(why) => return fallback(p, states, present, n, "dump", &why),
+        Err(e) => return after_failed_batch(p, states, present, n, "dump", e),
     };
     let each = present
         .iter()
@@ -201,6 +208,43 @@ fn one_pass(
         })
         .collect();
     (each, None)
+}
+
+/// After a failed batch: a batch whose wait ran out or was interrupted is
+/// [`cut_short`]; any other failure falls back to each state alone.
+fn after_failed_batch(
+    p: &Passes,
+    states: &[Pair],
+    present: &[usize],
+    n: u32,
+    what: &str,
+    e: RecoveryError,
+) -> (Vec<Result<Pass, RecoveryError>>, Option<String>) {
+    if e.by_deadline() || matches!(e, RecoveryError::Interrupted { .. }) {
+        cut_short(present, n, what, e)
+    } else {
+        fallback(p, states, present, n, what, &e.to_string())
+    }
+}
+
+/// A batch whose wait ran out (or an interrupt): its first state takes the
+/// batch's error, the others are not run. Recovering them alone would wait
+/// a deadline again on a `dump` that hangs on every state.
+fn cut_short(
+    present: &[usize],
+    n: u32,
+    what: &str,
+    e: RecoveryError,
+) -> (Vec<Result<Pass, RecoveryError>>, Option<String>) {
+    let note = format!(
+        "pass {n}: the batched {what} of {} states was cut short ({e}); they were not recovered alone, since each \
+         would wait as long again",
+        present.len()
+    );
+    let mut each = vec![Err(e)];
+    each.extend(present.iter().skip(1).map(|_| Err(RecoveryError::NotRun { pass: n })));
+    each.truncate(present.len());
+    (each, Some(note))
 }
 
 /// After a failed batch: each state on restored copies, alone, in order, up
@@ -256,29 +300,33 @@ fn label(i: usize, n: u32) -> String {
 
 /// The recovery step over every present state in one process: `Err` says
 /// why it did not end with exit code 0.
-fn step_batch(p: &Passes, states: &[Pair], present: &[usize], n: u32) -> Result<(), String> {
+fn step_batch(p: &Passes, states: &[Pair], present: &[usize], n: u32) -> Result<(), RecoveryError> {
     let Some(step) = p.step else { return Ok(()) };
     let args = present.iter().fold(step.clone(), |a, &i| {
         let (db, transport) = states[i].copies(n);
         a.db(&db).transport(&transport)
     });
-    match run_op(p, &args, n, &format!("{}-batch-{n}", step.op())) {
+    let op = step.op();
+    match run_op(p, &args, n, &format!("{op}-batch-{n}")) {
         Ok(Ok(_)) => Ok(()),
-        Ok(Err((exit, tail))) => Err(format!("{exit}: {tail}")),
-        Err(e) => Err(e.to_string()),
+        Ok(Err((exit, stderr_tail))) => Err(RecoveryError::StepFailed { pass: n, op, exit, stderr_tail }),
+        Err(RecoveryError::Deadline { pass, deadline }) => Err(RecoveryError::StepDeadline { pass, op, deadline }),
+        Err(e) => Err(e),
     }
 }
 
 /// One dump over every present state's copy for pass `n`: each state's
 /// line; `Err` when it failed or printed another number of lines than
 /// databases.
-fn dump_batch(p: &Passes, states: &[Pair], present: &[usize], n: u32) -> Result<Vec<String>, String> {
+fn dump_batch(p: &Passes, states: &[Pair], present: &[usize], n: u32) -> Result<Vec<String>, RecoveryError> {
     let dbs: Vec<PathBuf> = present.iter().map(|&i| states[i].copies(n).0).collect();
     let dbs: Vec<&Path> = dbs.iter().map(PathBuf::as_path).collect();
-    let text = pass(p, &dbs, n, &format!("batch-{n}")).map_err(|e| e.to_string())?;
+    let text = pass(p, &dbs, n, &format!("batch-{n}"))?;
     match text.lines().count() {
         lines if lines == dbs.len() => Ok(text.lines().map(|l| format!("{l}\n")).collect()),
-        lines => Err(format!("pass {n} printed {lines} lines for {} databases", dbs.len())),
+        lines => {
+            Err(RecoveryError::Read { pass: n, why: format!("printed {lines} lines for {} databases", dbs.len()) })
+        }
     }
 }
 
@@ -383,6 +431,26 @@ for a in "$@"; do case "$a" in --db) echo 'LINE';; esac; done
         // pass failed is an error whatever its second finds.
         assert_eq!(runs(dir.path(), "dump").1, 5);
         assert_eq!(restored.load(Ordering::SeqCst), 2, "each state run alone got a fresh copy");
+    }
+
+    /// A batched dump that overstays its deadline is the one wait its
+    /// states cost: none is recovered alone afterwards (a hung `dump` would
+    /// hang on the first again), and no second pass runs.
+    #[test]
+    fn a_batch_that_runs_out_its_deadline_is_not_recovered_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let child = child(dir.path(), "[ \"$1\" = dump ] && exec sleep 30\nexit 0\n");
+        let restored = AtomicUsize::new(0);
+        let states = states(dir.path(), 3, &restored);
+        let step = OpArgs::new(crashcells_protocol::Op::CatchUp);
+        let p = Passes { deadline: Duration::from_millis(300), ..passes(&child, dir.path(), Some(&step)) };
+        let got = recover_batch(&p, &states, Batching { dumps: true, steps: true });
+        assert!(matches!(got.results[0], Err(RecoveryError::Deadline { pass: 1, .. })), "{:?}", got.results[0]);
+        assert!(got.results[1..].iter().all(|r| matches!(r, Err(RecoveryError::NotRun { pass: 1 }))));
+        assert!(got.note.unwrap().contains("not recovered alone"));
+        // One batched step and one batched dump: no state alone, no pass 2.
+        assert_eq!(runs(dir.path(), "dump"), (2, 1));
+        assert_eq!(restored.load(Ordering::SeqCst), 0);
     }
 
     #[test]
