@@ -201,3 +201,60 @@ fn a_child_in_the_namespace_finds_itself_in_proc_by_its_own_pid() {
     assert_eq!(r["verdict"], "pass", "{r:#}");
     assert!(report["containment"].as_str().unwrap_or_default().starts_with("a pid namespace"), "{report:#}");
 }
+
+/// The adapter whose every exec'd operation leaves a process in its own
+/// group, sleeping on after the operation ended.
+fn outliving_child() -> String {
+    format!("python3 {}/tests/adapters/outlives.py", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A process left in its operation's group after the operation ended is
+/// named in the run's report (a note: the verdict stands) and killed; the
+/// reference store leaves none.
+#[test]
+fn a_run_names_a_process_that_outlived_its_operation() {
+    let dir = scratch();
+    let run = |child: &[&str]| {
+        let out = bin()
+            .args(["run", "--cell", "1", "--leg", "default", "--kill", "timed", "--trials", "1", "--refire", "0"])
+            .args(["--fork-server", "off", "--warm-pool", "off", "--format", "json", "--workdir"])
+            .arg(dir.path())
+            .arg("--evidence")
+            .arg(dir.path().join("evidence"))
+            .args(child)
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        report
+    };
+    let child = outliving_child();
+    let report = run(&["--child", &child]);
+    let escaped = report["escaped"].as_array().cloned().unwrap_or_default();
+    let named = |e: &serde_json::Value| {
+        e.as_str().is_some_and(|e| e.contains("outlives.py") && e.contains("stayed in its operation's group"))
+    };
+    assert!(escaped.iter().any(named), "{escaped:?}");
+    assert_eq!(report["results"][0]["verdict"], "pass", "a note, not a verdict: {report:#}");
+    let reference = run(&[]);
+    assert!(reference["escaped"].as_array().is_none_or(Vec::is_empty), "{}", reference["escaped"]);
+}
+
+/// `child-check`'s `own-group` fails on a process that outlived its
+/// operation in the operation's own group.
+#[test]
+fn child_check_fails_a_child_whose_process_outlives_its_operation() {
+    let dir = scratch();
+    let child = outliving_child();
+    let out = bin()
+        .args(["child-check", "--child", &child, "--only", "own-group", "--format", "json", "--workdir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let check = report["checks"].as_array().unwrap().iter().find(|c| c["check"] == "own-group").cloned().unwrap();
+    assert_eq!(check["status"], "fail", "{check}");
+    let detail = check["detail"].as_str().unwrap();
+    assert!(detail.contains("outlives.py") && detail.contains("stayed in its operation's group"), "{check}");
+}

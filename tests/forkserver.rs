@@ -463,3 +463,23 @@ fn a_fork_server_not_ready_in_time_leaves_the_run_execd_with_a_verdict() {
     assert!(launcher.starts_with("fork server, not ready in time: every operation was exec'd"), "{launcher}");
     assert!(launcher.contains("exec'd start took") && launcher.contains("raise --deadline"), "{launcher}");
 }
+
+/// A server that stops answering mid-run (it ignores every request after
+/// its fifth) costs the run its speed, not a result: the request that got
+/// no reply within its deadline is exec'd, and so is every later one; the
+/// result is the verdict the exec'd store earns (a pass, not an error), and
+/// the report's `launcher` says what happened.
+#[test]
+fn a_server_that_stops_answering_mid_run_leaves_the_run_execd_with_a_verdict() {
+    let dir = scratch();
+    let catalog = crate::common::short_catalog(dir.path());
+    let child = python("tests/adapters/stalling_forkserver.py").display();
+    let args = ["run", "--child", &child, "--cell", "1", "--leg", "delete", "--kill", "timed", "--trials", "8"];
+    let rest = ["--seed", "3", "--deadline", "2", "--catalog", catalog.to_str().unwrap()];
+    let (code, report) = crate::common::run_json(&[&args[..], &rest[..]].concat(), dir.path());
+    let r = &report["results"][0];
+    assert_eq!((code, r["verdict"].as_str()), (0, Some("pass")), "{r:#}");
+    let launcher = report["launcher"].as_str().unwrap_or_default();
+    assert!(launcher.contains("did not answer in time"), "{launcher}");
+    assert!(launcher.contains("that operation and every later one were exec'd"), "{launcher}");
+}

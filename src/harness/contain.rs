@@ -1,6 +1,6 @@
 //! The run's process container: where every child runs, so that nothing a
 //! child starts outlives the run, and what a process that escapes its
-//! group is called.
+//! group, or outlives its operation in it, is called.
 //!
 //! Crash model: the driver kills a child's whole process group, and a
 //! process that left the group (`setsid`, a daemon's double fork) is out of
@@ -318,7 +318,54 @@ pub(super) fn sweep() {
     }
 }
 
-/// Every escaped process named so far, in the order seen.
+/// Names every process of group `pgid` still alive (a zombie is not)
+/// after its leader, the operation's process, ended (`exit` says how): a
+/// wrapper's background job, a worker nobody waited for. It would write on
+/// after the operation the driver judges ended, and a later kill of the
+/// group is not the crash it stands for. Processes that end within
+/// [`OUTLIVE_GRACE`] of it are not named: an exit just behind its parent's
+/// is no fault. The caller kills the group.
+pub(super) fn outlived(pgid: Pid, exit: &str) {
+    let end = std::time::Instant::now() + OUTLIVE_GRACE;
+    let mut left = live_members(pgid);
+    while !left.is_empty() && std::time::Instant::now() < end {
+        std::thread::sleep(super::POLL.max(std::time::Duration::from_millis(5)));
+        left = live_members(pgid);
+    }
+    for pid in left {
+        let said = format!(
+            "process {} (`{}`) stayed in its operation's group after the operation ended ({exit}) and outlived it; \
+             killed",
+            own_pid(pid),
+            command_line(pid)
+        );
+        let mut seen = ESCAPED.lock().unwrap_or_else(|p| p.into_inner());
+        if !seen.contains(&said) {
+            seen.push(said);
+        }
+    }
+}
+
+/// How long a process of an ended operation's group may take to end on
+/// its own before it is named as outliving the operation.
+const OUTLIVE_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The processes of group `pgid` that are not zombies, from `/proc/PID/stat`
+/// (its third field after the command is the group, its first the state).
+fn live_members(pgid: Pid) -> Vec<u32> {
+    all_pids()
+        .into_iter()
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let Some((_, rest)) = stat.rsplit_once(')') else { return false };
+            let fields: Vec<&str> = rest.split_whitespace().take(3).collect();
+            fields.len() == 3 && fields[0] != "Z" && fields[2].parse::<i32>() == Ok(pgid.as_raw())
+        })
+        .collect()
+}
+
+/// Every process named so far that escaped its group or outlived its
+/// operation, in the order seen.
 pub fn escaped() -> Vec<String> {
     ESCAPED.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }

@@ -26,8 +26,9 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
+use super::capture::Capture;
 use super::forkwire::{ForkError, Request, Shared};
-use super::setup::{prepare, stderr_tail};
+use super::setup::prepare;
 use super::{ChildCommand, Exit, KILL_GRACE, POLL};
 
 /// The word a child lists in its ready record's `operations`, and the
@@ -46,7 +47,7 @@ pub struct ForkServer {
     requests: Mutex<Option<ChildStdin>>,
     /// The server's process group (it leads one, as every child does).
     pgid: Pid,
-    stderr: PathBuf,
+    stderr: Capture,
     command: String,
     /// The folder its forks run in (`run --cwd`); `None`: the driver's.
     cwd: Option<PathBuf>,
@@ -77,7 +78,7 @@ impl ForkServer {
         if let Some(dir) = &child.cwd {
             cmd.current_dir(dir);
         }
-        prepare(&mut cmd, Some(stderr), || Ok(())).map_err(start_error)?;
+        let capture = prepare(&mut cmd, Some(stderr), || Ok(())).map_err(start_error)?;
         let shared = Arc::new(Shared::default());
         let (tx, rx) = std::sync::mpsc::channel();
         let keeper_shared = shared.clone();
@@ -95,7 +96,7 @@ impl ForkServer {
             shared,
             requests: Mutex::new(Some(stdin)),
             pgid,
-            stderr: stderr.to_path_buf(),
+            stderr: capture,
             command,
             keeper: Mutex::new(Some(keeper)),
         };
@@ -130,7 +131,7 @@ impl ForkServer {
 
     /// The last lines of the server's stderr.
     pub fn stderr_tail(&self) -> String {
-        stderr_tail(&self.stderr)
+        self.stderr.quote()
     }
 
     /// Why the server is gone, if it is.

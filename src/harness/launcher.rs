@@ -274,7 +274,7 @@ impl Launcher {
     fn spawn_execd(&self, op: &Launch) -> Result<Running, LaunchError> {
         let mut cmd = self.child.command(op.args, op.home);
         if let Some(path) = op.stdout {
-            cmd.stdout(std::fs::File::create(path)?);
+            cmd.stdout(super::disk::checked(path, std::fs::File::create(path))?);
         }
         Ok(Running::spawn(cmd, op.stderr)?)
     }
@@ -283,7 +283,8 @@ impl Launcher {
     fn exec_traced(&self, op: &Launch, traps: Traps, deadline: Duration) -> Result<Traced, TraceError> {
         let mut cmd = self.child.command(op.args, op.home);
         if let Some(path) = op.stdout {
-            let file = std::fs::File::create(path).map_err(|e| TraceError::Io(format!("child stdout: {e}")))?;
+            let file = super::disk::checked(path, std::fs::File::create(path))
+                .map_err(|e| TraceError::Io(format!("child stdout: {e}")))?;
             cmd.stdout(file);
         }
         Traced::spawn(cmd, op.stderr, traps.filter, deadline)
@@ -298,6 +299,13 @@ fn fork_served(served: &Served, op: &Launch, deadline: Duration) -> Result<Optio
         let Some(server) = served.server() else { return Ok(None) };
         match fork(&server, op, deadline) {
             Err(ForkError::Ended(_)) => {}
+            // A server that did not answer in time (stuck, or starved on a
+            // loaded runner) costs the run its speed, never a result: this
+            // operation and every later one are exec'd, and the run says so.
+            Err(e) if e.timed_out() && super::interrupted().is_none() => {
+                served.retire(&server, &e);
+                return Ok(None);
+            }
             other => return other.map(Some),
         }
     }

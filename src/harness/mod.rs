@@ -3,7 +3,9 @@
 //! - [`command`]: what a child is started with (our own binary or `--child`);
 //! - [`spawn`]: the one set-up every child gets before exec (its own process
 //!   group, the parent-death signal, stderr to a file), plain children and
-//!   short runs to their end;
+//!   short runs to their end; [`capture`]: where a child's stderr is kept
+//!   (its file with room reserved, or memory where the file cannot be
+//!   written); [`disk`]: the failures of the harness's own files, kept;
 //! - [`traced`]: children under ptrace with a seccomp filter, stopped at the
 //!   entry of the system calls the filter traps; [`seized`]: a forked
 //!   process traced the same way without the filter; [`traps`]: which
@@ -34,8 +36,10 @@
 //! Every child also carries `PR_SET_PDEATHSIG = SIGKILL`, so a driver that is
 //! itself killed leaves nothing running.
 
+pub mod capture;
 pub mod command;
 pub mod contain;
+pub mod disk;
 mod fault;
 pub mod forkserver;
 mod forkwire;

@@ -1,9 +1,10 @@
 //! A run's fork server as the launcher keeps it (docs/PROTOCOL.md §9, "A
 //! server that fails"): the server every operation is forked through while
 //! it lives; one that ended is started again, once; when the second one
-//! ends too (or cannot start), every later operation is exec'd. A server's
-//! end costs the run its speed, never its verdicts: what happened is kept
-//! as notes for the run's report.
+//! ends too (or cannot start), every later operation is exec'd. One that
+//! does not answer a request in time is retired: that operation and every
+//! later one are exec'd. A server's end costs the run its speed, never its
+//! verdicts: what happened is kept as notes for the run's report.
 //!
 //! Crash model: a server that ends takes the processes it forked with it
 //! (their parent-death signal); those operations end by
@@ -80,6 +81,24 @@ impl Served {
                 None
             }
         }
+    }
+
+    /// Stops forking through `server`, which did not answer a request in
+    /// time (`why`): the run execs from now on, and a note says so. Its
+    /// forks in flight keep it until they end; then it is closed. A server
+    /// already replaced is left as it is.
+    pub(super) fn retire(&self, server: &Arc<ForkServer>, why: &ForkError) {
+        let mut st = self.lock();
+        if !st.server.as_ref().is_some_and(|s| Arc::ptr_eq(s, server)) {
+            return;
+        }
+        st.server = None;
+        st.notes.push(format!(
+            "process {} did not answer in time (seen {:.1}s after the first server started): {why}; that \
+             operation and every later one were exec'd",
+            server.pid(),
+            self.began.elapsed().as_secs_f64()
+        ));
     }
 
     /// The running server's pid; `None` once the run execs.

@@ -1,5 +1,5 @@
 //! The one set-up every child gets before exec, plain, traced or a fork
-//! server: stderr to a file, a process group of its own, the parent-death
+//! server: stderr to a file (or to memory, [`super::capture`]), a process group of its own, the parent-death
 //! signal and the check that the driver is still its parent (as the child
 //! sees it from the run's container, [`super::contain`]); and the tail of a
 //! child's stderr, for a reason line.
@@ -12,12 +12,15 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
+use super::capture::Capture;
+
 /// The exit code of a child whose driver died before its exec: not an
 /// errno, so that a traced child's failed exec (which exits with its errno)
 /// is never mistaken for it.
 pub(super) const ORPHANED: i32 = 255;
 
-/// The set-up every child gets, plain or traced: stderr to `stderr`, the
+/// The set-up every child gets, plain or traced: stderr to `stderr` (where
+/// it went: [`Capture`]), the
 /// leader of a new process group, and before exec the parent-death signal,
 /// a check that the driver is still its parent, in the run's namespace a
 /// `/proc` of its own ([`super::contain::mount_own_proc`]), then `then` (a
@@ -26,10 +29,13 @@ pub(super) fn prepare(
     cmd: &mut Command,
     stderr: Option<&Path>,
     mut then: impl FnMut() -> std::io::Result<()> + Send + Sync + 'static,
-) -> std::io::Result<()> {
+) -> std::io::Result<Capture> {
     ensure_subreaper();
+    let mut capture = Capture::None;
     if let Some(path) = stderr {
-        cmd.stderr(std::fs::File::create(path)?);
+        let (stdio, kept) = super::capture::open(path)?;
+        cmd.stderr(stdio);
+        capture = kept;
     }
     cmd.process_group(0);
     let parent = super::contain::parent_as_seen();
@@ -52,7 +58,7 @@ pub(super) fn prepare(
             then()
         });
     }
-    Ok(())
+    Ok(capture)
 }
 
 /// Makes sure a container is in force before the first child: the

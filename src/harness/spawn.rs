@@ -6,17 +6,18 @@
 //! signal, so that a driver killed itself leaves nothing running; and the
 //! driver is the subreaper of what a killed child leaves orphaned.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
+use super::capture::Capture;
 use super::contain::own_pid;
 use super::forkserver::Forked;
 use super::reap::{group_alive, reap_group};
-use super::setup::{prepare, stderr_tail};
+use super::setup::prepare;
 use super::{Exit, KILL_GRACE, POLL, Reaped, interrupted};
 
 /// How long a wait on a forked process's end lasts before it looks at the
@@ -53,7 +54,7 @@ pub struct Running {
     /// Its pid as it sees itself (in the run's pid namespace), read while
     /// it lives: what its ready record names.
     own: u32,
-    stderr: Option<PathBuf>,
+    stderr: Capture,
     exit: Option<Exit>,
     /// True once `kill_and_reap` has dealt with the group, whatever it found.
     reaped: bool,
@@ -63,9 +64,11 @@ impl Running {
     /// Spawns `cmd` as the leader of a new process group, with stderr to
     /// `stderr` (if given) and the parent-death signal set before exec.
     pub fn spawn(mut cmd: Command, stderr: Option<&Path>) -> std::io::Result<Running> {
-        prepare(&mut cmd, stderr, || Ok(()))?;
+        let capture = prepare(&mut cmd, stderr, || Ok(()))?;
         let child = super::contain::spawn(&mut cmd)?;
-        Ok(Running::started(child, stderr))
+        let mut running = Running::started(child, None);
+        running.stderr = capture;
+        Ok(running)
     }
 
     /// A child the driver exec'd ahead of need (a warm process), confirmed
@@ -76,7 +79,7 @@ impl Running {
             proc: Proc::Exec(child),
             pgid,
             own: own_pid(pgid.as_raw() as u32),
-            stderr: stderr.map(Path::to_path_buf),
+            stderr: Capture::of(stderr),
             exit: None,
             reaped: false,
         }
@@ -90,7 +93,7 @@ impl Running {
             proc: Proc::Forked(forked),
             pgid,
             own: own_pid(pgid.as_raw() as u32),
-            stderr: stderr.map(Path::to_path_buf),
+            stderr: Capture::of(stderr),
             exit: None,
             reaped: false,
         }
@@ -175,10 +178,24 @@ impl Running {
     /// Kills the group and reaps the child: always returns how it ended, and
     /// whether any process of its group was left behind afterwards.
     pub fn kill_and_reap(mut self) -> Reaped {
+        self.name_outlived();
         let exit = self.kill_and_wait();
         let leftover = reap_group(self.pgid) || exit == Exit::Unreaped;
         self.reaped = true;
-        Reaped { exit, leftover, stderr_tail: self.stderr_tail() }
+        let reaped = Reaped { exit, leftover, stderr_tail: self.stderr_tail() };
+        self.stderr.release();
+        reaped
+    }
+
+    /// Names every process of the group still alive once the child ended
+    /// on its own ([`super::contain::outlived`]): it outlived its operation.
+    /// A child killed before its end takes its group with it by design.
+    fn name_outlived(&mut self) {
+        if let Some(exit) = self.try_exit()
+            && group_alive(self.pgid)
+        {
+            super::contain::outlived(self.pgid, &exit.to_string());
+        }
     }
 
     /// Kills the group and waits for the child, within [`KILL_GRACE`]: a
@@ -202,7 +219,7 @@ impl Running {
     /// The last lines of the child's stderr, for a reason line; for a
     /// process whose fork server was lost, why the server ended too.
     pub fn stderr_tail(&self) -> String {
-        let tail = self.stderr.as_deref().map(stderr_tail).unwrap_or_default();
+        let tail = self.stderr.quote();
         match (&self.proc, self.exit) {
             (Proc::Forked(f), Some(Exit::ServerLost)) => {
                 let why = f.server().ended().unwrap_or_default();
@@ -216,7 +233,8 @@ impl Running {
 impl Drop for Running {
     /// A child is never left running, whatever path the caller took; and a
     /// child that ended on its own leaves nothing of its group behind either
-    /// (a wrapper script's own children, say).
+    /// (a wrapper script's background job, say): what it left is named, as
+    /// a process that outlived its operation, then killed.
     fn drop(&mut self) {
         if self.reaped {
             return;
@@ -224,9 +242,11 @@ impl Drop for Running {
         if self.exit.is_none() {
             self.kill_and_wait();
         } else if group_alive(self.pgid) {
+            super::contain::outlived(self.pgid, &self.exit.map(|e| e.to_string()).unwrap_or_default());
             let _ = killpg(self.pgid, Signal::SIGKILL);
         }
         reap_group(self.pgid);
+        self.stderr.release();
     }
 }
 
@@ -240,7 +260,7 @@ pub fn run_to_end(
     timeout: Duration,
 ) -> std::io::Result<(Result<Exit, Cut>, String)> {
     let mut cmd = cmd;
-    cmd.stdout(std::fs::File::create(stdout)?);
+    cmd.stdout(super::disk::checked(stdout, std::fs::File::create(stdout))?);
     let mut running = Running::spawn(cmd, Some(stderr))?;
     let exit = running.wait_until(Instant::now() + timeout);
     let tail = running.stderr_tail();
@@ -296,6 +316,21 @@ mod tests {
         assert!(group_alive(pgid), "the background sleep is still in the group");
         drop(r);
         assert!(!group_alive(pgid));
+    }
+
+    /// A stderr capture that cannot be written (its folder is gone, as a
+    /// full or failing disk refuses it) keeps the child's stderr in memory:
+    /// the error still quotes the store's last error line.
+    #[test]
+    fn a_stderr_that_cannot_be_written_is_still_quoted() {
+        let dir = tempfile::tempdir().unwrap();
+        let script =
+            "echo 'Traceback (most recent call last):' >&2; echo 'OSError: [Errno 28] No space left' >&2; exit 3";
+        let (exit, tail) =
+            run_to_end(sh(script), &dir.path().join("out"), &dir.path().join("gone/err"), Duration::from_secs(10))
+                .unwrap();
+        assert_eq!(exit, Ok(Exit::Code(3)));
+        assert!(tail.starts_with("OSError: [Errno 28] No space left"), "{tail}");
     }
 
     #[test]

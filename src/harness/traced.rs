@@ -5,7 +5,7 @@
 //! start or go on ([`TraceError`], a refusal of the machine told apart from
 //! a failure, which skips a syscall result rather than failing it).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -13,12 +13,13 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
+use super::capture::Capture;
 use super::forkserver::Forked;
 use super::reap::reap_group;
 use super::setup::{ORPHANED, prepare};
 use super::tracee::{Exec, install_filter, pin_round_robin, restore_affinity};
 use super::watchdog::Watchdog;
-use super::{Cut, Exit, KILL_GRACE, POLL, Reaped, stderr_tail};
+use super::{Cut, Exit, KILL_GRACE, POLL, Reaped};
 
 use super::traps::Stops;
 
@@ -84,7 +85,7 @@ pub struct Traced {
     /// Tracees seen so far: a new one's first stop is the `SIGSTOP` that
     /// auto-attaching gives it, which must not be passed on.
     pub(super) seen: std::collections::HashSet<Pid>,
-    pub(super) stderr: Option<PathBuf>,
+    pub(super) stderr: Capture,
     pub(super) exit: Option<Exit>,
     pub(super) watchdog: Watchdog,
     /// True once `kill_and_reap` reaped the whole group.
@@ -125,7 +126,7 @@ impl Traced {
             pid,
             current: pid,
             seen: std::collections::HashSet::from([pid]),
-            stderr: stderr.map(Path::to_path_buf),
+            stderr: Capture::of(stderr),
             exit: None,
             watchdog: Watchdog::start(pid, deadline),
             group_reaped: false,
@@ -150,7 +151,7 @@ impl Traced {
         // The filter is 'static and read in place, the exec's arguments were
         // built above: nothing is allocated between fork and exec, and every
         // call is async-signal-safe.
-        prepare(&mut cmd, stderr, move || {
+        let capture = prepare(&mut cmd, stderr, move || {
             install_filter(filter)?;
             exec.run()
         })
@@ -165,6 +166,7 @@ impl Traced {
         // The std handle is dropped unwaited: only waitpid below may wait.
         drop(child);
         let mut traced = Traced::new(pid, stderr, deadline, affinity, Stops::Seccomp, None);
+        traced.stderr = capture;
         traced.start()?;
         Ok(traced)
     }
@@ -329,7 +331,7 @@ impl Traced {
     }
 
     pub fn stderr_tail(&self) -> String {
-        self.stderr.as_deref().map(stderr_tail).unwrap_or_default()
+        self.stderr.quote()
     }
 }
 
@@ -338,13 +340,13 @@ impl Drop for Traced {
     /// the group is killed and everything of it reaped.
     fn drop(&mut self) {
         restore_affinity(&self.affinity);
-        if self.group_reaped {
-            return;
+        if !self.group_reaped {
+            let _ = killpg(self.pid, Signal::SIGKILL);
+            self.watchdog.stop();
+            self.reap_after_kill();
+            reap_group(self.pid);
         }
-        let _ = killpg(self.pid, Signal::SIGKILL);
-        self.watchdog.stop();
-        self.reap_after_kill();
-        reap_group(self.pid);
+        self.stderr.release();
     }
 }
 

@@ -86,8 +86,8 @@ impl Pair<'_> {
     fn restored(&self, n: u32) -> Result<(), RecoveryError> {
         let Some(restore) = &self.restore else { return Ok(()) };
         let (db, _) = self.copies(n);
-        clear_folder(db.parent().unwrap_or(Path::new(".")))
-            .and_then(|()| restore(n))
+        let folder = db.parent().unwrap_or(Path::new("."));
+        crate::harness::disk::checked(folder, clear_folder(folder).and_then(|()| restore(n)))
             .map_err(|e| RecoveryError::Copy { pass: n, why: e.to_string() })
     }
 }

@@ -264,10 +264,11 @@ pub fn recover(child: &Launcher, deadline: Duration, env: &TrialEnv) -> Result<R
 pub(super) fn pass_copies(env: &TrialEnv, n: u32) -> Result<(PathBuf, PathBuf), RecoveryError> {
     let copies = env.path(&format!("recovery-{n}"));
     let skip = [env.acks.as_path(), env.transport.as_path()];
-    let db = copy_db(&env.db, &copies, &skip).map_err(|e| RecoveryError::Copy { pass: n, why: e.to_string() })?;
+    let db = crate::harness::disk::checked(&copies, copy_db(&env.db, &copies, &skip))
+        .map_err(|e| RecoveryError::Copy { pass: n, why: e.to_string() })?;
     let transport = copies.join("transport.ndjson");
     if env.recovery_step.is_some() && env.transport.exists() {
-        std::fs::copy(&env.transport, &transport)
+        crate::harness::disk::checked(&transport, std::fs::copy(&env.transport, &transport))
             .map_err(|e| RecoveryError::CopyTransport { pass: n, why: e.to_string() })?;
     }
     Ok((db, transport))

@@ -503,7 +503,10 @@ impl Driver<'_> {
         let prefix = format!("{}-", self.label(label));
         let dir = match tempfile::Builder::new().prefix(&prefix).tempdir_in(&self.ctx.work_root) {
             Ok(d) => d,
-            Err(e) => return fail(Failure::BatchFolder(e.to_string())),
+            Err(e) => {
+                crate::harness::disk::failed(&self.ctx.work_root, &e);
+                return fail(Failure::BatchFolder(e.to_string()));
+            }
         };
         // One folder per pass and state, the store in place: its own
         // database name and every file of its folder beside it, so that a
@@ -513,7 +516,9 @@ impl Driver<'_> {
         let mut pairs = Vec::with_capacity(stores.len());
         for (i, &files) in stores.iter().enumerate() {
             let dirs = [1, 2].map(|n| dir.path().join(format!("{n}/s{i}")));
-            let write = |d: &std::path::Path| std::fs::create_dir_all(d).and_then(|()| files.write_store_to(d, &db));
+            let write = |d: &std::path::Path| {
+                crate::harness::disk::checked(d, std::fs::create_dir_all(d).and_then(|()| files.write_store_to(d, &db)))
+            };
             match (write(&dirs[0]), write(&dirs[1])) {
                 (Ok(first), Ok(second)) => {
                     // A recovery step reads and writes the state's transport.

@@ -48,6 +48,8 @@ pub fn run_job_guarded(job: &Job, ctx: &Context) -> CellResult {
 /// Produces the result of one job.
 pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
     let start = Instant::now();
+    // The harness's own disk failures from here on are this result's.
+    let disk = crate::harness::disk::mark();
     // A leg that puts a SQLite library under its child runs exec'd with it.
     let on_library = job.leg.as_ref().and_then(|leg| ctx.on_library(leg));
     let ctx = on_library.as_ref().unwrap_or(ctx);
@@ -82,7 +84,7 @@ pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
         begun.ended(plain_fire(ctx, &trials));
     }
     let mut result = fold(job, ctx, &trials);
-    blame_full_disk(&ctx.work_root, &mut result);
+    blame_full_disk(&ctx.work_root, disk, &mut result);
     if let Some(c) = coverage {
         with_coverage(&mut result, c);
     }

@@ -152,36 +152,42 @@ pub fn ran_on(result: &mut CellResult, ctx: &Context, trials: &[Trial]) {
 /// failed to be written, and a store cannot be judged on what is missing.
 pub const FULL_DISK: u64 = 1 << 20;
 
-/// A fire or an error found while the work folder's disk was full becomes
-/// an error naming the disk, never the store's finding (a full `/dev/shm`
-/// once read as "its recovery depends on the states recovered beside
-/// it"). Read while the trials' folders are still there. A failure the
-/// tracer injected (`--kill fault`'s ENOSPC) fills no disk, so is untouched.
-pub fn blame_full_disk(work: &std::path::Path, result: &mut CellResult) {
-    blame_disk(work, free_bytes(work), result);
+/// A fire or an error found while the work folder's disk was full, or
+/// while a file of the harness's own failed with `ENOSPC` or `EIO` since
+/// `mark` ([`crate::harness::disk`]), becomes an error naming the disk,
+/// never the store's finding (a full `/dev/shm` once read as "its recovery
+/// depends on the states recovered beside it"). Read while the trials'
+/// folders are still there. A failure the tracer injected (`--kill
+/// fault`'s ENOSPC, EIO) is the store's, on no file of the harness's, so is
+/// untouched.
+pub fn blame_full_disk(work: &std::path::Path, mark: usize, result: &mut CellResult) {
+    use crate::harness::disk;
+    blame_disk(work, disk::free_bytes(work), disk::since(mark), result);
 }
 
-/// [`blame_full_disk`] with the free space given.
-fn blame_disk(work: &std::path::Path, free: Option<u64>, result: &mut CellResult) {
+/// [`blame_full_disk`] with the free space and the disk's last failure
+/// given.
+fn blame_disk(work: &std::path::Path, free: Option<u64>, failed: Option<String>, result: &mut CellResult) {
     if !matches!(result.verdict, Verdict::Fire | Verdict::Error) {
         return;
     }
-    let Some(free) = free.filter(|&f| f < FULL_DISK) else { return };
+    let why = match (free.filter(|&f| f < FULL_DISK), failed) {
+        (Some(free), _) => format!(
+            "the harness's disk is full: {} has {} free, so its own files may be missing (free space there, or \
+             --workdir elsewhere)",
+            work.display(),
+            crate::scratch::human_bytes(free)
+        ),
+        (None, Some(failed)) => format!(
+            "the harness's disk failed: its own file {failed}, so its own files may be missing (check the disk \
+             of {}, or --workdir elsewhere)",
+            work.display()
+        ),
+        (None, None) => return,
+    };
     let was = std::mem::take(&mut result.reason);
-    result.reason = format!(
-        "the harness's disk is full: {} has {} free, so its own files may be missing (free space there, or \
-         --workdir elsewhere); the result was: {}",
-        work.display(),
-        crate::scratch::human_bytes(free),
-        crate::harness::quote::cap(&was, crate::harness::quote::CAP)
-    );
+    result.reason = format!("{why}; the result was: {}", crate::harness::quote::cap(&was, crate::harness::quote::CAP));
     (result.verdict, result.finding) = (Verdict::Error, Default::default());
-}
-
-/// The bytes an unprivileged writer may still use on `dir`'s disk.
-fn free_bytes(dir: &std::path::Path) -> Option<u64> {
-    let st = nix::sys::statvfs::statvfs(dir).ok()?;
-    Some((st.blocks_available() as u64).saturating_mul(st.fragment_size() as u64))
 }
 
 /// A trial that ended in an error while the run was being interrupted is
@@ -278,7 +284,7 @@ pub(crate) mod tests {
         let fire = || base_result(&job, &ctx, Verdict::Fire, "acked 3 lost".into(), 1);
         let work = std::path::Path::new("/dev/shm/crashcells-x");
         let mut r = fire();
-        blame_disk(work, Some(4096), &mut r);
+        blame_disk(work, Some(4096), None, &mut r);
         assert_eq!(r.verdict, Verdict::Error);
         assert!(
             r.reason.starts_with("the harness's disk is full: /dev/shm/crashcells-x has 4.0 KiB free"),
@@ -287,11 +293,32 @@ pub(crate) mod tests {
         );
         assert!(r.reason.ends_with("the result was: acked 3 lost"), "{}", r.reason);
         let mut roomy = fire();
-        blame_disk(work, Some(FULL_DISK), &mut roomy);
+        blame_disk(work, Some(FULL_DISK), None, &mut roomy);
         assert_eq!((roomy.verdict, roomy.reason.as_str()), (Verdict::Fire, "acked 3 lost"));
         let mut pass = base_result(&job, &ctx, Verdict::Pass, "ok".into(), 1);
-        blame_disk(work, Some(0), &mut pass);
+        blame_disk(work, Some(0), None, &mut pass);
         assert_eq!(pass.verdict, Verdict::Pass);
+    }
+
+    /// A failing disk (EIO) is blamed as a full one is: a file of the
+    /// harness's own that failed makes a fire found with room the
+    /// harness's error, naming the file and the error.
+    #[test]
+    fn a_result_found_while_the_harness_disk_failed_is_the_harness_error() {
+        let ctx = Context::for_tests(1, None);
+        let job = first_job();
+        let mut r = base_result(&job, &ctx, Verdict::Fire, "acked 3 lost".into(), 1);
+        let failed = "/dev/shm/w/t1/child.stderr: Input/output error (os error 5)".to_string();
+        blame_disk(std::path::Path::new("/dev/shm/w"), Some(FULL_DISK), Some(failed), &mut r);
+        assert_eq!(r.verdict, Verdict::Error);
+        assert!(
+            r.reason.starts_with(
+                "the harness's disk failed: its own file /dev/shm/w/t1/child.stderr: Input/output error (os error 5)"
+            ),
+            "{}",
+            r.reason
+        );
+        assert!(r.reason.ends_with("the result was: acked 3 lost"), "{}", r.reason);
     }
     use crate::kill::TrialIndex;
 

@@ -267,8 +267,8 @@ impl<'a> Scope<'a> {
 
     /// A private folder of this job, named by [`Scope::label`].
     pub fn folder(&self, label: &str) -> Result<TrialEnv, Failure> {
-        TrialEnv::new(&self.ctx.work_root, self.leg, &self.label(label))
-            .map_err(|e| Failure::TrialFolder(e.to_string()))
+        let made = TrialEnv::new(&self.ctx.work_root, self.leg, &self.label(label));
+        crate::harness::disk::checked(&self.ctx.work_root, made).map_err(|e| Failure::TrialFolder(e.to_string()))
     }
 }
 
