@@ -233,6 +233,9 @@ pub fn fork_server(
     };
     let began = Instant::now();
     match preflight(&forks, work, deadline) {
+        // A server that did not answer its first request was retired, and
+        // the preflight ran exec'd: a late server, not a measured start.
+        Ok(_) if let Some(why) = forks.retired() => Ok(Some(Fast::Late(format!("its fork server: {why}")))),
         Ok(_) => Ok(Some(Fast::Ready(forks, began.elapsed()))),
         Err(e) if e.timed_out() => Ok(Some(Fast::Late(format!("its fork server: {e}")))),
         // The launcher's refusal already names the server and the descriptor.

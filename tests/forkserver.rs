@@ -483,3 +483,24 @@ fn a_server_that_stops_answering_mid_run_leaves_the_run_execd_with_a_verdict() {
     assert!(launcher.contains("did not answer in time"), "{launcher}");
     assert!(launcher.contains("that operation and every later one were exec'd"), "{launcher}");
 }
+
+/// `child-check` does not take a server that stops answering for one that
+/// forks like exec: the rounds its operations ran exec'd prove nothing of
+/// it, so its `fork-server` check fails, naming what befell the server.
+#[test]
+fn child_check_refuses_a_server_that_stops_answering() {
+    let dir = scratch();
+    let child = python("tests/adapters/stalling_forkserver.py").display();
+    let out = crate::common::bin()
+        .args(["child-check", "--format", "json", "--only", "fork-server", "--deadline", "2", "--child", &child])
+        .arg("--workdir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let report: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let check = report["checks"].as_array().unwrap().iter().find(|c| c["check"] == "fork-server").cloned().unwrap();
+    assert_eq!(check["ok"], false, "{check}");
+    let detail = check["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("fell over during the check") && detail.contains("did not answer in time"), "{check}");
+}

@@ -159,6 +159,15 @@ impl Launcher {
         }
     }
 
+    /// Why its fork server was retired for not answering a request in
+    /// time, if it was: every operation since is exec'd.
+    pub fn retired(&self) -> Option<String> {
+        match &self.ahead {
+            Some(Ahead::Server(s)) => s.retired(),
+            _ => None,
+        }
+    }
+
     /// What its last fall was, in the words of the report's `launcher`: a
     /// server's end (its pid, when, why) or why the pool broke; `None`
     /// while it never fell.
@@ -240,8 +249,11 @@ impl Launcher {
     /// [`super::run_to_end`] does: a child that overstays (or is cut short
     /// by an interrupt) is killed, and the result says which.
     pub fn run_to_end(&self, op: &Launch, timeout: Duration) -> Result<(Result<Exit, Cut>, String), LaunchError> {
-        let start = Instant::now();
+        let (start, falls) = (Instant::now(), self.falls());
         let mut running = self.spawn(op, timeout)?;
+        // A server that did not answer cost this wait already, and the
+        // operation was exec'd after it: it gets its own timeout.
+        let start = if self.falls() > falls { Instant::now() } else { start };
         let exit = running.wait_until(start + timeout);
         let tail = running.stderr_tail();
         drop(running);

@@ -41,13 +41,15 @@ struct State {
     restarts: u32,
     /// What happened to the servers, in order, for the report.
     notes: Vec<String>,
+    /// The note of the server retired for not answering, if one was.
+    retired: Option<String>,
 }
 
 impl Served {
     /// Starts the first server (stderr to `stderr`, its line within `deadline`).
     pub(super) fn start(child: &ChildCommand, stderr: &Path, deadline: Duration) -> Result<Served, ForkError> {
         let server = ForkServer::start(child, stderr, deadline)?;
-        let state = State { server: Some(server), restarts: 0, notes: vec![] };
+        let state = State { server: Some(server), restarts: 0, notes: vec![], retired: None };
         let (child, stderr, began) = (child.clone(), stderr.to_path_buf(), Instant::now());
         Ok(Served { child, stderr, deadline, began, state: Mutex::new(state) })
     }
@@ -93,12 +95,19 @@ impl Served {
             return;
         }
         st.server = None;
-        st.notes.push(format!(
+        let note = format!(
             "process {} did not answer in time (seen {:.1}s after the first server started): {why}; that \
              operation and every later one were exec'd",
             server.pid(),
             self.began.elapsed().as_secs_f64()
-        ));
+        );
+        st.notes.push(note.clone());
+        st.retired = Some(note);
+    }
+
+    /// Why the run's server was retired for not answering, if it was.
+    pub(super) fn retired(&self) -> Option<String> {
+        self.lock().retired.clone()
     }
 
     /// The running server's pid; `None` once the run execs.

@@ -191,7 +191,7 @@ impl Running {
     /// on its own ([`super::contain::outlived`]): it outlived its operation.
     /// A child killed before its end takes its group with it by design.
     fn name_outlived(&mut self) {
-        if let Some(exit) = self.try_exit()
+        if let Some(exit) = self.try_exit().filter(|e| ended_itself(*e))
             && group_alive(self.pgid)
         {
             super::contain::outlived(self.pgid, &exit.to_string());
@@ -242,12 +242,20 @@ impl Drop for Running {
         if self.exit.is_none() {
             self.kill_and_wait();
         } else if group_alive(self.pgid) {
-            super::contain::outlived(self.pgid, &self.exit.map(|e| e.to_string()).unwrap_or_default());
+            if let Some(exit) = self.exit.filter(|e| ended_itself(*e)) {
+                super::contain::outlived(self.pgid, &exit.to_string());
+            }
             let _ = killpg(self.pgid, Signal::SIGKILL);
         }
         reap_group(self.pgid);
         self.stderr.release();
     }
+}
+
+/// Whether a process that ended so ended on its own (an exit or a
+/// signal), not with its fork server, whose loss takes the group too.
+fn ended_itself(exit: Exit) -> bool {
+    matches!(exit, Exit::Code(_) | Exit::Signal(_))
 }
 
 /// Runs a short child to completion within `timeout`, capturing stdout.
