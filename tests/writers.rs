@@ -54,6 +54,8 @@ fn concurrent_appends_fire_on_a_position_read_outside_the_transaction_and_pass_o
     if let Some(r) = syscall {
         let details = r["details"].to_string();
         assert!(details.contains("passed schedule between-transactions: r0 held after its first commit"), "{r:#}");
+        assert!(details.contains("passed schedule opener: r0 held after its first commit"), "{r:#}");
+        assert!(details.contains("opened the store and its dump showed r0-m0"), "{r:#}");
     }
 }
 
@@ -97,7 +99,35 @@ fn the_python_example_passes_concurrent_appends() {
         if r["kill"] == "syscall" {
             assert!(r["details"].to_string().contains("passed schedule between-transactions"), "{r:#}");
             assert_eq!(r["states"], "recorded", "{r:#}");
+            assert!(r["details"].to_string().contains("passed schedule opener"), "{r:#}");
         }
+    }
+}
+
+/// A store whose open deletes the messages of a session with no row, and
+/// whose append creates that row in a second transaction: a fresh process
+/// opening the store between the writer's two transactions deletes a
+/// message the writer then acks. The opener schedule makes it happen on
+/// every seed, in the default gate's kill modes.
+#[test]
+fn an_open_that_sweeps_a_live_writers_messages_fires_under_the_opener_schedule_on_every_seed() {
+    let dir = scratch();
+    let child = format!("python3 {}/examples/python-store/store.py", env!("CARGO_MANIFEST_DIR"));
+    for seed in ["1", "2", "3"] {
+        let args = ["run", "--child", &child, "--cell", CELL, "--mutant", "open-sweeps-orphans"];
+        let (code, report) = run_json(&[&args[..], &["--seed", seed, "--trials", "1"]].concat(), dir.path());
+        let Some(r) = results(&report, CELL).into_iter().find(|r| r["kill"] == "syscall") else {
+            panic!("seed {seed}: no syscall result: {report:#}")
+        };
+        if !traced(r) {
+            return;
+        }
+        assert_eq!(code, 1, "seed {seed}: {report:#}");
+        assert_eq!(r["verdict"], "fire", "seed {seed}: {r:#}");
+        let details = r["details"].to_string();
+        let opened = "schedule opener: r0 held after its first commit past its barrier";
+        assert!(details.contains(opened) && details.contains("a fresh process, opened the store"), "{r:#}");
+        assert!(details.contains("acked append r0-m0 was lost"), "seed {seed}: {r:#}");
     }
 }
 

@@ -189,11 +189,12 @@ fn stall_forever() -> ! {
 }
 
 fn append(a: WorkArgs) -> Result<(), ChildError> {
-    if a.mutant == Some(Mutant::UnsyncedBodyFile) {
-        // An example store's mutant (its body files): refused, a usage
-        // error, rather than passed as if the reference were broken so.
-        let why = "the reference store does not implement the mutant `unsynced-body-file` (examples/python-store does)";
-        return Err(ChildError::Usage(why.into()));
+    let examples = [Mutant::UnsyncedBodyFile, Mutant::SplitPositionRead, Mutant::OpenSweepsOrphans];
+    if let Some(m) = a.mutant.filter(|m| examples.contains(m)) {
+        // An example store's mutant: refused, a usage error, rather than
+        // passed as if the reference were broken so.
+        let why = format!("the reference store does not implement the mutant `{m}` (examples/python-store does)");
+        return Err(ChildError::Usage(why));
     }
     let mut store = open(&a.db)?;
     if a.mutant == Some(Mutant::ClaimsFull) {

@@ -74,6 +74,9 @@ CREATE TABLE IF NOT EXISTS obligations (
 # Only the split-position-read mutant's: the collision its INSERT OR IGNORE drops.
 UNIQUE_POSITIONS = "CREATE UNIQUE INDEX IF NOT EXISTS turns_at_position ON turns(conversation, pos)"
 
+# Only the open-sweeps-orphans mutant's: its open's "repair".
+SWEEP_ORPHANS = "DELETE FROM turns WHERE conversation NOT IN (SELECT name FROM conversations)"
+
 CLAIM = "UPDATE conversations SET handoff='running' WHERE name=? AND handoff='pending'"
 LEASE = "UPDATE conversations SET handoff='compressing' WHERE name=? AND handoff IS NULL"
 
@@ -90,6 +93,7 @@ class PythonStore(adapter.Store):
         "torn-branch",
         "split-position-read",
         "unsynced-body-file",
+        "open-sweeps-orphans",
     )
 
     def open(self, db, config):
@@ -103,6 +107,9 @@ class PythonStore(adapter.Store):
         with_retry(lambda: self.conn.executescript(SCHEMA))
         if self.mutant == "split-position-read":
             with_retry(lambda: self.conn.execute(UNIQUE_POSITIONS))
+        if self.mutant == "open-sweeps-orphans":
+            # Mutant open-sweeps-orphans: "repairs" turns whose conversation row is missing, taken for a crash's leftovers.
+            self._transaction(lambda c: c.execute(SWEEP_ORPHANS))
         if self.op in ("deliver", "catch-up"):
             with_retry(lambda: self.conn.executescript(OUTBOX_SCHEMA))
         return decision
@@ -114,6 +121,8 @@ class PythonStore(adapter.Store):
         self.conn.close()
 
     def create_session(self, name):
+        if self.mutant == "open-sweeps-orphans":
+            return  # created lazily, by the first append
         self._create(name)
 
     def append(self, name, role, content):
@@ -123,6 +132,8 @@ class PythonStore(adapter.Store):
             return self._append_position_read_earlier(head, role, content)
         if self.mutant == "unsynced-body-file":
             content = self._body_file(content)
+        if self.mutant == "open-sweeps-orphans":
+            return self._append_lazy_conversation(head, role, content)
         self._transaction(lambda c: insert_turn(c, head, role, content), before)
 
     def _append_position_read_earlier(self, name, role, content):
@@ -158,6 +169,24 @@ class PythonStore(adapter.Store):
             f.write(content)
         os.rename(path + ".tmp", path)
         return BODY_FILE + name
+
+    def _append_lazy_conversation(self, name, role, content):
+        """Mutant open-sweeps-orphans: the turn is inserted in one transaction
+        and its conversation row created (or its count bumped) in a second.
+        An open between the two sweeps the turn as an orphan, and the append
+        is acked all the same."""
+        insert = (
+            "INSERT INTO turns (conversation, speaker, body, pos)"
+            " VALUES (?, ?, ?, (SELECT coalesce(max(pos) + 1, 0) FROM turns WHERE conversation = ?))"
+        )
+        self._transaction(lambda c: c.execute(insert, (name, role, content, name)))
+
+        def conversation(c):
+            insert_conversation(c, name)
+            count = "UPDATE conversations SET turns = (SELECT count(*) FROM turns WHERE conversation = ?) WHERE name = ?"
+            c.execute(count, (name, name))
+
+        self._transaction(conversation)
 
     # --- rotate --------------------------------------------------------------
 

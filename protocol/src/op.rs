@@ -358,10 +358,15 @@ pub enum Mutant {
     /// file's name is not, and `dump` fails). The Python example's; the
     /// reference refuses it.
     UnsyncedBodyFile,
+    /// `append` inserts its message in one transaction and creates the
+    /// session row in a second; `open` deletes the messages of a session
+    /// whose row does not exist (the Python example's; cell 6 fires under
+    /// its opener schedule).
+    OpenSweepsOrphans,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 17] = [
+    pub const ALL: [Mutant; 18] = [
         Mutant::AckBeforeCommit,
         Mutant::RacyClaim,
         Mutant::SplitRotation,
@@ -379,6 +384,7 @@ impl Mutant {
         Mutant::PositionReadOutsideTxn,
         Mutant::SplitPositionRead,
         Mutant::UnsyncedBodyFile,
+        Mutant::OpenSweepsOrphans,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -400,6 +406,7 @@ impl Mutant {
             Mutant::PositionReadOutsideTxn => "position-read-outside-txn",
             Mutant::SplitPositionRead => "split-position-read",
             Mutant::UnsyncedBodyFile => "unsynced-body-file",
+            Mutant::OpenSweepsOrphans => "open-sweeps-orphans",
         }
     }
 
@@ -450,6 +457,10 @@ impl Mutant {
                 "`append` keeps each body in a file beside the database, renamed into place and never fsync'd (found \
                  by --kill power; the Python example's)"
             }
+            Mutant::OpenSweepsOrphans => {
+                "`append` creates the session row after its message; `open` deletes messages without one (the Python \
+                 example's)"
+            }
         }
     }
 
@@ -481,7 +492,7 @@ impl Mutant {
             Mutant::SplitRotation | Mutant::SplitContinuation => 3,
             Mutant::TornFork | Mutant::TornBranch => 4,
             Mutant::ResendOnCatchUp => 5,
-            Mutant::PositionReadOutsideTxn | Mutant::SplitPositionRead => 6,
+            Mutant::PositionReadOutsideTxn | Mutant::SplitPositionRead | Mutant::OpenSweepsOrphans => 6,
         }
     }
 }

@@ -25,6 +25,9 @@ use crate::pipeline::outcome::{Failure, Interruption, Outcome, R0Wait};
 /// The schedules' names, as a result says which one fired.
 pub const READS_FIRST: &str = "reads-first";
 pub const BETWEEN_TRANSACTIONS: &str = "between-transactions";
+/// Cell 6's writer held the same way while a fresh process opens the store
+/// ([`crate::pipeline::race::opener`]).
+pub const OPENER: &str = "opener";
 
 /// Where the held process is held.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -101,6 +104,11 @@ impl Hold {
     /// Lets the held process go on (idempotent).
     pub fn go(&self) {
         self.go.store(true, Ordering::SeqCst);
+    }
+
+    /// The call the held process was held at, in words, once it was.
+    pub fn held_call(&self) -> Option<String> {
+        self.held_at()
     }
 
     fn held_at(&self) -> Option<String> {

@@ -101,6 +101,10 @@ pub(super) enum Order {
     /// the others, until each has acked or ended; then r0 goes on: the
     /// others' transactions run between two of r0's.
     BetweenTransactions,
+    /// r0 alone, held just after its first commit as above; then `turn`
+    /// (a fresh process opens the store and dumps it,
+    /// [`crate::pipeline::race::opener`]), no other racer; then r0 goes on.
+    Opener,
 }
 
 impl Order {
@@ -109,7 +113,9 @@ impl Order {
     pub(super) fn path(self) -> &'static str {
         match self {
             Order::R0Last => "losing-claim",
-            Order::Together | Order::R0First | Order::ReadsFirst | Order::BetweenTransactions => "winning-claim",
+            Order::Together | Order::R0First | Order::ReadsFirst | Order::BetweenTransactions | Order::Opener => {
+                "winning-claim"
+            }
         }
     }
 }
@@ -441,24 +447,27 @@ impl<'a> Race<'a> {
                 barriers.others.take();
                 released(&others);
             }
-            Order::ReadsFirst | Order::BetweenTransactions => {
+            Order::ReadsFirst | Order::BetweenTransactions | Order::Opener => {
                 let hold = hold.ok_or(Outcome::Error(Failure::NoHold))?;
                 hold.release_r0(|| barriers.r0.take());
                 released(&[0]);
                 hold.wait_held(r0_done, self.ctx.deadline)?;
+                if order == Order::Opener && hold.held_call().is_some() {
+                    turn();
+                }
                 barriers.others.take();
                 released(&others);
                 if order == Order::ReadsFirst {
                     hold.wait_others(&mut running, self.ctx.deadline)?;
-                } else {
+                } else if order == Order::BetweenTransactions {
                     let acks: Vec<PathBuf> = others.iter().map(|&r| acks_of(env, r)).collect();
                     hold.wait_committed(&mut running, &acks, self.ctx.deadline)?;
                 }
                 hold.go();
             }
         }
-        // A held r0 is let go only after the others' release and their wait.
-        let held = matches!(order, Order::ReadsFirst | Order::BetweenTransactions);
+        // A held r0 is let go only after the others' release and their wait (or the opener's run).
+        let held = matches!(order, Order::ReadsFirst | Order::BetweenTransactions | Order::Opener);
         let since = if held { Since::HeldGo } else { Since::Release };
         let exits = self.wait_all(&mut running, first, (clock, since))?;
         if order == Order::R0Last {

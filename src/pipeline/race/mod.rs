@@ -1,6 +1,7 @@
 //! The race shape (cell 2): the hold a controlled schedule stops a process
 //! with (hold), its job and free races (job), its controlled schedules
-//! (schedule), its syscall sweep re-run at every point (sweep),
+//! (schedule; opener, a fresh process opening the store beside a held
+//! writer), its syscall sweep re-run at every point (sweep),
 //! and the same sweep from one recording of each of r0's paths (recorded),
 //! whose rebuilt states are set beside real kills point by point (compare).
 //! Cell 6's writers are racers too (writers): each appends instead of
@@ -10,6 +11,7 @@
 pub mod compare;
 pub mod hold;
 pub mod job;
+pub mod opener;
 pub mod recorded;
 pub mod schedule;
 pub mod sweep;

@@ -20,7 +20,9 @@
 //! traced, [`crate::kill::locks`]). The others then run until each has
 //! acked (it took the write lock and let go of it) or ended. A store that
 //! reads in one transaction and writes what it read in the next is seen:
-//! the others' writes land between r0's two transactions.
+//! the others' writes land between r0's two transactions. The `opener`
+//! schedule ([`crate::pipeline::race::opener`]) holds a writer the same
+//! way while a fresh process opens the store and dumps it.
 //!
 //! Clause: the race's own (cell 2): at most one racer wins, the handoff is
 //! claimed exactly once. The free races stay beside this schedule: they
@@ -47,16 +49,21 @@ use crate::pipeline::trial::Trial;
 pub(super) enum Schedule {
     ReadsFirst,
     BetweenTransactions,
+    /// A fresh process opens the store beside the held writer (cell 6 only).
+    Opener,
 }
 
 impl Race<'_> {
     /// The race's controlled schedules, each a trial judged as a free race
     /// is, in turn up to the first that does not pass: `reads-first`, then
-    /// then `between-transactions`, each as trial 0 (a
+    /// then `between-transactions`, then (writers) `opener`, each as trial 0 (a
     /// sweep's points start at 1); and what each schedule's hold did, as
     /// data for [`noted`].
     pub fn scheduled(&self) -> (Vec<Trial>, Vec<String>) {
-        let schedules = [Schedule::ReadsFirst, Schedule::BetweenTransactions];
+        let mut schedules = vec![Schedule::ReadsFirst, Schedule::BetweenTransactions];
+        if matches!(self.racing, Racing::Appends(_)) {
+            schedules.push(Schedule::Opener);
+        }
         let (mut said, mut last) = (Vec::new(), Vec::new());
         for schedule in schedules {
             let words = Mutex::new(Vec::new());
@@ -79,6 +86,7 @@ impl Race<'_> {
         };
         match (schedule, filter) {
             (_, Err(o)) => Pending::ended(Trial::ended(index, o)),
+            (Schedule::Opener, Ok(filter)) => self.opener(filter, index, said),
             (_, Ok(filter)) => self.held(schedule, filter, index, said),
         }
     }
