@@ -452,6 +452,7 @@ impl<'a> Race<'a> {
                 hold.release_r0(|| barriers.r0.take());
                 released(&[0]);
                 hold.wait_held(r0_done, self.ctx.deadline)?;
+                let held_from = hold.held_call().map(|_| clock.now());
                 if order == Order::Opener && hold.held_call().is_some() {
                     turn();
                 }
@@ -464,6 +465,10 @@ impl<'a> Race<'a> {
                     hold.wait_committed(&mut running, &acks, self.ctx.deadline)?;
                 }
                 hold.go();
+                if let Some(from) = held_from {
+                    let to = clock.now();
+                    clock.racer(0, |t| t.held_ms = Some((from, to)));
+                }
             }
         }
         // A held r0 is let go only after the others' release and their wait (or the opener's run).
