@@ -88,6 +88,13 @@ impl Files {
         self.files.iter().filter(|(k, _)| **k != FileKind::Acks)
     }
 
+    /// Whether any of the store's files holds `name`'s bytes: a state whose
+    /// files name the folder they were written in (SQLite's hot journal
+    /// names its super-journal by absolute path) is recovered there.
+    pub fn names(&self, name: &[u8]) -> bool {
+        self.store().any(|(_, pages)| pages.contains(name))
+    }
+
     /// A hash of the store's bytes (the ack journal aside): two states that
     /// hold one store hash alike, so a map by it finds a store seen before.
     pub fn store_hash(&self) -> u64 {

@@ -91,6 +91,24 @@ impl Pages {
         self.len = len;
     }
 
+    /// Whether `needle` is among the bytes, within a page or across two.
+    pub fn contains(&self, needle: &[u8]) -> bool {
+        if needle.is_empty() {
+            return true;
+        }
+        let mut seam: Vec<u8> = Vec::with_capacity(2 * needle.len());
+        for slice in self.slices() {
+            // The seam: the last bytes of the page before and the first of this one.
+            seam.extend_from_slice(&slice[..slice.len().min(needle.len() - 1)]);
+            if find(&seam, needle) || find(slice, needle) {
+                return true;
+            }
+            seam.clear();
+            seam.extend_from_slice(&slice[slice.len().saturating_sub(needle.len() - 1)..]);
+        }
+        false
+    }
+
     /// Writes the bytes to `out`, as few calls as the pages allow.
     pub fn write_into(&self, out: &mut impl Write) -> std::io::Result<()> {
         let slices: Vec<&[u8]> = self.slices().collect();
@@ -109,6 +127,14 @@ impl Pages {
         }
         Ok(())
     }
+}
+
+/// Whether `needle` (not empty) occurs in `hay`: the C library's `memmem`,
+/// which scans gigabytes a second, so that a sweep may ask it of every
+/// store it recovers.
+fn find(hay: &[u8], needle: &[u8]) -> bool {
+    // SAFETY: both pointers and lengths come from live slices; memmem only reads them.
+    !unsafe { libc::memmem(hay.as_ptr().cast(), hay.len(), needle.as_ptr().cast(), needle.len()) }.is_null()
 }
 
 /// `data` cut where it crosses a page boundary, written from `offset`.
@@ -159,6 +185,20 @@ mod tests {
             v.resize(offset + data.len(), 0);
         }
         v[offset..offset + data.len()].copy_from_slice(data);
+    }
+
+    #[test]
+    fn a_name_is_found_within_a_page_across_two_and_not_past_the_length() {
+        let name = b"/runs/census-x1/store.db-mj0123";
+        let mut p = Pages::default();
+        p.write(10, name);
+        assert!(p.contains(name) && p.contains(b"census-x1"));
+        let mut across = Pages::default();
+        across.write(PAGE - 7, name);
+        assert!(across.contains(name), "across the seam of two pages");
+        across.resize(PAGE + 3);
+        assert!(!across.contains(name), "cut: only its first bytes are left");
+        assert!(!Pages::from_slice(&[0u8; 3 * PAGE]).contains(b"/runs"));
     }
 
     #[test]

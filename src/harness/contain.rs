@@ -17,9 +17,16 @@
 //! [`own_pid`] is the pid a process says of itself (a ready record's, a
 //! warm line's), [`outer_pid`] turns a pid a fork server names back into
 //! the driver's. Nothing else compares the two.
+//!
+//! A child may also get a crash state laid over the folder its files were
+//! written in ([`Place`]), in a mount namespace of its own: SQLite's hot
+//! journal names its super-journal by absolute path, and a state recovered
+//! anywhere else is rolled forward half-committed.
 
+use std::ffi::CStr;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::{Mutex, OnceLock};
 
@@ -206,6 +213,50 @@ pub(super) fn mount_own_proc() {
         let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
         libc::mount(c"proc".as_ptr(), c"/proc".as_ptr(), c"proc".as_ptr(), flags, std::ptr::null());
     }
+}
+
+/// A crash state's folder laid over the folder its files were written in,
+/// for one child: every absolute name inside the files (SQLite's pointer
+/// from a hot journal to its super-journal, a store's own manifest)
+/// resolves to the state's files, as after a real crash.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// The folder that holds the state's files.
+    pub state: PathBuf,
+    /// The folder they were written in, which the child sees them at.
+    pub at: PathBuf,
+}
+
+impl Place {
+    /// The path `path` (inside [`Place::state`]) has for the child.
+    pub fn seen(&self, path: &Path) -> PathBuf {
+        path.strip_prefix(&self.state).map_or_else(|_| path.to_path_buf(), |rest| self.at.join(rest))
+    }
+
+    /// The path a name the child saw (inside [`Place::at`]) has for the
+    /// driver, whose `at` is not covered.
+    pub fn real(&self, seen: &Path) -> PathBuf {
+        seen.strip_prefix(&self.at).map_or_else(|_| seen.to_path_buf(), |rest| self.state.join(rest))
+    }
+}
+
+/// In a child between fork and exec: a mount namespace of its own (nested in
+/// the one [`mount_own_proc`] made, if it did), `/` private so that nothing
+/// propagates to the driver's mounts, then `state` bound over `at`. The
+/// names are made before the fork. Async-signal-safe: plain syscalls.
+pub(super) fn bind_over(state: &CStr, at: &CStr) -> std::io::Result<()> {
+    let none = std::ptr::null();
+    // SAFETY: unshare and mount with C strings made before the fork; the
+    // child is one thread, so its mount namespace is its own.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWNS) != 0
+            || libc::mount(none, c"/".as_ptr(), none, libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0
+            || libc::mount(state.as_ptr(), at.as_ptr(), none, libc::MS_BIND | libc::MS_REC, std::ptr::null()) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 fn setns(fd: &OwnedFd) -> std::io::Result<()> {
@@ -404,6 +455,14 @@ mod tests {
         assert_eq!(ns_pids("Name:\tx\nNSpid:\t4012\t7\n"), Some(vec![4012, 7]));
         assert_eq!(ns_pids("Name:\tx\n"), None);
         assert_eq!(own_pid(std::process::id()), std::process::id());
+    }
+
+    #[test]
+    fn a_placed_path_is_seen_at_the_folder_and_read_back_from_the_state() {
+        let place = Place { state: "/w/b/1/s0".into(), at: "/w/census-x".into() };
+        assert_eq!(place.seen(Path::new("/w/b/1/s0/store.db")), Path::new("/w/census-x/store.db"));
+        assert_eq!(place.real(Path::new("/w/census-x/store.db.transport")), Path::new("/w/b/1/s0/store.db.transport"));
+        assert_eq!(place.seen(Path::new("/elsewhere/x")), Path::new("/elsewhere/x"), "outside: unchanged");
     }
 
     #[test]

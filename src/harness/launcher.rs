@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use crashcells_protocol::{HOME_ENV, Ready};
 use nix::sys::signal::Signal;
 
+use super::contain::Place;
 use super::forkserver::Forked;
 use super::forkserver::{FORK_SERVER, ForkServer};
 use super::forkwire::ForkError;
@@ -254,6 +255,28 @@ impl Launcher {
         // A server that did not answer cost this wait already, and the
         // operation was exec'd after it: it gets its own timeout.
         let start = if self.falls() > falls { Instant::now() } else { start };
+        let exit = running.wait_until(start + timeout);
+        let tail = running.stderr_tail();
+        drop(running);
+        Ok((exit, tail))
+    }
+
+    /// [`Launcher::run_to_end`] with a crash state laid over the folder its
+    /// files were written in ([`Place`]): always exec'd, since a forked or
+    /// warm process lives in its server's mount namespace, where the state
+    /// cannot be laid for it alone.
+    pub fn run_placed(
+        &self,
+        op: &Launch,
+        place: &Place,
+        timeout: Duration,
+    ) -> Result<(Result<Exit, Cut>, String), LaunchError> {
+        let start = Instant::now();
+        let mut cmd = self.child.command(op.args, op.home);
+        if let Some(path) = op.stdout {
+            cmd.stdout(std::fs::File::create(path)?);
+        }
+        let mut running = Running::spawn_placed(cmd, op.stderr, place)?;
         let exit = running.wait_until(start + timeout);
         let tail = running.stderr_tail();
         drop(running);

@@ -62,14 +62,14 @@ use std::time::Duration;
 
 pub use command::ChildCommand;
 pub use contain::become_subreaper;
-pub use contain::{Containment, contain, escaped};
+pub use contain::{Containment, Place, contain, escaped};
 pub use forkserver::{FORK_SERVER, ForkServer};
 pub use forkwire::ForkError;
 pub use interrupt::{catch_interrupts, interrupted};
 pub use launcher::{Launch, LaunchError, Launcher, serves_forks, serves_warm};
 pub use reap::{Exit, KILL_GRACE, ReapError, Reaped, group_alive, reap_leftovers};
 pub use setup::stderr_tail;
-pub use spawn::{Cut, Running, run_to_end};
+pub use spawn::{Cut, Running, can_place, run_to_end};
 pub use traced::{TraceError, TraceEvent, Traced};
 pub use traps::Traps;
 pub use warmpool::{WARM_POOL, WarmError};

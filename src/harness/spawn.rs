@@ -6,15 +6,18 @@
 //! signal, so that a driver killed itself leaves nothing running; and the
 //! driver is the subreaper of what a killed child leaves orphaned.
 
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Child, Command};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 use super::capture::Capture;
-use super::contain::own_pid;
+use super::contain::{Place, bind_over, own_pid};
 use super::forkserver::Forked;
 use super::reap::{group_alive, reap_group};
 use super::setup::prepare;
@@ -65,6 +68,19 @@ impl Running {
     /// `stderr` (if given) and the parent-death signal set before exec.
     pub fn spawn(mut cmd: Command, stderr: Option<&Path>) -> std::io::Result<Running> {
         let capture = prepare(&mut cmd, stderr, || Ok(()))?;
+        let child = super::contain::spawn(&mut cmd)?;
+        let mut running = Running::started(child, None);
+        running.stderr = capture;
+        Ok(running)
+    }
+
+    /// [`Running::spawn`] with the state's folder of `place` laid over the
+    /// folder its files were written in, for this child alone
+    /// ([`super::contain::bind_over`]); a refusal is the spawn's error.
+    pub fn spawn_placed(mut cmd: Command, stderr: Option<&Path>, place: &Place) -> std::io::Result<Running> {
+        let name = |p: &Path| CString::new(p.as_os_str().as_bytes()).map_err(std::io::Error::other);
+        let (state, at) = (name(&place.state)?, name(&place.at)?);
+        let capture = prepare(&mut cmd, stderr, move || bind_over(&state, &at))?;
         let child = super::contain::spawn(&mut cmd)?;
         let mut running = Running::started(child, None);
         running.stderr = capture;
@@ -274,6 +290,34 @@ pub fn run_to_end(
     let tail = running.stderr_tail();
     drop(running);
     Ok((exit, tail))
+}
+
+/// Whether this run can lay a state over its folder ([`Place`]), asked once
+/// by binding a folder over another for a `sh` that must see its file: the kernel
+/// refuses a mount namespace without `CAP_SYS_ADMIN`, and a security module
+/// may refuse the mount. `Err` says why, in the harness's words.
+pub fn can_place() -> Result<(), String> {
+    static ASKED: OnceLock<Result<(), String>> = OnceLock::new();
+    ASKED
+        .get_or_init(|| probe_place().map_err(|e| format!("a mount namespace with a bind mount was refused: {e}")))
+        .clone()
+}
+
+fn probe_place() -> std::io::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (state, at) = (dir.path().join("state"), dir.path().join("at"));
+    std::fs::create_dir(&state)?;
+    std::fs::create_dir(&at)?;
+    std::fs::write(state.join("placed"), "")?;
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "test -e \"$0/placed\""]).arg(&at);
+    let place = Place { state, at };
+    let mut running = Running::spawn_placed(cmd, None, &place)?;
+    match running.wait_until(Instant::now() + Duration::from_secs(10)) {
+        Ok(Exit::Code(0)) => Ok(()),
+        Ok(exit) => Err(std::io::Error::other(format!("the placed folder was not seen ({exit})"))),
+        Err(cut) => Err(std::io::Error::other(cut.to_string())),
+    }
 }
 
 #[cfg(test)]

@@ -26,6 +26,10 @@
 //! are not run, and the note says so. A hung `dump` costs a result one
 //! deadline, batched or not.
 //!
+//! A state whose files name the folder they were written in (a hot
+//! journal's super-journal) is recovered alone, laid over that folder for
+//! each pass's process ([`placed`]); the others as above.
+//!
 //! Crash model: each state's copies are its crash state exactly; recovery
 //! changes them (a hot journal is rolled back, a step marks and sends), so
 //! every fallback starts from a restored copy.
@@ -38,6 +42,7 @@ use crashcells_protocol::OpArgs;
 use super::{
     Pass, Passes, Recovered, RecoveryError, after_step, excused, pass, pass_copies, run_op, step, stepped_pass,
 };
+use crate::harness::Place;
 use crate::trialdir::TrialEnv;
 
 /// Which recovery steps the child takes for many states in one process:
@@ -54,14 +59,17 @@ pub struct Batching {
 pub type Restore<'a> = Arc<dyn Fn(u32) -> std::io::Result<()> + Send + Sync + 'a>;
 
 /// One crash state of a batch: its database in pass 1's copy and in pass
-/// 2's, for a recovery with a step the transport beside each, and how to
-/// make its copies afresh.
+/// 2's, for a recovery with a step the transport beside each, how to make
+/// its copies afresh, and the folder its files were written in where they
+/// name it (a hot journal's super-journal): each pass's copy is then laid
+/// over that folder for its own process ([`Place`]).
 #[derive(Clone)]
 pub struct Pair<'a> {
     pub first: PathBuf,
     pub second: PathBuf,
     pub transports: Option<[PathBuf; 2]>,
     pub restore: Option<Restore<'a>>,
+    pub at: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Pair<'_> {
@@ -111,12 +119,13 @@ pub fn pair_of(env: &TrialEnv) -> Result<Pair<'_>, RecoveryError> {
     if !env.db.exists() {
         let gone = env.path("recovery-none");
         let transports = env.recovery_step.is_some().then(|| [env.transport.clone(), env.transport.clone()]);
-        return Ok(Pair { first: gone.join("1.db"), second: gone.join("2.db"), transports, restore: None });
+        return Ok(Pair { first: gone.join("1.db"), second: gone.join("2.db"), transports, restore: None, at: None });
     }
     let (first, t1) = pass_copies(env, 1)?;
     let (second, t2) = pass_copies(env, 2)?;
     let restore: Restore = std::sync::Arc::new(move |n| pass_copies(env, n).map(drop).map_err(std::io::Error::other));
-    Ok(Pair { first, second, transports: env.recovery_step.is_some().then_some([t1, t2]), restore: Some(restore) })
+    let transports = env.recovery_step.is_some().then_some([t1, t2]);
+    Ok(Pair { first, second, transports, restore: Some(restore), at: None })
 }
 
 /// A batch's recoveries, in the order of its states, and a note when a
@@ -155,9 +164,42 @@ pub fn recover_batch(p: &Passes, states: &[Pair], batching: Batching) -> BatchRe
     BatchRecovery { results: results.into_iter().map(|r| r.expect("every state has a result")).collect(), note }
 }
 
+/// Pass `n` of the `present` states: those laid over the folder their files
+/// name each in a process of its own ([`placed`]), the others as
+/// [`unplaced`] recovers them; the results in the order of `present`.
+fn pass_of(
+    p: &Passes,
+    states: &[Pair],
+    present: &[usize],
+    n: u32,
+    batching: Batching,
+) -> (Vec<Result<Pass, RecoveryError>>, Option<String>) {
+    let (laid, free): (Vec<usize>, Vec<usize>) = present.iter().partition(|&&i| states[i].at.is_some());
+    if laid.is_empty() {
+        return unplaced(p, states, present, n, batching);
+    }
+    let (got, note) = unplaced(p, states, &free, n, batching);
+    let mut by_state: std::collections::HashMap<usize, _> = free.into_iter().zip(got).collect();
+    by_state.extend(laid.iter().map(|&i| (i, placed(p, &states[i], i, n))));
+    (present.iter().map(|i| by_state.remove(i).expect("a pass of every present state")).collect(), note)
+}
+
+/// Pass `n` of a state whose files name the folder they were written in:
+/// its copy laid over that folder for the pass's processes alone, which see
+/// its database and transport there. One process per pass: a batch's
+/// states were all written at the one path.
+fn placed(p: &Passes, state: &Pair, i: usize, n: u32) -> Result<Pass, RecoveryError> {
+    let (db, transport) = state.copies(n);
+    let at = state.at.clone().expect("a placed state names its folder");
+    let place = Place { state: db.parent().unwrap_or(Path::new(".")).to_path_buf(), at };
+    let (db, transport) = (place.seen(&db), place.seen(&transport));
+    let p = Passes { place: Some(place), ..p.clone() };
+    stepped_pass(&p, &db, &transport, n, &label(i, n))
+}
+
 /// Pass `n` of the `present` states: in batches where the child has the
 /// batch form and there is more than one, else one at a time.
-fn pass_of(
+fn unplaced(
     p: &Passes,
     states: &[Pair],
     present: &[usize],
@@ -374,13 +416,14 @@ mod tests {
                     second: path("2.db"),
                     transports: Some([path("1.t"), path("2.t")]),
                     restore: Some(restore),
+                    at: None,
                 }
             })
             .collect()
     }
 
     fn passes<'a>(child: &'a Launcher, dir: &'a Path, step: Option<&'a OpArgs>) -> Passes<'a> {
-        Passes { child, deadline: Duration::from_secs(10), home: dir, out: dir, step }
+        Passes { child, deadline: Duration::from_secs(10), home: dir, out: dir, step, place: None }
     }
 
     /// A child that takes both batch forms: `catch-up` appends a delivery
@@ -470,6 +513,36 @@ for a in "$@"; do case "$a" in --db) echo 'LINE';; esac; done
         assert!(got.note.is_none());
     }
 
+    /// SQLite's hot journal names its super-journal by absolute path, so a
+    /// state whose files name the folder they were written in is recovered
+    /// there: each pass's copy laid over it for its own process, whose
+    /// `--db` names the folder. Here the folder holds other bytes, which
+    /// the child must not see.
+    #[test]
+    fn a_state_that_names_its_folder_is_recovered_laid_over_it_one_process_per_pass() {
+        if let Err(why) = crate::harness::can_place() {
+            return eprintln!("skipped: {why}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let script = format!("shift; shift; grep -q 'crash state' \"$1\" || exit 1; echo '{EMPTY}'");
+        let child = child(dir.path(), &script);
+        let restored = AtomicUsize::new(0);
+        let mut states = states(dir.path(), 2, &restored);
+        let at = dir.path().join("written-in");
+        std::fs::create_dir(&at).unwrap();
+        for db in ["1.db", "2.db"] {
+            std::fs::write(at.join(db), b"other bytes").unwrap();
+        }
+        states[0].at = Some(at.clone());
+        let got = recover_batch(&passes(&child, dir.path(), None), &states, Batching { dumps: true, steps: true });
+        assert!(got.results.iter().all(Result::is_ok), "{:?}", got.results);
+        let runs = std::fs::read_to_string(dir.path().join("runs")).unwrap();
+        for db in ["1.db", "2.db"] {
+            assert!(runs.contains(&format!("--db {}", at.join(db).display())), "{runs}");
+        }
+        assert_eq!(std::fs::read(at.join("1.db")).unwrap(), b"other bytes", "the folder itself is untouched");
+    }
+
     /// A power loss can drop the store and keep the provider's log: the
     /// empty store's deliveries are what its transport held, so a send the
     /// store has no record of is still judged.
@@ -483,6 +556,7 @@ for a in "$@"; do case "$a" in --db) echo 'LINE';; esac; done
             second: path("2.db"),
             transports: Some([path("1.t"), path("2.t")]),
             restore: None,
+            at: None,
         };
         let child =
             Launcher::exec(ChildCommand { program: "false".into(), prefix: vec![], cwd: None, env: Vec::new() });

@@ -29,7 +29,7 @@ use crashcells_protocol::transport::{self, TransportError};
 use crashcells_protocol::{Delivery, Dump, Op, OpArgs, PROTOCOL};
 
 use crate::dbfiles::{DB_FILES, sibling};
-use crate::harness::{Cut, Exit, Launch, Launcher};
+use crate::harness::{Cut, Exit, Launch, Launcher, Place};
 use crate::trialdir::TrialEnv;
 
 pub use batch::{BatchRecovery, Batching, Pair, pair_of, recover_batch};
@@ -63,6 +63,14 @@ pub enum RecoveryError {
     StepDeadline { pass: u32, op: Op, deadline: Duration },
     #[error("recovery pass 1: {0}")]
     Transport(TransportError),
+    /// A state whose files name the folder they were written in could not
+    /// be laid there for its recovery ([`crate::harness::Place`]): the
+    /// harness's limit, never the store's finding.
+    #[error(
+        "recovery pass {pass}: the crash state names the folder it was written in ({at}) inside its files, and could \
+         not be recovered there: {why}"
+    )]
+    Unplaced { pass: u32, at: String, why: String },
     /// A state of a batch after one that could not be recovered: not run,
     /// since the verdict stops at the earlier state; never a verdict of its
     /// own (the driver recovers it alone if a verdict reads it).
@@ -161,13 +169,17 @@ fn copy_db(db: &Path, dir: &Path, skip: &[&Path]) -> std::io::Result<PathBuf> {
 }
 
 /// Where a pass runs: the child, its deadline and config home, the folder
-/// its output goes to, and the recovery step it runs before `dump`, if any.
+/// its output goes to, the recovery step it runs before `dump`, if any, and
+/// for a state whose files name the folder they were written in, that
+/// folder, where its child sees them ([`Place`]).
+#[derive(Clone)]
 pub struct Passes<'a> {
     pub child: &'a Launcher,
     pub deadline: Duration,
     pub home: &'a Path,
     pub out: &'a Path,
     pub step: Option<&'a OpArgs>,
+    pub place: Option<Place>,
 }
 
 /// Runs a short child operation to its end; its stdout, in `out` as
@@ -178,8 +190,17 @@ fn run_op(p: &Passes, args: &OpArgs, n: u32, name: &str) -> Result<Result<String
     let args = args.to_args();
     // The pass's folder holds the copies it recovers: a forked process may hold nothing of it at its start.
     let launch = Launch { args: &args, home: p.home, trial: p.out, stdout: Some(&stdout), stderr: Some(&stderr) };
-    let (exit, stderr_tail) =
-        p.child.run_to_end(&launch, p.deadline).map_err(|e| RecoveryError::Start { pass: n, why: e.to_string() })?;
+    let ran = match &p.place {
+        None => p.child.run_to_end(&launch, p.deadline),
+        Some(place) => {
+            let at = place.at.display().to_string();
+            crate::harness::can_place().map_err(|why| RecoveryError::Unplaced { pass: n, at, why })?;
+            lay_home(p.home, place)
+                .map_err(|e| RecoveryError::Copy { pass: n, why: format!("the config home: {e}") })?;
+            p.child.run_placed(&launch, place, p.deadline)
+        }
+    };
+    let (exit, stderr_tail) = ran.map_err(|e| RecoveryError::Start { pass: n, why: e.to_string() })?;
     match exit {
         Ok(Exit::Code(0)) => {
             std::fs::read_to_string(&stdout).map(Ok).map_err(|e| RecoveryError::Read { pass: n, why: e.to_string() })
@@ -188,6 +209,27 @@ fn run_op(p: &Passes, args: &OpArgs, n: u32, name: &str) -> Result<Result<String
         Err(Cut::Deadline) => Err(RecoveryError::Deadline { pass: n, deadline: p.deadline }),
         Err(Cut::Interrupted) => Err(RecoveryError::Interrupted { pass: n }),
     }
+}
+
+/// A config home inside the folder a state is laid over would be covered
+/// by the state: it is copied into the state's folder, where the child then
+/// finds it at the same path, as the recorded run did.
+fn lay_home(home: &Path, place: &Place) -> std::io::Result<()> {
+    if home.starts_with(&place.at) { copy_tree(home, &place.real(home)) } else { Ok(()) }
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
 }
 
 /// One `dump` pass on `dbs` (several only for a `dump-batch` child): its
@@ -237,9 +279,11 @@ fn excused(stepped: Result<(), RecoveryError>, dump: &str) -> Result<(), Recover
     }
 }
 
-/// The transport a pass's step left (none without a step).
+/// The transport a pass's step left (none without a step), read where the
+/// driver sees it (a placed state's child saw it at its folder).
 fn after_step(p: &Passes, transport: &Path) -> Vec<u8> {
-    if p.step.is_some() { std::fs::read(transport).unwrap_or_default() } else { Vec::new() }
+    let path = p.place.as_ref().map_or_else(|| transport.to_path_buf(), |place| place.real(transport));
+    if p.step.is_some() { std::fs::read(path).unwrap_or_default() } else { Vec::new() }
 }
 
 /// Runs two recovery passes of a trial's crash state, each on its own
@@ -250,7 +294,7 @@ pub fn recover(child: &Launcher, deadline: Duration, env: &TrialEnv) -> Result<R
         return Recovered::missing(env.recovery_step.is_some().then_some(env.transport.as_path()));
     }
     let dir = env.db.parent().unwrap_or(Path::new("."));
-    let p = Passes { child, deadline, home: &env.home, out: dir, step: env.recovery_step.as_ref() };
+    let p = Passes { child, deadline, home: &env.home, out: dir, step: env.recovery_step.as_ref(), place: None };
     let mut passes = Vec::new();
     for n in [1, 2] {
         let (db, transport) = pass_copies(env, n)?;

@@ -526,7 +526,7 @@ impl Driver<'_> {
                     let db = db.clone();
                     let restore: Restore =
                         Arc::new(move |n| files.write_store_to(&dirs[n as usize - 1], &db).map(drop));
-                    pairs.push(Pair { first, second, transports, restore: Some(restore) })
+                    pairs.push(Pair { first, second, transports, restore: Some(restore), at: self.named(files) })
                 }
                 (Err(e), _) | (_, Err(e)) => return fail(Failure::WritingState(e.to_string())),
             }
@@ -537,9 +537,22 @@ impl Driver<'_> {
             home: &self.recorded.home,
             out: dir.path(),
             step,
+            place: None,
         };
         let got = recover_batch(&passes, &pairs, self.ctx.batching());
         (got.results.into_iter().map(|r| r.map_err(Outcome::from)).collect(), got.note)
+    }
+
+    /// The folder the recorded run wrote in, if `files` name it (SQLite's
+    /// hot journal names its super-journal by absolute path): such a state
+    /// is recovered laid over that folder, where every name in it resolves
+    /// (docs/design/recorded.md, "Where a state is recovered").
+    fn named(&self, files: &Files) -> Option<std::path::PathBuf> {
+        use std::os::unix::ffi::OsStrExt;
+        let at = self.recorded.db.parent()?;
+        let real = at.canonicalize().ok().filter(|r| r != at);
+        let named = |p: &std::path::Path| files.names(p.as_os_str().as_bytes());
+        (named(at) || real.as_deref().is_some_and(named)).then(|| at.to_path_buf())
     }
 
     /// A state with ack journal `acks`, as the verdict reads it.

@@ -38,6 +38,7 @@ use crate::pipeline::plain::decide::{Found, decide};
 use crate::pipeline::run::spent::{self, Phase};
 use crate::pipeline::trial::Trial;
 use crate::pipeline::workload::job::{Workload, ended_well, ended_with};
+use crate::recovery::RecoveryError;
 use crate::report::{Crash, Trace};
 use crate::trialdir::TrialEnv;
 
@@ -247,6 +248,15 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
         spread: true,
     };
     let mut trials = driver.run(&source, &plan);
+    if let Some(why) = trials.last().and_then(unplaced) {
+        // The harness's limit, not the store's: its points re-run the child,
+        // whose own folder holds every file its names point to.
+        let mut swept = w.re_executed(seed);
+        if let Some(last) = swept.trials.last_mut() {
+            last.details.push(format!("recorded states not used: {why}; every point re-ran the child"));
+        }
+        return swept;
+    }
     if trials.last().is_some_and(Trial::to_confirm) {
         let recorded = trials.pop().expect("a last trial");
         let n = recorded.index;
@@ -268,6 +278,15 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
     }
     let distinct = distinct_states(&marks, trials.last().map_or(0, |t| t.index.ordinal().0));
     Swept { planned: Some(points), trials, recorded: true, distinct: Some(distinct) }
+}
+
+/// Why a trial's state could not be recovered where its files were
+/// written, if that is how it ended.
+fn unplaced(t: &Trial) -> Option<String> {
+    match &t.outcome {
+        Outcome::Error(Failure::Recovery(e @ RecoveryError::Unplaced { .. })) => Some(e.to_string()),
+        _ => None,
+    }
 }
 
 /// A recorded sweep's process-crash states as a crash source: a unit per
