@@ -135,6 +135,15 @@ pub struct CatchUpArgs {
 
 /// Runs one operation and returns the process's exit code.
 pub fn run(op: ChildOp) -> Result<i32, ChildError> {
+    let work = match &op {
+        ChildOp::Append(a) => Some(a),
+        ChildOp::Rotate(a) => Some(&a.work),
+        _ => None,
+    };
+    if let Some(m @ Mutant::SplitAttachedRotation) = work.and_then(|w| w.mutant) {
+        // Refused, not ignored (the preflight's append asks first): this store keeps one file.
+        return Err(ChildError::Usage(format!("mutant `{m}` is a two-file store's; this store keeps one file")));
+    }
     match op {
         ChildOp::Append(a) => append(a).map(|()| 0),
         ChildOp::Rotate(a) => rotate(a).map(|()| 0),

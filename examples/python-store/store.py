@@ -73,6 +73,18 @@ CREATE TABLE IF NOT EXISTS obligations (
 
 # Only the split-position-read mutant's: the collision its INSERT OR IGNORE drops.
 UNIQUE_POSITIONS = "CREATE UNIQUE INDEX IF NOT EXISTS turns_at_position ON turns(conversation, pos)"
+# The two-file layout's attached file: where a rotation records the parent's
+# end (see PythonStore._two_files).
+ARCHIVE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS archive.closures (
+    name TEXT PRIMARY KEY,
+    closed REAL NOT NULL,
+    close_reason TEXT NOT NULL
+);
+"""
+
+# The layout whose rotation writes both files, asked for without a mutant.
+TWO_FILES_ENV = "CRASHCELLS_EXAMPLE_TWO_FILES"
 
 # Only the open-sweeps-orphans mutant's: its open's "repair".
 SWEEP_ORPHANS = "DELETE FROM turns WHERE conversation NOT IN (SELECT name FROM conversations)"
@@ -94,6 +106,7 @@ class PythonStore(adapter.Store):
         "split-position-read",
         "unsynced-body-file",
         "open-sweeps-orphans",
+        "split-attached-rotation",
     )
 
     def open(self, db, config):
@@ -101,18 +114,33 @@ class PythonStore(adapter.Store):
         decision = adapter.resolve(config, db, sqlite3.sqlite_version)
         # isolation_level=None: no implicit transactions; each write says BEGIN IMMEDIATE itself.
         self.conn = sqlite3.connect(db, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        if self._two_files():
+            # Attached first: journal_mode without a schema sets every attached file's.
+            self.conn.execute("ATTACH DATABASE ? AS archive", (archive_of(db),))
         with_retry(lambda: self.conn.execute("PRAGMA journal_mode=%s" % decision["applied"]).fetchone())
         if config.synchronous is not None:
-            self.conn.execute("PRAGMA synchronous=%s" % config.synchronous)
+            for schema in ("main", "archive") if self._two_files() else ("main",):
+                self.conn.execute("PRAGMA %s.synchronous=%s" % (schema, config.synchronous))
         with_retry(lambda: self.conn.executescript(SCHEMA))
         if self.mutant == "split-position-read":
             with_retry(lambda: self.conn.execute(UNIQUE_POSITIONS))
         if self.mutant == "open-sweeps-orphans":
             # Mutant open-sweeps-orphans: "repairs" turns whose conversation row is missing, taken for a crash's leftovers.
             self._transaction(lambda c: c.execute(SWEEP_ORPHANS))
+        if self._two_files():
+            with_retry(lambda: self.conn.executescript(ARCHIVE_SCHEMA))
         if self.op in ("deliver", "catch-up"):
             with_retry(lambda: self.conn.executescript(OUTBOX_SCHEMA))
         return decision
+
+    def _two_files(self):
+        """The two-file layout (CRASHCELLS_EXAMPLE_TWO_FILES=1, or the mutant
+        split-attached-rotation): a rotation's parent is ended in an ATTACHed
+        file beside the database (`archive_of`), its continuation written in
+        the database, both in one transaction. On a rollback journal SQLite
+        commits the two files atomically through a super-journal; in WAL it
+        commits each file alone, and documents the pair as not atomic."""
+        return self.mutant == "split-attached-rotation" or os.environ.get(TWO_FILES_ENV) == "1"
 
     def connection(self):
         return self.conn
@@ -201,15 +229,26 @@ class PythonStore(adapter.Store):
         publish = {
             "split-rotation": self._publish_split,
             "split-continuation": self._publish_split_continuation,
+            "split-attached-rotation": self._publish_split_attached,
         }.get(self.mutant, self._publish)
         publish(parent, child, carried)
 
     def _publish(self, parent, child, carried):
+        close = close_in_archive if self._two_files() else close_by_compression
+
         def body(c):
             insert_continuation(c, parent, child, carried)
-            close_by_compression(c, parent)
+            close(c, parent)
 
         self._transaction(body)
+
+    def _publish_split_attached(self, parent, child, carried):
+        """Mutant split-attached-rotation: the two-file layout, the parent
+        ended in the attached file in one transaction and the continuation
+        written in the database in a second; a kill between them leaves an
+        orphan."""
+        self._transaction(lambda c: close_in_archive(c, parent))
+        self._transaction(lambda c: insert_continuation(c, parent, child, carried))
 
     def _publish_split(self, parent, child, carried):
         """Mutant split-rotation: the parent is closed and the continuation
@@ -355,6 +394,9 @@ class PythonStore(adapter.Store):
         # Read-write with no pragma: opening rolls back a hot journal or replays the WAL.
         conn = sqlite3.connect(db, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         try:
+            # The two-file layout's, if the crash left it (dump runs without the mutant's name).
+            if os.path.exists(archive_of(db)):
+                conn.execute("ATTACH DATABASE ? AS archive", (archive_of(db),))
             state = read_state(conn)
         finally:
             conn.close()
@@ -466,6 +508,17 @@ def fill_continuation(c, parent, child, carried):
             insert_turn(c, child, speaker, body)
 
 
+def archive_of(db):
+    """The two-file layout's attached file: beside the database, named after it."""
+    return db + ".archive"
+
+
+def close_in_archive(c, parent):
+    """The two-file layout's end of a parent: a row in the attached file."""
+    insert = "INSERT OR IGNORE INTO archive.closures (name, closed, close_reason) VALUES (?, ?, 'compression')"
+    expect_one(c.execute(insert, (parent, time.time())), "closing %s" % parent)
+
+
 def close_by_compression(c, parent):
     cur = c.execute(
         "UPDATE conversations SET closed=?, close_reason='compression' WHERE name=? AND closed IS NULL",
@@ -482,6 +535,10 @@ def read_state(conn):
         return {"integrity": integrity}
     sessions = conn.execute(
         "SELECT name, continues, closed IS NOT NULL, close_reason, turns, handoff, branched_from FROM conversations"
+        if not has_closures(conn)
+        else "SELECT c.name, c.continues, c.closed IS NOT NULL OR a.name IS NOT NULL,"
+        " coalesce(c.close_reason, a.close_reason), c.turns, c.handoff, c.branched_from"
+        " FROM conversations c LEFT JOIN archive.closures a ON a.name = c.name"
     )
     turns = conn.execute("SELECT conversation, speaker, body, pos FROM turns ORDER BY seq")
     state = {
@@ -492,6 +549,13 @@ def read_state(conn):
     if "obligations" in tables:
         state["obligations"] = [{"key": k, "state": s} for k, s in conn.execute("SELECT key, state FROM obligations")]
     return state
+
+
+def has_closures(conn):
+    """Whether the two-file layout's attached file is there, with its table."""
+    if not any(row[1] == "archive" for row in conn.execute("PRAGMA database_list")):
+        return False
+    return conn.execute("SELECT 1 FROM archive.sqlite_master WHERE name = 'closures'").fetchone() is not None
 
 
 def session(name, continues, closed, reason, turns, handoff, branched_from):

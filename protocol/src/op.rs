@@ -363,10 +363,16 @@ pub enum Mutant {
     /// whose row does not exist (the Python example's; cell 6 fires under
     /// its opener schedule).
     OpenSweepsOrphans,
+    /// `rotate`, in a store that keeps a rotation's parts in two files (the
+    /// parent's end in an `ATTACH`ed file, the continuation in the
+    /// database), commits them in two transactions, one per file (cell 3
+    /// fires). The Python example's; the reference store keeps one file and
+    /// refuses it.
+    SplitAttachedRotation,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 18] = [
+    pub const ALL: [Mutant; 19] = [
         Mutant::AckBeforeCommit,
         Mutant::RacyClaim,
         Mutant::SplitRotation,
@@ -385,6 +391,7 @@ impl Mutant {
         Mutant::SplitPositionRead,
         Mutant::UnsyncedBodyFile,
         Mutant::OpenSweepsOrphans,
+        Mutant::SplitAttachedRotation,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -407,6 +414,7 @@ impl Mutant {
             Mutant::SplitPositionRead => "split-position-read",
             Mutant::UnsyncedBodyFile => "unsynced-body-file",
             Mutant::OpenSweepsOrphans => "open-sweeps-orphans",
+            Mutant::SplitAttachedRotation => "split-attached-rotation",
         }
     }
 
@@ -461,6 +469,10 @@ impl Mutant {
                 "`append` creates the session row after its message; `open` deletes messages without one (the Python \
                  example's)"
             }
+            Mutant::SplitAttachedRotation => {
+                "`rotate` ends the parent in an attached file and writes the continuation in the database, in two \
+                 transactions (a two-file store's; the reference store refuses it)"
+            }
         }
     }
 
@@ -489,7 +501,7 @@ impl Mutant {
             | Mutant::ClaimsFull
             | Mutant::UnsyncedBodyFile => 1,
             Mutant::RacyClaim | Mutant::SplitClaim => 2,
-            Mutant::SplitRotation | Mutant::SplitContinuation => 3,
+            Mutant::SplitRotation | Mutant::SplitContinuation | Mutant::SplitAttachedRotation => 3,
             Mutant::TornFork | Mutant::TornBranch => 4,
             Mutant::ResendOnCatchUp => 5,
             Mutant::PositionReadOutsideTxn | Mutant::SplitPositionRead | Mutant::OpenSweepsOrphans => 6,
