@@ -1,6 +1,7 @@
 //! The integration tests: one binary, one module per concern. They run the
 //! real `crashcells` binary, as users and CI do.
 
+mod attached;
 mod bounds;
 mod cells;
 mod ci;
