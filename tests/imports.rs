@@ -78,6 +78,7 @@ const PIPELINE: &[&str] = &[
     "race::job",
     "race::schedule",
     "race::sweep",
+    "race::writers_sweep",
     "race::recorded",
     "race::compare",
     "race::writers",

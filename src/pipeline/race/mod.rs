@@ -16,3 +16,4 @@ pub mod recorded;
 pub mod schedule;
 pub mod sweep;
 pub mod writers;
+pub mod writers_sweep;

@@ -56,7 +56,7 @@ use crate::pipeline::plain::confirm;
 use crate::pipeline::plain::decide::{Found, decide};
 use crate::pipeline::race::job::{Finished, Order, R0, Race, Racing, acks_of};
 use crate::pipeline::race::sweep::{Claim, RaceSweep, Split, killed_on, ready_of};
-use crate::pipeline::race::writers::{WritersSweep, appending, writers_sweep};
+use crate::pipeline::race::writers_sweep::{WritersSweep, appending, writers_sweep};
 use crate::pipeline::trial::Trial;
 use crate::pipeline::workload::job::ended_with;
 use crate::pipeline::workload::recorded::fallback_note;
@@ -532,7 +532,7 @@ impl<'a> Points<'a> {
         let stage = t.kill_point.as_ref().and_then(|k| k.racer.as_ref()).map(|r| r.stage);
         let killed = match self.race.racing {
             Racing::Claims => killed_on(claim, stage, (at, of, n)),
-            Racing::Appends(_) => crate::pipeline::race::writers::said(n, of, true),
+            Racing::Appends(_) => crate::pipeline::race::writers_sweep::said(n, of, true),
         };
         t.details.insert(0, format!("{killed}; its state rebuilt from the recording"));
         t
