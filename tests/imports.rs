@@ -76,6 +76,7 @@ const PIPELINE: &[&str] = &[
     "workload::fault",
     "race::hold",
     "race::job",
+    "race::opener",
     "race::schedule",
     "race::sweep",
     "race::writers_sweep",
