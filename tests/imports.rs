@@ -9,7 +9,8 @@
 //! walked for every path that names a module of the crate (`use` trees,
 //! paths in code such as `crate::harness::interrupted()`, and paths inside
 //! macro bodies, read from their tokens, best effort), each resolved to the
-//! file module that defines the item, through re-exports. A `pub use` is a
+//! file module that defines the item, through re-exports (`pub use`, and
+//! `pub(crate) use`: a re-export within the crate is one too). A re-export is a
 //! dependency of the file that says it, except in a table of contents (a
 //! `mod.rs` re-exporting a file of its own folder: `pub use child::Item` is
 //! where its items live, not a dependency of its own). Test code
@@ -208,7 +209,8 @@ impl<'ast> Visit<'ast> for Walker<'_> {
         if let syn::Item::Use(u) = item {
             let mut found = Vec::new();
             use_paths(&u.tree, &mut Vec::new(), &mut found);
-            let public = matches!(u.vis, syn::Visibility::Public(_));
+            // `pub(crate) use` re-exports as `pub use` does, within the crate.
+            let public = matches!(u.vis, syn::Visibility::Public(_) | syn::Visibility::Restricted(_));
             for (path, name) in found {
                 match (public, name) {
                     (true, Some(name)) => {
@@ -530,20 +532,26 @@ fn file(module: &str, toc: bool, text: &str) -> File {
 
 /// Each hole the checker once had, shown on a made-up crate: a `pub use`
 /// outside a table of contents, and a path inside a macro's body, are
-/// dependencies; a table of contents' re-export of its own file is not.
+/// dependencies; a table of contents' re-export of its own file is not,
+/// `pub(crate) use` as `pub use`, and a path through it names the file.
 #[test]
 fn a_re_export_and_a_path_in_a_macro_are_dependencies() {
     let files = [
         file("", true, "pub mod seed; pub mod cli; pub mod pipeline;"),
         file("seed", false, "pub use crate::cli::main;"),
-        file("cli", false, "pub fn main() {}"),
-        file("pipeline", true, "pub mod result; pub use result::run;"),
-        file("pipeline::result", false, r#"pub fn run() { println!("{}", crate::seed::derive(1)); }"#),
+        file("cli", false, "pub fn main() { crate::pipeline::inner(); }"),
+        file("pipeline", true, "pub mod result; pub use result::run; pub(crate) use result::inner;"),
+        file(
+            "pipeline::result",
+            false,
+            r#"pub fn run() { println!("{}", crate::seed::derive(1)); } pub(crate) fn inner() {}"#,
+        ),
     ];
     let graph = graph_of(&files);
     let of = |m: &str| graph[&m.split("::").map(String::from).collect::<Module>()].clone();
     assert_eq!(of("seed"), BTreeSet::from([vec!["cli".to_string()]]));
     assert_eq!(of("pipeline::result"), BTreeSet::from([vec!["seed".to_string()]]));
+    assert_eq!(of("cli"), BTreeSet::from([vec!["pipeline".to_string(), "result".to_string()]]));
     assert!(of("pipeline").is_empty(), "{:?}", of("pipeline"));
     let paths = token_paths("$module::$probe, a: b::c, format!(\"{}\", x)".parse().unwrap());
     assert_eq!(paths, [vec!["b".to_string(), "c".to_string()]]);
