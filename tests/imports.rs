@@ -61,6 +61,7 @@ const PIPELINE: &[&str] = &[
     "run::context",
     "judge::census",
     "judge::verdict",
+    "judge::recover",
     "judge::driver",
     "judge::pending",
     "judge::sweep",

@@ -22,8 +22,9 @@ use crate::crashstate::{Event, Files, Log, State};
 use crate::kill::syscall::sweep_points;
 use crate::kill::{Ordinal, TrialIndex};
 use crate::pipeline::judge::driver::{
-    BadPower, Cause, Count, Driver, Got, Passed, Plan, Source, Stores, first_rule, judged_order,
+    BadPower, Cause, Count, Driver, Got, Passed, Plan, Source, first_rule, judged_order,
 };
+use crate::pipeline::judge::recover::Stores;
 use crate::pipeline::judge::sweep::Swept;
 use crate::pipeline::outcome::{Failure, Interruption, Outcome, PowerLoss};
 use crate::pipeline::trial::Trial;

@@ -1,7 +1,7 @@
 //! What the power-loss sweeps of one cell, leg and seed share when their
 //! caller turns sharing on ([`crate::pipeline::run::context::Shared`]: the audit, whose
 //! power and torn columns sweep the same recorded run): one recording, and
-//! a turn at recovering ([`crate::pipeline::judge::driver::Turn`]). The
+//! a turn at recovering ([`crate::pipeline::judge::recover::Turn`]). The
 //! recoveries themselves are the run's ([`crate::pipeline::run::recoveries`]):
 //! the turn makes the second sweep wait for the first's, then find them.
 //!
@@ -18,7 +18,7 @@
 
 use std::sync::Arc;
 
-use crate::pipeline::judge::driver::Turn;
+use crate::pipeline::judge::recover::Turn;
 use crate::pipeline::workload::job::Workload;
 use crate::pipeline::workload::recorded::Recording;
 
