@@ -30,11 +30,14 @@ pub enum Need {
     Go,
     /// A Python with SQLAlchemy, for the ORM example store (examples/sqlalchemy-store).
     SqlAlchemy,
+    /// A mount namespace with a bind mount, where a recorded state is
+    /// recovered laid over the folder its files name.
+    Mounts,
 }
 
 impl Need {
     /// Every reason a test may skip.
-    pub const ALL: [Need; 10] = [
+    pub const ALL: [Need; 11] = [
         Need::Tracing,
         Need::Python,
         Need::HermesWheel,
@@ -45,6 +48,7 @@ impl Need {
         Need::Pytest,
         Need::Go,
         Need::SqlAlchemy,
+        Need::Mounts,
     ];
 
     /// What is missing, and what provides it (`.ci/run` does each).
@@ -62,6 +66,7 @@ impl Need {
             Need::SqlAlchemy => {
                 "no Python with SQLAlchemy (CRASHCELLS_SQLALCHEMY_PYTHON names one; .ci/run makes target/ci-sqlalchemy)"
             }
+            Need::Mounts => "a mount namespace with a bind mount is refused on this machine",
         }
     }
 

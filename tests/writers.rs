@@ -61,17 +61,26 @@ fn concurrent_appends_fire_on_a_position_read_outside_the_transaction_and_pass_o
 
 /// An append that reads `max(position) + 1` in one `BEGIN IMMEDIATE`
 /// transaction and inserts with `INSERT OR IGNORE` in a second: reads-first
-/// holds r0 inside its second transaction and misses it; the
-/// between-transactions schedule holds r0 between the two while r1 reads
-/// and writes, and r0's acked append is dropped, on every seed, in the
-/// default gate's kill modes.
+/// holds r0 inside its second transaction and misses it by construction;
+/// the between-transactions schedule holds r0 between the two while r1
+/// reads and writes, and r0's acked append is dropped. It fires on every
+/// seed. The free race after reads-first lets go of r0 may catch it first
+/// by chance (seen once in three seeds at load 6): such a fire is true, so
+/// the test takes it, and asks that between-transactions catch it on at
+/// least one of seeds 1 to 6.
 #[test]
 fn a_position_read_in_an_earlier_transaction_fires_between_transactions_on_every_seed() {
     let dir = scratch();
     let child = format!("python3 {}/examples/python-store/store.py", env!("CARGO_MANIFEST_DIR"));
-    for seed in ["1", "2", "3"] {
+    let held = "schedule between-transactions: r0 held after its first commit past its barrier";
+    let mut by_schedule = 0;
+    for seed in 1..=6 {
+        if seed > 3 && by_schedule > 0 {
+            break;
+        }
+        let seed = seed.to_string();
         let args = ["run", "--child", &child, "--cell", CELL, "--mutant", "split-position-read"];
-        let (code, report) = run_json(&[&args[..], &["--seed", seed, "--trials", "1"]].concat(), dir.path());
+        let (code, report) = run_json(&[&args[..], &["--seed", &seed, "--trials", "1"]].concat(), dir.path());
         let Some(r) = results(&report, CELL).into_iter().find(|r| r["kill"] == "syscall") else {
             panic!("seed {seed}: no syscall result: {report:#}")
         };
@@ -80,11 +89,17 @@ fn a_position_read_in_an_earlier_transaction_fires_between_transactions_on_every
         }
         assert_eq!(code, 1, "seed {seed}: {report:#}");
         assert_eq!(r["verdict"], "fire", "seed {seed}: {r:#}");
+        // The dropped append is lost, or leaves a hole below a later one.
+        let dropped = |f: &str| f.ends_with("/lost-ack") || f.ends_with("/hole");
+        assert!(r["fingerprint"].as_str().is_some_and(dropped), "seed {seed}: {r:#}");
         let details = r["details"].to_string();
-        let held = "schedule between-transactions: r0 held after its first commit past its barrier";
-        assert!(details.contains(held) && details.contains("while r1 read and wrote"), "seed {seed}: {r:#}");
-        assert!(details.contains("acked append r0-m0 was lost"), "seed {seed}: {r:#}");
+        if details.contains(held) {
+            assert!(details.contains("while r1 read and wrote"), "seed {seed}: {r:#}");
+            assert!(details.contains("r0-m0"), "seed {seed}: {r:#}");
+            by_schedule += 1;
+        }
     }
+    assert!(by_schedule > 0, "between-transactions caught it on none of seeds 1 to 6");
 }
 
 #[test]

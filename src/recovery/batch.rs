@@ -521,7 +521,7 @@ for a in "$@"; do case "$a" in --db) echo 'LINE';; esac; done
     #[test]
     fn a_state_that_names_its_folder_is_recovered_laid_over_it_one_process_per_pass() {
         if let Err(why) = crate::harness::can_place() {
-            return eprintln!("skipped: {why}");
+            return crate::testskip::skip_or_fail(crate::testskip::Need::Mounts, why);
         }
         let dir = tempfile::tempdir().unwrap();
         let script = format!("shift; shift; grep -q 'crash state' \"$1\" || exit 1; echo '{EMPTY}'");
