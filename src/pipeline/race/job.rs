@@ -698,3 +698,148 @@ fn racer_end(env: &TrialEnv, r: u32, exit: Exit, racing: Racing) -> Result<End, 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::run::context::Context;
+
+    /// Runs `f` with a race of cell 2 on a WAL leg, its racers' folder in
+    /// a work folder of its own.
+    fn with_race<T>(racers: u32, f: impl FnOnce(&Race, &TrialEnv) -> T) -> T {
+        let work = tempfile::tempdir().unwrap();
+        let ctx = Context { work_root: work.path().to_path_buf(), ..Context::for_tests(1, None) };
+        let leg = crate::matrix::Leg::new("wal", None, None);
+        let spec = crate::catalog::Catalog::embedded().unwrap().find("consume-once").unwrap().clone();
+        let job =
+            crate::plan::Job { cell: spec, leg: Some(leg.clone()), kill: crate::plan::KillMode::Syscall, seed: 1 };
+        let cell = crate::cells::find("consume-once").unwrap();
+        let race = Race::new(Scope { job: &job, leg: &leg, cell, ctx: &ctx }, racers);
+        let env = race.env("t").unwrap();
+        f(&race, &env)
+    }
+
+    fn flag(args: &[OsString], name: &str) -> Option<String> {
+        let at = args.iter().position(|a| a == name)?;
+        args.get(at + 1).map(|v| v.to_string_lossy().into_owned())
+    }
+
+    #[test]
+    fn only_r0s_losing_claim_is_sent_last() {
+        assert_eq!(Order::R0Last.path(), "losing-claim");
+        for order in [Order::Together, Order::R0First, Order::ReadsFirst, Order::BetweenTransactions, Order::Opener] {
+            assert_eq!(order.path(), "winning-claim", "{order:?}");
+        }
+    }
+
+    /// r0 waits on a barrier of its own unless all go together, and a
+    /// barrier holds its racers until it is dropped.
+    #[test]
+    fn r0_has_its_own_barrier_unless_all_go_together() {
+        with_race(3, |_, env| {
+            assert_eq!(barrier_of(env, 0, Order::Together), barrier_of(env, 2, Order::Together));
+            assert_ne!(barrier_of(env, 0, Order::R0First), barrier_of(env, 1, Order::R0First));
+            assert_eq!(barrier_of(env, 1, Order::R0Last), barrier_of(env, 2, Order::R0Last));
+            let together = Barriers::hold(env, Order::Together).unwrap();
+            assert!(together.r0.is_none() && together.others.is_some());
+            drop(together);
+            let mut apart = Barriers::hold(env, Order::R0First).unwrap();
+            let waits = |r| File::open(barrier_of(env, r, Order::R0First)).unwrap().try_lock().is_err();
+            assert!(waits(0) && waits(1), "both barriers held");
+            apart.r0.take();
+            assert!(!waits(0) && waits(1), "r0 released alone");
+            apart.drop_all();
+            assert!(!waits(1));
+        });
+    }
+
+    /// A claimant's arguments name its journal, its barrier and itself; a
+    /// writer's its appends instead of the handoff.
+    #[test]
+    fn each_racer_claims_on_its_own_journal_and_barrier() {
+        with_race(3, |race, env| {
+            let args = race.racer_args(env, 2, Order::R0First);
+            assert_eq!(args[0], "claim");
+            assert_eq!(flag(&args, "--acks"), Some(acks_of(env, 2).display().to_string()));
+            assert_eq!(flag(&args, "--barrier"), Some(barrier_of(env, 2, Order::R0First).display().to_string()));
+            assert_eq!(flag(&args, "--claimant").as_deref(), Some("r2"));
+            assert_eq!(flag(&args, "--session").as_deref(), Some(HANDOFF));
+            let r0 = race.racer_args(env, 0, Order::R0First);
+            assert_eq!(flag(&r0, "--barrier"), Some(env.path("barrier-r0.lock").display().to_string()));
+            let writers = Race::writers(race.scope, (2, 5));
+            let args = writers.racer_args(env, 1, Order::Together);
+            assert_eq!((args[0].to_str(), flag(&args, "--stop-after").as_deref()), (Some("co-append"), Some("5")));
+            assert_eq!(flag(&args, "--writer").as_deref(), Some("r1"));
+        });
+    }
+
+    /// A finished race reads every racer r0 first, each with its journal.
+    #[test]
+    fn a_race_is_judged_on_every_racer_r0_first() {
+        with_race(3, |race, env| {
+            let ends = vec![End::Killed, End::Exited(EXIT_WON), End::Exited(EXIT_LOST)];
+            let f = Finished { ends: ends.clone(), kill_point: None, r0_points: None, log: None, wal_index: None };
+            let crash = race.crash(env, &f, None);
+            let names: Vec<&str> = crash.ended.iter().map(|e| e.name.as_str()).collect();
+            assert_eq!(names, ["r0", "r1", "r2"]);
+            assert_eq!(crash.ended.iter().map(|e| e.end).collect::<Vec<_>>(), ends);
+            assert!(matches!(&crash.ended[1].acks, Acks::File(p) if *p == acks_of(env, 1)));
+            assert_eq!((crash.db, crash.seed), (env.db.as_path(), 0));
+        });
+    }
+
+    /// A claimant ends WON (0) or LOST, a writer 0; any other end is the
+    /// store's once the racer wrote its ready record, else the harness's.
+    #[test]
+    fn a_racer_ends_won_lost_or_by_its_own_fault() {
+        with_race(2, |_, env| {
+            let claims = |code| racer_end(env, 1, Exit::Code(code), Racing::Claims);
+            assert_eq!(claims(EXIT_WON).unwrap(), End::Exited(EXIT_WON));
+            assert_eq!(claims(EXIT_LOST).unwrap(), End::Exited(EXIT_LOST));
+            let writer = |code| racer_end(env, 1, Exit::Code(code), Racing::Appends(2));
+            assert_eq!(writer(0).unwrap(), End::Exited(0));
+            let early = writer(EXIT_LOST).unwrap_err();
+            assert!(matches!(early, Outcome::Error(Failure::RacerEnded { racer: 1, .. })), "{early:?}");
+            std::fs::write(acks_of(env, 1), "{\"ready\":true}\n").unwrap();
+            assert!(matches!(claims(3).unwrap_err(), Outcome::Fire(_)), "a ready claimant's failure is the store's");
+        });
+    }
+
+    /// Every race starts from the parked store, copied whole; a file park
+    /// did not leave is not made.
+    #[test]
+    fn the_parked_store_is_copied_byte_for_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let (from, to) = (dir.path().join("park.db"), dir.path().join("race.db"));
+        std::fs::write(&from, b"pages").unwrap();
+        std::fs::write(sibling(&from, "-wal"), b"frames").unwrap();
+        copy_parked(&from, &to).unwrap();
+        assert_eq!(std::fs::read(&to).unwrap(), b"pages");
+        assert_eq!(std::fs::read(sibling(&to, "-wal")).unwrap(), b"frames");
+        assert!(!sibling(&to, "-journal").exists());
+        let nowhere = dir.path().join("gone/race.db");
+        assert!(copy_parked(&from, &nowhere).unwrap_err().contains("gone/race.db"));
+    }
+
+    /// The timeline's lanes: whom each release let go, and how each
+    /// racer ended, in words.
+    #[test]
+    fn a_race_records_its_releases_and_ends() {
+        with_race(3, |_, env| {
+            let clock = Clock::start();
+            released(&clock, &[1, 2]);
+            released(&clock, &[0]);
+            released(&clock, &[]);
+            let who: Vec<String> = clock.times().releases.into_iter().map(|r| r.who).collect();
+            assert_eq!(who, ["r1–r2", "r0"]);
+            let ends = vec![End::Killed, End::Exited(EXIT_WON), End::Exited(3)];
+            let f = Finished { ends, kill_point: None, r0_points: None, log: None, wal_index: None };
+            record_ends(env, &clock, &f, Racing::Claims);
+            let ended: Vec<Option<String>> = clock.times().racers.into_iter().map(|r| r.end).collect();
+            assert_eq!(ended, [Some("killed".into()), Some("won".into()), Some("exit 3".into())]);
+            let f = Finished { ends: vec![End::Exited(0)], ..f };
+            record_ends(env, &clock, &f, Racing::Appends(1));
+            assert_eq!(clock.times().racers[0].end.as_deref(), Some("ended"), "a writer's 0 is no win");
+        });
+    }
+}
