@@ -42,40 +42,38 @@ fn said(r: &Value) -> String {
 
 #[test]
 fn a_two_file_rotation_passes_every_kill_mode_on_a_rollback_journal() {
-    // 80 of the sweep's 443 points: about a third of its states hold a
+    // 40 of the sweep's 443 points: about a third of its states hold a
     // super-journal or a journal naming one (measured on seeds 1-10 with
     // every point, CHANGELOG).
-    for seed in ["1", "2"] {
-        let args = ["--leg", "delete", "--kill", "all", "--points", "80", "--seed", seed];
-        let Some((code, results)) = cell3(&python(true), &args) else { return };
-        let lines: Vec<String> = results.iter().map(said).collect();
-        assert!(results.iter().all(|r| r["verdict"] == "pass"), "seed {seed}: {lines:#?}");
-        assert_eq!(code, 0, "seed {seed}: {lines:#?}");
-    }
+    // One seed: seeds 1-10 were run by hand (CHANGELOG, issue 49 item 3).
+    let seed = "1";
+    let args = ["--leg", "delete", "--kill", "all", "--points", "40", "--trials", "1", "--seed", seed];
+    let Some((code, results)) = cell3(&python(true), &args) else { return };
+    let lines: Vec<String> = results.iter().map(said).collect();
+    assert!(results.iter().all(|r| r["verdict"] == "pass"), "seed {seed}: {lines:#?}");
+    assert_eq!(code, 0, "seed {seed}: {lines:#?}");
 }
 
 #[test]
 fn a_two_file_rotation_fires_in_wal_where_sqlite_commits_each_file_alone() {
-    for seed in ["1", "2"] {
-        let args = ["--matrix", "libraries", "--leg", "bundled-wal", "--kill", "syscall", "--seed", seed];
-        let Some((code, results)) = cell3(&python(true), &args) else { return };
-        let r = &results[0];
-        assert_eq!((code, r["verdict"].as_str()), (1, Some("fire")), "seed {seed}: {}", said(r));
-        let reason = r["reason"].as_str().unwrap();
-        assert!(reason.contains("exists but its parent") && reason.contains("is not ended"), "{reason}");
-    }
+    let seed = "1";
+    let args = ["--matrix", "libraries", "--leg", "bundled-wal", "--kill", "syscall", "--seed", seed];
+    let Some((code, results)) = cell3(&python(true), &args) else { return };
+    let r = &results[0];
+    assert_eq!((code, r["verdict"].as_str()), (1, Some("fire")), "seed {seed}: {}", said(r));
+    let reason = r["reason"].as_str().unwrap();
+    assert!(reason.contains("exists but its parent") && reason.contains("is not ended"), "{reason}");
 }
 
 #[test]
 fn split_attached_rotation_fires_on_a_rollback_journal_in_the_default_gate() {
-    for seed in ["1", "2"] {
-        let args = ["--leg", "delete", "--mutant", "split-attached-rotation", "--seed", seed];
-        let Some((code, results)) = cell3(&python(false), &args) else { return };
-        let lines: Vec<String> = results.iter().map(said).collect();
-        assert_eq!(code, 1, "seed {seed}: {lines:#?}");
-        let syscall = results.iter().find(|r| r["kill"] == "syscall").expect("a syscall result");
-        assert_eq!(syscall["verdict"], "fire", "seed {seed}: {lines:#?}");
-        assert!(syscall["reason"].as_str().unwrap().contains("orphan"), "{lines:#?}");
-        assert!(results.iter().all(|r| r["verdict"] != "error"), "{lines:#?}");
-    }
+    let seed = "1";
+    let args = ["--leg", "delete", "--mutant", "split-attached-rotation", "--trials", "1", "--seed", seed];
+    let Some((code, results)) = cell3(&python(false), &args) else { return };
+    let lines: Vec<String> = results.iter().map(said).collect();
+    assert_eq!(code, 1, "seed {seed}: {lines:#?}");
+    let syscall = results.iter().find(|r| r["kill"] == "syscall").expect("a syscall result");
+    assert_eq!(syscall["verdict"], "fire", "seed {seed}: {lines:#?}");
+    assert!(syscall["reason"].as_str().unwrap().contains("orphan"), "{lines:#?}");
+    assert!(results.iter().all(|r| r["verdict"] != "error"), "{lines:#?}");
 }
