@@ -19,6 +19,24 @@ fn traced(r: &serde_json::Value) -> bool {
     !refused
 }
 
+/// The Python example's syscall result under `mutant` on `seed` (one timed
+/// trial beside it), checked to be a fire that exits 1; `None` where this
+/// machine refuses tracing.
+fn python_fire(mutant: &str, seed: &str, dir: &std::path::Path) -> Option<serde_json::Value> {
+    let child = format!("python3 {}/examples/python-store/store.py", env!("CARGO_MANIFEST_DIR"));
+    let args = ["run", "--child", &child, "--cell", CELL, "--mutant", mutant, "--seed", seed, "--trials", "1"];
+    let (code, report) = run_json(&args, dir);
+    let Some(r) = results(&report, CELL).into_iter().find(|r| r["kill"] == "syscall") else {
+        panic!("seed {seed}: no syscall result: {report:#}")
+    };
+    if !traced(r) {
+        return None;
+    }
+    assert_eq!(code, 1, "seed {seed}: {report:#}");
+    assert_eq!(r["verdict"], "fire", "seed {seed}: {r:#}");
+    Some(r.clone())
+}
+
 /// The mutant fires on every seed, by the reads-first schedule; the
 /// reference store passes, its syscall result from a recording of r0.
 #[test]
@@ -71,24 +89,13 @@ fn concurrent_appends_fire_on_a_position_read_outside_the_transaction_and_pass_o
 #[test]
 fn a_position_read_in_an_earlier_transaction_fires_between_transactions_on_every_seed() {
     let dir = scratch();
-    let child = format!("python3 {}/examples/python-store/store.py", env!("CARGO_MANIFEST_DIR"));
     let held = "schedule between-transactions: r0 held after its first commit past its barrier";
     let mut by_schedule = 0;
     for seed in 1..=6 {
         if seed > 3 && by_schedule > 0 {
             break;
         }
-        let seed = seed.to_string();
-        let args = ["run", "--child", &child, "--cell", CELL, "--mutant", "split-position-read"];
-        let (code, report) = run_json(&[&args[..], &["--seed", &seed, "--trials", "1"]].concat(), dir.path());
-        let Some(r) = results(&report, CELL).into_iter().find(|r| r["kill"] == "syscall") else {
-            panic!("seed {seed}: no syscall result: {report:#}")
-        };
-        if !traced(r) {
-            return;
-        }
-        assert_eq!(code, 1, "seed {seed}: {report:#}");
-        assert_eq!(r["verdict"], "fire", "seed {seed}: {r:#}");
+        let Some(r) = python_fire("split-position-read", &seed.to_string(), dir.path()) else { return };
         // The dropped append is lost, or leaves a hole below a later one.
         let dropped = |f: &str| f.ends_with("/lost-ack") || f.ends_with("/hole");
         assert!(r["fingerprint"].as_str().is_some_and(dropped), "seed {seed}: {r:#}");
@@ -127,18 +134,8 @@ fn the_python_example_passes_concurrent_appends() {
 #[test]
 fn an_open_that_sweeps_a_live_writers_messages_fires_under_the_opener_schedule_on_every_seed() {
     let dir = scratch();
-    let child = format!("python3 {}/examples/python-store/store.py", env!("CARGO_MANIFEST_DIR"));
     for seed in ["1", "2", "3"] {
-        let args = ["run", "--child", &child, "--cell", CELL, "--mutant", "open-sweeps-orphans"];
-        let (code, report) = run_json(&[&args[..], &["--seed", seed, "--trials", "1"]].concat(), dir.path());
-        let Some(r) = results(&report, CELL).into_iter().find(|r| r["kill"] == "syscall") else {
-            panic!("seed {seed}: no syscall result: {report:#}")
-        };
-        if !traced(r) {
-            return;
-        }
-        assert_eq!(code, 1, "seed {seed}: {report:#}");
-        assert_eq!(r["verdict"], "fire", "seed {seed}: {r:#}");
+        let Some(r) = python_fire("open-sweeps-orphans", seed, dir.path()) else { return };
         let details = r["details"].to_string();
         let opened = "schedule opener: r0 held after its first commit past its barrier";
         assert!(details.contains(opened) && details.contains("a fresh process, opened the store"), "{r:#}");

@@ -215,21 +215,7 @@ fn run_op(p: &Passes, args: &OpArgs, n: u32, name: &str) -> Result<Result<String
 /// by the state: it is copied into the state's folder, where the child then
 /// finds it at the same path, as the recorded run did.
 fn lay_home(home: &Path, place: &Place) -> std::io::Result<()> {
-    if home.starts_with(&place.at) { copy_tree(home, &place.real(home)) } else { Ok(()) }
-}
-
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_tree(&entry.path(), &target)?;
-        } else {
-            std::fs::copy(entry.path(), target)?;
-        }
-    }
-    Ok(())
+    if home.starts_with(&place.at) { crate::trialdir::copy_tree(home, &place.real(home)) } else { Ok(()) }
 }
 
 /// One `dump` pass on `dbs` (several only for a `dump-batch` child): its
