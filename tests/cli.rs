@@ -60,6 +60,25 @@ fn a_mutant_a_child_does_not_implement_is_refused_before_any_cell_runs() {
     fails_with(&["run", "--child", "/nonexistent/store", "--mutant", "nope"], "unknown mutant `nope`");
 }
 
+/// The reference store refuses the mutants only another store plays, on
+/// whatever operation its cell runs (cell 6's `co-append` too), rather than
+/// passing as if it played them.
+#[test]
+fn the_reference_store_refuses_the_examples_mutants() {
+    let dir = scratch();
+    for (mutant, cell) in [
+        ("unsynced-body-file", "1"),
+        ("split-position-read", "6"),
+        ("open-sweeps-orphans", "6"),
+        ("split-attached-rotation", "3"),
+    ] {
+        let out = run(&["run", "--mutant", mutant, "--cell", cell, "--seed", "1", "--trials", "1"], dir.path());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{mutant}: {stderr}");
+        assert!(stderr.contains(&format!("does not implement the mutant `{mutant}`")), "{mutant}: {stderr}");
+    }
+}
+
 /// `list` and `run --help` name every mutant, with the cell it is for and
 /// what it breaks.
 #[test]
