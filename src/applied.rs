@@ -3,7 +3,7 @@
 //! the leg (`append --stop-after 1` with the leg's config home and
 //! library), and the rule that a leg whose applied configuration an
 //! earlier leg of the run already has is not run again: its results are
-//! that leg's, copied and labelled ([`crate::report::JudgedWith`]).
+//! that leg's, copied and labelled ([`crate::model::JudgedWith`]).
 //!
 //! Crash model and clause: unchanged. Two legs that apply the same
 //! journal mode, the same synchronous level, the same SQLite library (its

@@ -35,8 +35,8 @@ use crate::harness::{ChildCommand, Launcher, Running};
 use crate::kill::timed::{WaitError, wait_for_acks};
 use crate::legaudit::{self, audit_leg};
 use crate::matrix::{Leg, Matrix};
+use crate::model::JudgedWith;
 use crate::pipeline::{preflight_deadline, scale_deadline};
-use crate::report::JudgedWith;
 use crate::sqlitelib::{LOADER_PATH, Placement};
 
 pub const SCHEMA: &str = "crashcells.audit.v1";
@@ -260,7 +260,7 @@ fn audit_matrix(
     let honored = rows.iter().filter(|r| r.honored).count();
     Ok(AuditReport {
         schema: SCHEMA.into(),
-        crashcells_version: crate::report::VERSION.into(),
+        crashcells_version: crate::model::VERSION.into(),
         matrix: setup.matrix.name.clone(),
         workdir: setup.workdir.display().to_string(),
         filesystem: filesystem_name(&setup.workdir),

@@ -26,6 +26,7 @@ use crate::audit::{Audit, AuditSetup};
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::matrix::Matrix;
+use crate::model;
 use crate::options::{CatalogArg, ChildArg, DeadlineArg, RunOptions, WorkdirArg};
 use crate::report::{self, Format};
 use crate::run;
@@ -39,7 +40,7 @@ use runplan::RunPlan;
 #[derive(Debug, Parser)]
 #[command(
     name = "crashcells",
-    version = crate::report::VERSION,
+    version = crate::model::VERSION,
     // Help wraps to the terminal, and to 100 columns at most (or in a log).
     max_term_width = 100,
     about = "Crash-persistence conformance cells for SQLite-backed session stores",
@@ -351,9 +352,9 @@ fn cmd_list(a: ListArgs) -> Result<i32> {
 fn cmd_report(a: ReportArgs) -> Result<i32> {
     let _out = outclaim::OutClaim::take(a.output.out.as_deref(), &a.from)?;
     check_new_only(&a)?;
-    let mut report = report::merge::merge_files(&a.from)?;
+    let mut report = model::merge::merge_files(&a.from)?;
     if let Some(file) = &a.known {
-        report.judge_known(Some(file.display().to_string()), report::known::load(file)?);
+        report.judge_known(Some(file.display().to_string()), model::known::load(file)?);
     }
     let sources: Vec<String> = a.from.iter().map(|f| f.display().to_string()).collect();
     let show = a.show || std::io::stdout().is_terminal();
@@ -455,7 +456,7 @@ impl AuditArgs {
 /// format; and, when `step_summary`, its Markdown to the GitHub step
 /// summary if there is one. `whole` names the files that hold the whole
 /// report, for a Markdown that must leave fires out to fit in a comment.
-fn emit(report: &report::Report, out: &OutputArgs, whole: &[String], step_summary: bool, show: bool) -> Result<()> {
+fn emit(report: &model::Report, out: &OutputArgs, whole: &[String], step_summary: bool, show: bool) -> Result<()> {
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let markdown = || report::markdown::render_within(report, whole, report::markdown::LIMIT);
     let text = match out.format {

@@ -6,7 +6,7 @@
 //! kill → reap and classify the exit → audit the on-disk mode → recovery
 //! passes → invariants → verdict and evidence → renderers.
 
-pub use report::VERSION;
+pub use model::VERSION;
 
 pub mod applied;
 pub mod audit;
@@ -23,6 +23,7 @@ pub mod kill;
 pub mod killmode;
 pub mod legaudit;
 pub mod matrix;
+pub mod model;
 pub mod options;
 pub mod pipeline;
 pub mod plan;

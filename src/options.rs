@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use crate::report::{Children, Partition};
+use crate::model::{Children, Partition};
 
 use crate::plan::KillMode;
 

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::model::{CellResult, Partition, Report, SCHEMA, Summary};
 use crate::pipeline::{Context, Step, Tally};
 use crate::plan::{Job, KillMode};
-use crate::report::{CellResult, Partition, Report, SCHEMA, Summary};
 
 /// Where trials run when `--workdir` is not given: a memory-backed folder
 /// where there is one. A `SIGKILL` tests the process's contract, not the
@@ -273,7 +273,7 @@ pub fn report(ctx: &Context, facts: RunFacts, results: Vec<CellResult>) -> Repor
     let signal = crate::harness::interrupted();
     let mut report = Report {
         schema: SCHEMA.to_string(),
-        crashcells_version: crate::report::VERSION.to_string(),
+        crashcells_version: crate::model::VERSION.to_string(),
         sqlite_version: facts.sqlite_version,
         seed: ctx.seed,
         matrix: ctx.options.matrix.clone(),
@@ -287,7 +287,7 @@ pub fn report(ctx: &Context, facts: RunFacts, results: Vec<CellResult>) -> Repor
         planned: Some(facts.planned),
         partition: facts.partition,
         os: os_description(),
-        ci: crate::report::CiRun::from_env(),
+        ci: crate::model::CiRun::from_env(),
         start_folder: facts.start_folder.display().to_string(),
         launcher: launcher_said(ctx),
         containment: Some(crate::harness::contain::in_force().describe()),

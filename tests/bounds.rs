@@ -22,7 +22,7 @@ fn numeric(id: &impl PartialEq<TypeId>) -> bool {
         TypeId::of::<usize>(),
         TypeId::of::<i32>(),
         TypeId::of::<i64>(),
-        TypeId::of::<crashcells::report::Partition>(),
+        TypeId::of::<crashcells::model::Partition>(),
     ];
     ids.iter().any(|t| id == t)
 }
@@ -67,7 +67,7 @@ fn every_numeric_flag_refuses_what_it_cannot_take_in_one_line() {
             if !numeric(&id) {
                 continue;
             }
-            let partition = id == TypeId::of::<crashcells::report::Partition>();
+            let partition = id == TypeId::of::<crashcells::model::Partition>();
             flags.push(format!("{} --{long}", sub.get_name()));
             for value in out_of_range(long, partition).into_iter().chain(MALFORMED) {
                 tried += 1;

@@ -163,10 +163,10 @@ fn workflow(s: &Shown) {
 /// an `issue`, and an optional `note`, nothing else; each fingerprint one of
 /// a cell of the catalog, as `run --known` reads it.
 fn known_findings(s: &Shown) {
-    let read = crashcells::report::known::parse(&s.text).unwrap_or_else(|e| panic!("{}: {e}", s.path));
+    let read = crashcells::model::known::parse(&s.text).unwrap_or_else(|e| panic!("{}: {e}", s.path));
     let catalog = crashcells::catalog::Catalog::embedded().unwrap();
     for f in &read {
-        let fp: crashcells::report::Fingerprint = f.fingerprint.parse().unwrap();
+        let fp: crashcells::model::Fingerprint = f.fingerprint.parse().unwrap();
         assert!(catalog.find(&fp.cell).is_ok(), "{}: no cell `{}`", s.path, fp.cell);
     }
     // `parse` refuses another key, an unknown field and a missing one.

@@ -46,7 +46,7 @@ fn ci_check_sweeps(child: Option<&str>, cells: &[&str]) -> (i32, String) {
 #[test]
 fn the_examples_known_findings_are_its_two_findings_by_fingerprint() {
     let text = std::fs::read_to_string(Path::new(EXAMPLE).join("known.toml")).unwrap();
-    let known = crashcells::report::known::parse(&text).unwrap();
+    let known = crashcells::model::known::parse(&text).unwrap();
     let prints: Vec<&str> = known.iter().map(|k| k.fingerprint.as_str()).collect();
     assert_eq!(
         prints,

@@ -38,6 +38,7 @@ const LAYERS: &[&[&str]] = &[
     &["cells"],
     &["plan"],
     &["applied"],
+    &["model"],
     &["report"],
     &["options"],
     &["pipeline"],

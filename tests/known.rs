@@ -209,7 +209,7 @@ fn a_new_only_post_says_only_what_is_true_of_the_run() {
     assert_eq!(md.matches("| **fire** |").count(), 1, "{md}");
     assert!(md.contains(&format!("### fire: `{new}` on leg `wal`")), "{md}");
     assert!(!md.contains("lists none") && !md.contains("none ran") && !md.contains("| known |"), "{md}");
-    let whole = crashcells::report::Report::from_json("run.json", &std::fs::read_to_string(&json).unwrap()).unwrap();
+    let whole = crashcells::model::Report::from_json("run.json", &std::fs::read_to_string(&json).unwrap()).unwrap();
     crate::reports::settings(dir.path(), &whole).bind(|| insta::assert_snapshot!("mixed_run.new_only.md", md));
     // The human rendering says the same, in its words.
     let (_, human) = report(&json, &["--known", known.to_str().unwrap(), "--new-only"]);

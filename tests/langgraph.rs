@@ -67,7 +67,7 @@ fn sweep(cell: &str, more: &[&str]) -> Option<(String, Value, String)> {
 #[test]
 fn the_examples_known_findings_are_its_power_and_writers_findings_named_in_its_readme() {
     let text = std::fs::read_to_string(Path::new(EXAMPLE).join("known.toml")).unwrap();
-    let known = crashcells::report::known::parse(&text).unwrap();
+    let known = crashcells::model::known::parse(&text).unwrap();
     let prints: Vec<&str> = known.iter().map(|k| k.fingerprint.as_str()).collect();
     assert_eq!(
         prints,

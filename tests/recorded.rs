@@ -446,7 +446,7 @@ fn a_recorded_sweep_reports_its_phases_and_its_points_as_they_are_judged() {
     if result.reason.contains("unavailable") {
         return crate::common::tracing_refused(&result.reason);
     }
-    assert_eq!(result.verdict, crashcells::report::Verdict::Pass, "{result:#?}");
+    assert_eq!(result.verdict, crashcells::model::Verdict::Pass, "{result:#?}");
     let steps = steps.lock().unwrap().clone();
     let planned = result.sweep.points_planned.unwrap();
     assert_eq!(steps[..3], [Step::Phase("recording"), Step::Planned(planned), Step::Phase("checking")], "{steps:?}");

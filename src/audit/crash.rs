@@ -18,9 +18,9 @@ use crate::catalog::{Catalog, Status};
 use crate::cells::{Shape, Taking};
 use crate::killmode::{AuditColumn, MODES};
 use crate::matrix::{Leg, Matrix};
+use crate::model::Verdict;
 use crate::pipeline::Context;
 use crate::plan::{KillMode, Selection, plan};
-use crate::report::Verdict;
 
 /// One crash column of a leg: what the workload cells' sweeps concluded.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

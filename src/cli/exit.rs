@@ -3,11 +3,11 @@
 //! interrupt, an empty share, nothing probed).
 
 use super::output::note;
-use crate::report;
+use crate::model;
 
 /// The line a run that probed nothing ends with, so that a gate that reads
 /// only stderr still sees why it got no evidence.
-fn nothing_ran(s: &report::Summary) -> String {
+fn nothing_ran(s: &model::Summary) -> String {
     format!(
         "nothing ran: every planned leg skipped ({} skip, {} stub), so this run is no evidence either way",
         s.skip, s.stub
@@ -16,10 +16,10 @@ fn nothing_ran(s: &report::Summary) -> String {
 
 /// The report's exit code; an interrupted run says how much of it ran, and
 /// a share of a partitioned run that holds no result is no failure.
-pub(super) fn run_exit_code(report: &report::Report, share: usize) -> i32 {
+pub(super) fn run_exit_code(report: &model::Report, share: usize) -> i32 {
     if let Some(sig) = report.signal {
         let name = nix::sys::signal::Signal::try_from(sig).map_or_else(|_| sig.to_string(), |s| s.as_str().to_string());
-        let done = report.results.iter().filter(|r| r.verdict != report::Verdict::Interrupted).count();
+        let done = report.results.iter().filter(|r| r.verdict != model::Verdict::Interrupted).count();
         note(&format!("interrupted by {name}: partial report; {done} of {share} results finished"));
         return report.exit_code();
     }

@@ -21,10 +21,11 @@ use crate::applied;
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::matrix::Matrix;
+use crate::model::{self, CellResult, Report, known::KnownFinding};
 use crate::options::RunOptions;
 use crate::pipeline::Context;
 use crate::plan::{Job, Selection, plan};
-use crate::report::{self, CellResult, Report, known::KnownFinding};
+use crate::report;
 use crate::run::{self, Bars, RunFacts};
 
 /// Where evidence goes when `--evidence` is not given: under the folder the
@@ -70,7 +71,7 @@ impl RunPlan {
         options.child.command(options.cwd.as_deref())?;
         checks::out_path(out)?;
         // A malformed file is bad input, said before any child runs.
-        let known = known.map(|f| report::known::load(f).map(|k| (f.display().to_string(), k))).transpose()?;
+        let known = known.map(|f| model::known::load(f).map(|k| (f.display().to_string(), k))).transpose()?;
         let catalog = Catalog::load(options.catalog.dir.as_deref())?;
         let matrix = Matrix::load(&options.matrix)?;
         let seed = *options.seed.get_or_insert_with(crate::seed::fresh);

@@ -5,7 +5,7 @@
 use super::outcome::Outcome;
 use crate::kill::{KillPoint, TrialIndex};
 use crate::legaudit::Audit;
-use crate::report::Trace;
+use crate::model::Trace;
 use crate::trialdir::TrialEnv;
 
 /// A finished trial.

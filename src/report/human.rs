@@ -18,7 +18,7 @@
 use std::fmt::Write;
 
 use super::words::{LegReasons, duration, judged_legs, mode, padded, plural, ran, ran_nothing, widths};
-use super::{CellResult, Report, Verdict};
+use crate::model::{CellResult, Report, Verdict};
 
 fn paint(text: &str, verdict: Verdict, color: bool) -> String {
     if !color {
@@ -238,7 +238,7 @@ fn known_findings(out: &mut String, report: &Report) {
     for k in report.gone() {
         let _ = writeln!(out, "GONE: {}", k.sentence().unwrap_or_default());
     }
-    for k in report.known_shown().into_iter().filter(|k| k.status == super::KnownStatus::NotFired) {
+    for k in report.known_shown().into_iter().filter(|k| k.status == crate::model::KnownStatus::NotFired) {
         let _ = writeln!(out, "note: {}", k.sentence().unwrap_or_default());
     }
     if let Some(said) = report.known_line() {
@@ -255,7 +255,7 @@ mod tests {
     #[test]
     fn one_of_anything_is_singular_in_the_table_and_its_lines() {
         use crate::kill::KillPoint;
-        use crate::report::tests::{fire, report_of};
+        use crate::model::tests::{fire, report_of};
         let mut r = fire(KillMode::Syscall, "wal");
         (r.sweep.points_planned, r.sweep.points_landed) = (Some(1), Some(1));
         let (file, offset, len) = (Some("store.db".into()), Some(0), Some(1));
@@ -278,7 +278,7 @@ mod tests {
 
     #[test]
     fn a_result_that_ran_nothing_shows_no_point_and_no_mode() {
-        use crate::report::tests::{fire, report_of};
+        use crate::model::tests::{fire, report_of};
         let mut race = fire(KillMode::Power, "default");
         race.verdict = Verdict::Skip;
         (race.effective_mode, race.synchronous, race.acked, race.trials) = (None, None, 0, 1);
@@ -291,8 +291,8 @@ mod tests {
 
     #[test]
     fn a_known_fire_says_where_to_start_as_a_fire_does_and_when_no_evidence_was_kept() {
-        use crate::report::known::Known;
-        use crate::report::tests::{fire, report_of};
+        use crate::model::known::Known;
+        use crate::model::tests::{fire, report_of};
         let mut r = fire(KillMode::Syscall, "wal");
         (r.verdict, r.finding.known) = (Verdict::Known, Some(Known { issue: "#31".into(), note: None }));
         let text = render(&report_of(vec![r]), false);
@@ -305,7 +305,7 @@ mod tests {
     /// row; a row with a reason of its own keeps it.
     #[test]
     fn a_reason_shared_by_a_legs_rows_is_said_once() {
-        use crate::report::tests::{fire, report_of};
+        use crate::model::tests::{fire, report_of};
         let why = "ran delete: WAL-reset gate: SQLite 3.40.1 is affected, so WAL is refused and DELETE applied";
         let row = |leg: &str, verdict, reason: &str| {
             let mut r = fire(KillMode::Syscall, leg);
@@ -335,7 +335,7 @@ mod tests {
     /// `park`; skips of two cells name both.
     #[test]
     fn a_shared_skip_names_the_cells_it_skips() {
-        use crate::report::tests::{fire, report_of};
+        use crate::model::tests::{fire, report_of};
         let park = "the child does not implement `park`";
         let row = |number: u32, leg: &str, reason: &str| {
             let mut r = fire(KillMode::Syscall, leg);
@@ -354,7 +354,7 @@ mod tests {
     /// built-in reference store, not the team's, says so.
     #[test]
     fn the_report_names_the_store_that_ran() {
-        use crate::report::tests::{fire, report_of};
+        use crate::model::tests::{fire, report_of};
         let mut report = report_of(vec![fire(KillMode::Syscall, "wal")]);
         report.child = "reference".into();
         assert!(render(&report, false).contains("\nstore: the built-in reference store\n"));

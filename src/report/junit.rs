@@ -26,8 +26,8 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 
-use super::{CellResult, Report, Verdict};
 use crate::error::{Error, Result};
+use crate::model::{CellResult, Report, Verdict};
 
 pub fn render(report: &Report) -> Result<String> {
     let mut junit = quick_junit::Report::new("crashcells");
@@ -123,7 +123,7 @@ fn incomplete(report: &Report) -> Option<TestCase> {
 
 /// The test case of a known finding that is gone: a failure, as the exit
 /// code is.
-fn gone(k: &super::KnownEntry) -> TestCase {
+fn gone(k: &crate::model::KnownEntry) -> TestCase {
     let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
     status.set_type("gone").set_message(k.sentence().unwrap_or_default());
     let mut case = TestCase::new(format!("known/{}", k.finding.fingerprint), status);
@@ -250,8 +250,8 @@ mod tests {
     use super::*;
     use crate::kill::KillPoint;
     use crate::kill::TrialIndex;
+    use crate::model::{SCHEMA, Summary};
     use crate::plan::KillMode;
-    use crate::report::{SCHEMA, Summary};
 
     fn result(verdict: Verdict, leg: &str) -> CellResult {
         CellResult {
@@ -263,7 +263,7 @@ mod tests {
             kill_points: vec![KillPoint { trial: TrialIndex::nth(0), after_acks: 7, ..KillPoint::default() }],
             acked: 7,
             duration_ms: 1500,
-            kept: crate::report::Kept { evidence: Some("/ev/x".into()), ..Default::default() },
+            kept: crate::model::Kept { evidence: Some("/ev/x".into()), ..Default::default() },
             repro: "crashcells run --cell 1".into(),
             integrity: Some("ok".into()),
             ..CellResult::new("some-cell", 1, leg, KillMode::Timed, verdict)

@@ -25,7 +25,7 @@
 use std::fmt::Write;
 
 use super::words::{LegReasons, duration, judged_legs, plural, ran, ran_nothing};
-use super::{CellResult, Report, Verdict};
+use crate::model::{CellResult, Report, Verdict};
 
 /// The most characters a rendering has: below GitHub's 65,536 for an issue
 /// comment, with room for a line that a poster puts before it.
@@ -207,7 +207,7 @@ fn heading(out: &mut String, report: &Report) {
 /// file's line (the whole run's, in a new-only post too), then each one
 /// shown (a new-only post shows those gone).
 fn known_findings(out: &mut String, report: &Report) {
-    use super::KnownStatus::*;
+    use crate::model::KnownStatus::*;
     let Some(file) = &report.known_file else { return };
     let said = report.known_line().unwrap_or_default();
     let mut entries = report.known_shown();
@@ -433,8 +433,9 @@ mod tests {
     use crate::kill::TrialIndex;
     use crate::plan::KillMode;
 
-    use crate::report::tests::{fire, report_of};
-    use crate::report::{CiRun, KillPoint};
+    use crate::kill::KillPoint;
+    use crate::model::CiRun;
+    use crate::model::tests::{fire, report_of};
 
     /// A fire as an audit run of a mutant has it: a long reason, the
     /// details of what was acked and recovered, a kill point, evidence and

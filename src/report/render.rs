@@ -1,8 +1,9 @@
 //! Which renderer a format is: the one place that dispatches a report to
 //! the four renderers, so that the model (`mod.rs`) imports none of them.
 
-use super::{Report, human, junit, markdown};
+use super::{human, junit, markdown};
 use crate::error::Result;
+use crate::model::Report;
 
 /// The output formats of `run` and `report`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

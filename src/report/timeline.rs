@@ -1,12 +1,12 @@
 //! `timeline.html`, one page per kept fire (or error): the store's calls on
 //! its files in order, grouped by the syncs that end them, every ack of the
 //! ack journal, the crash marked where it was put (a kill, a power cut, torn
-//! writes, a failed call: [`super::trace`]), and what was acked against what
+//! writes, a failed call: [`crate::model::trace`]), and what was acked against what
 //! was recovered. Self-contained: inline CSS, a script and the data it draws
 //! from, no network; small: at most [`SHOWN`] calls, saying how many were
 //! left out. Where no call trace was taken (a timed kill, a race) the page
 //! says so and marks the kill among the acks, after the last one the
-//! journal holds. A race gets a lane per racer ([`super::times`]), and a
+//! journal holds. A race gets a lane per racer ([`crate::times`]), and a
 //! page whose trial has the driver's times gets a time axis.
 
 mod acks;
@@ -16,8 +16,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::CellResult;
-use super::trace::{Call, Crash, Trace};
+use crate::model::CellResult;
+use crate::model::trace::{Call, Crash, Trace};
 use crate::plan::KillMode;
 use crate::times::Times;
 
@@ -413,7 +413,7 @@ fn escape(s: &str) -> String {
 mod tests {
     use super::*;
     use crate::kill::KillPoint;
-    use crate::report::tests::fire;
+    use crate::model::tests::fire;
 
     fn call(file: &str, name: &str, len: u64, sync: bool) -> Call {
         let (call, file, note) = (name.to_string(), file.to_string(), String::new());
@@ -504,7 +504,7 @@ mod tests {
         let mut swept_race = fire(KillMode::Syscall, "wal");
         assert!(no_trace(&swept_race).contains("before a traced run"), "a workload's sweep that ended early");
         swept_race.sweep.points_by_path =
-            vec![crate::report::PathPoints { path: "winning-claim".into(), planned: 1, landed: 1 }];
+            vec![crate::model::PathPoints { path: "winning-claim".into(), planned: 1, landed: 1 }];
         swept_race.kill_points =
             vec![KillPoint { ordinal: Some(16), syscall: Some("pwrite64".into()), ..KillPoint::default() }];
         let said = no_trace(&swept_race);

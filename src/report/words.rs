@@ -5,7 +5,7 @@
 //! no renderer borrows another's helpers and two renderings of one result
 //! say it alike.
 
-use super::{CellResult, Report, Verdict};
+use crate::model::{CellResult, Report, Verdict};
 
 /// What a result ran: its trials or races, or its kill points as landed of
 /// planned (a sweep says how many of the points it planned it killed at);

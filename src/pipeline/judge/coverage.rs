@@ -12,9 +12,9 @@
 use std::ops::RangeInclusive;
 
 use crate::kill::TrialIndex;
+use crate::model::PathPoints;
 use crate::pipeline::judge::sweep::Swept;
 use crate::pipeline::trial::Trial;
-use crate::report::PathPoints;
 
 /// One path of the killed process, as a range of the sweep's points.
 #[derive(Clone, Debug, PartialEq, Eq)]

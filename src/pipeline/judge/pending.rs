@@ -28,6 +28,7 @@
 use crate::cells::{Cell, Process};
 use crate::crashstate::{Files, Names};
 use crate::kill::TrialIndex;
+use crate::model::Trace;
 use crate::pipeline::judge::census::Census;
 use crate::pipeline::judge::driver::{Count, Driver, Got, Passed, Plan, Source};
 use crate::pipeline::judge::verdict::judged;
@@ -35,7 +36,6 @@ use crate::pipeline::outcome::{Failure, Interruption, Outcome};
 use crate::pipeline::run::context::{Context, Scope};
 use crate::pipeline::trial::Trial;
 use crate::recovery::{Recovered, RecoveryError};
-use crate::report::Trace;
 use crate::trialdir::TrialEnv;
 
 /// A trial whose child has ended, judged up to its recovery.

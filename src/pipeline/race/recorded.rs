@@ -46,6 +46,7 @@ use crate::kill::syscall::FileKind;
 use crate::kill::syscall::sweep_points;
 use crate::kill::{Ordinal, TrialIndex};
 use crate::legaudit::audit_leg;
+use crate::model::Trace;
 use crate::pipeline::judge::census::{Census, Filter, preflight};
 use crate::pipeline::judge::coverage::{self, Coverage};
 use crate::pipeline::judge::driver::{Count, Driver, Got, MOST_PER_BATCH, Passed, Plan, Source};
@@ -61,7 +62,6 @@ use crate::pipeline::trial::Trial;
 use crate::pipeline::workload::job::ended_with;
 use crate::pipeline::workload::recorded::fallback_note;
 use crate::recovery::RecoveryError;
-use crate::report::Trace;
 use crate::trialdir::TrialEnv;
 
 /// One of r0's paths, recorded: r0's log, the files it started from, the
@@ -350,7 +350,7 @@ fn sweep(race: &Race, full: &Race, rec: &Recordings) -> Result<Swept, String> {
             }
             decided.outcome = Outcome::Error(Failure::OnlyRecordedRace { point, found, races });
         }
-        decided.trace.get_or_insert_with(|| Trace::of_log(log, at, crate::report::Crash::Kill));
+        decided.trace.get_or_insert_with(|| Trace::of_log(log, at, crate::model::Crash::Kill));
         trials.push(decided);
     }
     Ok(Swept { planned: Some(points), trials, recorded: true, distinct: Some(distinct) })

@@ -10,6 +10,7 @@ use crate::cells::{Cell, RaceShape, Shape, Taking, WorkloadShape};
 use crate::kill::TrialIndex;
 use crate::killmode::Source;
 use crate::matrix::Leg;
+use crate::model::{CellResult, Verdict};
 use crate::pipeline::judge::coverage::{self, Coverage};
 use crate::pipeline::outcome::{Failure, Outcome, Site, Skip};
 use crate::pipeline::plain::confirm;
@@ -24,7 +25,6 @@ use crate::pipeline::run::spent::{self, Phase};
 use crate::pipeline::trial::Trial;
 use crate::pipeline::workload::job::Workload;
 use crate::plan::{Job, KillMode};
-use crate::report::{CellResult, Verdict};
 
 /// Produces the result of one job; a panic in a probe (a bug of the
 /// harness) becomes this result's `error` rather than the end of the run and
@@ -322,7 +322,7 @@ const WAIT_DEADLINES: u32 = 20;
 /// A fire's repro rerun `runs` times on the run's own path, at the
 /// fire's trial or point ([`crate::pipeline::run::refire`]); none for a fire decided by a
 /// sweep's census, whose repro reruns the whole sweep.
-fn refired(job: &Job, ctx: &Context, runs: u32, at: Site) -> Option<crate::report::Refire> {
+fn refired(job: &Job, ctx: &Context, runs: u32, at: Site) -> Option<crate::model::Refire> {
     let index = match at {
         Site::Trial(n) | Site::Point(n) => n,
         Site::Sweep => return None,

@@ -4,12 +4,12 @@
 //! that reruns it derived from the run's options.
 
 use crate::harness::interrupted;
+use crate::model::{CellResult, Fingerprint, States, Verdict};
 use crate::pipeline::judge::coverage::Coverage;
 use crate::pipeline::outcome::{Failure, Interruption, Outcome};
 use crate::pipeline::run::context::Context;
 use crate::pipeline::trial::Trial;
 use crate::plan::Job;
-use crate::report::{CellResult, Fingerprint, States, Verdict};
 
 /// The reason of a result whose trial was cut short by `SIGINT`/`SIGTERM`.
 pub const INTERRUPTED: &str = "interrupted before a verdict";
@@ -244,7 +244,7 @@ fn write_kill_point(kp: Option<&crate::kill::KillPoint>, dest: &std::path::Path)
 /// `dest` once written, or says in its details why not.
 fn write_timeline(
     result: &mut CellResult,
-    trace: Option<&crate::report::Trace>,
+    trace: Option<&crate::model::Trace>,
     stage: &std::path::Path,
     dest: &std::path::Path,
 ) {
@@ -359,7 +359,7 @@ pub(crate) mod tests {
         assert!(r.reason.starts_with("trial 1: the store failed its `append`"), "{}", r.reason);
         assert_eq!(r.deciding_kill(), None, "trial 0's kill point shown for trial 1's reason");
         assert_eq!(r.ended_before_kill, Some(TrialIndex::nth(1)));
-        let human = crate::report::human::render(&crate::report::tests::report_of(vec![r]), false);
+        let human = crate::report::human::render(&crate::model::tests::report_of(vec![r]), false);
         assert!(!human.contains("kill point: trial 0"), "{human}");
         let lost = crate::cells::Violation::new("lost-ack", "lost");
         let mut fired = Trial::ended(

@@ -14,6 +14,7 @@ use crate::applied::Applied;
 use crate::cells::Cell;
 use crate::harness::Launcher;
 use crate::matrix::Leg;
+use crate::model::Children;
 use crate::options::RunOptions;
 use crate::pipeline::outcome::Failure;
 use crate::pipeline::run::plainfires::PlainFires;
@@ -21,7 +22,6 @@ use crate::pipeline::run::pool::Pool;
 use crate::pipeline::run::recoveries::{Configured, Recoveries};
 use crate::plan::Job;
 use crate::recovery::{Batching, Recovered, RecoveryError};
-use crate::report::Children;
 use crate::sqlitelib::{LOADER_PATH, Placement};
 use crate::trialdir::TrialEnv;
 

@@ -14,9 +14,9 @@
 //! doubled a firing run's time). A fire decided by a sweep's census (its
 //! repro reruns the whole sweep) is not rerun.
 
+use crate::model::Refire;
 use crate::pipeline::outcome::Outcome;
 use crate::pipeline::run::parallel::parallel;
-use crate::report::Refire;
 
 /// How many times a fire's repro is rerun.
 pub const RUNS: u32 = 5;

@@ -1,6 +1,6 @@
 //! The clock of a result's confirmations and refires: each is timed where
 //! it runs, in the job's own thread, and the result takes the sum
-//! ([`crate::report::Spent`]). Why a thread's own tally: they run deep
+//! ([`crate::model::Spent`]). Why a thread's own tally: they run deep
 //! inside the crash sources (a recorded fire's real kill, the exec'd
 //! confirmation, the refires), and a job runs on one thread from its first
 //! trial to its result, so no handle has to be threaded through them.
@@ -8,7 +8,7 @@
 use std::cell::Cell;
 use std::time::Instant;
 
-use crate::report::Spent;
+use crate::model::Spent;
 
 /// What a confirmation or a refire is, for the tally.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -43,6 +43,7 @@ use crate::harness::Exit;
 use crate::kill::inject::{Injected, Injection};
 use crate::kill::syscall::{Driven, FileKind, Goal, sweep_points};
 use crate::kill::{Ordinal, TrialIndex};
+use crate::model::{Crash, Trace};
 use crate::pipeline::judge::census::{Filter, trace_outcome};
 use crate::pipeline::judge::driver::{
     BadPower, Cause, Count, Driver, Got, Passed, Plan, Source, first_rule, judged_order,
@@ -53,7 +54,6 @@ use crate::pipeline::outcome::{Failure, Fault, Finding, Outcome, PowerLoss, Skip
 use crate::pipeline::trial::Trial;
 use crate::pipeline::workload::job::Workload;
 use crate::pipeline::workload::recorded::Recording;
-use crate::report::{Crash, Trace};
 use crate::trialdir::TrialEnv;
 
 /// Runs of the workload per `--jobs` thread between two batched recoveries:

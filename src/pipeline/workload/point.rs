@@ -14,6 +14,7 @@
 use crate::harness::Exit;
 use crate::kill::syscall::{Call, Driven, Goal, Point, drive, drive_observed};
 use crate::kill::{KillPoint, Ordinal, TrialIndex};
+use crate::model::Trace;
 use crate::pipeline::judge::census::{Census, Filter, trace_outcome};
 use crate::pipeline::judge::pending::{MakeTrial, Pending};
 use crate::pipeline::judge::sweep::{Sweepable, Swept, re_executed};
@@ -21,7 +22,6 @@ use crate::pipeline::judge::verdict::prepare;
 use crate::pipeline::outcome::{Failure, Outcome};
 use crate::pipeline::trial::Trial;
 use crate::pipeline::workload::job::{Workload, ended_well, ended_with};
-use crate::report::Trace;
 use crate::trialdir::TrialEnv;
 
 /// What a point that the child's path does not reach is: a sweep's point

@@ -21,6 +21,7 @@ use crate::crashstate::torn::Bound;
 use crate::crashstate::{Event, Files, Log, State};
 use crate::kill::syscall::sweep_points;
 use crate::kill::{Ordinal, TrialIndex};
+use crate::model::{Crash, Trace};
 use crate::pipeline::judge::driver::{
     BadPower, Cause, Count, Driver, Got, Passed, Plan, Source, first_rule, judged_order,
 };
@@ -30,7 +31,6 @@ use crate::pipeline::outcome::{Failure, Interruption, Outcome, PowerLoss};
 use crate::pipeline::trial::Trial;
 use crate::pipeline::workload::job::Workload;
 use crate::pipeline::workload::power_share::Share;
-use crate::report::{Crash, Trace};
 
 /// The power-loss model a sweep builds its states with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -28,6 +28,7 @@ use crate::crashstate::state::process_states;
 use crate::crashstate::{Files, Log, Names, State};
 use crate::kill::TrialIndex;
 use crate::kill::syscall::{Driven, Goal, sweep_points};
+use crate::model::{Crash, Trace};
 use crate::pipeline::judge::census::{Census, Filter, preflight, trace_outcome};
 use crate::pipeline::judge::driver::{Count, Driver, Got, MOST_PER_BATCH, Passed, Plan, Source};
 use crate::pipeline::judge::sweep::Swept;
@@ -39,7 +40,6 @@ use crate::pipeline::run::spent::{self, Phase};
 use crate::pipeline::trial::Trial;
 use crate::pipeline::workload::job::{Workload, ended_well, ended_with};
 use crate::recovery::RecoveryError;
-use crate::report::{Crash, Trace};
 use crate::trialdir::TrialEnv;
 
 /// A workload's recorded run: its log, its census, and the folder it ran in.

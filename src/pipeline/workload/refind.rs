@@ -21,12 +21,12 @@ use crate::crashstate::{Files, Log};
 use crate::harness::Exit;
 use crate::kill::syscall::{Driven, Point};
 use crate::kill::{Ordinal, TrialIndex};
+use crate::model::{Crash, Trace};
 use crate::pipeline::judge::census::{Census, Filter, trace_outcome};
 use crate::pipeline::outcome::{Failure, Outcome};
 use crate::pipeline::plain::decide::{Found, Refound, TRIES};
 use crate::pipeline::trial::Trial;
 use crate::pipeline::workload::job::Workload;
-use crate::report::{Crash, Trace};
 use crate::trialdir::TrialEnv;
 
 impl Workload<'_> {

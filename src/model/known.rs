@@ -254,8 +254,8 @@ fn whole_sweep(r: &CellResult) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::tests::{fire, report_of};
     use crate::plan::KillMode;
-    use crate::report::tests::{fire, report_of};
 
     const FILE: &str = r##"
         [[finding]]

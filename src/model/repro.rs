@@ -78,7 +78,7 @@ fn timed_note(syscall: Option<Verdict>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::tests::{fire, report_of};
+    use crate::model::tests::{fire, report_of};
     use crate::report::{Format, render};
 
     #[test]
@@ -106,7 +106,7 @@ mod tests {
     /// run (measured, never a fixed figure); neither points to the other.
     #[test]
     fn a_races_repro_is_labelled_with_its_measured_refire_rate_in_every_format() {
-        use crate::report::{PathPoints, Refire};
+        use crate::model::{PathPoints, Refire};
         let mut swept = fire(KillMode::Syscall, "default");
         swept.sweep.points_by_path = vec![PathPoints { path: "winning-claim".into(), planned: 4, landed: 4 }];
         swept.notes.refire = Some(Refire { runs: 5, fired: 2 });

@@ -193,7 +193,7 @@ fn joined<'a>(values: impl Iterator<Item = &'a str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{SCHEMA, Summary};
+    use crate::model::{SCHEMA, Summary};
 
     fn part(k: usize, n: usize) -> Report {
         Report {
@@ -275,9 +275,9 @@ mod tests {
     /// the merged run says it fired, and its exit code follows.
     #[test]
     fn known_findings_are_judged_again_against_the_whole_run() {
+        use crate::model::{Fingerprint, KnownFinding, KnownStatus, Verdict};
         use crate::plan::KillMode;
-        use crate::report::{Fingerprint, KnownFinding, KnownStatus, Verdict};
-        let mut fired = crate::report::tests::fire(KillMode::Syscall, "wal");
+        let mut fired = crate::model::tests::fire(KillMode::Syscall, "wal");
         fired.finding.violation = Some("orphan".into());
         fired.finding.fingerprint = Fingerprint::of(&fired).map(|f| f.to_string());
         let finding =

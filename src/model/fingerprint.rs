@@ -184,9 +184,9 @@ impl std::str::FromStr for Fingerprint {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Verdict;
+    use crate::model::tests::fire;
     use crate::plan::KillMode;
-    use crate::report::Verdict;
-    use crate::report::tests::fire;
 
     #[test]
     fn a_fire_is_its_cell_mode_level_kill_and_kind_and_nothing_that_moves() {
