@@ -49,7 +49,7 @@ fn context(work: &Path, jobs: usize, replay: Replay) -> Context {
         deadline: Duration::from_secs(30),
         jobs,
         child_ready: None,
-        tally: Default::default(),
+        events: Default::default(),
         pool: crashcells::pipeline::run::pool::Pool::new(jobs),
         start: Duration::ZERO,
         execd_start: Duration::ZERO,

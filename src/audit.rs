@@ -223,7 +223,7 @@ fn audit_matrix(
     // run, and one per result of its crash columns, each with its own bar.
     let legs = setup.matrix.legs.len();
     let per_leg = if crash.is_some() { crash::results_per_leg()? } else { 0 };
-    let bars = crate::run::Bars::counting(legs * (1 + per_leg), "steps");
+    let bars = std::sync::Arc::new(crate::run::Bars::counting(legs * (1 + per_leg), "steps"));
     let mut rows = Vec::with_capacity(legs);
     // The legs' SQLite libraries, in the audit's folder: gone with it.
     let mut matrix = setup.matrix.clone();
@@ -251,7 +251,7 @@ fn audit_matrix(
                     (0..per_leg).for_each(|_| bars.step(""));
                     (rows[j].crash.clone(), rows[j].kept_synchronous.clone())
                 }
-                (true, None) => crash::columns(&ctx, &setup.matrix.name, leg, &bars)?,
+                (true, None) => crash::columns(&ctx, &setup.matrix.name, leg, bars.clone())?,
                 (false, _) => (crash::Columns::not_honored(), None),
             };
         }

@@ -1,16 +1,18 @@
-//! Running a plan: the run's work folder, the jobs spread over `--jobs`
-//! threads, progress on a terminal, and the report.
+//! Running a plan: the run's work folder, the dispatcher (which job runs
+//! next, on up to `--jobs` threads) and the run's one event stream it
+//! feeds (progress on a terminal, each kept fire's timeline, the results
+//! the report is built from), and the report.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::model::{CellResult, Partition, Report, SCHEMA, Summary};
-use crate::pipeline::{Context, Step, Tally};
+use crate::model::{CellResult, Event, Events, Fanout, Listener, Partition, Report, SCHEMA, Summary};
+use crate::pipeline::Context;
 use crate::plan::{Job, KillMode};
 
 /// Where trials run when `--workdir` is not given: a memory-backed folder
@@ -28,54 +30,53 @@ pub fn run_id() -> String {
     format!("{secs}-{}", std::process::id())
 }
 
-/// What a run shows while it runs: told when each result begins (it gets
-/// the tally its trials report to) and when it finishes.
-pub trait Progress: Sync {
-    fn begun(&self, index: usize, job: &Job) -> Tally;
-    fn finished(&self, index: usize, done: usize, total: usize, result: &CellResult);
+/// Runs every job on up to `jobs` threads, telling `to` every event of
+/// the run; results come back in plan order.
+pub fn execute(plan: &[Job], ctx: &Context, jobs: usize, to: Arc<dyn Listener>) -> Vec<CellResult> {
+    slots(plan, ctx, jobs, to).into_iter().flatten().collect()
 }
 
-/// Shows nothing: for tests and library callers.
-pub struct Quiet;
-
-impl Progress for Quiet {
-    fn begun(&self, _: usize, _: &Job) -> Tally {
-        Tally::default()
-    }
-
-    fn finished(&self, _: usize, _: usize, _: usize, _: &CellResult) {}
-}
-
-/// Runs every job on up to `jobs` threads; results come back in plan order.
-pub fn execute(plan: &[Job], ctx: &Context, jobs: usize, progress: &dyn Progress) -> Vec<CellResult> {
-    slots(plan, ctx, jobs, progress).into_iter().flatten().collect()
-}
-
-/// Runs every job on up to `jobs` threads: a result per job in plan
-/// order, none for a job an interrupt kept from starting.
-fn slots(plan: &[Job], ctx: &Context, jobs: usize, progress: &dyn Progress) -> Vec<Option<CellResult>> {
+/// The dispatcher: runs every job on up to `jobs` threads, each result's
+/// events told to `to`, to the timeline writer and to the collector of the
+/// results: a result per job in plan order, none for a job an interrupt
+/// kept from starting.
+fn slots(plan: &[Job], ctx: &Context, jobs: usize, to: Arc<dyn Listener>) -> Vec<Option<CellResult>> {
     let order = syscall_first(plan);
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
-    let slots: Mutex<Vec<Option<CellResult>>> = Mutex::new(vec![None; plan.len()]);
+    let results = Arc::new(Results(Mutex::new(vec![None; plan.len()])));
+    let all: Arc<dyn Listener> = Arc::new(Fanout(vec![to, Arc::new(crate::report::timeline::Writer), results.clone()]));
     std::thread::scope(|s| {
         for _ in 0..jobs.clamp(1, plan.len().max(1)) {
             s.spawn(|| {
                 // An interrupted run starts no further result.
                 while crate::harness::interrupted().is_none() {
-                    let Some(&i) = order.get(next.fetch_add(1, Ordering::SeqCst)) else { break };
-                    let job = &plan[i];
-                    let mut job_ctx = ctx.clone();
-                    job_ctx.tally = progress.begun(i, job);
+                    let Some(&index) = order.get(next.fetch_add(1, Ordering::SeqCst)) else { break };
+                    let job = &plan[index];
+                    // A consumer's error on these two is a bar not drawn: nothing a result says.
+                    let _ = all.on(&Event::Begun { index, job });
+                    let job_ctx = Context { events: Events::of(index, Arc::clone(&all)), ..ctx.clone() };
                     let result = crate::pipeline::run_job_guarded(job, &job_ctx);
                     let n = done.fetch_add(1, Ordering::SeqCst) + 1;
-                    progress.finished(i, n, plan.len(), &result);
-                    slots.lock().expect("no thread panics holding the slots")[i] = Some(result);
+                    let _ = all.on(&Event::Finished { index, done: n, total: plan.len(), result: &result });
                 }
             });
         }
     });
-    slots.into_inner().expect("no thread panicked")
+    std::mem::take(&mut *results.0.lock().expect("no thread panics holding the results"))
+}
+
+/// The consumer the report is built from: each finished result, in its
+/// slot of the plan.
+struct Results(Mutex<Vec<Option<CellResult>>>);
+
+impl Listener for Results {
+    fn on(&self, event: &Event) -> Result<(), String> {
+        if let Event::Finished { index, result, .. } = *event {
+            self.0.lock().expect("no thread panics holding the results")[index] = Some(result.clone());
+        }
+        Ok(())
+    }
 }
 
 /// Runs every job of `plan` that `copies` does not name another job for
@@ -89,12 +90,12 @@ pub fn execute_once(
     copies: &[Option<usize>],
     same: &HashMap<String, (String, crate::applied::Applied)>,
     ctx: &Context,
-    progress: &dyn Progress,
+    to: Arc<dyn Listener>,
 ) -> Vec<CellResult> {
     let run: Vec<usize> = (0..plan.len()).filter(|&i| copies.get(i).copied().flatten().is_none()).collect();
     let jobs: Vec<Job> = run.iter().map(|&i| plan[i].clone()).collect();
     let mut ran: Vec<Option<CellResult>> = vec![None; plan.len()];
-    for (i, result) in run.iter().zip(slots(&jobs, ctx, ctx.jobs, progress)) {
+    for (i, result) in run.iter().zip(slots(&jobs, ctx, ctx.jobs, to)) {
         ran[*i] = result;
     }
     let copied = |i: usize| {
@@ -143,7 +144,8 @@ fn syscall_first(plan: &[Job]) -> Vec<usize> {
 pub struct Bars {
     multi: MultiProgress,
     overall: ProgressBar,
-    running: Mutex<HashMap<usize, ProgressBar>>,
+    /// Each running result's bar and the unit it counts, by plan index.
+    running: Mutex<HashMap<usize, (ProgressBar, &'static str)>>,
 }
 
 impl Bars {
@@ -215,8 +217,9 @@ fn unit(kill: crate::plan::KillMode) -> &'static str {
     kill.mode().unit
 }
 
-impl Progress for Bars {
-    fn begun(&self, index: usize, job: &Job) -> Tally {
+impl Bars {
+    /// A result began: its bar, a spinner until its plan is known.
+    fn begun(&self, index: usize, job: &Job) {
         let label = fit(&format!(
             "{}/{}/{}",
             job.cell.id,
@@ -229,29 +232,50 @@ impl Progress for Bars {
         bar.set_message("starting");
         // The spinner and the time move while a sweep records, before any count does.
         bar.enable_steady_tick(Duration::from_millis(200));
-        self.running.lock().expect("no thread panics holding the bars").insert(index, bar.clone());
-        let unit = unit(job.kill);
-        Tally::new(move |step| match step {
-            Step::Planned(n) => {
-                bar.set_style(bar_style(true));
-                bar.set_length(n);
-                bar.set_message(unit);
-            }
-            Step::Done => bar.inc(1),
-            // Before the plan: the phase alone (`recording`); after it, with the unit.
-            Step::Phase(phase) if bar.length() == Some(0) => bar.set_message(phase),
-            Step::Phase(phase) => bar.set_message(format!("{unit}, {phase}")),
-        })
+        self.running.lock().expect("no thread panics holding the bars").insert(index, (bar, unit(job.kill)));
     }
 
-    fn finished(&self, index: usize, _done: usize, _total: usize, result: &CellResult) {
-        if let Some(bar) = self.running.lock().expect("no thread panics holding the bars").remove(&index) {
+    /// A step of result `index`'s work, drawn on its bar.
+    fn stepped(&self, index: usize, event: &Event) {
+        let running = self.running.lock().expect("no thread panics holding the bars");
+        let Some((bar, unit)) = running.get(&index) else { return };
+        match *event {
+            Event::Planned { count, .. } => {
+                bar.set_style(bar_style(true));
+                bar.set_length(count);
+                bar.set_message(*unit);
+            }
+            Event::Done { .. } => bar.inc(1),
+            // Before the plan: the phase alone (`recording`); after it, with the unit.
+            Event::Phase { phase, .. } if bar.length() == Some(0) => bar.set_message(phase.as_str()),
+            Event::Phase { phase, .. } => bar.set_message(format!("{unit}, {}", phase.as_str())),
+            _ => {}
+        }
+    }
+
+    /// A result finished: its bar cleared, the run's line one further.
+    fn finished(&self, index: usize, result: &CellResult) {
+        if let Some((bar, _)) = self.running.lock().expect("no thread panics holding the bars").remove(&index) {
             bar.finish_and_clear();
         }
         self.overall.inc(1);
         if result.verdict.is_decisive() {
             self.overall.set_message(format!("last {}: {} on {}", result.verdict.as_str(), result.cell, result.leg));
         }
+    }
+}
+
+impl Listener for Bars {
+    fn on(&self, event: &Event) -> Result<(), String> {
+        match *event {
+            Event::Begun { index, job } => self.begun(index, job),
+            Event::Finished { index, result, .. } => self.finished(index, result),
+            Event::Staged { .. } => {}
+            Event::Planned { index, .. } | Event::Done { index } | Event::Phase { index, .. } => {
+                self.stepped(index, event)
+            }
+        }
+        Ok(())
     }
 }
 
@@ -391,7 +415,7 @@ mod tests {
         assert_eq!(fit(&longest).chars().count(), LABEL, "{}", fit(&longest));
         assert!(fit(&longest).starts_with(&longest[..10]) && fit(&longest).ends_with(&longest[longest.len() - 10..]));
         let msgs = KillMode::all()
-            .flat_map(|k| ["recording", "checking", "recovering"].map(|phase| format!("{}, {phase}", unit(k))));
+            .flat_map(|k| crate::model::Phase::all().map(|phase| format!("{}, {}", unit(k), phase.as_str())));
         let widest = msgs.map(|m| columns(PLANNED, &m).max(columns(STARTING, &m))).max().unwrap();
         assert!(widest <= 80, "{widest} columns");
         assert_eq!(columns("  {prefix:<40} {bar:20} {pos:>4}/{len:<4} {msg}", "points, checking"), 90, "as before");

@@ -39,9 +39,10 @@ const LAYERS: &[&[&str]] = &[
     &["plan"],
     &["applied"],
     &["model"],
-    &["report"],
     &["options"],
     &["pipeline"],
+    // Above the pipeline: the pipeline emits events and never calls a renderer.
+    &["report"],
     &["run", "childcheck"],
     &["audit"],
     &["cli"],

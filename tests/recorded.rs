@@ -418,7 +418,7 @@ fn torn_power_states_stay_bounded_on_the_reference_store() {
     }
 }
 
-/// A recorded sweep tells its progress hook what it is doing: `recording`
+/// A recorded sweep tells the run's event stream what it is doing: `recording`
 /// before it knows its points (a bar then has no count to show), then its
 /// points and `checking`, and each point as its batch is judged, not all at
 /// once after the last (a bar sat at `0/94 points` through the checking).
@@ -426,8 +426,30 @@ fn torn_power_states_stay_bounded_on_the_reference_store() {
 fn a_recorded_sweep_reports_its_phases_and_its_points_as_they_are_judged() {
     use std::sync::{Arc, Mutex};
 
-    use crashcells::pipeline::{Context, Step, Tally};
+    use crashcells::model::{Event, Events, Listener, Phase};
+    use crashcells::pipeline::Context;
     use crashcells::plan::{KillMode, Selection, plan};
+
+    /// A step of a result's progress, as heard.
+    #[derive(Debug, PartialEq)]
+    enum Step {
+        Planned(u64),
+        Done,
+        Phase(Phase),
+    }
+    struct Steps(Mutex<Vec<Step>>);
+    impl Listener for Steps {
+        fn on(&self, event: &Event) -> Result<(), String> {
+            let step = match *event {
+                Event::Planned { count, .. } => Step::Planned(count),
+                Event::Done { .. } => Step::Done,
+                Event::Phase { phase, .. } => Step::Phase(phase),
+                _ => return Ok(()),
+            };
+            self.0.lock().unwrap().push(step);
+            Ok(())
+        }
+    }
 
     let dir = scratch();
     let work = dir.path().canonicalize().unwrap();
@@ -435,21 +457,21 @@ fn a_recorded_sweep_reports_its_phases_and_its_points_as_they_are_judged() {
     let matrix = crashcells::matrix::Matrix::load("default").unwrap();
     let selection = Selection { cells: vec!["1".into()], legs: vec!["delete".into()], kills: vec![KillMode::Syscall] };
     let job = plan(&catalog, &matrix, &selection, 7).unwrap().remove(0);
-    let steps = Arc::new(Mutex::new(Vec::new()));
-    let heard = Arc::clone(&steps);
+    let heard = Arc::new(Steps(Mutex::new(Vec::new())));
     let child = crashcells::harness::Launcher::exec(reference());
     let ready = crashcells::probe::preflight(&child, &work, Duration::from_secs(30)).unwrap();
     let options = crashcells::options::RunOptions { matrix: "default".into(), ..Default::default() };
     let ctx = Context::new(options, 7, child, work.clone(), work.join("evidence"), Duration::from_secs(30), 2);
-    let ctx = Context { child_ready: Some(ready), tally: Tally::new(move |s| heard.lock().unwrap().push(s)), ..ctx };
+    let ctx = Context { child_ready: Some(ready), events: Events::of(0, heard.clone()), ..ctx };
     let result = crashcells::pipeline::run_job(&job, &ctx);
     if result.reason.contains("unavailable") {
         return crate::common::tracing_refused(&result.reason);
     }
     assert_eq!(result.verdict, crashcells::model::Verdict::Pass, "{result:#?}");
-    let steps = steps.lock().unwrap().clone();
+    let steps = std::mem::take(&mut *heard.0.lock().unwrap());
     let planned = result.sweep.points_planned.unwrap();
-    assert_eq!(steps[..3], [Step::Phase("recording"), Step::Planned(planned), Step::Phase("checking")], "{steps:?}");
+    let first = [Step::Phase(Phase::Recording), Step::Planned(planned), Step::Phase(Phase::Checking)];
+    assert_eq!(steps[..3], first, "{steps:?}");
     assert_eq!(steps[3..].iter().filter(|s| **s == Step::Done).count() as u64, planned, "{steps:?}");
 }
 

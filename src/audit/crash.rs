@@ -114,7 +114,7 @@ pub fn columns(
     ctx: &Context,
     matrix_name: &str,
     leg: &Leg,
-    progress: &dyn crate::run::Progress,
+    progress: std::sync::Arc<dyn crate::model::Listener>,
 ) -> crate::error::Result<(Columns, Option<String>)> {
     let catalog = Catalog::embedded()?;
     let matrix = Matrix { name: matrix_name.to_string(), description: String::new(), legs: vec![leg.clone()] };

@@ -113,8 +113,8 @@ impl RunPlan {
         let same = applied::judged_with(&heard);
         note(&self.heading(&ctx));
         let (jobs, copies) = self.with_judges(&same);
-        let bars = Bars::new(copies.iter().filter(|c| c.is_none()).count());
-        let results = run::execute_once(&jobs, self.jobs.len(), &copies, &same, &ctx, &bars);
+        let bars = Arc::new(Bars::new(copies.iter().filter(|c| c.is_none()).count()));
+        let results = run::execute_once(&jobs, self.jobs.len(), &copies, &same, &ctx, bars.clone());
         bars.clear();
         Ok(self.report(&ctx, ready, results, started))
     }

@@ -11,6 +11,7 @@
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("CRASHCELLS_COMMIT"), ")");
 
 pub mod ci;
+pub mod event;
 pub mod fingerprint;
 pub mod known;
 pub mod merge;
@@ -20,6 +21,7 @@ mod summary;
 pub mod trace;
 
 pub use ci::CiRun;
+pub use event::{Event, Events, Fanout, Listener, Phase, Quiet};
 pub use fingerprint::Fingerprint;
 pub use known::{Known, KnownEntry, KnownFinding, KnownStatus};
 pub use merge::Partition;
@@ -165,6 +167,9 @@ impl JudgedWith {
 }
 
 /// Where a fire or an error can be picked up again.
+/// The name of a kept fire's timeline page in its evidence folder.
+pub const TIMELINE: &str = "timeline.html";
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Kept {
     /// The evidence folder, kept for a fire or an error (null otherwise).

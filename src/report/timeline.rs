@@ -16,8 +16,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::model::CellResult;
 use crate::model::trace::{Call, Crash, Trace};
+use crate::model::{CellResult, Event, Listener, TIMELINE};
 use crate::plan::KillMode;
 use crate::times::Times;
 
@@ -41,6 +41,33 @@ pub struct Page<'a> {
     pub racers: &'a [(u32, String)],
     /// What the driver's clock saw, if the trial kept it.
     pub times: Option<&'a Times>,
+}
+
+/// The consumer of the run's events that writes a kept fire's page: when
+/// its evidence is staged, the page is drawn from the result, its trace
+/// and the files the crash left there (the ack journal, the first
+/// recovery's dump, each racer's journal, the driver's times).
+pub struct Writer;
+
+impl Listener for Writer {
+    fn on(&self, event: &Event) -> Result<(), String> {
+        let Event::Staged { result, trace, stage, .. } = *event else { return Ok(()) };
+        let read = |name: &str| std::fs::read_to_string(stage.join(name)).ok();
+        let acks = read("acks.ndjson").unwrap_or_default();
+        let recovered = read("dump-1.json");
+        // A race's racers each keep a journal of their own (acks-rN.ndjson).
+        let racers: Vec<(u32, String)> = (0..).map_while(|r| Some((r, read(&format!("acks-r{r}.ndjson"))?))).collect();
+        let times = Times::read(stage);
+        let page = Page {
+            result,
+            trace,
+            acks: &acks,
+            recovered: recovered.as_deref(),
+            racers: &racers,
+            times: times.as_ref(),
+        };
+        std::fs::write(stage.join(TIMELINE), render(&page)).map_err(|e| format!("could not write {TIMELINE}: {e}"))
+    }
 }
 
 /// One racer's lane: its acks, for a reader.

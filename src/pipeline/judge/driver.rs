@@ -246,7 +246,7 @@ impl Driver<'_> {
         let made = until_first_bad(range.len(), self.ctx.jobs, &key, &|i| {
             let unit = s.make(range.start + i);
             if plan.count == Count::Made {
-                self.ctx.tally.done();
+                self.ctx.events.done();
             }
             let bad = unit.as_ref().map_or(true, |u| s.decided(u));
             (unit, bad.then(|| key(i)))
@@ -267,7 +267,7 @@ impl Driver<'_> {
             let got: Vec<Got> = ids.iter().map(|&id| ran.stores.got(id)).collect();
             for t in s.judge(self, unit, &got, &mut ran.passed) {
                 if plan.count == Count::Units {
-                    self.ctx.tally.done();
+                    self.ctx.events.done();
                 }
                 let bad = t.is_bad();
                 trials.push(t);
@@ -463,15 +463,22 @@ mod tests {
     /// Runs a fake source of 20 units in waves of 4 on 2 threads: the keys
     /// of its trials, how many units it made and the steps of progress.
     fn drive(fire: u64, broken: u64) -> (Vec<u32>, usize, usize) {
-        let steps = Arc::new(Mutex::new(0));
-        let heard = Arc::clone(&steps);
+        /// Counts the events it hears.
+        struct Heard(Mutex<usize>);
+        impl crate::model::Listener for Heard {
+            fn on(&self, _: &crate::model::Event) -> Result<(), String> {
+                *self.0.lock().unwrap() += 1;
+                Ok(())
+            }
+        }
+        let heard = Arc::new(Heard(Mutex::new(0)));
         let mut ctx = Context::for_tests(2, None);
-        ctx.tally = crate::pipeline::Tally::new(move |_| *heard.lock().unwrap() += 1);
+        ctx.events = crate::model::Events::of(0, heard.clone());
         let source = Fake { fire, broken, made: Default::default() };
         let plan =
             Plan { units: 20, wave: 4, label: "t", count: Count::Units, turn: None, one_log: false, spread: true };
         let trials = with_driver(&ctx, |d| d.run(&source, &plan));
-        let steps = *steps.lock().unwrap();
+        let steps = *heard.0.lock().unwrap();
         (trials.iter().map(|t| t.index.get()).collect(), source.made.into_inner(), steps)
     }
 

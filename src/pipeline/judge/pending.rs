@@ -134,7 +134,7 @@ pub fn in_order(
 /// [`in_order`] through `d`, wave by wave. Progress: each trial is done
 /// when its child has ended.
 fn through(d: &Driver, indices: &[TrialIndex], run: &MakeTrial) -> Vec<Trial> {
-    d.ctx.tally.planned(indices.len() as u64);
+    d.ctx.events.planned(indices.len() as u64);
     let wave = WAVE.max(d.ctx.jobs);
     let plan = Plan {
         units: indices.len(),
@@ -249,7 +249,6 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
-    use crate::pipeline::Step::{Done, Planned};
     use crate::pipeline::run::context::Context;
 
     fn ctx(jobs: usize) -> Context {
@@ -283,14 +282,27 @@ mod tests {
 
     #[test]
     fn each_trial_is_done_when_its_child_ends() {
+        use crate::model::{Event, Events, Listener};
         use std::sync::{Arc, Mutex};
-        let steps = Arc::new(Mutex::new(Vec::new()));
+        /// The steps heard, as words.
+        #[derive(Default)]
+        struct Steps(Mutex<Vec<String>>);
+        impl Listener for Steps {
+            fn on(&self, event: &Event) -> Result<(), String> {
+                let step = match event {
+                    Event::Planned { count, .. } => format!("planned {count}"),
+                    other => format!("{other:?}"),
+                };
+                self.0.lock().unwrap().push(step);
+                Ok(())
+            }
+        }
+        let steps = Arc::new(Steps::default());
         let mut c = ctx(1);
-        let heard = Arc::clone(&steps);
-        c.tally = crate::pipeline::Tally::new(move |s| heard.lock().unwrap().push(s));
+        c.events = Events::of(0, steps.clone());
         let run = |i: TrialIndex| Pending::ended(Trial::ended(i, Outcome::Pass));
         assert_eq!(in_order(&c, &indices(0..2), &run).len(), 2);
-        assert_eq!(*steps.lock().unwrap(), [Planned(2), Done, Done]);
+        assert_eq!(*steps.0.lock().unwrap(), ["planned 2", "Done { index: 0 }", "Done { index: 0 }"]);
     }
 
     /// A result that decides early runs no further wave, and one that

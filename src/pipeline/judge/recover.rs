@@ -181,8 +181,8 @@ impl Recoverer<'_> {
         new.dedup();
         if plan.per_store {
             // Progress counts the distinct stores recovered, batch by batch.
-            self.ctx.tally.planned(new.len() as u64);
-            self.ctx.tally.phase("recovering");
+            self.ctx.events.planned(new.len() as u64);
+            self.ctx.events.phase(crate::model::Phase::Recovering);
         }
         let files: Vec<&Files> = new.iter().map(|&id| &ran.stores.files[id]).collect();
         let turn = plan.turn.map(Turn::take);
@@ -248,7 +248,7 @@ impl Recoverer<'_> {
     /// the plan counts stores.
     fn ticked(&self, plan: &Recovering, range: Range<usize>) {
         if plan.per_store {
-            range.for_each(|_| self.ctx.tally.done());
+            range.for_each(|_| self.ctx.events.done());
         }
     }
 

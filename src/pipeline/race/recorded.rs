@@ -225,7 +225,7 @@ impl<'a> RealKills<'a> {
 /// With a rollback journal a survivor and a fresh connection alike find
 /// r0's hot journal and roll it back.
 pub(super) fn recordings(race: &Race) -> Result<Result<Recordings, String>, Box<Swept>> {
-    race.ctx.tally.phase("recording");
+    race.ctx.events.phase(crate::model::Phase::Recording);
     let unplanned = |t: Trial| Box::new(Swept::unplanned(t));
     let filter = preflight().map_err(|o| unplanned(Trial::ended(TrialIndex::CENSUS, o)))?;
     let win = record(race, filter, Claim::Winning).map_err(|t| unplanned(*t))?;
@@ -331,8 +331,8 @@ fn sweep(race: &Race, full: &Race, rec: &Recordings) -> Result<Swept, String> {
     let (ctx, census, split) = (race.ctx, &rec.census, rec.split());
     let (win, lose) = (&rec.win, rec.lose.as_ref());
     let points = sweep_points(census.candidates(), None, ctx.options.points, race.job.seed);
-    ctx.tally.planned(points.len() as u64);
-    ctx.tally.phase("checking");
+    ctx.events.planned(points.len() as u64);
+    ctx.events.phase(crate::model::Phase::Checking);
     let (mut trials, distinct, unindexed) = judged(race, rec, &points);
     if confirm_unindexed(full, rec, &unindexed, &mut trials) {
         return Ok(Swept { planned: Some(points), trials, recorded: true, distinct: Some(distinct) });

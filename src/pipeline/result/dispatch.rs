@@ -48,6 +48,8 @@ pub fn run_job_guarded(job: &Job, ctx: &Context) -> CellResult {
 /// Produces the result of one job.
 pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
     let start = Instant::now();
+    // The result's evidence is staged to the job's consumers, on whichever path it ran.
+    let events = ctx.events.clone();
     // The harness's own disk failures from here on are this result's.
     let disk = crate::harness::disk::mark();
     // A leg that puts a SQLite library under its child runs exec'd with it.
@@ -96,7 +98,7 @@ pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
     }
     result.notes.spent = spent::take();
     result.duration_ms = start.elapsed().as_millis() as u64;
-    keep_evidence(ctx, &mut result, trials);
+    keep_evidence(ctx, &events, &mut result, trials);
     result
 }
 
@@ -336,7 +338,7 @@ fn refired(job: &Job, ctx: &Context, runs: u32, at: Site) -> Option<crate::model
         let work_root = ctx.work_root.join(format!("refire-{index}-{i}"));
         std::fs::create_dir_all(&work_root).ok()?;
         let again =
-            Context { options: options.clone(), tally: crate::pipeline::Tally::default(), work_root, ..ctx.clone() };
+            Context { options: options.clone(), events: crate::model::Events::default(), work_root, ..ctx.clone() };
         let outcome = shaped(job, cell, leg, &again, shape).0.pop().map(|t| t.outcome);
         let _ = std::fs::remove_dir_all(&again.work_root);
         outcome

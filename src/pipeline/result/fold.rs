@@ -4,7 +4,7 @@
 //! that reruns it derived from the run's options.
 
 use crate::harness::interrupted;
-use crate::model::{CellResult, Fingerprint, States, Verdict};
+use crate::model::{CellResult, Events, Fingerprint, States, TIMELINE, Verdict};
 use crate::pipeline::judge::coverage::Coverage;
 use crate::pipeline::outcome::{Failure, Interruption, Outcome};
 use crate::pipeline::run::context::Context;
@@ -204,8 +204,9 @@ pub fn mark_interrupted(trials: &mut [Trial]) {
 }
 
 /// Keeps the folder of a fired or errored trial, with the result as JSON
-/// beside it; every other trial's folder is removed with its `TrialEnv`.
-pub fn keep_evidence(ctx: &Context, result: &mut CellResult, trials: Vec<Trial>) {
+/// beside it, its staging told to `events`; every other trial's folder is
+/// removed with its `TrialEnv`.
+pub fn keep_evidence(ctx: &Context, events: &Events, result: &mut CellResult, trials: Vec<Trial>) {
     if !result.verdict.is_decisive() {
         return;
     }
@@ -217,7 +218,7 @@ pub fn keep_evidence(ctx: &Context, result: &mut CellResult, trials: Vec<Trial>)
     result.kept.evidence = Some(dest.display().to_string());
     let kept = env.keep(&dest, |stage| {
         write_kill_point(last.kill_point.as_ref(), stage);
-        write_timeline(result, last.trace.as_ref(), stage, &dest);
+        note_timeline(events, result, last.trace.as_ref(), stage, &dest);
         std::fs::write(stage.join("result.json"), serde_json::to_string_pretty(result).unwrap_or_default())
     });
     if let Err(e) = kept {
@@ -238,36 +239,22 @@ fn write_kill_point(kp: Option<&crate::kill::KillPoint>, dest: &std::path::Path)
     }
 }
 
-/// Writes the evidence's `timeline.html` into `stage` (the copy that
-/// becomes `dest`) from the result, its trace and the files the crash left
-/// (the ack journal, the first recovery's dump); the result names it at
-/// `dest` once written, or says in its details why not.
-fn write_timeline(
+/// Tells the run's consumers that the evidence is staged in `stage` (the
+/// copy that becomes `dest`): the timeline writer adds its page there. The
+/// result names the page at `dest` once written, or says in its details
+/// why it could not be.
+fn note_timeline(
+    events: &Events,
     result: &mut CellResult,
     trace: Option<&crate::model::Trace>,
     stage: &std::path::Path,
     dest: &std::path::Path,
 ) {
-    let acks = std::fs::read_to_string(stage.join("acks.ndjson")).unwrap_or_default();
-    let recovered = std::fs::read_to_string(stage.join("dump-1.json")).ok();
-    // A race's racers each keep a journal of their own (acks-rN.ndjson).
-    let racers: Vec<(u32, String)> = (0..)
-        .map_while(|r| Some((r, std::fs::read_to_string(stage.join(format!("acks-r{r}.ndjson"))).ok()?)))
-        .collect();
-    let times = crate::times::Times::read(stage);
-    let page = crate::report::timeline::Page {
-        result,
-        trace,
-        acks: &acks,
-        recovered: recovered.as_deref(),
-        racers: &racers,
-        times: times.as_ref(),
-    };
-    let html = crate::report::timeline::render(&page);
-    let path = dest.join("timeline.html");
-    match std::fs::write(stage.join("timeline.html"), html) {
-        Ok(()) => result.kept.timeline = Some(path.display().to_string()),
-        Err(e) => result.details.push(format!("could not write {}: {e}", path.display())),
+    if let Some(why) = events.staged(result, trace, stage) {
+        result.details.push(why);
+    }
+    if stage.join(TIMELINE).exists() {
+        result.kept.timeline = Some(dest.join(TIMELINE).display().to_string());
     }
 }
 
@@ -387,7 +374,7 @@ pub(crate) mod tests {
         let trial = Trial::ended(TrialIndex::CENSUS, fire).with_env(env);
         let job = first_job();
         let mut result = fold(&job, &c, std::slice::from_ref(&trial));
-        keep_evidence(&c, &mut result, vec![trial]);
+        keep_evidence(&c, &c.events, &mut result, vec![trial]);
         assert_eq!((result.verdict, result.kept.evidence.as_deref()), (Verdict::Fire, None));
         // The kind survives the fold (no trial audited a mode here).
         assert_eq!(result.finding.violation.as_deref(), Some("lost-ack"));

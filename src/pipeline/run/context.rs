@@ -1,6 +1,6 @@
 //! What every trial of a run needs from it ([`Context`]: the options, the
-//! child, the folders, the deadline), the progress hook it reports to
-//! ([`Tally`]), and what its jobs may share ([`Shared`]).
+//! child, the folders, the deadline), the events its work emits
+//! ([`Events`]), and what its jobs may share ([`Shared`]).
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -14,7 +14,7 @@ use crate::applied::Applied;
 use crate::cells::Cell;
 use crate::harness::Launcher;
 use crate::matrix::Leg;
-use crate::model::Children;
+use crate::model::{Children, Events};
 use crate::options::RunOptions;
 use crate::pipeline::outcome::Failure;
 use crate::pipeline::run::plainfires::PlainFires;
@@ -79,8 +79,8 @@ pub struct Context {
     /// What the child said of itself in the preflight (its protocol and the
     /// operations it implements); none when the run was interrupted first.
     pub child_ready: Option<Ready>,
-    /// Where this job's trials and kill points report their progress.
-    pub tally: Tally,
+    /// Where this job's trials and kill points say how they go.
+    pub events: Events,
     /// The run's one pool of child work, shared by every result.
     pub pool: Pool,
     /// How long the child took to write its ready record in the preflight
@@ -138,7 +138,7 @@ impl Context {
             deadline,
             jobs,
             child_ready: None,
-            tally: Tally::default(),
+            events: Events::default(),
             pool: Pool::new(jobs),
             start: Duration::ZERO,
             execd_start: Duration::ZERO,
@@ -185,56 +185,6 @@ impl Shared {
 impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(if self.0.is_some() { "Shared(on)" } else { "Shared(off)" })
-    }
-}
-
-/// A step of a result's progress: how many trials or kill points it will
-/// run (once known: a sweep knows after its census), one more that ended,
-/// or the phase a sweep is in (`recording`, then `checking`): a recorded
-/// sweep spends most of its time before its first point is judged.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Step {
-    Planned(u64),
-    Done,
-    Phase(&'static str),
-}
-
-/// The progress hook of one job: the pipeline calls it, the command line
-/// draws it (a progress bar on a terminal, nothing elsewhere). A no-op by
-/// default, so that a caller that draws nothing gives nothing.
-#[derive(Clone, Default)]
-pub struct Tally(Option<Arc<dyn Fn(Step) + Send + Sync>>);
-
-impl Tally {
-    pub fn new(f: impl Fn(Step) + Send + Sync + 'static) -> Tally {
-        Tally(Some(Arc::new(f)))
-    }
-
-    /// `n` trials or kill points are to run.
-    pub fn planned(&self, n: u64) {
-        if let Some(f) = &self.0 {
-            f(Step::Planned(n));
-        }
-    }
-
-    /// One more trial or kill point ended.
-    pub fn done(&self) {
-        if let Some(f) = &self.0 {
-            f(Step::Done);
-        }
-    }
-
-    /// The result entered a phase of its work.
-    pub fn phase(&self, name: &'static str) {
-        if let Some(f) = &self.0 {
-            f(Step::Phase(name));
-        }
-    }
-}
-
-impl std::fmt::Debug for Tally {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() { "Tally(hook)" } else { "Tally(none)" })
     }
 }
 
@@ -369,7 +319,7 @@ impl Context {
     /// drawn nowhere (a confirmation is no trial the bar planned), its waits
     /// scaled from the exec'd start ([`Context::execd`]).
     pub fn plain(&self) -> Context {
-        Context { tally: Tally::default(), ..self.execd() }
+        Context { events: Events::default(), ..self.execd() }
     }
 
     /// This context with every operation exec'd and its waits scaled from

@@ -73,7 +73,7 @@ pub fn fault_sweep(w: &Workload, seed: u64, injection: &'static dyn Injection, m
         Ok(p) => p,
         Err(outcome) => return Swept::unplanned(Trial::ended(TrialIndex::CENSUS, outcome)),
     };
-    w.ctx.tally.planned(points.len() as u64);
+    w.ctx.events.planned(points.len() as u64);
     let sweep = Sweep { w, rec: &rec, injection, points: &points, seen: Mutex::default() };
     let make_env = |l: &str| w.env(l);
     let driver = w.driver(&rec, &make_env);

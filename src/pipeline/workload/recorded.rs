@@ -74,7 +74,7 @@ impl Workload<'_> {
     /// (in WAL below `synchronous=FULL`, every frame since the checkpoint)
     /// or, for faults, with every write of the workload.
     pub fn honoured_recording(&self, grow: bool) -> Result<Recording, Box<Swept>> {
-        self.ctx.tally.phase("recording");
+        self.ctx.events.phase(crate::model::Phase::Recording);
         let unplanned = |t: Trial| Box::new(Swept::unplanned(t));
         let filter = preflight().map_err(|outcome| unplanned(Trial::ended(TrialIndex::CENSUS, outcome)))?;
         let rec = if grow { self.recording(filter) } else { self.record(filter) };
@@ -228,8 +228,8 @@ pub fn process_sweep(w: &Workload, seed: u64) -> Swept {
         return swept;
     }
     let points = sweep_points(rec.census.candidates(), None, w.ctx.options.points, seed);
-    w.ctx.tally.planned(points.len() as u64);
-    w.ctx.tally.phase("checking");
+    w.ctx.events.planned(points.len() as u64);
+    w.ctx.events.phase(crate::model::Phase::Checking);
     let states = process_states(&rec.log, &points);
     let marks = state_marks(&states);
     let make_env = |l: &str| w.env(l);
