@@ -17,7 +17,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crashcells::harness::{ChildCommand, Exit, Launch, Launcher};
+use crashcells::harness::{ChildCommand, Exit, Interrupt, Launch, Launcher};
 use crashcells::kill::syscall::{Driven, Goal, Targets, drive, trap_set};
 use crashcells_protocol::{Op, OpArgs};
 
@@ -42,8 +42,9 @@ fn bench(name: &str, script: PathBuf, work: &Path, rounds: u32) {
     let child = ChildCommand { program: "python3".into(), prefix: vec![script.into()], cwd: None, env: Vec::new() };
     let exec = time_ops(&Launcher::exec(child.clone()), &work.join(format!("{name}-exec")), rounds);
     let start = Instant::now();
-    let server = Launcher::with_fork_server(child, &work.join(format!("{name}-server.stderr")), DEADLINE)
-        .expect("the fork server starts");
+    let server =
+        Launcher::with_fork_server(child, &work.join(format!("{name}-server.stderr")), DEADLINE, &Interrupt::new())
+            .expect("the fork server starts");
     let started = start.elapsed();
     let forked = time_ops(&server, &work.join(format!("{name}-fork")), rounds);
     report(name, "`append --stop-after 1`", rounds, exec, forked, started);
@@ -75,7 +76,7 @@ fn time_ops(launcher: &Launcher, dir: &Path, rounds: u32) -> Duration {
     let start = Instant::now();
     for i in 0..rounds {
         let t = Trial::new(dir, i, 1);
-        let (exit, tail) = launcher.run_to_end(&t.launch(), DEADLINE).expect("the operation starts");
+        let (exit, tail) = launcher.run_to_end(&t.launch(), DEADLINE, &Interrupt::new()).expect("the operation starts");
         assert_eq!(exit, Ok(Exit::Code(0)), "{tail}");
     }
     start.elapsed()
@@ -88,7 +89,7 @@ fn time_traced(launcher: &Launcher, dir: &Path, rounds: u32) -> Duration {
     let start = Instant::now();
     for i in 0..rounds {
         let t = Trial::new(dir, i, 4);
-        let mut child = launcher.spawn_traced(&t.launch(), traps, DEADLINE).expect("a traced start");
+        let mut child = launcher.spawn_traced(&t.launch(), traps, DEADLINE, &Interrupt::new()).expect("a traced start");
         let targets = Targets::new(&t.dir.join("store.db"), &t.dir.join("acks.ndjson"));
         match drive(&mut child, &targets, Goal::ToEnd).expect("a traced run") {
             Driven::Exited { exit: Exit::Code(0), .. } => {}

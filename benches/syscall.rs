@@ -47,6 +47,7 @@ fn context(work: &Path, jobs: usize, replay: Replay) -> Context {
         work_root: work.to_path_buf(),
         evidence_root: work.join("evidence"),
         deadline: Duration::from_secs(30),
+        interrupt: Default::default(),
         jobs,
         child_ready: None,
         events: Default::default(),
@@ -71,7 +72,7 @@ fn sweep_rate(work: &Path, jobs: usize, replay: Replay) -> f64 {
     let sel = Selection { cells: vec!["3".into()], legs: vec!["delete".into()], kills: vec![KillMode::Syscall] };
     let job = &plan(&catalog, &matrix, &sel, 1).expect("plan")[0];
     let mut ctx = context(work, jobs, replay);
-    ctx.child_ready = crashcells::probe::preflight(&ctx.child, work, ctx.deadline).ok();
+    ctx.child_ready = crashcells::probe::preflight(&ctx.child, work, ctx.deadline, &ctx.interrupt).ok();
     let start = Instant::now();
     let result = crashcells::pipeline::run_job(job, &ctx);
     let secs = start.elapsed().as_secs_f64();
@@ -108,7 +109,9 @@ fn untraced(work: &Path, acks: u64) -> Duration {
     let dir = folder(work, "untraced");
     let cmd = child().command(&rotate_args(&dir, Some(acks)), &dir.join("home"));
     let start = Instant::now();
-    let (exit, tail) = run_to_end(cmd, &dir.join("out"), &dir.join("err"), Duration::from_secs(30)).expect("spawn");
+    let (exit, tail) =
+        run_to_end(cmd, &dir.join("out"), &dir.join("err"), Duration::from_secs(30), &Default::default())
+            .expect("spawn");
     assert_eq!(exit, Ok(Exit::Code(0)), "{tail}");
     start.elapsed()
 }
@@ -119,7 +122,8 @@ fn traced(work: &Path, acks: u64) -> Duration {
     let dir = folder(work, "traced");
     let cmd = child().command(&rotate_args(&dir, None), &dir.join("home"));
     let start = Instant::now();
-    let mut c = Traced::spawn(cmd, None, filter().expect("filter"), Duration::from_secs(30)).expect("traced spawn");
+    let mut c = Traced::spawn(cmd, None, filter().expect("filter"), Duration::from_secs(30), &Default::default())
+        .expect("traced spawn");
     let targets = Targets::new(&dir.join("s.db"), &dir.join("a.ndjson"));
     let driven = drive(&mut c, &targets, Goal::Census { acks }).expect("drive");
     assert!(matches!(driven, Driven::At(_)));

@@ -19,7 +19,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crashcells::harness::{ChildCommand, Exit, Launch, Launcher};
+use crashcells::harness::{ChildCommand, Exit, Interrupt, Launch, Launcher};
 use crashcells_protocol::{Op, OpArgs};
 
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -46,7 +46,7 @@ fn main() {
 fn bench(name: &str, child: ChildCommand, dir: &Path, rounds: u32) {
     let exec = Launcher::exec(child.clone());
     let began = Instant::now();
-    let warm = match Launcher::with_warm_pool(child, &dir.with_extension("stderr"), 1, DEADLINE) {
+    let warm = match Launcher::with_warm_pool(child, &dir.with_extension("stderr"), 1, DEADLINE, &Interrupt::new()) {
         Ok(w) => w,
         Err(e) => return println!("{name}: left out: {e}"),
     };
@@ -78,14 +78,14 @@ fn bench(name: &str, child: ChildCommand, dir: &Path, rounds: u32) {
 /// its end (it must succeed).
 fn start(launcher: &Launcher, t: &Trial) -> Duration {
     let began = Instant::now();
-    let mut running = launcher.spawn(&t.launch(), DEADLINE).expect("the operation starts");
+    let mut running = launcher.spawn(&t.launch(), DEADLINE, &Interrupt::new()).expect("the operation starts");
     let acks = t.dir.join("acks.ndjson");
     while !std::fs::read(&acks).is_ok_and(|b| b.contains(&b'\n')) {
         assert!(running.is_alive() && began.elapsed() < DEADLINE, "{}", running.stderr_tail());
         std::thread::sleep(Duration::from_micros(200));
     }
     let took = began.elapsed();
-    let exit = running.wait_until(Instant::now() + DEADLINE);
+    let exit = running.wait_until(Instant::now() + DEADLINE, &Interrupt::new());
     assert_eq!(exit, Ok(Exit::Code(0)), "{}", running.stderr_tail());
     took
 }

@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::dbfiles::{Artefacts, Family};
 use crate::error::{Error, Result};
-use crate::harness::{ChildCommand, Launcher, Running};
+use crate::harness::{ChildCommand, Interrupt, Launcher, Running};
 use crate::kill::timed::{WaitError, wait_for_acks};
 use crate::legaudit::{self, audit_leg};
 use crate::matrix::{Leg, Matrix};
@@ -66,6 +66,10 @@ pub struct AuditSetup {
     /// preflight's measure; zero until [`Audit::start`]): every wait
     /// scales with it, by the rule `run` follows ([`scale_deadline`]).
     pub start: Duration,
+    /// The audit's interrupt: every wait of it is given it (the CLI's is
+    /// its own and never raised: `audit` catches no signal, so a Ctrl-C
+    /// ends it at once and its children die with it).
+    pub interrupt: Interrupt,
 }
 
 impl AuditSetup {
@@ -92,7 +96,8 @@ impl Audit {
     pub fn start(mut setup: AuditSetup) -> Result<Audit> {
         let exec = Launcher::exec(setup.child.clone());
         let began = std::time::Instant::now();
-        let ready = crate::probe::preflight(&exec, &setup.workdir, preflight_deadline(setup.deadline))
+        let first = preflight_deadline(setup.deadline);
+        let ready = crate::probe::preflight(&exec, &setup.workdir, first, &setup.interrupt)
             .map_err(|e| Error::Child { child: setup.child.display(), message: e.to_string() })?;
         setup.start = began.elapsed();
         Ok(Audit { setup, ready })
@@ -121,7 +126,7 @@ impl Audit {
         let exec = Launcher::exec(s.child.clone());
         let forks = match s.crash {
             // A server not ready in time leaves the crash columns exec'd: slower, the same verdicts.
-            true => match crate::probe::fork_server(&exec, &self.ready, server_dir.path(), s.wait())? {
+            true => match crate::probe::fork_server(&exec, &self.ready, server_dir.path(), s.wait(), &s.interrupt)? {
                 Some(crate::probe::Fast::Ready(forks, start)) => Some((forks, start)),
                 Some(crate::probe::Fast::Late(_)) | None => None,
             },
@@ -315,6 +320,7 @@ fn crash_context(
     let child = forks.map_or_else(|| Launcher::exec(setup.child.clone()), |f| f.0.clone());
     let evidence = work_root.join("evidence");
     let ctx = crate::pipeline::Context::new(options, 1, child, work_root, evidence, setup.deadline, jobs);
+    let ctx = crate::pipeline::Context { interrupt: setup.interrupt.clone(), ..ctx };
     // The crash columns' children start as the preflight's did, or as the
     // fork server's forks do: their waits scale with that, as a run's.
     let ctx =
@@ -370,7 +376,7 @@ fn run_and_kill(setup: &AuditSetup, child: &ChildCommand, f: &LegFiles) -> std::
         vec!["append".into(), "--db".into(), f.db.clone().into(), "--acks".into(), f.acks.clone().into()];
     let mut child = Running::spawn(child.command(&args, &f.home), Some(&f.stderr))
         .map_err(|e| format!("could not start the child `{}`: {e}", setup.child.display()))?;
-    let reached = match wait_for_acks(&mut child, &f.acks, AUDIT_ACKS, setup.wait(), None) {
+    let reached = match wait_for_acks(&mut child, &f.acks, AUDIT_ACKS, (setup.wait(), &setup.interrupt), None) {
         Ok(r) => r,
         Err(e @ (WaitError::Exited { .. } | WaitError::Io(_))) => return Err(e.to_string()),
         Err(WaitError::Deadline { acks }) => {

@@ -447,6 +447,7 @@ impl AuditArgs {
             deadline: self.deadline.duration(),
             crash: !self.no_crash,
             start: std::time::Duration::ZERO,
+            interrupt: crate::harness::Interrupt::new(),
         })
     }
 }

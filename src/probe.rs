@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crashcells_protocol::{Op, OpArgs, Ready};
 
-use crate::harness::{Exit, Launch, Launcher, POLL, Running};
+use crate::harness::{Exit, Interrupt, Launch, Launcher, POLL, Running};
 use crate::journal::{self, snippet};
 
 /// A private folder for protocol probes: a store, an ack journal, a config
@@ -44,8 +44,16 @@ impl Scratch {
     }
 
     /// Starts the child for `args` (exec'd, or forked by its fork server)
-    /// with stdout and stderr in files named after `label`.
-    pub fn spawn(&self, child: &Launcher, args: &OpArgs, label: &str, deadline: Duration) -> std::io::Result<Running> {
+    /// with stdout and stderr in files named after `label`; the start's
+    /// waits give up at `deadline`, or once `interrupt` is raised.
+    pub fn spawn(
+        &self,
+        child: &Launcher,
+        args: &OpArgs,
+        label: &str,
+        deadline: Duration,
+        interrupt: &Interrupt,
+    ) -> std::io::Result<Running> {
         let args = args.to_args();
         let (stdout, stderr) = (self.path(&format!("{label}.stdout")), self.path(&format!("{label}.stderr")));
         let launch = Launch {
@@ -55,15 +63,15 @@ impl Scratch {
             stdout: Some(&stdout),
             stderr: Some(&stderr),
         };
-        Ok(child.spawn(&launch, deadline)?)
+        Ok(child.spawn(&launch, deadline, interrupt)?)
     }
 }
 
 /// Waits until `acks` holds one complete line, the child ends, `deadline`
-/// passes or the run is interrupted (its caller looks at the interrupt).
+/// passes or `interrupt` is raised (its caller looks at the interrupt).
 /// Returns how the child ended, if it did.
-pub fn wait_first_line(child: &mut Running, acks: &Path, deadline: Duration) -> Option<Exit> {
-    wait_first_line_unless(child, acks, deadline, &|| false)
+pub fn wait_first_line(child: &mut Running, acks: &Path, deadline: Duration, interrupt: &Interrupt) -> Option<Exit> {
+    wait_first_line_unless(child, acks, (deadline, interrupt), &|| false)
 }
 
 /// [`wait_first_line`], that also stops as soon as `broken` says the child
@@ -72,7 +80,7 @@ pub fn wait_first_line(child: &mut Running, acks: &Path, deadline: Duration) -> 
 fn wait_first_line_unless(
     child: &mut Running,
     acks: &Path,
-    deadline: Duration,
+    (deadline, interrupt): (Duration, &Interrupt),
     broken: &dyn Fn() -> bool,
 ) -> Option<Exit> {
     let end = Instant::now() + deadline;
@@ -83,7 +91,7 @@ fn wait_first_line_unless(
         if let Some(exit) = child.try_exit() {
             return Some(exit);
         }
-        if Instant::now() >= end || crate::harness::interrupted().is_some() || broken() {
+        if Instant::now() >= end || interrupt.is_set() || broken() {
             return None;
         }
         std::thread::sleep(POLL);
@@ -142,9 +150,15 @@ fn start_timed_out(e: &std::io::Error) -> bool {
 }
 
 /// Runs `append --stop-after 1` once with the resolver's default config and
-/// returns the child's `ready` record, or why there is none.
-pub fn preflight(child: &Launcher, work: &Path, deadline: Duration) -> Result<Ready, PreflightError> {
-    preflight_with(child, work, deadline, None)
+/// returns the child's `ready` record, or why there is none. Its waits give
+/// up at `deadline`, or once `interrupt` (the run's) is raised.
+pub fn preflight(
+    child: &Launcher,
+    work: &Path,
+    deadline: Duration,
+    interrupt: &Interrupt,
+) -> Result<Ready, PreflightError> {
+    preflight_with(child, work, deadline, interrupt, None)
 }
 
 /// The preflight with the run's `--mutant`, if any: a child that does not
@@ -154,9 +168,10 @@ pub fn preflight_with(
     child: &Launcher,
     work: &Path,
     deadline: Duration,
+    interrupt: &Interrupt,
     mutant: Option<&str>,
 ) -> Result<Ready, PreflightError> {
-    preflight_in(child, work, deadline, mutant, None)
+    preflight_in(child, work, deadline, interrupt, mutant, None)
 }
 
 /// The preflight with `config` as the child's config.toml (a leg's
@@ -166,17 +181,18 @@ pub fn preflight_in(
     child: &Launcher,
     work: &Path,
     deadline: Duration,
+    interrupt: &Interrupt,
     mutant: Option<&str>,
     config: Option<&str>,
 ) -> Result<Ready, PreflightError> {
     let scratch = Scratch::new(work, "preflight", config).map_err(PreflightError::Folder)?;
     let acks = scratch.path("acks.ndjson");
     let args = scratch.op(Op::Append).acks(&acks).stop_after(1).mutant(mutant);
-    let mut running = scratch.spawn(child, &args, "append", deadline).map_err(PreflightError::Start)?;
+    let mut running = scratch.spawn(child, &args, "append", deadline, interrupt).map_err(PreflightError::Start)?;
     let stdout_path = scratch.path("append.stdout");
     let read = |p: &Path| std::fs::read(p).unwrap_or_default();
     let broken = || not_protocol(&read(&acks), &read(&stdout_path));
-    let exited = wait_first_line_unless(&mut running, &acks, deadline, &broken);
+    let exited = wait_first_line_unless(&mut running, &acks, (deadline, interrupt), &broken);
     let stopped_early = exited.is_none() && broken();
     let reaped = running.kill_and_reap();
     let bytes = read(&acks);
@@ -220,19 +236,20 @@ pub fn fork_server(
     ready: &Ready,
     work: &Path,
     deadline: Duration,
+    interrupt: &Interrupt,
 ) -> crate::error::Result<Option<Fast>> {
     if !crate::harness::serves_forks(ready) || child.server_pid().is_some() {
         return Ok(None);
     }
     let refused = |message: String| crate::error::Error::Child { child: child.display(), message };
     let stderr = work.join("fork-server.stderr");
-    let forks = match Launcher::with_fork_server((**child).clone(), &stderr, deadline) {
+    let forks = match Launcher::with_fork_server((**child).clone(), &stderr, deadline, interrupt) {
         Ok(forks) => forks,
         Err(e) if e.timed_out() => return Ok(Some(Fast::Late(e.to_string()))),
         Err(e) => return Err(refused(e.to_string())),
     };
     let began = Instant::now();
-    match preflight(&forks, work, deadline) {
+    match preflight(&forks, work, deadline, interrupt) {
         // A server that did not answer its first request was retired, and
         // the preflight ran exec'd: a late server, not a measured start.
         Ok(_) if let Some(why) = forks.retired() => Ok(Some(Fast::Late(format!("its fork server: {why}")))),
@@ -256,19 +273,20 @@ pub fn warm_pool(
     work: &Path,
     size: usize,
     deadline: Duration,
+    interrupt: &Interrupt,
 ) -> crate::error::Result<Option<Fast>> {
     if !crate::harness::serves_warm(ready) || child.server_pid().is_some() || child.warm_pool().is_some() {
         return Ok(None);
     }
     let refused = |message: String| crate::error::Error::Child { child: child.display(), message };
     let stderr = work.join("warm-pool.stderr");
-    let warm = match Launcher::with_warm_pool((**child).clone(), &stderr, size, deadline) {
+    let warm = match Launcher::with_warm_pool((**child).clone(), &stderr, size, deadline, interrupt) {
         Ok(warm) => warm,
         Err(e) if e.timed_out() => return Ok(Some(Fast::Late(e.to_string()))),
         Err(e) => return Err(refused(e.to_string())),
     };
     let began = Instant::now();
-    match preflight(&warm, work, deadline) {
+    match preflight(&warm, work, deadline, interrupt) {
         Ok(_) => Ok(Some(Fast::Ready(warm, began.elapsed()))),
         Err(e) if e.timed_out() => Ok(Some(Fast::Late(format!("its warm pool: {e}")))),
         // The launcher's refusal already names the pool and the descriptor.

@@ -50,7 +50,7 @@ fn slots(plan: &[Job], ctx: &Context, jobs: usize, to: Arc<dyn Listener>) -> Vec
         for _ in 0..jobs.clamp(1, plan.len().max(1)) {
             s.spawn(|| {
                 // An interrupted run starts no further result.
-                while crate::harness::interrupted().is_none() {
+                while !ctx.interrupt.is_set() {
                     let Some(&index) = order.get(next.fetch_add(1, Ordering::SeqCst)) else { break };
                     let job = &plan[index];
                     // A consumer's error on these two is a bar not drawn: nothing a result says.
@@ -294,7 +294,7 @@ pub struct RunFacts<'a> {
 
 /// Builds the report of a finished run.
 pub fn report(ctx: &Context, facts: RunFacts, results: Vec<CellResult>) -> Report {
-    let signal = crate::harness::interrupted();
+    let signal = ctx.interrupt.signal();
     let mut report = Report {
         schema: SCHEMA.to_string(),
         crashcells_version: crate::model::VERSION.to_string(),

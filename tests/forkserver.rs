@@ -12,7 +12,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crashcells::harness::{ChildCommand, Exit, Launch, Launcher, TraceError, group_alive};
+use crashcells::harness::{ChildCommand, Exit, Interrupt, Launch, Launcher, TraceError, group_alive};
 use crashcells::kill::syscall::{Driven, Goal, Point, Targets, drive_observed, trap_set};
 use crashcells_protocol::{Op, OpArgs};
 use serde_json::Value;
@@ -31,7 +31,8 @@ pub fn store() -> ChildCommand {
 }
 
 fn served(child: ChildCommand, root: &Path) -> Launcher {
-    Launcher::with_fork_server(child, &root.join("server.stderr"), DEADLINE).expect("the fork server starts")
+    Launcher::with_fork_server(child, &root.join("server.stderr"), DEADLINE, &Interrupt::new())
+        .expect("the fork server starts")
 }
 
 /// A trial folder with a config home asking for `delete` (the same mode
@@ -66,7 +67,7 @@ impl Trial {
         let args = OpArgs::new(Op::Dump).db(&self.dir.join("store.db")).to_args();
         let out = self.dir.join("dump.stdout");
         let launch = Launch { args: &args, stdout: Some(&out), ..self.launch() };
-        let (exit, tail) = Launcher::exec(store()).run_to_end(&launch, DEADLINE).unwrap();
+        let (exit, tail) = Launcher::exec(store()).run_to_end(&launch, DEADLINE, &Interrupt::new()).unwrap();
         assert_eq!(exit, Ok(Exit::Code(0)), "{tail}");
         std::fs::read_to_string(out).unwrap()
     }
@@ -83,11 +84,16 @@ fn a_forked_operation_leaves_what_an_exec_one_leaves() {
     let root = scratch();
     let forks = served(store(), root.path());
     let (exec, forked) = (Trial::new(root.path(), "exec", Some(3)), Trial::new(root.path(), "forked", Some(3)));
-    let (exit, tail) = Launcher::exec(store()).run_to_end(&exec.launch(), DEADLINE).unwrap();
+    let (exit, tail) = Launcher::exec(store()).run_to_end(&exec.launch(), DEADLINE, &Interrupt::new()).unwrap();
     assert_eq!(exit, Ok(Exit::Code(0)), "{tail}");
-    let mut running = forks.spawn(&forked.launch(), DEADLINE).unwrap();
+    let mut running = forks.spawn(&forked.launch(), DEADLINE, &Interrupt::new()).unwrap();
     let pid = running.pid();
-    assert_eq!(running.wait_until(Instant::now() + DEADLINE), Ok(Exit::Code(0)), "{}", running.stderr_tail());
+    assert_eq!(
+        running.wait_until(Instant::now() + DEADLINE, &Interrupt::new()),
+        Ok(Exit::Code(0)),
+        "{}",
+        running.stderr_tail()
+    );
     assert_eq!(forked.dump(), exec.dump());
     assert_eq!(forked.acks(), exec.acks());
     // The operation ran in the forked process, not in the server.
@@ -101,7 +107,7 @@ fn a_killed_forked_process_is_reaped_as_sigkill_and_leaves_nothing() {
     let root = scratch();
     let forks = served(store(), root.path());
     let trial = Trial::new(root.path(), "killed", None);
-    let mut running = forks.spawn(&trial.launch(), DEADLINE).unwrap();
+    let mut running = forks.spawn(&trial.launch(), DEADLINE, &Interrupt::new()).unwrap();
     let acks = trial.dir.join("acks.ndjson");
     let until = Instant::now() + DEADLINE;
     while std::fs::read(&acks).map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count()) < 3 {
@@ -118,7 +124,7 @@ fn a_killed_forked_process_is_reaped_as_sigkill_and_leaves_nothing() {
 /// the ready record's length masked: it holds the pid), and its name.
 pub fn calls(launcher: &Launcher, trial: &Trial) -> Vec<(Option<Point>, i64)> {
     let traps = trap_set().unwrap();
-    let mut child = match launcher.spawn_traced(&trial.launch(), traps, DEADLINE) {
+    let mut child = match launcher.spawn_traced(&trial.launch(), traps, DEADLINE, &Interrupt::new()) {
         Err(TraceError::NotPermitted(why)) => panic!("ptrace refused: {why}"),
         other => other.unwrap(),
     };
@@ -153,7 +159,13 @@ pub fn traced_allowed() -> bool {
 /// `true` is started (and dropped: killed and reaped) to find out.
 fn tracing_refused_here() -> Option<String> {
     let filter = crashcells::kill::syscall::filter().ok()?;
-    match crashcells::harness::Traced::spawn(std::process::Command::new("true"), None, filter, DEADLINE) {
+    match crashcells::harness::Traced::spawn(
+        std::process::Command::new("true"),
+        None,
+        filter,
+        DEADLINE,
+        &Interrupt::new(),
+    ) {
         Err(TraceError::NotPermitted(why)) => Some(why),
         _ => None,
     }
@@ -194,7 +206,7 @@ fn a_recorded_forked_run_rebuilds_its_files() {
     let root = scratch();
     let forks = served(store(), root.path());
     let trial = Trial::new(root.path(), "recorded", Some(3));
-    let mut child = forks.spawn_traced(&trial.launch(), trap_set().unwrap(), DEADLINE).unwrap();
+    let mut child = forks.spawn_traced(&trial.launch(), trap_set().unwrap(), DEADLINE, &Interrupt::new()).unwrap();
     let (db, acks) = (trial.dir.join("store.db"), trial.dir.join("acks.ndjson"));
     let (driven, log) =
         crashcells::crashstate::record::record(&mut child, &Targets::new(&db, &acks), Goal::ToEnd).unwrap();
@@ -213,7 +225,7 @@ fn a_traced_forked_process_killed_at_a_point_ends_by_sigkill_and_leaves_nothing(
     let root = scratch();
     let forks = served(store(), root.path());
     let trial = Trial::new(root.path(), "killed", Some(2));
-    let mut child = forks.spawn_traced(&trial.launch(), trap_set().unwrap(), DEADLINE).unwrap();
+    let mut child = forks.spawn_traced(&trial.launch(), trap_set().unwrap(), DEADLINE, &Interrupt::new()).unwrap();
     let targets = Targets::new(&trial.dir.join("store.db"), &trial.dir.join("acks.ndjson"));
     let at = match crashcells::kill::syscall::drive(&mut child, &targets, Goal::KillAt(5)).unwrap() {
         Driven::At(p) => p,
@@ -224,8 +236,9 @@ fn a_traced_forked_process_killed_at_a_point_ends_by_sigkill_and_leaves_nothing(
     child.kill_and_reap().check().unwrap();
     assert!(!group_alive(pgid));
     // The server, which reaped it after the tracer, forks the next one.
-    let mut next = forks.spawn(&Trial::new(root.path(), "next", Some(1)).launch(), DEADLINE).unwrap();
-    assert_eq!(next.wait_until(Instant::now() + DEADLINE), Ok(Exit::Code(0)));
+    let mut next =
+        forks.spawn(&Trial::new(root.path(), "next", Some(1)).launch(), DEADLINE, &Interrupt::new()).unwrap();
+    assert_eq!(next.wait_until(Instant::now() + DEADLINE, &Interrupt::new()), Ok(Exit::Code(0)));
 }
 
 /// A store behind a launcher script forks and execs: every process the
@@ -253,7 +266,7 @@ fn the_processes_a_traced_forked_process_starts_are_traced_too() {
     let out = trial.dir.join("out.db");
     let args: Vec<OsString> = vec!["write".into(), out.clone().into()];
     let launch = Launch { args: &args, ..trial.launch() };
-    let mut child = forks.spawn_traced(&launch, trap_set().unwrap(), DEADLINE).unwrap();
+    let mut child = forks.spawn_traced(&launch, trap_set().unwrap(), DEADLINE, &Interrupt::new()).unwrap();
     let targets = Targets::new(&out, &trial.dir.join("acks.ndjson"));
     let mut writers = Vec::new();
     let mut observe = |pid: u32, _nr: i64, _args: [u64; 6], point: Option<&Point>| {
@@ -276,19 +289,25 @@ fn a_server_that_dies_gives_errors_not_hangs_and_is_restarted_once() {
     let forks = served(store(), root.path());
     let first = forks.server_pid().unwrap();
     let trial = Trial::new(root.path(), "orphaned", None);
-    let mut running = forks.spawn(&trial.launch(), DEADLINE).unwrap();
+    let mut running = forks.spawn(&trial.launch(), DEADLINE, &Interrupt::new()).unwrap();
     let kill =
         |pid: u32| nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
     kill(first).unwrap();
     let start = Instant::now();
-    assert_eq!(running.wait_until(start + DEADLINE), Ok(Exit::ServerLost));
+    assert_eq!(running.wait_until(start + DEADLINE, &Interrupt::new()), Ok(Exit::ServerLost));
     let reaped = running.kill_and_reap();
     let why = reaped.check().unwrap_err().to_string();
     assert!(why.contains("the loss of its fork server"), "{why}");
     assert!(start.elapsed() < DEADLINE / 2, "{:?}", start.elapsed());
     let run = |name: &str| {
-        let mut next = forks.spawn(&Trial::new(root.path(), name, Some(1)).launch(), DEADLINE).unwrap();
-        assert_eq!(next.wait_until(Instant::now() + DEADLINE), Ok(Exit::Code(0)), "{}", next.stderr_tail());
+        let mut next =
+            forks.spawn(&Trial::new(root.path(), name, Some(1)).launch(), DEADLINE, &Interrupt::new()).unwrap();
+        assert_eq!(
+            next.wait_until(Instant::now() + DEADLINE, &Interrupt::new()),
+            Ok(Exit::Code(0)),
+            "{}",
+            next.stderr_tail()
+        );
         next.pid()
     };
     run("restarted");
@@ -318,7 +337,7 @@ fn a_server_that_leaks_a_descriptor_is_refused_naming_it() {
     let root = scratch();
     let forks = served(leaky(), root.path());
     let trial = Trial::new(root.path(), "leaked", Some(1));
-    let e = forks.spawn(&trial.launch(), DEADLINE).unwrap_err().to_string();
+    let e = forks.spawn(&trial.launch(), DEADLINE, &Interrupt::new()).unwrap_err().to_string();
     assert!(!e.contains('\n'), "{e}");
     let pattern = r"^fork server: process \d+ holds descriptor \d+ \(.*/cache\.db \(deleted\)\) when it starts its operation; a forked process must start as fresh as an exec'd one$";
     assert!(regex::Regex::new(pattern).unwrap().is_match(&e), "{e}");

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crashcells::crashstate::record::record;
 use crashcells::crashstate::{Files, Names};
-use crashcells::harness::{ChildCommand, TraceError, Traced};
+use crashcells::harness::{ChildCommand, Interrupt, TraceError, Traced};
 use crashcells::kill::syscall::{Driven, FileKind, Goal, Targets, drive, filter};
 use serde_json::Value;
 
@@ -40,7 +40,7 @@ fn traced(dir: &Path) -> Result<Traced, TraceError> {
     let args: Vec<std::ffi::OsString> = args.iter().map(|a| (*a).into()).collect();
     let mut cmd = reference().command(&args, &dir.join("home"));
     cmd.current_dir(dir).env(crashcells_child::DETERMINISTIC_ENV, "1");
-    Traced::spawn(cmd, None, filter().unwrap(), Duration::from_secs(20))
+    Traced::spawn(cmd, None, filter().unwrap(), Duration::from_secs(20), &Interrupt::new())
 }
 
 fn targets(dir: &Path) -> Targets {
@@ -391,7 +391,7 @@ fn torn_power_states_stay_bounded_on_the_reference_store() {
         let args: Vec<std::ffi::OsString> = args.iter().map(|a| (*a).into()).collect();
         let mut cmd = reference().command(&args, &dir.join("home"));
         cmd.current_dir(&dir);
-        let mut child = match Traced::spawn(cmd, None, filter().unwrap(), Duration::from_secs(20)) {
+        let mut child = match Traced::spawn(cmd, None, filter().unwrap(), Duration::from_secs(20), &Interrupt::new()) {
             Err(TraceError::NotPermitted(why)) => return crate::common::tracing_refused(why),
             other => other.unwrap(),
         };
@@ -459,7 +459,7 @@ fn a_recorded_sweep_reports_its_phases_and_its_points_as_they_are_judged() {
     let job = plan(&catalog, &matrix, &selection, 7).unwrap().remove(0);
     let heard = Arc::new(Steps(Mutex::new(Vec::new())));
     let child = crashcells::harness::Launcher::exec(reference());
-    let ready = crashcells::probe::preflight(&child, &work, Duration::from_secs(30)).unwrap();
+    let ready = crashcells::probe::preflight(&child, &work, Duration::from_secs(30), &Interrupt::new()).unwrap();
     let options = crashcells::options::RunOptions { matrix: "default".into(), ..Default::default() };
     let ctx = Context::new(options, 7, child, work.clone(), work.join("evidence"), Duration::from_secs(30), 2);
     let ctx = Context { child_ready: Some(ready), events: Events::of(0, heard.clone()), ..ctx };
@@ -544,7 +544,7 @@ fn rebuilt_wal_race_states_reach_the_verdicts_of_real_kills_point_by_point() {
     let selection = Selection { cells: vec!["2".into()], legs: vec!["default".into()], kills: vec![KillMode::Syscall] };
     let job = plan(&catalog, &matrix, &selection, 11).unwrap().remove(0);
     let child = crashcells::harness::Launcher::exec(reference());
-    let ready = crashcells::probe::preflight(&child, &work, Duration::from_secs(30)).unwrap();
+    let ready = crashcells::probe::preflight(&child, &work, Duration::from_secs(30), &Interrupt::new()).unwrap();
     let (cell, leg) = (crashcells::cells::find(&job.cell.id).unwrap(), job.leg.as_ref().unwrap());
     let (mut fired, mut lost_claims) = (0, 0);
     for mutant in [None, Some("split-claim")] {
@@ -602,7 +602,7 @@ fn rebuilt_writer_states_reach_the_verdicts_of_real_kills_point_by_point() {
     let selection = Selection { cells: vec!["6".into()], legs: vec!["default".into()], kills: vec![KillMode::Syscall] };
     let job = plan(&catalog, &matrix, &selection, 11).unwrap().remove(0);
     let child = crashcells::harness::Launcher::exec(reference());
-    let ready = crashcells::probe::preflight(&child, &work, Duration::from_secs(30)).unwrap();
+    let ready = crashcells::probe::preflight(&child, &work, Duration::from_secs(30), &Interrupt::new()).unwrap();
     let cell = crashcells::cells::find(&job.cell.id).unwrap();
     // One append each: its every call and its ack, at half the cost of the sweep's two.
     let writers = job.cell.params.racers.unwrap();

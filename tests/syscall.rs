@@ -315,7 +315,7 @@ fn split_continuation_and_torn_branch_fire_whatever_the_seed() {
 /// The reference child appending once in a fresh DELETE store in `dir`,
 /// traced, its stderr in `dir/err`; `None` where ptrace is refused.
 fn traced_append(dir: &std::path::Path) -> Option<crashcells::harness::Traced> {
-    use crashcells::harness::{ChildCommand, TraceError, Traced};
+    use crashcells::harness::{ChildCommand, Interrupt, TraceError, Traced};
     std::fs::create_dir_all(dir.join("home")).unwrap();
     std::fs::write(dir.join("home/config.toml"), "[database]\njournal_mode = \"delete\"\n").unwrap();
     let reference = ChildCommand {
@@ -329,7 +329,7 @@ fn traced_append(dir: &std::path::Path) -> Option<crashcells::harness::Traced> {
     let mut cmd = reference.command(&args, &dir.join("home"));
     cmd.current_dir(dir);
     let filter = crashcells::kill::syscall::filter().unwrap();
-    match Traced::spawn(cmd, Some(&dir.join("err")), filter, std::time::Duration::from_secs(20)) {
+    match Traced::spawn(cmd, Some(&dir.join("err")), filter, std::time::Duration::from_secs(20), &Interrupt::new()) {
         Err(TraceError::NotPermitted(why)) => {
             crate::common::tracing_refused(why);
             None

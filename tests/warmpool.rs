@@ -10,13 +10,14 @@
 use std::path::Path;
 use std::time::Instant;
 
-use crashcells::harness::{ChildCommand, Exit, Launcher, group_alive};
+use crashcells::harness::{ChildCommand, Exit, Interrupt, Launcher, group_alive};
 
 use crate::common::scratch;
 use crate::forkserver::{DEADLINE, Trial, calls, leaky, store, traced_allowed};
 
 fn warm(child: ChildCommand, root: &Path, size: usize) -> Launcher {
-    Launcher::with_warm_pool(child, &root.join("warm.stderr"), size, DEADLINE).expect("the pool gets warm")
+    Launcher::with_warm_pool(child, &root.join("warm.stderr"), size, DEADLINE, &Interrupt::new())
+        .expect("the pool gets warm")
 }
 
 fn node(env: &[&str]) -> ChildCommand {
@@ -36,13 +37,18 @@ fn a_warm_operation_leaves_what_an_exec_one_leaves_in_a_process_of_its_own() {
         Trial::new(root.path(), "w1", Some(3)),
         Trial::new(root.path(), "w2", Some(3)),
     );
-    let (exit, tail) = Launcher::exec(store()).run_to_end(&exec.launch(), DEADLINE).unwrap();
+    let (exit, tail) = Launcher::exec(store()).run_to_end(&exec.launch(), DEADLINE, &Interrupt::new()).unwrap();
     assert_eq!(exit, Ok(Exit::Code(0)), "{tail}");
     let mut pids = Vec::new();
     for trial in [&first, &second] {
-        let mut running = pool.spawn(&trial.launch(), DEADLINE).unwrap();
+        let mut running = pool.spawn(&trial.launch(), DEADLINE, &Interrupt::new()).unwrap();
         pids.push(running.pid());
-        assert_eq!(running.wait_until(Instant::now() + DEADLINE), Ok(Exit::Code(0)), "{}", running.stderr_tail());
+        assert_eq!(
+            running.wait_until(Instant::now() + DEADLINE, &Interrupt::new()),
+            Ok(Exit::Code(0)),
+            "{}",
+            running.stderr_tail()
+        );
         assert_eq!(trial.dump(), exec.dump());
         assert_eq!(trial.acks(), exec.acks());
         // The operation ran in the warm process itself.
@@ -58,7 +64,7 @@ fn a_killed_warm_process_is_reaped_as_sigkill_and_leaves_nothing() {
     let root = scratch();
     let pool = warm(store(), root.path(), 1);
     let trial = Trial::new(root.path(), "killed", None);
-    let mut running = pool.spawn(&trial.launch(), DEADLINE).unwrap();
+    let mut running = pool.spawn(&trial.launch(), DEADLINE, &Interrupt::new()).unwrap();
     let acks = trial.dir.join("acks.ndjson");
     let until = Instant::now() + DEADLINE;
     while std::fs::read(&acks).map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count()) < 3 {
@@ -94,7 +100,7 @@ fn a_warm_process_that_holds_a_database_is_refused_naming_it() {
     let root = scratch();
     let pool = warm(leaky(), root.path(), 1);
     let trial = Trial::new(root.path(), "leaked", Some(1));
-    let e = pool.spawn(&trial.launch(), DEADLINE).unwrap_err().to_string();
+    let e = pool.spawn(&trial.launch(), DEADLINE, &Interrupt::new()).unwrap_err().to_string();
     let pattern = r"^warm pool: process \d+ holds descriptor \d+ \(.*/cache\.db \(deleted\)\) when it starts its operation; a warm process must start as fresh as an exec'd one$";
     assert!(regex::Regex::new(pattern).unwrap().is_match(&e), "{e}");
     // Nothing ran: the process was killed at its stop.

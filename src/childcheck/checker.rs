@@ -10,7 +10,7 @@ use crashcells_protocol::{EXIT_UNSUPPORTED, Op, OpArgs, Ready};
 
 use super::known;
 use super::report::Finding;
-use crate::harness::{Exit, Launcher, run_to_end};
+use crate::harness::{Exit, Interrupt, Launcher, run_to_end};
 use crate::probe::Scratch;
 
 /// Appends and rotations of the plain runs.
@@ -58,6 +58,10 @@ pub(super) struct Checker<'a> {
     pub(super) child: &'a Launcher,
     pub(super) work: &'a Path,
     pub(super) deadline: Duration,
+    /// What every wait is given besides its deadline: a token of the
+    /// check's own, never raised (`child-check` catches no signal: a
+    /// Ctrl-C ends it at once, and its children die with it).
+    pub(super) interrupt: Interrupt,
     pub(super) findings: Vec<Finding>,
     /// Checks not run for a reason of their own, with it.
     pub(super) skipped: Vec<(&'static str, String)>,
@@ -188,8 +192,8 @@ impl Checker<'_> {
     pub(super) fn run_op(&self, s: &Scratch, args: &OpArgs, label: &str) -> Result<(Exit, String), String> {
         let cmd = self.child.command(&args.to_args(), &s.home);
         let (stdout, stderr) = (s.path(&format!("{label}.stdout")), s.path(&format!("{label}.stderr")));
-        let (exit, tail) =
-            run_to_end(cmd, &stdout, &stderr, self.deadline).map_err(|e| format!("`{label}` could not start: {e}"))?;
+        let (exit, tail) = run_to_end(cmd, &stdout, &stderr, self.deadline, &self.interrupt)
+            .map_err(|e| format!("`{label}` could not start: {e}"))?;
         let exit = exit.map_err(|_| format!("`{label}` did not end within {:?}", self.deadline))?;
         Ok((exit, tail))
     }

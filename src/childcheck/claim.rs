@@ -66,19 +66,20 @@ impl Checker<'_> {
     fn claimant(&mut self, s: &Scratch, name: &str, held: Option<File>) -> Result<(Exit, String), String> {
         let acks = s.path(&format!("acks-{name}.ndjson"));
         let args = s.op(Op::Claim).acks(&acks).session(HANDOFF).barrier(&s.path("barrier.lock")).claimant(name);
-        let mut running = s.spawn(self.child, &args, name, self.deadline).map_err(|e| format!("claim: {e}"))?;
+        let mut running =
+            s.spawn(self.child, &args, name, self.deadline, &self.interrupt).map_err(|e| format!("claim: {e}"))?;
         if let Some(lock) = held {
             let waited = self.waits_at_barrier(s, &mut running, &acks);
             self.note("claim-barrier", waited);
             drop(lock);
         }
-        let exit = running.wait_until(Instant::now() + self.deadline);
+        let exit = running.wait_until(Instant::now() + self.deadline, &self.interrupt);
         let tail = running.stderr_tail();
         exit.map(|e| (e, tail)).map_err(|_| format!("claimant {name} did not end within {:?}", self.deadline))
     }
 
     fn waits_at_barrier(&self, s: &Scratch, running: &mut Running, acks: &Path) -> Result<String, String> {
-        if let Some(exit) = wait_first_line(running, acks, self.deadline) {
+        if let Some(exit) = wait_first_line(running, acks, self.deadline, &self.interrupt) {
             return Err(format!("the claimant ended ({exit}) before it wrote its ready record"));
         }
         // The driver releases the barrier only once every racer is ready: a

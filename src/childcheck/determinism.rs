@@ -73,7 +73,7 @@ impl Checker<'_> {
         let args = OpArgs::new(Op::Append).db(&db).acks(&acks).stop_after(APPENDS).to_args();
         let launch = Launch { args: &args, home: &s.home, trial: &s.path(""), stdout: None, stderr: Some(&stderr) };
         let traps = trap_set().map_err(Recorded::Refused)?;
-        let mut child = match self.child.spawn_traced(&launch, traps, self.deadline) {
+        let mut child = match self.child.spawn_traced(&launch, traps, self.deadline, &self.interrupt) {
             Ok(child) => child,
             Err(TraceError::NotPermitted(why)) => return Err(Recorded::Refused(why)),
             Err(e) => return Err(Recorded::Failed(format!("traced `append` could not start: {}", said(&e)))),

@@ -135,8 +135,13 @@ impl Checker<'_> {
 
     fn served_like_exec(&mut self, ready: &Ready) -> Result<String, String> {
         let s = self.scratch("fork-server", None).ok_or_else(|| "no scratch folder".to_string())?;
-        let forks = Launcher::with_fork_server((**self.child).clone(), &s.path("server.stderr"), self.deadline)
-            .map_err(|e| e.to_string())?;
+        let forks = Launcher::with_fork_server(
+            (**self.child).clone(),
+            &s.path("server.stderr"),
+            self.deadline,
+            &self.interrupt,
+        )
+        .map_err(|e| e.to_string())?;
         let found = self.rounds(&forks, &s, ready);
         // A server that ended or stopped answering during the rounds had
         // its later operations exec'd: what they did proves nothing of it,
@@ -202,10 +207,10 @@ impl Checker<'_> {
     fn step(&self, l: &Launcher, s: &Scratch, dir: &Path, label: &str, args: &OpArgs) -> Result<(Exit, u32), String> {
         let stderr = dir.join(format!("{label}.stderr"));
         let launch = Launch { args: &args.to_args(), home: &s.home, trial: dir, stdout: None, stderr: Some(&stderr) };
-        let mut running = l.spawn(&launch, self.deadline).map_err(|e| e.to_string())?;
+        let mut running = l.spawn(&launch, self.deadline, &self.interrupt).map_err(|e| e.to_string())?;
         // What its ready record names: its pid in the run's namespace.
         let pid = running.own_pid();
-        match running.wait_until(Instant::now() + self.deadline) {
+        match running.wait_until(Instant::now() + self.deadline, &self.interrupt) {
             Ok(exit) => Ok((exit, pid)),
             Err(cut) => Err(format!("`{label}` in {} did not end: {cut}", dir.display())),
         }
@@ -270,7 +275,7 @@ impl Checker<'_> {
         let args = OpArgs::new(Op::Dump).db(&dir.join("store.db")).to_args();
         let (stdout, stderr) = (dir.join(format!("{label}.stdout")), dir.join(format!("{label}.stderr")));
         let launch = Launch { args: &args, home: &s.home, trial: dir, stdout: Some(&stdout), stderr: Some(&stderr) };
-        match l.run_to_end(&launch, self.deadline).map_err(|e| e.to_string())? {
+        match l.run_to_end(&launch, self.deadline, &self.interrupt).map_err(|e| e.to_string())? {
             (Ok(Exit::Code(0)), _) => std::fs::read_to_string(&stdout).map_err(|e| e.to_string()),
             (Ok(exit), tail) => Err(format!("`dump` ({label}) ended with {exit}: {tail}")),
             (Err(cut), _) => Err(format!("`dump` ({label}) did not end: {cut}")),

@@ -47,7 +47,7 @@ use std::time::{Duration, Instant};
 
 use crashcells_protocol::Op;
 
-use crate::harness::{ChildCommand, Launcher};
+use crate::harness::{ChildCommand, Interrupt, Launcher};
 use crate::pipeline::scale_deadline;
 use checker::Checker;
 pub use report::{CheckReport, Finding, SCHEMA, Status};
@@ -122,13 +122,14 @@ fn steps() -> [Step; 15] {
 /// trials in `work`, each wait bound by `asked` (`--deadline`) scaled as
 /// `run` scales it ([`scaled`]).
 pub fn check(child: &ChildCommand, work: &Path, asked: Duration, only: &Only) -> CheckReport {
-    let launcher = Launcher::exec(child.clone());
-    let deadline = scaled(&launcher, work, asked);
+    let (launcher, interrupt) = (Launcher::exec(child.clone()), Interrupt::new());
+    let deadline = scaled(&launcher, work, asked, &interrupt);
     let bar = checker::progress_bar();
     let mut c = Checker {
         child: &launcher,
         work,
         deadline,
+        interrupt,
         findings: Vec::new(),
         skipped: Vec::new(),
         states: Vec::new(),
@@ -164,9 +165,9 @@ pub fn check(child: &ChildCommand, work: &Path, asked: Duration, only: &Only) ->
 /// start that takes all of it). A child that writes none leaves `asked`:
 /// the `ready` check says why. So the verdict does not change with the
 /// machine's load, only the time it takes.
-fn scaled(child: &Launcher, work: &Path, asked: Duration) -> Duration {
+fn scaled(child: &Launcher, work: &Path, asked: Duration, interrupt: &Interrupt) -> Duration {
     let began = Instant::now();
-    match crate::probe::preflight(child, work, scale_deadline(asked, asked, 1)) {
+    match crate::probe::preflight(child, work, scale_deadline(asked, asked, 1), interrupt) {
         Ok(_) => scale_deadline(asked, began.elapsed(), AT_ONCE),
         Err(_) => asked,
     }
@@ -268,6 +269,7 @@ mod tests {
             child,
             work,
             deadline: Duration::from_secs(1),
+            interrupt: Interrupt::new(),
             findings: vec![],
             skipped: vec![],
             states: vec![],

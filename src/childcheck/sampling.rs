@@ -25,7 +25,7 @@ impl Checker<'_> {
         let Some(s) = self.scratch("sampling", None) else { return };
         let acks = s.path("acks.ndjson");
         let args = s.op(Op::Append).acks(&acks).stop_after(100_000);
-        let result = match s.spawn(self.child, &args, "append", self.deadline) {
+        let result = match s.spawn(self.child, &args, "append", self.deadline, &self.interrupt) {
             Ok(mut running) => self.sample(&s, &mut running, &acks),
             Err(e) => Err(format!("could not start append: {e}")),
         };
@@ -75,7 +75,9 @@ impl Checker<'_> {
         let acked = journal.acks.len() as u64;
         let cmd = self.child.command(&s.op(Op::Dump).to_args(), &s.home);
         let (stdout, stderr) = (s.path(&format!("sample-{n}.json")), s.path(&format!("sample-{n}.stderr")));
-        let Ok((Ok(Exit::Code(0)), _)) = run_to_end(cmd, &stdout, &stderr, SAMPLE_DUMP) else { return Ok(None) };
+        let Ok((Ok(Exit::Code(0)), _)) = run_to_end(cmd, &stdout, &stderr, SAMPLE_DUMP, &self.interrupt) else {
+            return Ok(None);
+        };
         let dump = parse_dump(&std::fs::read_to_string(&stdout).unwrap_or_default())?;
         let visible = dump.messages.iter().filter(|m| m.session_id == APPEND_SESSION).count();
         if (visible as u64) < acked {

@@ -29,8 +29,9 @@ impl Checker<'_> {
     fn warm_like_exec(&mut self) -> Result<String, String> {
         let s = self.scratch("warm-pool", None).ok_or_else(|| "no scratch folder".to_string())?;
         // Two processes: both requests find one warm.
-        let pool = Launcher::with_warm_pool((**self.child).clone(), &s.path("warm.stderr"), 2, self.deadline)
-            .map_err(|e| e.to_string())?;
+        let pool =
+            Launcher::with_warm_pool((**self.child).clone(), &s.path("warm.stderr"), 2, self.deadline, &self.interrupt)
+                .map_err(|e| e.to_string())?;
         let exec = self.child.clone();
         let (first, first_pid) = self.append_in(&pool, &s, "warm-1")?;
         let (second, second_pid) = self.append_in(&pool, &s, "warm-2")?;

@@ -33,7 +33,7 @@ pub(super) fn validate_mutant(m: &Option<String>) -> Result<()> {
 fn preflight_failed(ctx: &Context, e: crate::probe::PreflightError) -> Error {
     let child = ctx.child.display();
     if let Some(m) = &ctx.options.mutant
-        && crate::probe::preflight(&ctx.child, &ctx.work_root, ctx.deadline).is_ok()
+        && crate::probe::preflight(&ctx.child, &ctx.work_root, ctx.deadline, &ctx.interrupt).is_ok()
     {
         // The last line of its stderr says why (a usage error's last line).
         let why = e.to_string();
@@ -77,16 +77,18 @@ fn runs(shape: &dyn crate::cells::ShapeKind, ready: Option<&Ready>) -> bool {
 /// Starts the run's child: the preflight, which measures the start every
 /// deadline scales with, then the fork server or the warm pool the child
 /// offers (unless the options turn them off), then the deadline scaled.
-/// `None` when the run was interrupted before the child was ready.
+/// `None` when the run was interrupted (its token raised) before the child
+/// was ready.
 pub(super) fn start_child(ctx: &mut Context, jobs: &[Job]) -> Result<Option<Ready>> {
     // The preflight measures the start every deadline scales with, so its
     // own wait cannot: it assumes a start as long as the deadline (at least
     // the default one), and scales that (docs/PROTOCOL.md §1).
     let first = preflight_deadline(ctx.deadline);
     let began = Instant::now();
-    let ready = match crate::probe::preflight_with(&ctx.child, &ctx.work_root, first, ctx.options.mutant.as_deref()) {
+    let mutant = ctx.options.mutant.as_deref();
+    let ready = match crate::probe::preflight_with(&ctx.child, &ctx.work_root, first, &ctx.interrupt, mutant) {
         Ok(ready) => Some(ready),
-        Err(_) if crate::harness::interrupted().is_some() => None,
+        Err(_) if ctx.interrupt.is_set() => None,
         Err(e) => return Err(preflight_failed(ctx, e)),
     };
     // The preflight is exec'd: the plain path's waits scale with it.
@@ -109,14 +111,14 @@ pub(super) fn start_child(ctx: &mut Context, jobs: &[Job]) -> Result<Option<Read
 /// `--every-leg`, or for a single leg: no leg can repeat another then.
 pub(super) fn probe_legs(ctx: &Context, jobs: &[Job]) -> Vec<(String, Option<Applied>)> {
     let legs = legs_of(jobs);
-    if ctx.options.every_leg || legs.len() < 2 || crate::harness::interrupted().is_some() {
+    if ctx.options.every_leg || legs.len() < 2 || ctx.interrupt.is_set() {
         return Vec::new();
     }
     let probe = |leg: &Leg| {
         let on = ctx.on_library(leg);
         let (child, deadline) = on.as_ref().map_or((&ctx.child, ctx.deadline), |c| (&c.child, c.deadline));
         let config = leg.config().to_toml();
-        let ready = preflight_in(child, &ctx.work_root, deadline, ctx.mutant(), Some(&config)).ok();
+        let ready = preflight_in(child, &ctx.work_root, deadline, &ctx.interrupt, ctx.mutant(), Some(&config)).ok();
         (leg.name.clone(), ready.and_then(|r| Applied::honored(&r, leg)))
     };
     // The legs' probes at once, as many as the run's jobs.
@@ -137,7 +139,7 @@ pub(super) fn probe_legs(ctx: &Context, jobs: &[Job]) -> Vec<(String, Option<App
 /// `launcher` says why ([`late`]): slower, the same verdicts.
 fn fast_path(ctx: &mut Context, ready: &Ready) -> Result<()> {
     if ctx.options.fork_server != Some(Replay::Off) {
-        match fork_server(&ctx.child, ready, &ctx.work_root, start_deadline(ctx, 1))? {
+        match fork_server(&ctx.child, ready, &ctx.work_root, start_deadline(ctx, 1), &ctx.interrupt)? {
             // A forked operation starts faster: the deadlines scale with that.
             Some(Fast::Ready(forks, start)) => (ctx.child, ctx.start) = (forks, start),
             Some(Fast::Late(why)) => {
@@ -153,7 +155,7 @@ fn fast_path(ctx: &mut Context, ready: &Ready) -> Result<()> {
     // exec'd one: an operation may wait for a process to get warm.
     let size = ctx.jobs * ctx.crowd as usize;
     if ctx.options.warm_pool != Some(Replay::Off) {
-        match warm_pool(&ctx.child, ready, &ctx.work_root, size, start_deadline(ctx, size))? {
+        match warm_pool(&ctx.child, ready, &ctx.work_root, size, start_deadline(ctx, size), &ctx.interrupt)? {
             Some(Fast::Ready(warm, _)) => ctx.child = warm,
             Some(Fast::Late(why)) => late(ctx, "warm pool", &why),
             None => {}

@@ -105,8 +105,9 @@ impl RunPlan {
         }
         // Interrupts are caught from here on, so that a Ctrl-C during the
         // preflight still ends with an (empty) partial report and 128 +
-        // signal: an interrupted run starts no result.
-        crate::harness::catch_interrupts().map_err(Error::io("signal handlers", "."))?;
+        // signal: an interrupted run starts no result. The signals raise
+        // the process's token, which the run's every wait is given.
+        ctx.interrupt = crate::harness::catch_interrupts().map_err(Error::io("signal handlers", "."))?;
         let ready = start_child(&mut ctx, &self.jobs)?;
         let heard = probe_legs(&ctx, &self.whole);
         ctx.applied = Arc::new(heard.iter().filter_map(|(l, a)| Some((l.clone(), a.clone()?))).collect());

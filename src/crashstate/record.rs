@@ -242,6 +242,7 @@ mod tests {
             Some(&dir.join(crate::trialdir::STDERR)),
             filter,
             std::time::Duration::from_secs(20),
+            &crate::harness::Interrupt::new(),
         ) {
             Err(TraceError::NotPermitted(why)) => {
                 return crate::testskip::skip_or_fail(crate::testskip::Need::Tracing, why);
@@ -273,6 +274,7 @@ mod tests {
             Some(&path.join(crate::trialdir::STDERR)),
             filter,
             std::time::Duration::from_secs(20),
+            &crate::harness::Interrupt::new(),
         ) {
             Err(TraceError::NotPermitted(why)) => {
                 crate::testskip::skip_or_fail(crate::testskip::Need::Tracing, why);

@@ -117,7 +117,13 @@ mod tests {
         let mut cmd = Command::new("sh");
         cmd.args(["-c", script]).current_dir(dir);
         let filter = crate::kill::syscall::filter().unwrap();
-        match Traced::spawn(cmd, Some(&dir.join("err")), filter, Duration::from_secs(20)) {
+        match Traced::spawn(
+            cmd,
+            Some(&dir.join("err")),
+            filter,
+            Duration::from_secs(20),
+            &crate::harness::Interrupt::new(),
+        ) {
             Err(TraceError::NotPermitted(why)) => {
                 crate::testskip::skip_or_fail(crate::testskip::Need::Tracing, why);
                 None

@@ -29,7 +29,7 @@ use nix::unistd::Pid;
 use super::capture::Capture;
 use super::forkwire::{ForkError, Request, Shared};
 use super::setup::prepare;
-use super::{ChildCommand, Exit, KILL_GRACE, POLL};
+use super::{ChildCommand, Exit, Interrupt, KILL_GRACE, POLL};
 
 /// The word a child lists in its ready record's `operations`, and the
 /// argument the server is started with.
@@ -67,8 +67,14 @@ impl ForkServer {
     }
 
     /// Starts `child` as a fork server (`CMD ARGS fork-server`), its stderr
-    /// to `stderr`, and waits up to `deadline` for its `fork-server` line.
-    pub fn start(child: &ChildCommand, stderr: &Path, deadline: Duration) -> Result<Arc<ForkServer>, ForkError> {
+    /// to `stderr`, and waits up to `deadline` for its `fork-server` line
+    /// (less, if `interrupt` is raised meanwhile).
+    pub fn start(
+        child: &ChildCommand,
+        stderr: &Path,
+        deadline: Duration,
+        interrupt: &Interrupt,
+    ) -> Result<Arc<ForkServer>, ForkError> {
         let command = child.display();
         let start_error = |source| ForkError::Start { command: command.clone(), source };
         let mut cmd = Command::new(&child.program);
@@ -102,7 +108,7 @@ impl ForkServer {
         };
         // The server's own pid, not its line's: in the run's pid namespace
         // the line names the pid the server sees of itself.
-        if let Err(e) = server.await_hello(deadline).and_then(|_| one_thread(server.pid())) {
+        if let Err(e) = server.await_hello(deadline, interrupt).and_then(|_| one_thread(server.pid())) {
             // Not worth the grace a healthy server gets to exit on its own.
             let _ = killpg(server.pgid, Signal::SIGKILL);
             return Err(e);
@@ -111,12 +117,12 @@ impl ForkServer {
     }
 
     /// Waits for the `fork-server` line: the pid it names.
-    fn await_hello(&self, deadline: Duration) -> Result<u32, ForkError> {
+    fn await_hello(&self, deadline: Duration, interrupt: &Interrupt) -> Result<u32, ForkError> {
         let until = Instant::now() + deadline;
         let seen = self.shared.wait_for(until, |st| match (&st.hello, &st.ended) {
             (Some(pid), _) => Some(Ok(*pid)),
             (None, Some(why)) => Some(Err(ForkError::Ended(format!("{why}: {}", self.stderr_tail())))),
-            (None, None) => super::interrupted().map(|_| Err(ForkError::Interrupted)),
+            (None, None) => interrupt.is_set().then_some(Err(ForkError::Interrupted)),
         });
         seen.unwrap_or_else(|| {
             let tail = self.stderr_tail();
@@ -139,9 +145,15 @@ impl ForkServer {
         self.shared.lock().ended.clone()
     }
 
-    /// Asks for one forked process and waits until `until` for its pid. The
-    /// process is watched (its exit line kept) until the [`Forked`] goes.
-    pub(super) fn fork(self: &Arc<Self>, request: &Request, until: Instant) -> Result<Forked, ForkError> {
+    /// Asks for one forked process and waits until `until` (or until
+    /// `interrupt` is raised) for its pid. The process is watched (its exit
+    /// line kept) until the [`Forked`] goes.
+    pub(super) fn fork(
+        self: &Arc<Self>,
+        request: &Request,
+        until: Instant,
+        interrupt: &Interrupt,
+    ) -> Result<Forked, ForkError> {
         let id = {
             let mut st = self.shared.lock();
             if let Some(why) = &st.ended {
@@ -156,18 +168,19 @@ impl ForkServer {
             (Some(Ok(pid)), _) => Some(Ok(pid)),
             (Some(Err(why)), _) => Some(Err(ForkError::Refused { id, why })),
             (None, Some(why)) => Some(Err(ForkError::Ended(why.clone()))),
-            (None, None) => super::interrupted().map(|_| Err(ForkError::Interrupted)),
+            (None, None) => interrupt.is_set().then_some(Err(ForkError::Interrupted)),
         });
         match reply {
             Some(Ok(pid)) => Ok(Forked::new(self.clone(), Pid::from_raw(pid))),
-            Some(Err(ForkError::Interrupted)) | None => Err(self.abandon(id, deadline)),
+            Some(Err(ForkError::Interrupted)) | None => Err(self.abandon(id, deadline, interrupt)),
             Some(Err(e)) => Err(e),
         }
     }
 
     /// Gives up on request `id`: a reply that came meanwhile is killed, a
-    /// later one will be.
-    fn abandon(&self, id: u64, deadline: Duration) -> ForkError {
+    /// later one will be. The error says whether `interrupt` or the
+    /// deadline gave up.
+    fn abandon(&self, id: u64, deadline: Duration, interrupt: &Interrupt) -> ForkError {
         let mut st = self.shared.lock();
         match st.replies.remove(&id) {
             Some(Ok(pid)) => {
@@ -179,7 +192,7 @@ impl ForkServer {
                 st.abandoned.insert(id);
             }
         }
-        if super::interrupted().is_some() { ForkError::Interrupted } else { ForkError::NoReply { id, deadline } }
+        if interrupt.is_set() { ForkError::Interrupted } else { ForkError::NoReply { id, deadline } }
     }
 
     /// Writes one request line by `until`. The pipe does not block (a server
@@ -472,7 +485,7 @@ mod tests {
     fn start(script: &str, deadline: Duration) -> (Result<Arc<ForkServer>, ForkError>, Duration) {
         let dir = tempfile::tempdir().unwrap();
         let began = Instant::now();
-        let started = ForkServer::start(&sh(script), &dir.path().join("server.stderr"), deadline);
+        let started = ForkServer::start(&sh(script), &dir.path().join("server.stderr"), deadline, &Interrupt::new());
         (started, began.elapsed())
     }
 
@@ -506,7 +519,9 @@ mod tests {
             cwd: None,
             env: Vec::new(),
         };
-        let e = ForkServer::start(&child, &dir.path().join("server.stderr"), Duration::from_secs(30)).unwrap_err();
+        let e =
+            ForkServer::start(&child, &dir.path().join("server.stderr"), Duration::from_secs(30), &Interrupt::new())
+                .unwrap_err();
         let e = e.to_string();
         assert!(e.contains("runs 2 threads when it says it is ready"), "{e}");
         assert!(!e.contains('\n'), "{e}");

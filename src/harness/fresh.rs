@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use nix::unistd::Pid;
 
-use super::POLL;
+use super::{Interrupt, POLL};
 
 /// File names that are SQLite's, wherever they lie.
 const SQLITE_SUFFIXES: &[&str] = &[".db", "-wal", "-journal", "-shm"];
@@ -92,14 +92,16 @@ pub(super) struct Expected {
     pub stderr: Option<PathBuf>,
 }
 
-/// Waits (until `until`) for process `pid` to stop before its operation,
-/// every thread of it, then checks it is fresh. A process that ended
-/// instead is named with `ended`'s account of its end.
+/// Waits (until `until`, or until `interrupt` is raised) for process `pid`
+/// to stop before its operation, every thread of it, then checks it is
+/// fresh. A process that ended instead is named with `ended`'s account of
+/// its end.
 pub(super) fn confirm(
     pid: Pid,
     origin: Origin,
     expected: &Expected,
     (until, deadline): (Instant, Duration),
+    interrupt: &Interrupt,
     ended: impl FnOnce() -> String,
 ) -> Result<(), NotFresh> {
     loop {
@@ -111,7 +113,7 @@ pub(super) fn confirm(
         if Instant::now() >= until {
             return Err(NotFresh::NeverStopped { origin, pid: pid.as_raw(), deadline });
         }
-        if super::interrupted().is_some() {
+        if interrupt.is_set() {
             return Err(NotFresh::Interrupted { origin });
         }
         std::thread::sleep(POLL);

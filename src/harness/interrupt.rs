@@ -1,6 +1,14 @@
-//! Interrupts: `SIGINT` and `SIGTERM` are recorded, never acted on in the
-//! handler; every wait of the harness looks at the record and gives up, so
-//! children are killed and reaped by the ordinary paths.
+//! Interrupts as a token ([`Interrupt`]): the run owns one and passes it
+//! down (the pipeline's `Context`, then every wait of the harness by
+//! reference), and each wait looks at the token it was given and gives up,
+//! so children are killed and reaped by the ordinary paths. Nothing polls
+//! a global: a test or a library caller makes a token of its own and
+//! interrupts one run by hand ([`Interrupt::raise`]), without a signal.
+//!
+//! `SIGINT` and `SIGTERM` reach a run through the one process-wide token
+//! that [`catch_interrupts`] binds to the signal handler (a handler may
+//! touch only statics) and hands back for the run's `Context`. The handler
+//! records the signal, never acts on it: it raises that token.
 //!
 //! A second interrupt ends the driver at once, but only a second one a
 //! person sends: `timeout`, CI runners and a terminal's Ctrl-C signal a
@@ -8,11 +16,49 @@
 //! times within the same instant (once for itself, once through the group).
 //! Signals within [`BURST`] of the first count as that first one.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-/// The signal that interrupted the run (`SIGINT` or `SIGTERM`); 0 while none has.
-static INTERRUPT: AtomicUsize = AtomicUsize::new(0);
+/// Whether a run was interrupted, and by which signal: cheap to clone,
+/// every clone the same token. A fresh token is not raised; once raised,
+/// it stays so, with its first signal.
+#[derive(Clone, Debug, Default)]
+pub struct Interrupt(Arc<AtomicI32>);
+
+impl Interrupt {
+    /// A token of its own, not raised: what a run gets unless its caller
+    /// hands it another (the CLI hands it the process's, [`catch_interrupts`]).
+    pub fn new() -> Interrupt {
+        Interrupt::default()
+    }
+
+    /// Interrupts every wait that holds this token, as `sig` (`SIGINT`,
+    /// `SIGTERM`) would; the first signal raised is the one kept. Only
+    /// touches an atomic: the signal handler calls it.
+    pub fn raise(&self, sig: i32) {
+        let _ = self.0.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+    }
+
+    /// The signal that interrupted the run, if one did.
+    pub fn signal(&self) -> Option<i32> {
+        match self.0.load(Ordering::SeqCst) {
+            0 => None,
+            sig => Some(sig),
+        }
+    }
+
+    /// Whether the run was interrupted.
+    pub fn is_set(&self) -> bool {
+        self.signal().is_some()
+    }
+}
+
+/// The process's token: the one the signal handler raises. Set before the
+/// handler is registered, so the handler always finds it (reading a set
+/// `OnceLock` is one atomic load, async-signal-safe).
+static PROCESS: OnceLock<Interrupt> = OnceLock::new();
+
 /// When the first interrupting signal came, in nanoseconds of the monotonic
 /// clock (plus one, so that 0 means "none yet").
 static FIRST_AT: AtomicU64 = AtomicU64::new(0);
@@ -22,26 +68,34 @@ static FIRST_AT: AtomicU64 = AtomicU64::new(0);
 /// pressing Ctrl-C again.
 pub const BURST: Duration = Duration::from_millis(500);
 
-/// Catches `SIGINT` and `SIGTERM`. The handlers only record the signal:
-/// every wait of the harness looks at it and gives up at once, so the run's
-/// children are killed and reaped by the ordinary paths, evidence is kept,
-/// and the driver writes a partial report. A second signal, later than
-/// [`BURST`] after the first, ends the driver at once with `128 + signal`;
-/// its children die with it (parent-death signal).
-pub fn catch_interrupts() -> std::io::Result<()> {
+/// Catches `SIGINT` and `SIGTERM` and returns the token they raise, for
+/// the run to pass down. The handlers only record the signal: every wait
+/// given the token gives up at once, so the run's children are killed and
+/// reaped by the ordinary paths, evidence is kept, and the driver writes a
+/// partial report. A second signal, later than [`BURST`] after the first,
+/// ends the driver at once with `128 + signal`; its children die with it
+/// (parent-death signal).
+pub fn catch_interrupts() -> std::io::Result<Interrupt> {
+    let token = PROCESS.get_or_init(Interrupt::new).clone();
     for sig in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: the handler only reads the monotonic clock (clock_gettime
-        // is async-signal-safe), touches atomics and may call `_exit`.
+        // is async-signal-safe), touches atomics (the process's token, set
+        // above) and may call `_exit`.
         unsafe { signal_hook::low_level::register(sig, move || on_signal(sig)) }?;
     }
-    Ok(())
+    Ok(token)
 }
 
-/// The handler: records the first signal; ends the process on a later one.
+/// The handler: raises the process's token on the first signal; ends the
+/// process on a later one.
 fn on_signal(sig: i32) {
     let now = monotonic_ns().saturating_add(1);
     match FIRST_AT.compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst) {
-        Ok(_) => INTERRUPT.store(sig as usize, Ordering::SeqCst),
+        Ok(_) => {
+            if let Some(token) = PROCESS.get() {
+                token.raise(sig);
+            }
+        }
         Err(first) if abandons(first, now) => signal_hook::low_level::exit(128 + sig),
         Err(_) => {}
     }
@@ -59,14 +113,6 @@ fn monotonic_ns() -> u64 {
     // SAFETY: clock_gettime writes the struct it is given, nothing else.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
-}
-
-/// The signal that interrupted the run, if one did.
-pub fn interrupted() -> Option<i32> {
-    match INTERRUPT.load(Ordering::SeqCst) {
-        0 => None,
-        sig => Some(sig as i32),
-    }
 }
 
 #[cfg(test)]
@@ -87,5 +133,18 @@ mod tests {
         let a = monotonic_ns();
         std::thread::sleep(Duration::from_millis(2));
         assert!(monotonic_ns() > a);
+    }
+
+    /// A fresh token is not raised; raised by hand, every clone says so,
+    /// with the first signal; another token is not touched.
+    #[test]
+    fn a_token_raised_by_hand_is_seen_by_its_clones_only_with_its_first_signal() {
+        let (token, other) = (Interrupt::new(), Interrupt::new());
+        let clone = token.clone();
+        assert_eq!((token.signal(), token.is_set()), (None, false), "a fresh token is not raised");
+        token.raise(libc::SIGTERM);
+        token.raise(libc::SIGINT);
+        assert_eq!((clone.signal(), clone.is_set()), (Some(libc::SIGTERM), true));
+        assert!(!other.is_set(), "one run's interrupt is not another's");
     }
 }

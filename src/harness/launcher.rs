@@ -4,7 +4,8 @@
 //! the running server, or for one that lists `warm-pool` (§10), the pool;
 //! each method forks through the server or takes a warm process when there
 //! is one and execs otherwise, and hands back the same handles
-//! ([`Running`], [`Traced`]).
+//! ([`Running`], [`Traced`]). Every method that waits is given the run's
+//! [`Interrupt`] and gives up once it is raised.
 //!
 //! Crash model: a forked or warm process is trusted as an exec'd one only
 //! once the driver has seen it stopped before its operation, leading its
@@ -29,7 +30,7 @@ use super::served::{RESTARTS, Served};
 use super::traced::Held;
 use super::traps::Traps;
 use super::warmpool::{WARM_POOL, Warm, WarmError, WarmPool};
-use super::{ChildCommand, Cut, Exit, Running, TraceError, Traced};
+use super::{ChildCommand, Cut, Exit, Interrupt, Running, TraceError, Traced};
 
 /// One operation to start: what [`ChildCommand::command`] takes, the
 /// trial's folder (what a forked process may not hold open), and where its
@@ -132,9 +133,15 @@ impl Launcher {
     /// `deadline`); every operation is then forked by it. The server runs
     /// for as long as this launcher, a clone of it or a handle it forked; a
     /// server that ends is started again once, then operations are exec'd
-    /// ([`Launcher::notes`] says so).
-    pub fn with_fork_server(child: ChildCommand, stderr: &Path, deadline: Duration) -> Result<Launcher, ForkError> {
-        let served = Served::start(&child, stderr, deadline)?;
+    /// ([`Launcher::notes`] says so). The wait for its line gives up once
+    /// `interrupt` is raised.
+    pub fn with_fork_server(
+        child: ChildCommand,
+        stderr: &Path,
+        deadline: Duration,
+        interrupt: &Interrupt,
+    ) -> Result<Launcher, ForkError> {
+        let served = Served::start(&child, stderr, deadline, interrupt)?;
         Ok(Launcher { child, ahead: Some(Ahead::Server(Arc::new(served))), late: None })
     }
 
@@ -181,15 +188,17 @@ impl Launcher {
     }
 
     /// Starts `child`'s warm pool of `size` processes (their start's stderr
-    /// to `stderr`, each's line within `deadline`, the first awaited); every
-    /// operation then runs in a warm process of its own.
+    /// to `stderr`, each's line within `deadline`, the first awaited unless
+    /// `interrupt` is raised); every operation then runs in a warm process
+    /// of its own.
     pub fn with_warm_pool(
         child: ChildCommand,
         stderr: &Path,
         size: usize,
         deadline: Duration,
+        interrupt: &Interrupt,
     ) -> Result<Launcher, WarmError> {
-        let pool = WarmPool::start(&child, stderr, size, deadline)?;
+        let pool = WarmPool::start(&child, stderr, size, deadline, interrupt)?;
         Ok(Launcher { child, ahead: Some(Ahead::Pool(pool)), late: None })
     }
 
@@ -221,11 +230,12 @@ impl Launcher {
     }
 
     /// Starts the operation, in a process group of its own; a forked one is
-    /// confirmed fresh first, within `deadline`.
-    pub fn spawn(&self, op: &Launch, deadline: Duration) -> Result<Running, LaunchError> {
+    /// confirmed fresh first, within `deadline` (less, once `interrupt` is
+    /// raised).
+    pub fn spawn(&self, op: &Launch, deadline: Duration, interrupt: &Interrupt) -> Result<Running, LaunchError> {
         match &self.ahead {
             None => self.spawn_execd(op),
-            Some(Ahead::Server(served)) => match fork_served(served, op, deadline)? {
+            Some(Ahead::Server(served)) => match fork_served(served, op, (deadline, interrupt))? {
                 Some(forked) => {
                     // Built while still stopped: its pid in the run's namespace
                     // is read from /proc, which a fast op's end would empty.
@@ -237,7 +247,7 @@ impl Launcher {
                 None => self.spawn_execd(op),
             },
             Some(Ahead::Pool(pool)) => {
-                let warm = take_warm(pool, op, deadline)?;
+                let warm = take_warm(pool, op, (deadline, interrupt))?;
                 let pid = warm.pid();
                 let running = Running::started(warm.into_child(), op.stderr);
                 let _ = nix::sys::signal::kill(pid, Signal::SIGCONT);
@@ -248,14 +258,19 @@ impl Launcher {
 
     /// Runs a short operation to its end within `timeout`, as
     /// [`super::run_to_end`] does: a child that overstays (or is cut short
-    /// by an interrupt) is killed, and the result says which.
-    pub fn run_to_end(&self, op: &Launch, timeout: Duration) -> Result<(Result<Exit, Cut>, String), LaunchError> {
+    /// by `interrupt`) is killed, and the result says which.
+    pub fn run_to_end(
+        &self,
+        op: &Launch,
+        timeout: Duration,
+        interrupt: &Interrupt,
+    ) -> Result<(Result<Exit, Cut>, String), LaunchError> {
         let (start, falls) = (Instant::now(), self.falls());
-        let mut running = self.spawn(op, timeout)?;
+        let mut running = self.spawn(op, timeout, interrupt)?;
         // A server that did not answer cost this wait already, and the
         // operation was exec'd after it: it gets its own timeout.
         let start = if self.falls() > falls { Instant::now() } else { start };
-        let exit = running.wait_until(start + timeout);
+        let exit = running.wait_until(start + timeout, interrupt);
         let tail = running.stderr_tail();
         drop(running);
         Ok((exit, tail))
@@ -270,6 +285,7 @@ impl Launcher {
         op: &Launch,
         place: &Place,
         timeout: Duration,
+        interrupt: &Interrupt,
     ) -> Result<(Result<Exit, Cut>, String), LaunchError> {
         let start = Instant::now();
         let mut cmd = self.child.command(op.args, op.home);
@@ -277,7 +293,7 @@ impl Launcher {
             cmd.stdout(std::fs::File::create(path)?);
         }
         let mut running = Running::spawn_placed(cmd, op.stderr, place)?;
-        let exit = running.wait_until(start + timeout);
+        let exit = running.wait_until(start + timeout, interrupt);
         let tail = running.stderr_tail();
         drop(running);
         Ok((exit, tail))
@@ -286,19 +302,27 @@ impl Launcher {
     /// Starts the operation traced, stopped at the entry of each call the
     /// seccomp filter of `traps` traps (a forked process at the same calls, by
     /// `PTRACE_SYSCALL`). As for [`Traced::spawn`], every later call on the
-    /// handle must come from this thread.
-    pub fn spawn_traced(&self, op: &Launch, traps: Traps, deadline: Duration) -> Result<Traced, TraceError> {
+    /// handle must come from this thread. Its watchdog kills it at
+    /// `deadline`, or once `interrupt` is raised.
+    pub fn spawn_traced(
+        &self,
+        op: &Launch,
+        traps: Traps,
+        deadline: Duration,
+        interrupt: &Interrupt,
+    ) -> Result<Traced, TraceError> {
+        let bound = (deadline, interrupt);
         match &self.ahead {
-            None => self.exec_traced(op, traps, deadline),
-            Some(Ahead::Server(served)) => match fork_served(served, op, deadline) {
-                Ok(Some(forked)) => Traced::seize(forked.pid(), Held::Forked(forked), op.stderr, traps.test, deadline),
-                Ok(None) => self.exec_traced(op, traps, deadline),
+            None => self.exec_traced(op, traps, bound),
+            Some(Ahead::Server(served)) => match fork_served(served, op, bound) {
+                Ok(Some(forked)) => Traced::seize(forked.pid(), Held::Forked(forked), op.stderr, traps.test, bound),
+                Ok(None) => self.exec_traced(op, traps, bound),
                 Err(e) => Err(TraceError::Io(e.to_string())),
             },
             Some(Ahead::Pool(pool)) => {
-                let warm = take_warm(pool, op, deadline).map_err(|e| TraceError::Io(e.to_string()))?;
+                let warm = take_warm(pool, op, bound).map_err(|e| TraceError::Io(e.to_string()))?;
                 // Seized while stopped, before its operation's first call.
-                Traced::seize(warm.pid(), Held::Warm(warm.into_child()), op.stderr, traps.test, deadline)
+                Traced::seize(warm.pid(), Held::Warm(warm.into_child()), op.stderr, traps.test, bound)
             }
         }
     }
@@ -315,29 +339,39 @@ impl Launcher {
     }
 
     /// The operation exec'd under the seccomp filter of `traps`.
-    fn exec_traced(&self, op: &Launch, traps: Traps, deadline: Duration) -> Result<Traced, TraceError> {
+    fn exec_traced(
+        &self,
+        op: &Launch,
+        traps: Traps,
+        (deadline, interrupt): (Duration, &Interrupt),
+    ) -> Result<Traced, TraceError> {
         let mut cmd = self.child.command(op.args, op.home);
         if let Some(path) = op.stdout {
             let file = super::disk::checked(path, std::fs::File::create(path))
                 .map_err(|e| TraceError::Io(format!("child stdout: {e}")))?;
             cmd.stdout(file);
         }
-        Traced::spawn(cmd, op.stderr, traps.filter, deadline)
+        Traced::spawn(cmd, op.stderr, traps.filter, deadline, interrupt)
     }
 }
 
 /// Forks the operation through the run's server; a server that has ended
 /// (or ends while it is asked) is replaced once, after which `None`: exec.
-fn fork_served(served: &Served, op: &Launch, deadline: Duration) -> Result<Option<Forked>, ForkError> {
+/// Every wait is bounded by `(deadline, interrupt)`.
+fn fork_served(
+    served: &Served,
+    op: &Launch,
+    (deadline, interrupt): (Duration, &Interrupt),
+) -> Result<Option<Forked>, ForkError> {
     // One try per server the run may have, and one to find there is none left.
     for _ in 0..RESTARTS + 2 {
-        let Some(server) = served.server() else { return Ok(None) };
-        match fork(&server, op, deadline) {
+        let Some(server) = served.server(interrupt) else { return Ok(None) };
+        match fork(&server, op, (deadline, interrupt)) {
             Err(ForkError::Ended(_)) => {}
             // A server that did not answer in time (stuck, or starved on a
             // loaded runner) costs the run its speed, never a result: this
             // operation and every later one are exec'd, and the run says so.
-            Err(e) if e.timed_out() && super::interrupted().is_none() => {
+            Err(e) if e.timed_out() && !interrupt.is_set() => {
                 served.retire(&server, &e);
                 return Ok(None);
             }
@@ -358,14 +392,18 @@ fn expected(op: &Launch) -> Expected {
 
 /// Takes a warm process, sends it the operation and confirms it stopped
 /// and fresh; a process that is not is killed (dropped).
-fn take_warm(pool: &Arc<WarmPool>, op: &Launch, deadline: Duration) -> Result<Warm, WarmError> {
+fn take_warm(
+    pool: &Arc<WarmPool>,
+    op: &Launch,
+    (deadline, interrupt): (Duration, &Interrupt),
+) -> Result<Warm, WarmError> {
     let until = Instant::now() + deadline;
     let request = Request::new(op.args, &[(HOME_ENV, op.home)], pool.cwd(), op.stdout, op.stderr)
         .map_err(|e| WarmError::Request(e.to_string().trim_start_matches("fork server: ").to_string()))?;
-    let (mut warm, id) = pool.take(until)?;
+    let (mut warm, id) = pool.take(until, interrupt)?;
     warm.send(&request, id)?;
     let mut ended = String::new();
-    let fresh = confirm(warm.pid(), Origin::Warm, &expected(op), (until, deadline), || {
+    let fresh = confirm(warm.pid(), Origin::Warm, &expected(op), (until, deadline), interrupt, || {
         ended = warm.ended(op.stderr);
         ended.clone()
     });
@@ -374,11 +412,15 @@ fn take_warm(pool: &Arc<WarmPool>, op: &Launch, deadline: Duration) -> Result<Wa
 
 /// Forks the operation and confirms the process stopped and fresh; a
 /// process that is not is killed.
-fn fork(server: &Arc<ForkServer>, op: &Launch, deadline: Duration) -> Result<Forked, ForkError> {
+fn fork(
+    server: &Arc<ForkServer>,
+    op: &Launch,
+    (deadline, interrupt): (Duration, &Interrupt),
+) -> Result<Forked, ForkError> {
     let until = Instant::now() + deadline;
     let request = Request::new(op.args, &[(HOME_ENV, op.home)], server.cwd(), op.stdout, op.stderr)?;
-    let forked = server.fork(&request, until)?;
-    match confirm(forked.pid(), Origin::Fork, &expected(op), (until, deadline), || forked.ended()) {
+    let forked = server.fork(&request, until, interrupt)?;
+    match confirm(forked.pid(), Origin::Fork, &expected(op), (until, deadline), interrupt, || forked.ended()) {
         Ok(()) => Ok(forked),
         Err(e) => {
             forked.discard();
@@ -424,7 +466,7 @@ mod tests {
             Launch { args: &args, home: dir.path(), trial: dir.path(), stdout: Some(&out), stderr: Some(&err) };
         let launcher = Launcher::exec(child);
         assert_eq!(launcher.server_pid(), None);
-        let (exit, _) = launcher.run_to_end(&launch, Duration::from_secs(10)).unwrap();
+        let (exit, _) = launcher.run_to_end(&launch, Duration::from_secs(10), &Interrupt::new()).unwrap();
         assert_eq!(exit, Ok(Exit::Code(4)));
         assert_eq!(std::fs::read_to_string(out).unwrap(), "op --flag\n");
     }

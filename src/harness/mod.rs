@@ -20,7 +20,9 @@
 //! - [`contain`]: the run's process container (a PID namespace whose init
 //!   dies with the driver, or the subreaper), the pids a process sees of
 //!   itself there, and the processes that escape their group, named;
-//! - [`interrupt`]: `SIGINT`/`SIGTERM`, which every wait looks at;
+//! - [`interrupt`]: the run's interrupt token, which every wait is given
+//!   and looks at, and the `SIGINT`/`SIGTERM` handler that raises the
+//!   process's;
 //! - [`forkserver`]: a child's optional fork server, started once, forking
 //!   a process per operation, over the lines of [`forkwire`], kept by
 //!   [`served`] (restarted once if it ends, then exec); [`warmpool`]:
@@ -65,7 +67,7 @@ pub use contain::become_subreaper;
 pub use contain::{Containment, Place, contain, escaped};
 pub use forkserver::{FORK_SERVER, ForkServer};
 pub use forkwire::ForkError;
-pub use interrupt::{catch_interrupts, interrupted};
+pub use interrupt::{Interrupt, catch_interrupts};
 pub use launcher::{Launch, LaunchError, Launcher, serves_forks, serves_warm};
 pub use reap::{Exit, KILL_GRACE, ReapError, Reaped, group_alive, reap_leftovers};
 pub use setup::stderr_tail;

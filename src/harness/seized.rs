@@ -26,9 +26,9 @@ use nix::sys::signal::Signal;
 use nix::sys::wait::WaitStatus;
 use nix::unistd::Pid;
 
-use super::Exit;
 use super::traced::{Held, TraceError, TraceEvent, Traced};
 use super::traps::Stops;
+use super::{Exit, Interrupt};
 
 /// The threads of process `pid`, itself first.
 fn threads(pid: Pid) -> Vec<Pid> {
@@ -45,20 +45,21 @@ use super::tracee::{pin_round_robin, share_cpu};
 
 impl Traced {
     /// Seizes `pid`, stopped (every thread of it) and confirmed fresh, and
-    /// lets it run to its first trapped call. Every later method must be
+    /// lets it run to its first trapped call, its watchdog bound by `bound`
+    /// (the deadline, the run's interrupt). Every later method must be
     /// called from this thread (ptrace binds a tracee to its tracer thread).
     pub(super) fn seize(
         pid: Pid,
         held: Held,
         stderr: Option<&Path>,
         test: fn(i64, &[u64; 6]) -> bool,
-        deadline: Duration,
+        bound: (Duration, &Interrupt),
     ) -> Result<Traced, TraceError> {
         use nix::sys::ptrace::Options;
         let affinity = pin_round_robin();
         // The process exists already: it takes the tracer's CPU explicitly.
         share_cpu(pid);
-        let mut traced = Traced::new(pid, stderr, deadline, affinity, Stops::Syscalls(test), Some(held));
+        let mut traced = Traced::new(pid, stderr, bound, affinity, Stops::Syscalls(test), Some(held));
         let options = Options::PTRACE_O_TRACESYSGOOD
             | Options::PTRACE_O_EXITKILL
             | Options::PTRACE_O_TRACEFORK

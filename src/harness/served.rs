@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::ChildCommand;
 use super::forkserver::ForkServer;
 use super::forkwire::ForkError;
+use super::{ChildCommand, Interrupt};
 
 /// How many times a server that ended is started again before the run
 /// execs: once. A server that ends twice will end again.
@@ -46,9 +46,15 @@ struct State {
 }
 
 impl Served {
-    /// Starts the first server (stderr to `stderr`, its line within `deadline`).
-    pub(super) fn start(child: &ChildCommand, stderr: &Path, deadline: Duration) -> Result<Served, ForkError> {
-        let server = ForkServer::start(child, stderr, deadline)?;
+    /// Starts the first server (stderr to `stderr`, its line within
+    /// `deadline`, unless `interrupt` is raised first).
+    pub(super) fn start(
+        child: &ChildCommand,
+        stderr: &Path,
+        deadline: Duration,
+        interrupt: &Interrupt,
+    ) -> Result<Served, ForkError> {
+        let server = ForkServer::start(child, stderr, deadline, interrupt)?;
         let state = State { server: Some(server), restarts: 0, notes: vec![], retired: None };
         let (child, stderr, began) = (child.clone(), stderr.to_path_buf(), Instant::now());
         Ok(Served { child, stderr, deadline, began, state: Mutex::new(state) })
@@ -59,8 +65,9 @@ impl Served {
     }
 
     /// The server to fork through: the running one, a new one in place of
-    /// one that ended (up to [`RESTARTS`] times), or `None`: exec.
-    pub(super) fn server(&self) -> Option<Arc<ForkServer>> {
+    /// one that ended (up to [`RESTARTS`] times, its start's wait given up
+    /// if `interrupt` is raised), or `None`: exec.
+    pub(super) fn server(&self, interrupt: &Interrupt) -> Option<Arc<ForkServer>> {
         let mut st = self.lock();
         let current = st.server.clone()?;
         let Some(why) = current.ended() else { return Some(current) };
@@ -72,7 +79,7 @@ impl Served {
         }
         st.restarts += 1;
         let stderr = self.stderr.with_extension(format!("restart-{}.stderr", st.restarts));
-        match ForkServer::start(&self.child, &stderr, self.deadline) {
+        match ForkServer::start(&self.child, &stderr, self.deadline, interrupt) {
             Ok(server) => {
                 st.notes.push(format!("{ended}; restarted as process {}", server.pid()));
                 st.server = Some(server.clone());

@@ -21,10 +21,10 @@ use super::contain::{Place, bind_over, own_pid};
 use super::forkserver::Forked;
 use super::reap::{group_alive, reap_group};
 use super::setup::prepare;
-use super::{Exit, KILL_GRACE, POLL, Reaped, interrupted};
+use super::{Exit, Interrupt, KILL_GRACE, POLL, Reaped};
 
 /// How long a wait on a forked process's end lasts before it looks at the
-/// interrupt again.
+/// run's interrupt token again.
 const INTERRUPT_SLICE: Duration = Duration::from_millis(20);
 
 /// Why a bounded wait ended before the child did: its deadline, or an
@@ -173,15 +173,16 @@ impl Running {
         let _ = killpg(self.pgid, if paused { Signal::SIGSTOP } else { Signal::SIGCONT });
     }
 
-    /// Waits until the child ends or `deadline` passes, or the run is
-    /// interrupted; the error says which of the two cut the wait short.
-    pub fn wait_until(&mut self, deadline: Instant) -> Result<Exit, Cut> {
+    /// Waits until the child ends or `deadline` passes, or `interrupt` (the
+    /// run's token) is raised; the error says which of the two cut the
+    /// wait short.
+    pub fn wait_until(&mut self, deadline: Instant, interrupt: &Interrupt) -> Result<Exit, Cut> {
         let mut exit = self.try_exit();
         loop {
             if let Some(exit) = exit {
                 return Ok(exit);
             }
-            if interrupted().is_some() {
+            if interrupt.is_set() {
                 return Err(Cut::Interrupted);
             }
             if Instant::now() >= deadline {
@@ -275,18 +276,19 @@ fn ended_itself(exit: Exit) -> bool {
 }
 
 /// Runs a short child to completion within `timeout`, capturing stdout.
-/// A child that overstays (or is cut short by an interrupt) is killed; the
-/// result says which.
+/// A child that overstays (or is cut short by `interrupt`, the run's
+/// token) is killed; the result says which.
 pub fn run_to_end(
     cmd: Command,
     stdout: &Path,
     stderr: &Path,
     timeout: Duration,
+    interrupt: &Interrupt,
 ) -> std::io::Result<(Result<Exit, Cut>, String)> {
     let mut cmd = cmd;
     cmd.stdout(super::disk::checked(stdout, std::fs::File::create(stdout))?);
     let mut running = Running::spawn(cmd, Some(stderr))?;
-    let exit = running.wait_until(Instant::now() + timeout);
+    let exit = running.wait_until(Instant::now() + timeout, interrupt);
     let tail = running.stderr_tail();
     drop(running);
     Ok((exit, tail))
@@ -313,7 +315,9 @@ fn probe_place() -> std::io::Result<()> {
     cmd.args(["-c", "test -e \"$0/placed\""]).arg(&at);
     let place = Place { state, at };
     let mut running = Running::spawn_placed(cmd, None, &place)?;
-    match running.wait_until(Instant::now() + Duration::from_secs(10)) {
+    // Asked once for the whole process, by no run: a `sh` that ends at
+    // once, bounded by its own deadline, never by one run's interrupt.
+    match running.wait_until(Instant::now() + Duration::from_secs(10), &Interrupt::new()) {
         Ok(Exit::Code(0)) => Ok(()),
         Ok(exit) => Err(std::io::Error::other(format!("the placed folder was not seen ({exit})"))),
         Err(cut) => Err(std::io::Error::other(cut.to_string())),
@@ -354,7 +358,7 @@ mod tests {
     fn wait_until_honours_its_deadline_and_drop_kills() {
         let mut r = Running::spawn(sh("sleep 30"), None).unwrap();
         let start = Instant::now();
-        assert_eq!(r.wait_until(start + Duration::from_millis(50)), Err(Cut::Deadline));
+        assert_eq!(r.wait_until(start + Duration::from_millis(50), &Interrupt::new()), Err(Cut::Deadline));
         let pgid = r.pgid;
         drop(r);
         assert!(!group_alive(pgid));
@@ -363,7 +367,7 @@ mod tests {
     #[test]
     fn a_child_that_ends_on_its_own_leaves_nothing_of_its_group() {
         let mut r = Running::spawn(sh("sleep 30 & exit 0"), None).unwrap();
-        assert_eq!(r.wait_until(Instant::now() + Duration::from_secs(10)), Ok(Exit::Code(0)));
+        assert_eq!(r.wait_until(Instant::now() + Duration::from_secs(10), &Interrupt::new()), Ok(Exit::Code(0)));
         let pgid = r.pgid;
         assert!(group_alive(pgid), "the background sleep is still in the group");
         drop(r);
@@ -378,16 +382,33 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let script =
             "echo 'Traceback (most recent call last):' >&2; echo 'OSError: [Errno 28] No space left' >&2; exit 3";
-        let (exit, tail) =
-            run_to_end(sh(script), &dir.path().join("out"), &dir.path().join("gone/err"), Duration::from_secs(10))
-                .unwrap();
+        let (out, err) = (dir.path().join("out"), dir.path().join("gone/err"));
+        let (exit, tail) = run_to_end(sh(script), &out, &err, Duration::from_secs(10), &Interrupt::new()).unwrap();
         assert_eq!(exit, Ok(Exit::Code(3)));
         assert!(tail.starts_with("OSError: [Errno 28] No space left"), "{tail}");
+    }
+
+    /// A wait given a token raised by hand (no signal) from another thread
+    /// ends as interrupted, long before its deadline; a fresh token never
+    /// cuts a wait short.
+    #[test]
+    fn a_wait_whose_token_is_raised_is_cut_short_by_the_interrupt() {
+        let mut r = Running::spawn(sh("sleep 30"), None).unwrap();
+        let (interrupt, started) = (Interrupt::new(), Instant::now());
+        let raiser = interrupt.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            raiser.raise(libc::SIGINT);
+        });
+        assert_eq!(r.wait_until(started + Duration::from_secs(60), &interrupt), Err(Cut::Interrupted));
+        assert!(started.elapsed() < Duration::from_secs(10), "cut short: {:?}", started.elapsed());
+        assert!(r.is_alive(), "the wait gives up; the caller kills");
+        assert_eq!(r.wait_until(Instant::now() + Duration::from_millis(50), &Interrupt::new()), Err(Cut::Deadline));
     }
 
     #[test]
     fn an_exit_code_is_read_back() {
         let mut r = Running::spawn(sh("exit 10"), None).unwrap();
-        assert_eq!(r.wait_until(Instant::now() + Duration::from_secs(10)), Ok(Exit::Code(10)));
+        assert_eq!(r.wait_until(Instant::now() + Duration::from_secs(10), &Interrupt::new()), Ok(Exit::Code(10)));
     }
 }

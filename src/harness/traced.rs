@@ -19,7 +19,7 @@ use super::reap::reap_group;
 use super::setup::{ORPHANED, prepare};
 use super::tracee::{Exec, install_filter, pin_round_robin, restore_affinity};
 use super::watchdog::Watchdog;
-use super::{Cut, Exit, KILL_GRACE, POLL, Reaped};
+use super::{Cut, Exit, Interrupt, KILL_GRACE, POLL, Reaped};
 
 use super::traps::Stops;
 
@@ -113,11 +113,12 @@ pub(super) enum Held {
 
 impl Traced {
     /// The handle of a tracee `pid` just started or seized, not yet
-    /// attached: the group's only tracee so far, its deadline running.
+    /// attached: the group's only tracee so far, its deadline running (and
+    /// the run's interrupt watched, `(deadline, interrupt)`).
     pub(super) fn new(
         pid: Pid,
         stderr: Option<&Path>,
-        deadline: Duration,
+        (deadline, interrupt): (Duration, &Interrupt),
         affinity: Option<libc::cpu_set_t>,
         stops: Stops,
         held: Option<Held>,
@@ -128,7 +129,7 @@ impl Traced {
             seen: std::collections::HashSet::from([pid]),
             stderr: Capture::of(stderr),
             exit: None,
-            watchdog: Watchdog::start(pid, deadline),
+            watchdog: Watchdog::start(pid, deadline, interrupt),
             group_reaped: false,
             affinity,
             stops,
@@ -140,12 +141,14 @@ impl Traced {
     /// installs `filter` (compiled beforehand, since nothing may allocate
     /// between fork and exec); after exec it stops, the driver sets the
     /// options (seccomp stops; kill the child if the driver dies) and lets it
-    /// run to its first trapped call.
+    /// run to its first trapped call. Its watchdog kills it at `deadline`,
+    /// or once `interrupt` is raised.
     pub fn spawn(
         mut cmd: Command,
         stderr: Option<&Path>,
         filter: &'static [seccompiler::sock_filter],
         deadline: Duration,
+        interrupt: &Interrupt,
     ) -> Result<Traced, TraceError> {
         let exec = Exec::of(&cmd).map_err(TraceError::Io)?;
         // The filter is 'static and read in place, the exec's arguments were
@@ -165,7 +168,7 @@ impl Traced {
         let pid = Pid::from_raw(child.id() as i32);
         // The std handle is dropped unwaited: only waitpid below may wait.
         drop(child);
-        let mut traced = Traced::new(pid, stderr, deadline, affinity, Stops::Seccomp, None);
+        let mut traced = Traced::new(pid, stderr, (deadline, interrupt), affinity, Stops::Seccomp, None);
         traced.stderr = capture;
         traced.start()?;
         Ok(traced)
@@ -364,7 +367,7 @@ mod tests {
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     fn traced(script: &str) -> Option<Traced> {
         let filter = crate::kill::syscall::filter().unwrap();
-        match Traced::spawn(sh(script), None, filter, Duration::from_secs(20)) {
+        match Traced::spawn(sh(script), None, filter, Duration::from_secs(20), &Interrupt::new()) {
             Err(TraceError::NotPermitted(why)) => {
                 crate::testskip::skip_or_fail(crate::testskip::Need::Tracing, why);
                 None
@@ -432,14 +435,41 @@ mod tests {
     #[test]
     fn a_stalled_traced_child_meets_its_deadline() {
         let filter = crate::kill::syscall::filter().unwrap();
-        let mut t = match Traced::spawn(sh("sleep 30; echo late"), None, filter, Duration::from_millis(200)) {
+        let mut t =
+            match Traced::spawn(sh("sleep 30; echo late"), None, filter, Duration::from_millis(200), &Interrupt::new())
+            {
+                Err(TraceError::NotPermitted(why)) => {
+                    return crate::testskip::skip_or_fail(crate::testskip::Need::Tracing, why);
+                }
+                other => other.unwrap(),
+            };
+        let pgid = t.pid;
+        assert!(matches!(t.next_syscall(), Err(TraceError::Deadline)));
+        drop(t);
+        assert!(!group_alive(pgid));
+    }
+
+    /// The run's token raised by hand (no signal) while the tracer blocks
+    /// in `waitpid`: the watchdog kills the group long before its deadline,
+    /// and the tracer's error says interrupted, not the deadline.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[test]
+    fn a_traced_child_whose_run_is_interrupted_is_killed_by_the_interrupt() {
+        let (filter, interrupt) = (crate::kill::syscall::filter().unwrap(), Interrupt::new());
+        let mut t = match Traced::spawn(sh("sleep 30; echo late"), None, filter, Duration::from_secs(20), &interrupt) {
             Err(TraceError::NotPermitted(why)) => {
                 return crate::testskip::skip_or_fail(crate::testskip::Need::Tracing, why);
             }
             other => other.unwrap(),
         };
-        let pgid = t.pid;
-        assert!(matches!(t.next_syscall(), Err(TraceError::Deadline)));
+        let (pgid, started) = (t.pid, Instant::now());
+        let raiser = interrupt.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            raiser.raise(libc::SIGINT);
+        });
+        assert_eq!(t.next_syscall().err(), Some(TraceError::Interrupted));
+        assert!(started.elapsed() < Duration::from_secs(10), "cut short: {:?}", started.elapsed());
         drop(t);
         assert!(!group_alive(pgid));
     }
@@ -454,7 +484,7 @@ mod tests {
         let mut cmd = sh(&format!("echo \"$CC_SET ${{HOME:-unset}} $(pwd)\" > {}", out.display()));
         cmd.env("CC_SET", "yes").env_remove("HOME").current_dir(dir.path());
         let filter = crate::kill::syscall::filter().unwrap();
-        let mut t = match Traced::spawn(cmd, None, filter, Duration::from_secs(20)) {
+        let mut t = match Traced::spawn(cmd, None, filter, Duration::from_secs(20), &Interrupt::new()) {
             Err(TraceError::NotPermitted(why)) => {
                 return crate::testskip::skip_or_fail(crate::testskip::Need::Tracing, why);
             }
@@ -482,7 +512,9 @@ mod tests {
             let shown = program.display().to_string();
             std::thread::spawn(move || {
                 let filter = crate::kill::syscall::filter().unwrap();
-                let _ = tx.send(Traced::spawn(Command::new(program), None, filter, Duration::from_secs(5)).err());
+                let _ = tx.send(
+                    Traced::spawn(Command::new(program), None, filter, Duration::from_secs(5), &Interrupt::new()).err(),
+                );
             });
             match rx.recv_timeout(Duration::from_secs(20)).expect("the spawn ended") {
                 Some(TraceError::NotPermitted(why)) => {

@@ -35,7 +35,7 @@ use serde::Deserialize;
 use super::forkwire::Request;
 use super::fresh::NotFresh;
 use super::setup::{prepare, stderr_tail};
-use super::{ChildCommand, Exit, KILL_GRACE};
+use super::{ChildCommand, Exit, Interrupt, KILL_GRACE};
 
 pub use crashcells_protocol::WARM_POOL;
 
@@ -207,13 +207,15 @@ impl std::fmt::Debug for WarmPool {
 impl WarmPool {
     /// Starts a pool that keeps `size` processes of `child` warm, their
     /// start's stderr appended to `stderr`, each given `deadline` to write
-    /// its line; then waits (as long) for the first, so that a child whose
-    /// processes never get warm is refused here, with the line that says why.
+    /// its line; then waits (as long, unless `interrupt` is raised) for the
+    /// first, so that a child whose processes never get warm is refused
+    /// here, with the line that says why.
     pub fn start(
         child: &ChildCommand,
         stderr: &Path,
         size: usize,
         deadline: Duration,
+        interrupt: &Interrupt,
     ) -> Result<Arc<WarmPool>, WarmError> {
         let command = child.display();
         let shared = Arc::new(Shared::default());
@@ -236,11 +238,11 @@ impl WarmPool {
             cwd: child.cwd.clone(),
             keeper: Mutex::new(Some(handle)),
         });
-        pool.await_first(deadline)?;
+        pool.await_first(deadline, interrupt)?;
         Ok(pool)
     }
 
-    fn await_first(&self, deadline: Duration) -> Result<(), WarmError> {
+    fn await_first(&self, deadline: Duration, interrupt: &Interrupt) -> Result<(), WarmError> {
         // The keeper breaks the pool at the first process's deadline; this
         // wait only backs it, a moment longer, so that its words are heard.
         let until = Instant::now() + deadline + Duration::from_secs(1);
@@ -252,7 +254,7 @@ impl WarmPool {
             if !st.ready.is_empty() {
                 return Ok(());
             }
-            if super::interrupted().is_some() {
+            if interrupt.is_set() {
                 return Err(WarmError::Interrupted);
             }
             let left = until.saturating_duration_since(Instant::now());
@@ -279,8 +281,9 @@ impl WarmPool {
     }
 
     /// Takes a warm process (the oldest) and a request id for it, waiting
-    /// until `until` for one; the keeper starts another in its place.
-    pub(super) fn take(&self, until: Instant) -> Result<(Warm, u64), WarmError> {
+    /// until `until` (or until `interrupt` is raised) for one; the keeper
+    /// starts another in its place.
+    pub(super) fn take(&self, until: Instant, interrupt: &Interrupt) -> Result<(Warm, u64), WarmError> {
         let began = Instant::now();
         let mut st = self.shared.lock();
         loop {
@@ -300,7 +303,7 @@ impl WarmPool {
                 self.shared.changed.notify_all();
                 return Ok((warm, id));
             }
-            if super::interrupted().is_some() {
+            if interrupt.is_set() {
                 return Err(WarmError::Interrupted);
             }
             let left = until.saturating_duration_since(Instant::now());
@@ -540,10 +543,17 @@ mod tests {
     #[test]
     fn the_pool_keeps_its_size_warm_and_kills_what_nobody_took() {
         let dir = tempfile::tempdir().unwrap();
-        let pool = WarmPool::start(&sh(HONEST), &dir.path().join("warm.stderr"), 2, Duration::from_secs(20)).unwrap();
+        let pool = WarmPool::start(
+            &sh(HONEST),
+            &dir.path().join("warm.stderr"),
+            2,
+            Duration::from_secs(20),
+            &Interrupt::new(),
+        )
+        .unwrap();
         let until = Instant::now() + Duration::from_secs(20);
-        let (first, id) = pool.take(until).unwrap();
-        let (second, next) = pool.take(until).unwrap();
+        let (first, id) = pool.take(until, &Interrupt::new()).unwrap();
+        let (second, next) = pool.take(until, &Interrupt::new()).unwrap();
         assert_ne!(first.pid(), second.pid());
         assert_eq!((id, next), (1, 2));
         // The keeper starts others in their place.
@@ -564,14 +574,21 @@ mod tests {
     fn a_process_that_ends_before_its_request_breaks_the_pool() {
         let dir = tempfile::tempdir().unwrap();
         let leaves = r#"echo "{\"kind\":\"warm\",\"protocol\":2,\"pid\":$$}"; echo bye >&2; exit 0"#;
-        let pool = WarmPool::start(&sh(leaves), &dir.path().join("warm.stderr"), 1, Duration::from_secs(20)).unwrap();
+        let pool = WarmPool::start(
+            &sh(leaves),
+            &dir.path().join("warm.stderr"),
+            1,
+            Duration::from_secs(20),
+            &Interrupt::new(),
+        )
+        .unwrap();
         // It has ended (a zombie, unreaped) by the time it is taken.
         let pid = pool.shared.lock().ready[0].pid();
         let ended = || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "));
         while !ended() {
             std::thread::sleep(Duration::from_millis(5));
         }
-        let e = pool.take(Instant::now() + Duration::from_secs(20)).unwrap_err().to_string();
+        let e = pool.take(Instant::now() + Duration::from_secs(20), &Interrupt::new()).unwrap_err().to_string();
         assert!(e.contains("ended by exit code 0 while it waited for its request"), "{e}");
         assert!(e.ends_with("a warm process must wait for one: bye"), "{e}");
     }
@@ -581,9 +598,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let began = Instant::now();
         let script = "echo importing >&2; sleep 30";
-        let e = WarmPool::start(&sh(script), &dir.path().join("warm.stderr"), 1, Duration::from_millis(300))
-            .unwrap_err()
-            .to_string();
+        let e = WarmPool::start(
+            &sh(script),
+            &dir.path().join("warm.stderr"),
+            1,
+            Duration::from_millis(300),
+            &Interrupt::new(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("wrote no `warm` line within 300ms: importing"), "{e}");
         assert!(began.elapsed() < Duration::from_secs(10));
     }
@@ -592,11 +615,12 @@ mod tests {
     fn a_process_that_writes_another_line_or_forks_is_refused_by_what_it_wrote() {
         let dir = tempfile::tempdir().unwrap();
         let stderr = dir.path().join("warm.stderr");
-        let e = WarmPool::start(&sh("echo hello; sleep 30"), &stderr, 1, Duration::from_secs(20)).unwrap_err();
+        let e = WarmPool::start(&sh("echo hello; sleep 30"), &stderr, 1, Duration::from_secs(20), &Interrupt::new())
+            .unwrap_err();
         assert!(e.to_string().contains(r#"wrote "hello", which is no `warm` line"#), "{e}");
         // `sh -c '(...)'`: the line comes from a forked subshell, not the process exec'd.
         let forks = r#"(echo "{\"kind\":\"warm\",\"protocol\":2,\"pid\":$(sh -c 'echo $PPID')}"); sleep 30"#;
-        let e = WarmPool::start(&sh(forks), &stderr, 1, Duration::from_secs(20)).unwrap_err();
+        let e = WarmPool::start(&sh(forks), &stderr, 1, Duration::from_secs(20), &Interrupt::new()).unwrap_err();
         assert!(e.to_string().contains("a wrapper must exec its program"), "{e}");
     }
 }

@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::harness::{Exit, POLL, Running, interrupted};
+use crate::harness::{Exit, Interrupt, POLL, Running};
 use crate::journal::Tail;
 use crate::times::Clock;
 
@@ -24,7 +24,8 @@ pub enum WaitError {
     Deadline { acks: u64 },
     #[error("ack journal: {0}")]
     Io(#[from] std::io::Error),
-    /// The run was interrupted (`SIGINT`/`SIGTERM`) while waiting.
+    /// The run was interrupted (its token raised: `SIGINT`/`SIGTERM`, or by
+    /// hand) while waiting.
     #[error("interrupted while waiting for acks")]
     Interrupted,
 }
@@ -53,13 +54,13 @@ pub struct Reached {
 }
 
 /// Waits until `journal` holds `target` acks (lines after the ready line).
-/// Fails at once if the child exits, and at `deadline` if it stops making
-/// progress.
+/// Fails at once if the child exits or `interrupt` (the run's) is raised,
+/// and at `deadline` if it stops making progress.
 pub fn wait_for_acks(
     child: &mut Running,
     journal: &Path,
     target: u64,
-    deadline: Duration,
+    (deadline, interrupt): (Duration, &Interrupt),
     clock: Option<&Clock>,
 ) -> Result<Reached, WaitError> {
     let end = Instant::now() + deadline;
@@ -84,7 +85,7 @@ pub fn wait_for_acks(
             let stderr_tail = if tail.is_empty() { "(empty)".to_string() } else { tail };
             return Err(WaitError::Exited { exit, acks, stderr_tail });
         }
-        if interrupted().is_some() {
+        if interrupt.is_set() {
             return Err(WaitError::Interrupted);
         }
         if Instant::now() >= end {

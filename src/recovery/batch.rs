@@ -423,7 +423,8 @@ mod tests {
     }
 
     fn passes<'a>(child: &'a Launcher, dir: &'a Path, step: Option<&'a OpArgs>) -> Passes<'a> {
-        Passes { child, deadline: Duration::from_secs(10), home: dir, out: dir, step, place: None }
+        let interrupt = crate::harness::Interrupt::new();
+        Passes { child, deadline: Duration::from_secs(10), interrupt, home: dir, out: dir, step, place: None }
     }
 
     /// A child that takes both batch forms: `catch-up` appends a delivery

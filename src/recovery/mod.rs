@@ -29,7 +29,7 @@ use crashcells_protocol::transport::{self, TransportError};
 use crashcells_protocol::{Delivery, Dump, Op, OpArgs, PROTOCOL};
 
 use crate::dbfiles::{DB_FILES, sibling};
-use crate::harness::{Cut, Exit, Launch, Launcher, Place};
+use crate::harness::{Cut, Exit, Interrupt, Launch, Launcher, Place};
 use crate::trialdir::TrialEnv;
 
 pub use batch::{BatchRecovery, Batching, Pair, pair_of, recover_batch};
@@ -168,14 +168,16 @@ fn copy_db(db: &Path, dir: &Path, skip: &[&Path]) -> std::io::Result<PathBuf> {
     Ok(copy)
 }
 
-/// Where a pass runs: the child, its deadline and config home, the folder
-/// its output goes to, the recovery step it runs before `dump`, if any, and
-/// for a state whose files name the folder they were written in, that
-/// folder, where its child sees them ([`Place`]).
+/// Where a pass runs: the child, its deadline and the run's interrupt (a
+/// pass cut short by it is [`RecoveryError::Interrupted`]), its config
+/// home, the folder its output goes to, the recovery step it runs before
+/// `dump`, if any, and for a state whose files name the folder they were
+/// written in, that folder, where its child sees them ([`Place`]).
 #[derive(Clone)]
 pub struct Passes<'a> {
     pub child: &'a Launcher,
     pub deadline: Duration,
+    pub interrupt: Interrupt,
     pub home: &'a Path,
     pub out: &'a Path,
     pub step: Option<&'a OpArgs>,
@@ -191,13 +193,13 @@ fn run_op(p: &Passes, args: &OpArgs, n: u32, name: &str) -> Result<Result<String
     // The pass's folder holds the copies it recovers: a forked process may hold nothing of it at its start.
     let launch = Launch { args: &args, home: p.home, trial: p.out, stdout: Some(&stdout), stderr: Some(&stderr) };
     let ran = match &p.place {
-        None => p.child.run_to_end(&launch, p.deadline),
+        None => p.child.run_to_end(&launch, p.deadline, &p.interrupt),
         Some(place) => {
             let at = place.at.display().to_string();
             crate::harness::can_place().map_err(|why| RecoveryError::Unplaced { pass: n, at, why })?;
             lay_home(p.home, place)
                 .map_err(|e| RecoveryError::Copy { pass: n, why: format!("the config home: {e}") })?;
-            p.child.run_placed(&launch, place, p.deadline)
+            p.child.run_placed(&launch, place, p.deadline, &p.interrupt)
         }
     };
     let (exit, stderr_tail) = ran.map_err(|e| RecoveryError::Start { pass: n, why: e.to_string() })?;
@@ -274,13 +276,20 @@ fn after_step(p: &Passes, transport: &Path) -> Vec<u8> {
 
 /// Runs two recovery passes of a trial's crash state, each on its own
 /// copies, and parses the first. An `Err` is a harness error (a pass that
-/// could not run or printed something that is not a dump).
-pub fn recover(child: &Launcher, deadline: Duration, env: &TrialEnv) -> Result<Recovered, RecoveryError> {
+/// could not run or printed something that is not a dump), or the run's
+/// `interrupt` that cut a pass short.
+pub fn recover(
+    child: &Launcher,
+    deadline: Duration,
+    interrupt: &Interrupt,
+    env: &TrialEnv,
+) -> Result<Recovered, RecoveryError> {
     if !env.db.exists() {
         return Recovered::missing(env.recovery_step.is_some().then_some(env.transport.as_path()));
     }
     let dir = env.db.parent().unwrap_or(Path::new("."));
-    let p = Passes { child, deadline, home: &env.home, out: dir, step: env.recovery_step.as_ref(), place: None };
+    let (home, step, interrupt) = (&env.home, env.recovery_step.as_ref(), interrupt.clone());
+    let p = Passes { child, deadline, interrupt, home, out: dir, step, place: None };
     let mut passes = Vec::new();
     for n in [1, 2] {
         let (db, transport) = pass_copies(env, n)?;

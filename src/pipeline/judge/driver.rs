@@ -223,7 +223,7 @@ impl Driver<'_> {
         while start < plan.units {
             let end = (start + plan.wave.max(1)).min(plan.units);
             if self.wave(source, start..end, plan, &mut ran, &mut trials)
-                || interrupted_after(&mut trials, |next| source.interrupted(next))
+                || interrupted_after(&mut trials, &self.ctx.interrupt, |next| source.interrupted(next))
             {
                 break;
             }
@@ -243,7 +243,7 @@ impl Driver<'_> {
     /// One wave: true when a unit did not pass (it decides the sweep).
     fn wave<S: Source>(&self, s: &S, range: Range<usize>, plan: &Plan, ran: &mut Ran, trials: &mut Vec<Trial>) -> bool {
         let key = |i: usize| s.key(range.start + i);
-        let made = until_first_bad(range.len(), self.ctx.jobs, &key, &|i| {
+        let made = until_first_bad(range.len(), self.ctx.jobs, &self.ctx.interrupt, &key, &|i| {
             let unit = s.make(range.start + i);
             if plan.count == Count::Made {
                 self.ctx.events.done();
@@ -365,11 +365,15 @@ impl Driver<'_> {
         let _ = self.ctx.recover_alone(env);
     }
 }
-/// An interrupted run may have skipped units: its last trial (`cut`, told
-/// the index after the last so far) says so, rather than a pass standing
-/// for states nobody checked. True if it did.
-fn interrupted_after(trials: &mut Vec<Trial>, cut: impl FnOnce(Option<TrialIndex>) -> Trial) -> bool {
-    if crate::harness::interrupted().is_none() {
+/// An interrupted run (`interrupt` raised) may have skipped units: its
+/// last trial (`cut`, told the index after the last so far) says so,
+/// rather than a pass standing for states nobody checked. True if it did.
+fn interrupted_after(
+    trials: &mut Vec<Trial>,
+    interrupt: &crate::harness::Interrupt,
+    cut: impl FnOnce(Option<TrialIndex>) -> Trial,
+) -> bool {
+    if !interrupt.is_set() {
         return false;
     }
     trials.push(cut(trials.last().map(|t| t.index.next())));

@@ -278,7 +278,7 @@ impl Recoverer<'_> {
         let label = plan.label;
         let groups = batches(files.len(), if plan.spread { self.ctx.jobs } else { 1 });
         let got = parallel(groups.len(), self.ctx.jobs, &|_| false, &|b| {
-            if crate::harness::interrupted().is_some() {
+            if self.ctx.interrupt.is_set() {
                 let cut = || (Err(Outcome::Interrupted(Interruption::BetweenBatches)), None);
                 return groups[b].clone().map(|_| cut()).collect::<Vec<_>>();
             }
@@ -293,7 +293,7 @@ impl Recoverer<'_> {
     /// under the run's work folder; the results in order, and a note when
     /// the batched dump failed and each store was recovered alone.
     pub fn recover(&self, stores: &[&Files], label: &str) -> (Vec<Recovery>, Option<String>) {
-        self.ctx.pool.unit(|| self.recover_in_folder(stores, label))
+        self.ctx.pool.unit(&self.ctx.interrupt, || self.recover_in_folder(stores, label))
     }
 
     fn recover_in_folder(&self, stores: &[&Files], label: &str) -> (Vec<Recovery>, Option<String>) {
@@ -332,6 +332,7 @@ impl Recoverer<'_> {
         let passes = Passes {
             child: &self.ctx.child,
             deadline: self.ctx.deadline,
+            interrupt: self.ctx.interrupt.clone(),
             home: &self.recorded.home,
             out: dir.path(),
             step,

@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::harness::{Exit, POLL, Running, TraceError, Traced, interrupted};
+use crate::harness::{Exit, Interrupt, POLL, Running, TraceError, Traced};
 use crate::kill::locks::{Event, Tracker, lock_of};
 use crate::kill::syscall::{Driven, Goal, Halted, Targets, drive, drive_asking, drive_until, syscall_name};
 use crate::pipeline::outcome::{Failure, Interruption, Outcome, R0Wait};
@@ -123,6 +123,7 @@ impl Hold {
         child: &mut Traced,
         targets: &Targets,
         deadline: Duration,
+        interrupt: &Interrupt,
     ) -> Result<(Exit, u64), TraceError> {
         let (call, counted) = match self.kind {
             HoldAt::FirstWrite => {
@@ -141,7 +142,7 @@ impl Hold {
             *at = Some(call);
         }
         let end = Instant::now() + deadline;
-        while !self.go.load(Ordering::SeqCst) && Instant::now() < end && interrupted().is_none() {
+        while !self.go.load(Ordering::SeqCst) && Instant::now() < end && !interrupt.is_set() {
             std::thread::sleep(POLL);
         }
         child.resume()?;
@@ -177,11 +178,12 @@ impl Hold {
         })
     }
 
-    /// Waits until the held process is held, or has ended (`done`).
-    pub fn wait_held(&self, done: &AtomicBool, deadline: Duration) -> Result<(), Outcome> {
+    /// Waits until the held process is held, or has ended (`done`); gives
+    /// up at `deadline`, or once `interrupt` is raised.
+    pub fn wait_held(&self, done: &AtomicBool, deadline: Duration, interrupt: &Interrupt) -> Result<(), Outcome> {
         let end = Instant::now() + deadline;
         while self.held_at().is_none() && !done.load(Ordering::SeqCst) {
-            if interrupted().is_some() {
+            if interrupt.is_set() {
                 return Err(Outcome::Interrupted(Interruption::WaitingForR0));
             }
             if Instant::now() >= end {
@@ -195,12 +197,18 @@ impl Hold {
     /// Waits until each of `running` (r1 on) waits for a lock or has ended,
     /// at most [`HOLD_AT_MOST`] (or `deadline`, if shorter). Those not seen
     /// waiting by then are noted, not an error: the schedule then was not
-    /// reached for them, and the result says so.
-    pub fn wait_others(&self, running: &mut [Running], deadline: Duration) -> Result<(), Outcome> {
+    /// reached for them, and the result says so. An interrupt (`interrupt`
+    /// raised) ends the wait as interrupted.
+    pub fn wait_others(
+        &self,
+        running: &mut [Running],
+        deadline: Duration,
+        interrupt: &Interrupt,
+    ) -> Result<(), Outcome> {
         // A process counts as waiting when seen so on two polls in a row: a
         // runtime's threads may all block for a moment between two steps.
         let mut was = vec![false; running.len()];
-        self.wait_each(running, deadline, &mut |i, c: &mut Running| {
+        self.wait_each(running, (deadline, interrupt), &mut |i, c: &mut Running| {
             let ended = c.try_exit().is_some();
             let now = ended || waiting(c.pid());
             let counted = now && was[i];
@@ -220,12 +228,13 @@ impl Hold {
         running: &mut [Running],
         acks: &[std::path::PathBuf],
         deadline: Duration,
+        interrupt: &Interrupt,
     ) -> Result<(), Outcome> {
         let count = |i: usize| {
             let bytes = acks.get(i).and_then(|p| std::fs::read(p).ok()).unwrap_or_default();
             crate::journal::parse(&bytes).map_or(0, |j| j.acks.len())
         };
-        self.wait_each(running, deadline, &mut |i, c: &mut Running| {
+        self.wait_each(running, (deadline, interrupt), &mut |i, c: &mut Running| {
             let ended = c.try_exit().is_some();
             let acked = count(i);
             (ended || acked > 0, Seen { waiting: false, ended, acked })
@@ -234,11 +243,11 @@ impl Hold {
 
     /// Polls `done` on each of `running` (its index, its process) until
     /// every one is done or the hold's deadline passes; keeps what each
-    /// did and which were not done.
+    /// did and which were not done. An interrupt ends it as interrupted.
     fn wait_each(
         &self,
         running: &mut [Running],
-        deadline: Duration,
+        (deadline, interrupt): (Duration, &Interrupt),
         done: &mut dyn FnMut(usize, &mut Running) -> (bool, Seen),
     ) -> Result<(), Outcome> {
         let end = Instant::now() + deadline.min(HOLD_AT_MOST);
@@ -252,7 +261,7 @@ impl Hold {
                 }
                 return Ok(());
             }
-            if interrupted().is_some() {
+            if interrupt.is_set() {
                 return Err(Outcome::Interrupted(Interruption::AtBarrier));
             }
             std::thread::sleep(Duration::from_millis(2));
@@ -428,5 +437,20 @@ mod tests {
         *hold.seen.lock().unwrap() = vec![Seen::default()];
         *hold.unseen.lock().unwrap() = vec![1];
         assert!(hold.said("append").contains("r1 acked no append; let go at the deadline with r1 neither"));
+    }
+
+    /// A fresh token leaves the wait for the held process to its deadline;
+    /// the run's token raised by hand (no signal) ends it at once, as
+    /// interrupted, however long its deadline.
+    #[test]
+    fn a_hold_whose_run_is_interrupted_stops_waiting_at_once() {
+        let (hold, done, interrupt) = (Hold::default(), AtomicBool::new(false), Interrupt::new());
+        let waited = hold.wait_held(&done, Duration::from_millis(30), &interrupt);
+        assert!(matches!(waited, Err(Outcome::Error(Failure::R0Deadline { .. }))), "{waited:?}");
+        interrupt.raise(libc::SIGINT);
+        let started = Instant::now();
+        let waited = hold.wait_held(&done, Duration::from_secs(60), &interrupt);
+        assert!(matches!(waited, Err(Outcome::Interrupted(Interruption::WaitingForR0))), "{waited:?}");
+        assert!(started.elapsed() < Duration::from_secs(10));
     }
 }

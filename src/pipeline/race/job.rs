@@ -28,7 +28,7 @@ use crate::crashstate::record::record_seeing;
 use crate::crashstate::walindex::WalIndex;
 use crate::crashstate::{Files, Log, Names};
 use crate::dbfiles::{DB_FILES, sibling};
-use crate::harness::{Cut, Exit, Launch, POLL, Running, interrupted};
+use crate::harness::{Cut, Exit, Launch, POLL, Running};
 use crate::kill::racer::RacerAt;
 use crate::kill::syscall::{Driven, Goal, Targets, drive};
 use crate::kill::{KillPoint, TrialIndex};
@@ -234,7 +234,7 @@ impl<'a> Race<'a> {
         order: Order,
         turn: &dyn Fn(),
     ) -> Result<Finished, Outcome> {
-        self.ctx.pool.unit(|| self.race(env, racers, r0, order, turn))
+        self.ctx.pool.unit(&self.ctx.interrupt, || self.race(env, racers, r0, order, turn))
     }
 
     fn race(&self, env: &TrialEnv, racers: u32, r0: R0, order: Order, turn: &dyn Fn()) -> Result<Finished, Outcome> {
@@ -314,7 +314,7 @@ impl<'a> Race<'a> {
     /// Parks the handoff in a folder of its own, for every race of the result.
     fn park_once(&self) -> Result<TrialEnv, Outcome> {
         let env = self.env("park").map_err(Outcome::Error)?;
-        self.ctx.pool.unit(|| self.park_in(&env)).map(|()| env)
+        self.ctx.pool.unit(&self.ctx.interrupt, || self.park_in(&env)).map(|()| env)
     }
 
     fn park_in(&self, env: &TrialEnv) -> Result<(), Outcome> {
@@ -323,7 +323,7 @@ impl<'a> Race<'a> {
         let launch =
             Launch { args: &args, home: &env.home, trial: env.dir(), stdout: Some(&stdout), stderr: Some(&env.stderr) };
         let (exit, tail) =
-            self.ctx.child.run_to_end(&launch, self.ctx.deadline).map_err(|e| {
+            self.ctx.child.run_to_end(&launch, self.ctx.deadline, &self.ctx.interrupt).map_err(|e| {
                 Outcome::Error(Failure::ChildStart { child: self.ctx.child.display(), why: e.to_string() })
             })?;
         match exit {
@@ -362,12 +362,12 @@ impl<'a> Race<'a> {
         let launch = Launch { args: &args, home: &env.home, trial: env.dir(), stdout: None, stderr: Some(&stderr) };
         // r0 waits at its barrier while the others start: its deadline covers their start too.
         let deadline = self.ctx.deadline * 2;
-        let mut child =
-            self.ctx.child.spawn_traced(&launch, filter, deadline).map_err(|e| trace_outcome(e, self.ctx))?;
+        let spawned = self.ctx.child.spawn_traced(&launch, filter, deadline, &self.ctx.interrupt);
+        let mut child = spawned.map_err(|e| trace_outcome(e, self.ctx))?;
         let targets = Targets::new(&env.db, &acks_of(env, 0));
         if let R0::Held(_, hold) = r0 {
-            let (exit, counted) =
-                hold.drive_held(&mut child, &targets, deadline).map_err(|e| trace_outcome(e, self.ctx))?;
+            let held = hold.drive_held(&mut child, &targets, deadline, &self.ctx.interrupt);
+            let (exit, counted) = held.map_err(|e| trace_outcome(e, self.ctx))?;
             return Ok(Traced0::Exited(exit, counted, None));
         }
         let Some(goal) = goal else {
@@ -451,7 +451,7 @@ impl<'a> Race<'a> {
                 let hold = hold.ok_or(Outcome::Error(Failure::NoHold))?;
                 hold.release_r0(|| barriers.r0.take());
                 released(&[0]);
-                hold.wait_held(r0_done, self.ctx.deadline)?;
+                hold.wait_held(r0_done, self.ctx.deadline, &self.ctx.interrupt)?;
                 let held_from = hold.held_call().map(|_| clock.now());
                 if order == Order::Opener && hold.held_call().is_some() {
                     turn();
@@ -459,10 +459,10 @@ impl<'a> Race<'a> {
                 barriers.others.take();
                 released(&others);
                 if order == Order::ReadsFirst {
-                    hold.wait_others(&mut running, self.ctx.deadline)?;
+                    hold.wait_others(&mut running, self.ctx.deadline, &self.ctx.interrupt)?;
                 } else if order == Order::BetweenTransactions {
                     let acks: Vec<PathBuf> = others.iter().map(|&r| acks_of(env, r)).collect();
-                    hold.wait_committed(&mut running, &acks, self.ctx.deadline)?;
+                    hold.wait_committed(&mut running, &acks, self.ctx.deadline, &self.ctx.interrupt)?;
                 }
                 hold.go();
                 if let Some(from) = held_from {
@@ -502,7 +502,7 @@ impl<'a> Race<'a> {
             let child = self
                 .ctx
                 .child
-                .spawn(&launch, self.ctx.deadline)
+                .spawn(&launch, self.ctx.deadline, &self.ctx.interrupt)
                 .map_err(|e| Outcome::Error(Failure::RacerStart { racer: r, why: e.to_string() }))?;
             running.push(child);
         }
@@ -532,7 +532,7 @@ impl<'a> Race<'a> {
             let Some(r) = exits.iter().position(Option::is_none).map(|i| first + i as u32) else {
                 return Ok(exits.into_iter().flatten().collect());
             };
-            if interrupted().is_some() {
+            if self.ctx.interrupt.is_set() {
                 return Err(Outcome::Interrupted(Interruption::Racer(r)));
             }
             if Instant::now() >= end {
@@ -546,11 +546,11 @@ impl<'a> Race<'a> {
     fn wait_r0(&self, r0_done: &AtomicBool) -> Result<(), Outcome> {
         let end = Instant::now() + self.ctx.deadline;
         while !r0_done.load(Ordering::SeqCst) {
-            if Instant::now() >= end || interrupted().is_some() {
-                return Err(match interrupted() {
-                    Some(_) => Outcome::Interrupted(Interruption::WaitingForR0),
-                    None => Outcome::Error(Failure::R0Deadline { deadline: self.ctx.deadline, waited: R0Wait::End }),
-                });
+            if self.ctx.interrupt.is_set() {
+                return Err(Outcome::Interrupted(Interruption::WaitingForR0));
+            }
+            if Instant::now() >= end {
+                return Err(Outcome::Error(Failure::R0Deadline { deadline: self.ctx.deadline, waited: R0Wait::End }));
             }
             std::thread::sleep(POLL);
         }
@@ -582,7 +582,7 @@ impl<'a> Race<'a> {
                     return Err(Outcome::Error(Failure::RacerBeforeBarrier { racer: r, exit, stderr }));
                 }
             }
-            if interrupted().is_some() {
+            if self.ctx.interrupt.is_set() {
                 return Err(Outcome::Interrupted(Interruption::AtBarrier));
             }
             if Instant::now() >= end {

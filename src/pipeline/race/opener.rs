@@ -107,7 +107,7 @@ impl Race<'_> {
         let (exit, tail) = self
             .ctx
             .child
-            .run_to_end(&launch, self.ctx.deadline)
+            .run_to_end(&launch, self.ctx.deadline, &self.ctx.interrupt)
             .map_err(|e| Outcome::Error(Failure::RacerStart { racer: 1, why: e.to_string() }))?;
         match exit {
             Ok(Exit::Code(0)) => Ok(()),

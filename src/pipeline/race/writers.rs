@@ -122,20 +122,25 @@ impl Race<'_> {
         let mut child = self
             .ctx
             .child
-            .spawn(&launch, deadline)
+            .spawn(&launch, deadline, &self.ctx.interrupt)
             .map_err(|e| Outcome::Error(Failure::RacerStart { racer: 0, why: e.to_string() }))?;
-        let reached = wait_for_acks(&mut child, &acks, target, deadline, None).map_err(|e| match e {
-            WaitError::Exited { exit, acks: n, stderr_tail } => {
-                let failure = Failure::EndedEarly { exit, acks: n, stderr: stderr_tail };
-                let ready = journal::parse(&std::fs::read(&acks).unwrap_or_default()).ok().and_then(|j| j.ready);
-                if ready.is_some() { Outcome::store_failure(Op::CoAppend, failure) } else { Outcome::Error(failure) }
-            }
-            WaitError::Io(e) => Outcome::Error(Failure::AckJournal(e.to_string())),
-            WaitError::Interrupted => Outcome::Interrupted(Interruption::WaitingForAcks),
-            WaitError::Deadline { acks: n } => {
-                Outcome::Error(Failure::Stalled { acks: n, target, deadline, stderr: child.stderr_tail() })
-            }
-        });
+        let reached =
+            wait_for_acks(&mut child, &acks, target, (deadline, &self.ctx.interrupt), None).map_err(|e| match e {
+                WaitError::Exited { exit, acks: n, stderr_tail } => {
+                    let failure = Failure::EndedEarly { exit, acks: n, stderr: stderr_tail };
+                    let ready = journal::parse(&std::fs::read(&acks).unwrap_or_default()).ok().and_then(|j| j.ready);
+                    if ready.is_some() {
+                        Outcome::store_failure(Op::CoAppend, failure)
+                    } else {
+                        Outcome::Error(failure)
+                    }
+                }
+                WaitError::Io(e) => Outcome::Error(Failure::AckJournal(e.to_string())),
+                WaitError::Interrupted => Outcome::Interrupted(Interruption::WaitingForAcks),
+                WaitError::Deadline { acks: n } => {
+                    Outcome::Error(Failure::Stalled { acks: n, target, deadline, stderr: child.stderr_tail() })
+                }
+            });
         let seen = journal::Tail::default().poll(&acks).map_or(0, |l| l.saturating_sub(1));
         let reaped =
             child.kill_and_reap().check().map_err(|error| Outcome::Error(Failure::RacerReap { racer: 0, error }));

@@ -81,7 +81,7 @@ pub fn run_job(job: &Job, ctx: &Context) -> CellResult {
         None => (ctx, None),
     };
     let (mut trials, coverage) = ran;
-    mark_interrupted(&mut trials);
+    mark_interrupted(&mut trials, &ctx.interrupt);
     if let Some(begun) = begun {
         begun.ended(plain_fire(ctx, &trials));
     }
@@ -312,7 +312,7 @@ fn by_syscall_result(job: &Job, leg: &Leg, ctx: &Context, found: &mut Trial) -> 
     }
     // As long as a whole sweep may take: past it, the timed fire's own runs.
     let bound = ctx.deadline.saturating_mul(WAIT_DEADLINES);
-    let Some(fire) = ctx.plain_fires.fire(&job.cell.id, &leg.name, bound) else { return false };
+    let Some(fire) = ctx.plain_fires.fire(&job.cell.id, &leg.name, bound, &ctx.interrupt) else { return false };
     confirm::by_syscall_result(found, (fire.point, &ctx.child.launcher()), &fire.outcome);
     true
 }

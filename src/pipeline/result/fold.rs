@@ -3,7 +3,7 @@
 //! path judged it, the evidence of a fire or an error kept, and the command
 //! that reruns it derived from the run's options.
 
-use crate::harness::interrupted;
+use crate::harness::Interrupt;
 use crate::model::{CellResult, Events, Fingerprint, States, TIMELINE, Verdict};
 use crate::pipeline::judge::coverage::Coverage;
 use crate::pipeline::outcome::{Failure, Interruption, Outcome};
@@ -194,10 +194,11 @@ fn blame_disk(work: &std::path::Path, free: Option<u64>, failed: Option<String>,
 /// not counted as the harness's error: the interrupt killed what it waited
 /// on. Every wait of the harness says when an interrupt cut it short (so
 /// its reason is already `Interrupted`); this catches any other step that
-/// failed in the same moment, and keeps what that step said.
-pub fn mark_interrupted(trials: &mut [Trial]) {
+/// failed in the same moment, and keeps what that step said. `interrupt`
+/// is the run's token.
+pub fn mark_interrupted(trials: &mut [Trial], interrupt: &Interrupt) {
     let Some(last) = trials.last_mut() else { return };
-    if let (Outcome::Error(_), Some(_)) = (&last.outcome, interrupted()) {
+    if let (Outcome::Error(_), true) = (&last.outcome, interrupt.is_set()) {
         let Outcome::Error(why) = std::mem::replace(&mut last.outcome, Outcome::Pass) else { unreachable!() };
         last.outcome = Outcome::Interrupted(Interruption::Then(Box::new(why)));
     }

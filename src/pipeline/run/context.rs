@@ -1,6 +1,6 @@
 //! What every trial of a run needs from it ([`Context`]: the options, the
-//! child, the folders, the deadline), the events its work emits
-//! ([`Events`]), and what its jobs may share ([`Shared`]).
+//! child, the folders, the deadline, the run's interrupt token), the events
+//! its work emits ([`Events`]), and what its jobs may share ([`Shared`]).
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -12,7 +12,7 @@ use crashcells_protocol::Ready;
 
 use crate::applied::Applied;
 use crate::cells::Cell;
-use crate::harness::Launcher;
+use crate::harness::{Interrupt, Launcher};
 use crate::matrix::Leg;
 use crate::model::{Children, Events};
 use crate::options::RunOptions;
@@ -74,6 +74,11 @@ pub struct Context {
     pub evidence_root: PathBuf,
     /// The bound on every wait of a trial.
     pub deadline: Duration,
+    /// The run's interrupt: every wait of its trials is given it and gives
+    /// up once it is raised (the CLI's is the process's, which `SIGINT` and
+    /// `SIGTERM` raise; a caller may raise its own by hand). Clones of the
+    /// context share it.
+    pub interrupt: Interrupt,
     /// Threads a syscall sweep spreads its trials over.
     pub jobs: usize,
     /// What the child said of itself in the preflight (its protocol and the
@@ -118,8 +123,8 @@ pub struct Context {
 impl Context {
     /// A run's context before its preflight: nothing heard from the child
     /// yet (its ready record, its start time), no race seen (a crowd of
-    /// one), nothing shared, a pool of `jobs` units. Callers set the rest
-    /// with struct update syntax.
+    /// one), nothing shared, a pool of `jobs` units, an interrupt token of
+    /// its own, not raised. Callers set the rest with struct update syntax.
     pub fn new(
         options: RunOptions,
         seed: u64,
@@ -136,6 +141,7 @@ impl Context {
             work_root,
             evidence_root,
             deadline,
+            interrupt: Interrupt::new(),
             jobs,
             child_ready: None,
             events: Events::default(),
@@ -269,7 +275,7 @@ impl Context {
     /// unit of the run's pool: the one way a single store is recovered (a
     /// fire's confirming kill, a batch's bad state again, evidence).
     pub fn recover_alone(&self, env: &TrialEnv) -> Result<Recovered, RecoveryError> {
-        self.pool.unit(|| crate::recovery::recover(&self.child, self.deadline, env))
+        self.pool.unit(&self.interrupt, || crate::recovery::recover(&self.child, self.deadline, &self.interrupt, env))
     }
 
     /// The configuration `leg`'s recoveries are keyed by: the one it
@@ -410,6 +416,21 @@ mod tests {
         // A context whose exec'd start was never measured keeps its own.
         ctx.execd_start = Duration::ZERO;
         assert_eq!(ctx.plain().start, ms(190));
+    }
+
+    /// A context's token is its own and not raised; raised by hand (no
+    /// signal), every copy the run's trials get sees it (a clone, the plain
+    /// path's, a library leg's), and another run's context does not.
+    #[test]
+    fn a_runs_token_is_shared_by_its_copies_and_no_other_run() {
+        let (ctx, other) = (Context::for_tests(2, None), Context::for_tests(2, None));
+        assert!(!ctx.interrupt.is_set(), "a fresh run is not interrupted");
+        let copies = [ctx.clone(), ctx.plain(), ctx.execd()];
+        ctx.interrupt.raise(libc::SIGTERM);
+        for copy in &copies {
+            assert_eq!(copy.interrupt.signal(), Some(libc::SIGTERM));
+        }
+        assert!(!other.interrupt.is_set());
     }
 
     #[test]

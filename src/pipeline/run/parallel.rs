@@ -12,6 +12,8 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+use crate::harness::Interrupt;
+
 /// Runs `work` for items 0..n on up to `jobs` threads, in ascending order,
 /// skipping any item `skip` says to; the outputs in order of items.
 pub fn parallel<T: Send>(
@@ -56,17 +58,18 @@ pub struct UpToBad<T> {
 /// `i`); `work` returns the item's output and the lowest key in it that is
 /// bad, if any. Once a key is bad, no item whose first key is above it
 /// starts, and outputs of such items that finished anyway are dropped; an
-/// interrupted run starts nothing more. A caller whose items hold several
+/// interrupted run (`interrupt` raised) starts nothing more. A caller whose items hold several
 /// keys (a batch of crash states) drops the keys above the lowest bad one
 /// inside the last item itself.
 pub fn until_first_bad<T: Send>(
     n: usize,
     jobs: usize,
+    interrupt: &Interrupt,
     first_key: &(dyn Fn(usize) -> u64 + Sync),
     work: &(dyn Fn(usize) -> (T, Option<u64>) + Sync),
 ) -> UpToBad<T> {
     let lowest = AtomicU64::new(u64::MAX);
-    let skip = |i| first_key(i) > lowest.load(Ordering::SeqCst) || crate::harness::interrupted().is_some();
+    let skip = |i| first_key(i) > lowest.load(Ordering::SeqCst) || interrupt.is_set();
     let ran = parallel(n, jobs, &skip, &|i| {
         let (out, bad) = work(i);
         if let Some(key) = bad {
@@ -92,14 +95,14 @@ mod tests {
     #[test]
     fn items_up_to_the_lowest_bad_one_are_kept_whatever_the_threads() {
         for jobs in [1, 3, 8] {
-            let got = until_first_bad(20, jobs, &|i| i as u64 + 1, &|i| {
+            let got = until_first_bad(20, jobs, &Interrupt::new(), &|i| i as u64 + 1, &|i| {
                 let key = i as u64 + 1;
                 (key, key.is_multiple_of(7).then_some(key))
             });
             assert_eq!(got.outputs, (1..=7).collect::<Vec<u64>>(), "{jobs} jobs");
             assert_eq!(got.lowest_bad, Some(7));
         }
-        let clean = until_first_bad(5, 2, &|i| i as u64, &|i| (i, None));
+        let clean = until_first_bad(5, 2, &Interrupt::new(), &|i| i as u64, &|i| (i, None));
         assert_eq!((clean.outputs.len(), clean.lowest_bad), (5, None));
     }
 }

@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::harness::Interrupt;
 use crate::pipeline::outcome::Outcome;
 
 /// Bounds every wait for a result under way, so that an interrupt is seen.
@@ -64,15 +65,15 @@ impl PlainFires {
     /// The plain-path fire of the syscall result of `cell` on `leg`: at once
     /// if it ended, after waiting (at most `bound`) if it is under way;
     /// `None` if it was not begun, gave no plain-path fire, the bound
-    /// passed or the run was interrupted.
-    pub fn fire(&self, cell: &str, leg: &str, bound: Duration) -> Option<PlainFire> {
+    /// passed or the run was interrupted (`interrupt` raised).
+    pub fn fire(&self, cell: &str, leg: &str, bound: Duration, interrupt: &Interrupt) -> Option<PlainFire> {
         let key = (cell.to_string(), leg.to_string());
         let start = Instant::now();
         let mut slots = self.0.slots.lock().expect("no thread panics holding the slots");
         loop {
             match slots.get(&key)? {
                 Some(ended) => return ended.clone(),
-                None if start.elapsed() >= bound || crate::harness::interrupted().is_some() => return None,
+                None if start.elapsed() >= bound || interrupt.is_set() => return None,
                 None => slots = self.0.changed.wait_timeout(slots, LOOK_AGAIN).expect("no thread panics").0,
             }
         }
@@ -114,7 +115,7 @@ mod tests {
     #[test]
     fn a_result_not_begun_is_not_waited_for() {
         let fires = PlainFires::default();
-        assert_eq!(fires.fire("rotation-atomicity", "wal", Duration::from_secs(3600)), None);
+        assert_eq!(fires.fire("rotation-atomicity", "wal", Duration::from_secs(3600), &Interrupt::new()), None);
     }
 
     #[test]
@@ -123,20 +124,34 @@ mod tests {
         let begun = fires.begun("rotation-atomicity", "wal");
         let waiter = {
             let fires = fires.clone();
-            std::thread::spawn(move || fires.fire("rotation-atomicity", "wal", Duration::from_secs(60)))
+            std::thread::spawn(move || {
+                fires.fire("rotation-atomicity", "wal", Duration::from_secs(60), &Interrupt::new())
+            })
         };
         std::thread::sleep(Duration::from_millis(100));
         begun.ended(Some(fire(349)));
         assert_eq!(waiter.join().unwrap(), Some(fire(349)));
-        assert_eq!(fires.fire("rotation-atomicity", "default", Duration::ZERO), None, "another leg's is its own");
+        assert_eq!(
+            fires.fire("rotation-atomicity", "default", Duration::ZERO, &Interrupt::new()),
+            None,
+            "another leg's is its own"
+        );
     }
 
     #[test]
     fn a_result_that_ends_unsaid_or_out_of_time_gives_no_fire() {
         let fires = PlainFires::default();
         let begun = fires.begun("outbox-exactly-once", "wal");
-        assert_eq!(fires.fire("outbox-exactly-once", "wal", Duration::from_millis(60)), None, "the bound passed");
+        assert_eq!(
+            fires.fire("outbox-exactly-once", "wal", Duration::from_millis(60), &Interrupt::new()),
+            None,
+            "the bound passed"
+        );
         drop(begun);
-        assert_eq!(fires.fire("outbox-exactly-once", "wal", Duration::from_secs(60)), None, "ended, no fire said");
+        assert_eq!(
+            fires.fire("outbox-exactly-once", "wal", Duration::from_secs(60), &Interrupt::new()),
+            None,
+            "ended, no fire said"
+        );
     }
 }

@@ -22,6 +22,8 @@ use std::cell::Cell;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+use crate::harness::Interrupt;
+
 /// Bounds every wait for a free unit, so that an interrupted run is seen.
 const LOOK_AGAIN: Duration = Duration::from_millis(50);
 
@@ -53,13 +55,14 @@ impl Pool {
     }
 
     /// Runs `work` as one unit: once a unit is free (at once on a thread
-    /// already inside one). An interrupted run does not wait for a free
-    /// unit: the work runs, and sees the interrupt itself.
-    pub fn unit<T>(&self, work: impl FnOnce() -> T) -> T {
+    /// already inside one). An interrupted run (`interrupt` raised) does
+    /// not wait for a free unit: the work runs, and sees the interrupt
+    /// itself.
+    pub fn unit<T>(&self, interrupt: &Interrupt, work: impl FnOnce() -> T) -> T {
         if INSIDE.with(Cell::get) > 0 {
             return within(work);
         }
-        self.take();
+        self.take(interrupt);
         let _held = Held(self);
         within(work)
     }
@@ -70,9 +73,9 @@ impl Pool {
         within(work)
     }
 
-    fn take(&self) {
+    fn take(&self, interrupt: &Interrupt) {
         let mut busy = self.0.busy.lock().unwrap_or_else(|p| p.into_inner());
-        while *busy >= self.0.size && crate::harness::interrupted().is_none() {
+        while *busy >= self.0.size && !interrupt.is_set() {
             busy = self.0.freed.wait_timeout(busy, LOOK_AGAIN).unwrap_or_else(|p| p.into_inner()).0;
         }
         *busy += 1;
@@ -123,11 +126,11 @@ mod tests {
         std::thread::scope(|s| {
             for _ in 0..8 {
                 s.spawn(|| {
-                    pool.unit(|| {
+                    pool.unit(&Interrupt::new(), || {
                         let n = now.fetch_add(1, Ordering::SeqCst) + 1;
                         most.fetch_max(n, Ordering::SeqCst);
                         // A unit's own step (a recovery) does not wait for a second unit.
-                        pool.unit(|| std::thread::sleep(Duration::from_millis(20)));
+                        pool.unit(&Interrupt::new(), || std::thread::sleep(Duration::from_millis(20)));
                         now.fetch_sub(1, Ordering::SeqCst);
                     })
                 });
@@ -139,11 +142,39 @@ mod tests {
     #[test]
     fn a_thread_a_unit_started_works_within_it() {
         let pool = Pool::new(1);
-        pool.unit(|| {
+        pool.unit(&Interrupt::new(), || {
             std::thread::scope(|s| {
                 // Without `within` this would wait for the one unit held above.
-                s.spawn(|| pool.within(|| pool.unit(|| 7))).join().unwrap()
+                s.spawn(|| pool.within(|| pool.unit(&Interrupt::new(), || 7))).join().unwrap()
             })
+        });
+    }
+
+    /// A run whose token is raised by hand (no signal) stops waiting for a
+    /// free unit: its work runs, and sees the interrupt itself.
+    #[test]
+    fn an_interrupted_run_does_not_wait_for_a_free_unit() {
+        let (pool, interrupt) = (Pool::new(1), Interrupt::new());
+        let (held, is_held) = std::sync::mpsc::channel::<()>();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        std::thread::scope(|s| {
+            let holder = pool.clone();
+            s.spawn(move || {
+                holder.unit(&Interrupt::new(), || {
+                    held.send(()).unwrap();
+                    let _ = released.recv_timeout(Duration::from_secs(30));
+                })
+            });
+            is_held.recv().unwrap();
+            let raiser = interrupt.clone();
+            s.spawn(move || {
+                std::thread::sleep(Duration::from_millis(100));
+                raiser.raise(libc::SIGINT);
+            });
+            let started = std::time::Instant::now();
+            assert_eq!(pool.unit(&interrupt, || 7), 7);
+            assert!(started.elapsed() < Duration::from_secs(10), "waited {:?}", started.elapsed());
+            release.send(()).unwrap();
         });
     }
 }

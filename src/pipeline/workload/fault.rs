@@ -180,7 +180,7 @@ impl Sweep<'_> {
     /// The workload run with point `n`'s call made to fail, to its own end:
     /// one unit of the run's pool of child work.
     fn run(&self, filter: Filter, n: u64) -> Result<Run, Box<Trial>> {
-        self.w.ctx.pool.unit(|| self.faulty(filter, n))
+        self.w.ctx.pool.unit(&self.w.ctx.interrupt, || self.faulty(filter, n))
     }
 
     fn faulty(&self, filter: Filter, n: u64) -> Result<Run, Box<Trial>> {
@@ -190,7 +190,8 @@ impl Sweep<'_> {
         let env = w.env(&format!("f{n}")).map_err(|f| Box::new(Trial::ended(index, Outcome::Error(f))))?;
         let failed = |o: Outcome, env: TrialEnv| Box::new(Trial::ended(index, o).with_env(env));
         let args = w.op_args(&env, true);
-        let mut child = match w.ctx.child.spawn_traced(&w.launch(&env, &args), filter, w.ctx.deadline) {
+        let mut child = match w.ctx.child.spawn_traced(&w.launch(&env, &args), filter, w.ctx.deadline, &w.ctx.interrupt)
+        {
             Ok(c) => c,
             Err(e) => return Err(failed(trace_outcome(e, w.ctx), env)),
         };

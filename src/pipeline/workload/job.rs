@@ -126,7 +126,7 @@ impl Workload<'_> {
         let args = self.op_args(env, true);
         self.ctx
             .child
-            .spawn_traced(&self.launch(env, &args), filter, self.ctx.deadline)
+            .spawn_traced(&self.launch(env, &args), filter, self.ctx.deadline, &self.ctx.interrupt)
             .map_err(|e| trace_outcome(e, self.ctx))
     }
 

@@ -57,7 +57,7 @@ impl Sweepable for Workload<'_> {
     }
 
     fn at(&self, filter: Filter, n: u64, census: &Census) -> Pending {
-        self.ctx.pool.unit(|| self.killed_at(filter, n, census, Reach::Sweep))
+        self.ctx.pool.unit(&self.ctx.interrupt, || self.killed_at(filter, n, census, Reach::Sweep))
     }
 
     fn driven(&self, census: &Census, indices: &[TrialIndex], run: &MakeTrial) -> Vec<Trial> {
@@ -74,7 +74,7 @@ impl Workload<'_> {
         if self.checkpoint_ops.is_some() {
             return self.recording(filter).map(|r| r.census);
         }
-        self.ctx.pool.unit(|| self.counted(filter))
+        self.ctx.pool.unit(&self.ctx.interrupt, || self.counted(filter))
     }
 
     fn counted(&self, filter: Filter) -> Result<Census, Box<Trial>> {
@@ -104,7 +104,10 @@ impl Workload<'_> {
     /// One real kill at point `n`, judged on its own recovery: a fire's
     /// confirmation.
     pub fn kill_at(&self, filter: Filter, n: u64, census: &Census) -> Trial {
-        self.ctx.pool.unit(|| self.killed_at(filter, n, census, Reach::Exact)).alone(self.ctx, self.cell)
+        self.ctx
+            .pool
+            .unit(&self.ctx.interrupt, || self.killed_at(filter, n, census, Reach::Exact))
+            .alone(self.ctx, self.cell)
     }
 
     /// The re-executed sweep of this workload: its census, then a real kill

@@ -114,7 +114,7 @@ pub fn power_sweep(w: &Workload, seed: u64, power: PowerModel) -> Swept {
     let (units, wave) = (m.points.len(), m.points.len());
     let mut trials = driver
         .run(&source, &Plan { units, wave, label: "power", count: Count::Stores, turn, one_log: false, spread: true });
-    if crate::harness::interrupted().is_some() {
+    if w.ctx.interrupt.is_set() {
         return Swept::unplanned(Trial::ended(TrialIndex::CENSUS, Outcome::Interrupted(Interruption::PowerStates)));
     }
     if let Some(last) = trials.last_mut() {

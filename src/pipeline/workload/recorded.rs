@@ -124,7 +124,7 @@ impl Workload<'_> {
     /// Runs the sweep's workload once, traced, to its own end, logging every
     /// call on the trial's files; then audits the leg and self-checks the log.
     pub fn record(&self, filter: Filter) -> Result<Recording, Box<Trial>> {
-        self.ctx.pool.unit(|| self.recorded(filter))
+        self.ctx.pool.unit(&self.ctx.interrupt, || self.recorded(filter))
     }
 
     fn recorded(&self, filter: Filter) -> Result<Recording, Box<Trial>> {

@@ -34,7 +34,7 @@ impl Workload<'_> {
     /// (the recorded state of point `index`): the first that does not pass.
     pub fn refind(&self, filter: Filter, sought: &Sought, index: TrialIndex, census: &Census) -> Found {
         for run in 1..=TRIES {
-            match self.ctx.pool.unit(|| self.sought_once(filter, sought, (index, run), census)) {
+            match self.ctx.pool.unit(&self.ctx.interrupt, || self.sought_once(filter, sought, (index, run), census)) {
                 Ok(Some(found)) if found.trial.is_bad() => return Found::Again(Box::new(found)),
                 Ok(_) => {}
                 Err(broken) => return Found::Broken(broken),

@@ -11,7 +11,7 @@
 
 use std::time::Instant;
 
-use crate::harness::{POLL, Running, interrupted};
+use crate::harness::{POLL, Running};
 use crate::journal;
 use crate::kill::timed::{WaitError, phase_delay, saw, timed_target, wait_for_acks};
 use crate::kill::{KillPoint, TrialIndex};
@@ -34,7 +34,7 @@ impl Workload<'_> {
     /// Trial `index` of a timed result: kill once the seeded target of acks
     /// is reached, then read what it left.
     fn timed(&self, window: u64, index: TrialIndex) -> Pending {
-        self.ctx.pool.unit(|| self.timed_trial(window, index))
+        self.ctx.pool.unit(&self.ctx.interrupt, || self.timed_trial(window, index))
     }
 
     fn timed_trial(&self, window: u64, index: TrialIndex) -> Pending {
@@ -55,7 +55,7 @@ impl Workload<'_> {
         let clock = Clock::start();
         let args = self.op_args(env, false);
         let mut child =
-            self.ctx.child.spawn(&self.launch(env, &args), self.ctx.deadline).map_err(|e| {
+            self.ctx.child.spawn(&self.launch(env, &args), self.ctx.deadline, &self.ctx.interrupt).map_err(|e| {
                 Outcome::Error(Failure::ChildStart { child: self.ctx.child.display(), why: e.to_string() })
             })?;
         if let Some((audit, synchronous)) = self.refused_at_ready(&mut child, env) {
@@ -66,19 +66,21 @@ impl Workload<'_> {
         }
         let target = timed_target(window, seed);
         let left = self.ctx.deadline.saturating_sub(started.elapsed());
-        let reached = wait_for_acks(&mut child, &env.acks, target, left, Some(&clock)).map_err(|e| match e {
-            WaitError::Exited { exit, acks, stderr_tail } => {
-                self.ended_badly(env, Failure::EndedEarly { exit, acks, stderr: stderr_tail })
-            }
-            WaitError::Io(e) => Outcome::Error(Failure::AckJournal(e.to_string())),
-            WaitError::Interrupted => Outcome::Interrupted(Interruption::WaitingForAcks),
-            WaitError::Deadline { acks } => Outcome::Error(Failure::Stalled {
-                acks,
-                target,
-                deadline: self.ctx.deadline,
-                stderr: crate::pipeline::outcome::or_empty(&child.stderr_tail()).to_string(),
-            }),
-        })?;
+        let reached = wait_for_acks(&mut child, &env.acks, target, (left, &self.ctx.interrupt), Some(&clock)).map_err(
+            |e| match e {
+                WaitError::Exited { exit, acks, stderr_tail } => {
+                    self.ended_badly(env, Failure::EndedEarly { exit, acks, stderr: stderr_tail })
+                }
+                WaitError::Io(e) => Outcome::Error(Failure::AckJournal(e.to_string())),
+                WaitError::Interrupted => Outcome::Interrupted(Interruption::WaitingForAcks),
+                WaitError::Deadline { acks } => Outcome::Error(Failure::Stalled {
+                    acks,
+                    target,
+                    deadline: self.ctx.deadline,
+                    stderr: crate::pipeline::outcome::or_empty(&child.stderr_tail()).to_string(),
+                }),
+            },
+        )?;
         std::thread::sleep(phase_delay(seed, reached.mean_op));
         if !child.is_alive() {
             return Err(Outcome::Error(Failure::DeadAtKill(child.stderr_tail())));
@@ -99,7 +101,7 @@ impl Workload<'_> {
     /// something else first: the timed wait that follows reports those.
     fn refused_at_ready(&self, child: &mut Running, env: &TrialEnv) -> Option<(Audit, Option<String>)> {
         let end = Instant::now() + self.ctx.deadline;
-        while Instant::now() < end && interrupted().is_none() && child.is_alive() {
+        while Instant::now() < end && !self.ctx.interrupt.is_set() && child.is_alive() {
             let bytes = std::fs::read(&env.acks).unwrap_or_default();
             if bytes.contains(&b'\n') {
                 let ready = journal::parse(&bytes).ok()?.ready?;
