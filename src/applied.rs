@@ -19,6 +19,7 @@ use std::collections::HashMap;
 
 use crashcells_protocol::Ready;
 
+use crate::journalmode::ReportedMode;
 use crate::matrix::Leg;
 use crate::plan::Job;
 use crate::sqlitelib::Library;
@@ -27,7 +28,7 @@ use crate::sqlitelib::Library;
 /// SQLite the child loaded, and the library the leg asked for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Applied {
-    pub journal_mode: String,
+    pub journal_mode: ReportedMode,
     pub synchronous: Option<String>,
     pub sqlite_version: String,
     pub sqlite_source_id: Option<String>,
@@ -39,7 +40,7 @@ impl Applied {
     /// The configuration `ready` reports for a child of `leg`.
     pub fn of(ready: &Ready, leg: &Leg) -> Applied {
         Applied {
-            journal_mode: ready.journal_mode.to_ascii_lowercase(),
+            journal_mode: ReportedMode::said(&ready.journal_mode),
             synchronous: ready.synchronous.as_ref().map(|s| s.to_ascii_lowercase()),
             sqlite_version: ready.sqlite_version.clone(),
             sqlite_source_id: ready.sqlite_source_id.clone(),
@@ -55,7 +56,7 @@ impl Applied {
     /// as the `delete` leg does, and must still skip).
     pub fn honored(ready: &Ready, leg: &Leg) -> Option<Applied> {
         let applied = Applied::of(ready, leg);
-        let mode = leg.journal_mode.is_none_or(|m| m.as_str() == applied.journal_mode);
+        let mode = leg.journal_mode.is_none_or(|m| applied.journal_mode.mode() == Some(m));
         let level = leg.synchronous.is_none_or(|s| Some(s.as_str()) == applied.synchronous.as_deref());
         let library = match (&leg.sqlite, &leg.placed) {
             (Some(lib), Some(placed)) => {

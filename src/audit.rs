@@ -26,12 +26,13 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crashcells_protocol::Ready;
+use crashcells_protocol::{Decider, JournalMode, Ready};
 use serde::{Deserialize, Serialize};
 
 use crate::dbfiles::{Artefacts, Family};
 use crate::error::{Error, Result};
 use crate::harness::{ChildCommand, Interrupt, Launcher, Running};
+use crate::journalmode::{EffectiveMode, ReportedMode};
 use crate::kill::timed::{WaitError, wait_for_acks};
 use crate::legaudit::{self, audit_leg};
 use crate::matrix::{Leg, Matrix};
@@ -139,8 +140,8 @@ impl Audit {
 /// The resolver's decision as the child reported it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ResolverRow {
-    pub decided_by: String,
-    pub applied: String,
+    pub decided_by: Decider,
+    pub applied: JournalMode,
     pub reason: String,
 }
 
@@ -148,12 +149,12 @@ pub struct ResolverRow {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     pub leg: String,
-    pub requested_mode: Option<String>,
+    pub requested_mode: Option<JournalMode>,
     pub requested_synchronous: Option<String>,
     /// Null for a child that has no resolver.
     pub resolver: Option<ResolverRow>,
     /// `PRAGMA journal_mode` as the child's own connection reported it.
-    pub ran_mode: String,
+    pub ran_mode: ReportedMode,
     /// `PRAGMA synchronous` as the child's own connection reported it.
     pub ran_synchronous: Option<String>,
     /// The level its recorded commits kept, read from their calls (the
@@ -164,7 +165,7 @@ pub struct Row {
     pub header: Family,
     pub artefacts: Artefacts,
     /// The mode the evidence agrees on (`mode?` when the file contradicts the child).
-    pub effective_mode: String,
+    pub effective_mode: EffectiveMode,
     pub honored: bool,
     /// Why not honored, or what the resolver overrode (empty otherwise).
     pub reason: String,
@@ -392,7 +393,7 @@ fn run_and_kill(setup: &AuditSetup, child: &ChildCommand, f: &LegFiles) -> std::
 /// decides which legs' crash columns are judged once.
 fn applied(r: &Row, leg: &Leg) -> crate::applied::Applied {
     crate::applied::Applied {
-        journal_mode: r.ran_mode.to_ascii_lowercase(),
+        journal_mode: r.ran_mode.clone(),
         synchronous: r.ran_synchronous.as_ref().map(|s| s.to_ascii_lowercase()),
         sqlite_version: r.sqlite_version.clone(),
         sqlite_source_id: r.sqlite_source_id.clone(),
@@ -402,15 +403,15 @@ fn applied(r: &Row, leg: &Leg) -> crate::applied::Applied {
 
 fn row(leg: &Leg, ready: &Ready, audit: legaudit::Audit, acked: u64) -> Row {
     let resolver = ready.resolver.as_ref().map(|d| ResolverRow {
-        decided_by: d.decided_by.as_str().to_string(),
-        applied: d.applied.to_string(),
+        decided_by: d.decided_by,
+        applied: d.applied,
         reason: d.reason.clone(),
     });
     let wal_reset_bug = Some(legaudit::wal_reset_note(&audit.effective, ready)).filter(|n| !n.is_empty());
     let reason = if audit.honored { audit.note } else { audit.reason };
     Row {
         leg: leg.name.clone(),
-        requested_mode: leg.journal_mode.map(|m| m.to_string()),
+        requested_mode: leg.journal_mode,
         requested_synchronous: leg.synchronous.map(|s| s.to_string()),
         resolver,
         ran_mode: audit.reported,
@@ -455,22 +456,18 @@ pub fn filesystem_name(dir: &Path) -> String {
 mod tests {
     use super::*;
 
-    fn fixed_row(leg: &str, requested: Option<&str>, honored: bool) -> Row {
-        let gate = requested.is_none_or(|m| m == "wal");
+    fn fixed_row(leg: &str, requested: Option<JournalMode>, honored: bool) -> Row {
+        let gate = requested.is_none_or(|m| m == JournalMode::Wal);
         let (decided_by, reason) = if gate {
-            ("wal-reset-gate", "WAL-reset gate: SQLite 3.40.1 is affected, so WAL is refused and DELETE applied")
+            (Decider::WalResetGate, "WAL-reset gate: SQLite 3.40.1 is affected, so WAL is refused and DELETE applied")
         } else {
-            ("config", "config asked for delete")
+            (Decider::Config, "config asked for delete")
         };
         Row {
             leg: leg.into(),
-            requested_mode: requested.map(String::from),
+            requested_mode: requested,
             requested_synchronous: Some("off".into()),
-            resolver: Some(ResolverRow {
-                decided_by: decided_by.into(),
-                applied: "delete".into(),
-                reason: reason.into(),
-            }),
+            resolver: Some(ResolverRow { decided_by, applied: JournalMode::Delete, reason: reason.into() }),
             ran_mode: "delete".into(),
             ran_synchronous: Some("off".into()),
             kept_synchronous: Some("off".into()),
@@ -493,8 +490,8 @@ mod tests {
     fn human_audit_shows_a_row_per_leg_and_why_not_honored() {
         let mut rows = vec![
             fixed_row("default", None, true),
-            fixed_row("delete", Some("delete"), true),
-            fixed_row("wal", Some("wal"), false),
+            fixed_row("delete", Some(JournalMode::Delete), true),
+            fixed_row("wal", Some(JournalMode::Wal), false),
         ];
         // A leg that reports FULL and whose commits' calls kept OFF.
         rows[1].ran_synchronous = Some("full".into());
@@ -517,7 +514,7 @@ mod tests {
     /// under its row, and in the JSON.
     #[test]
     fn a_row_judged_with_another_leg_says_so() {
-        let mut twin = fixed_row("delete-sync-off", Some("delete"), true);
+        let mut twin = fixed_row("delete-sync-off", Some(JournalMode::Delete), true);
         let configuration = "delete/off, SQLite 3.40.1".to_string();
         twin.judged_with = Some(JudgedWith { leg: "delete".into(), configuration });
         let report = AuditReport {
@@ -528,7 +525,7 @@ mod tests {
             filesystem: "ext2/3/4".into(),
             child: "reference".into(),
             summary: AuditSummary { legs: 2, honored: 2, not_honored: 0 },
-            rows: vec![fixed_row("delete", Some("delete"), true), twin],
+            rows: vec![fixed_row("delete", Some(JournalMode::Delete), true), twin],
         };
         let text = report.to_human();
         let line =
@@ -552,15 +549,14 @@ mod tests {
             .legs
             .iter()
             .map(|leg| {
-                let mode = leg.journal_mode.map(|m| m.as_str().to_string());
                 let level = leg.synchronous.map(|l| l.as_str().to_string());
-                let mut r = fixed_row(&leg.name, mode.as_deref(), true);
+                let mut r = fixed_row(&leg.name, leg.journal_mode, true);
                 r.requested_synchronous = level.clone();
-                r.ran_mode = mode.unwrap_or_else(|| "wal".into());
+                r.ran_mode = leg.journal_mode.unwrap_or(JournalMode::Wal).into();
                 r.ran_synchronous = level.or(Some("full".into()));
                 // Kept as reported: only a lie (`wal/full kept normal`) widens the table.
                 r.kept_synchronous = r.ran_synchronous.clone();
-                r.resolver.as_mut().unwrap().applied = "truncate".into();
+                r.resolver.as_mut().unwrap().applied = JournalMode::Truncate;
                 r.artefacts = Artefacts { wal: None, journal: Some(999_999), journal_zeroed: true };
                 r.crash = loses.clone();
                 r
@@ -589,14 +585,14 @@ mod tests {
     /// on a library with the WAL-reset bug is named under its row.
     #[test]
     fn a_matrix_with_libraries_shows_each_rows_sqlite_and_the_wal_reset_bug() {
-        let own = fixed_row("wal", Some("wal"), false);
+        let own = fixed_row("wal", Some(JournalMode::Wal), false);
         let twin = Row {
             sqlite_version: "3.45.1".into(),
             sqlite_library: Some("bundled".into()),
             effective_mode: "wal".into(),
             wal_reset_bug: Some("ran wal on SQLite 3.45.1, which has the WAL-reset bug (...)".into()),
             resolver: None,
-            ..fixed_row("bundled-wal", Some("wal"), true)
+            ..fixed_row("bundled-wal", Some(JournalMode::Wal), true)
         };
         let report = AuditReport {
             schema: SCHEMA.into(),

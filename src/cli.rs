@@ -26,7 +26,7 @@ use crate::audit::{Audit, AuditSetup};
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::matrix::Matrix;
-use crate::model;
+use crate::model::{self, ExitCode};
 use crate::options::{CatalogArg, ChildArg, DeadlineArg, RunOptions, WorkdirArg};
 use crate::report::{self, Format};
 use crate::run;
@@ -277,7 +277,7 @@ struct PruneArgs {
 
 /// Parses the command line, runs the command, and returns the exit code.
 /// Errors print one line on stderr and exit 2.
-pub fn main() -> i32 {
+pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return clap_error(e),
@@ -296,7 +296,7 @@ pub fn main() -> i32 {
     };
     let code = outcome.unwrap_or_else(|e| {
         note(&format!("error: {e}"));
-        2
+        ExitCode::Error
     });
     // Every path has killed its children by now; some may still be dying
     // (a fork server's, after an interrupt on a loaded machine). None
@@ -307,7 +307,7 @@ pub fn main() -> i32 {
 
 /// Help and version print as clap makes them; a usage error prints its
 /// first line only, so that bad input costs one line.
-fn clap_error(e: clap::Error) -> i32 {
+fn clap_error(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     if matches!(
         e.kind(),
@@ -315,7 +315,8 @@ fn clap_error(e: clap::Error) -> i32 {
     ) {
         // Through our stdout, so that `crashcells --help | head -1` ends quietly.
         let _ = stdout(&e.render().to_string());
-        return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 };
+        let missing = e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand;
+        return if missing { ExitCode::Error } else { ExitCode::Pass };
     }
     // A refused command line that names an `--out` leaves no older report
     // there either (unless another run holds it).
@@ -325,7 +326,7 @@ fn clap_error(e: clap::Error) -> i32 {
     let text = e.render().to_string();
     let first = text.lines().next().unwrap_or("bad arguments").trim_start_matches("error: ");
     note(&format!("error: {first}{} (see crashcells --help)", valid_values(&e)));
-    2
+    ExitCode::Error
 }
 
 /// For a value clap refused from a fixed set (`--format jsno`): the nearest
@@ -341,15 +342,15 @@ fn valid_values(e: &clap::Error) -> String {
     format!("{} (valid: {})", crate::suggest::did_you_mean(word, &valid), valid.join(", "))
 }
 
-fn cmd_list(a: ListArgs) -> Result<i32> {
+fn cmd_list(a: ListArgs) -> Result<ExitCode> {
     let catalog = Catalog::load(a.catalog.dir.as_deref())?;
     a.format.print(|| list::render(&catalog, false), || list::render(&catalog, true))?;
-    Ok(0)
+    Ok(ExitCode::Pass)
 }
 
 /// `report`: one saved report rendered again, or the partitions of one run
 /// merged first. Exits as the run would have.
-fn cmd_report(a: ReportArgs) -> Result<i32> {
+fn cmd_report(a: ReportArgs) -> Result<ExitCode> {
     let _out = outclaim::OutClaim::take(a.output.out.as_deref(), &a.from)?;
     check_new_only(&a)?;
     let mut report = model::merge::merge_files(&a.from)?;
@@ -378,7 +379,7 @@ fn check_new_only(a: &ReportArgs) -> Result<()> {
 }
 
 /// `child-check`: exit 0 when the child conforms, 1 when it does not.
-fn cmd_child_check(a: ChildCheckArgs) -> Result<i32> {
+fn cmd_child_check(a: ChildCheckArgs) -> Result<ExitCode> {
     let child = a.child.command(None)?;
     let only = crate::childcheck::Only::new(a.only).map_err(Error::Usage)?;
     let workdir = workdir_or(&a.workdir, run::default_workdir)?;
@@ -393,7 +394,7 @@ fn cmd_child_check(a: ChildCheckArgs) -> Result<i32> {
 
 /// `prune`: removes the scratch folders of dead runs where runs make them,
 /// and all but the newest runs' evidence.
-fn cmd_prune(a: PruneArgs) -> Result<i32> {
+fn cmd_prune(a: PruneArgs) -> Result<ExitCode> {
     let mut roots = vec![run::default_workdir(), std::env::temp_dir()];
     roots.extend(a.workdir.dir.clone());
     let mut seen = std::collections::HashSet::new();
@@ -405,12 +406,12 @@ fn cmd_prune(a: PruneArgs) -> Result<i32> {
     for line in prune::prune(&a.evidence, a.keep)? {
         stdout(&format!("{line}\n"))?;
     }
-    Ok(0)
+    Ok(ExitCode::Pass)
 }
 
 /// `run`: the options checked into one plan, the plan run, the report
 /// written; exits as the report says.
-fn cmd_run(a: RunArgs) -> Result<i32> {
+fn cmd_run(a: RunArgs) -> Result<ExitCode> {
     let started = Instant::now();
     // Before anything else can fail: no stale report at --out, no second run on it.
     let _out = outclaim::OutClaim::take(a.output.out.as_deref(), &[])?;
@@ -425,12 +426,12 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
 /// `audit`: one short killed run per leg, one row each. Exit 0 once every
 /// leg was audited, whatever the rows say; 2 on bad input or a child that
 /// could not be audited.
-fn cmd_audit(a: AuditArgs) -> Result<i32> {
+fn cmd_audit(a: AuditArgs) -> Result<ExitCode> {
     let audit = Audit::start(a.setup()?)?;
     note(&audit.heading());
     let report = audit.run()?;
     a.format.print(|| report.to_human(), || report.to_json())?;
-    Ok(0)
+    Ok(ExitCode::Pass)
 }
 
 impl AuditArgs {

@@ -21,6 +21,7 @@ use crashcells_protocol::{SqliteVersion, WAL_RESET_RANGE, wal_reset_affected};
 use serde::{Deserialize, Serialize};
 
 use crate::dbfiles::{Artefacts, Family, artefacts, header_family};
+use crate::journalmode::{EffectiveMode, ReportedMode};
 use crate::matrix::Leg;
 
 /// The audit of one trial's database against the leg's request.
@@ -28,11 +29,11 @@ use crate::matrix::Leg;
 pub struct Audit {
     pub requested: Option<JournalMode>,
     /// What the child's own connection reported.
-    pub reported: String,
+    pub reported: ReportedMode,
     pub family: Family,
     pub artefacts: Artefacts,
     /// The mode the trial ran in, as far as the evidence agrees.
-    pub effective: String,
+    pub effective: EffectiveMode,
     pub honored: bool,
     /// Why not honored (empty when honored).
     pub reason: String,
@@ -56,7 +57,7 @@ impl Audit {
     /// contradicts the child's word (`wal?`), which no check may take for a
     /// mode it ran in.
     pub fn effective_mode(&self) -> Option<JournalMode> {
-        self.effective.parse().ok()
+        self.effective.mode()
     }
 }
 
@@ -66,12 +67,15 @@ impl Audit {
 pub fn audit(db: &Path, ready: &Ready, requested: Option<JournalMode>) -> Audit {
     let family = header_family(db);
     let artefacts = artefacts(db);
-    let reported = ready.journal_mode.to_ascii_lowercase();
+    let reported = ReportedMode::said(&ready.journal_mode);
     let contradiction = contradiction(&reported, family, &artefacts);
-    let effective = if contradiction.is_some() { format!("{reported}?") } else { reported.clone() };
+    let effective = match contradiction {
+        Some(_) => EffectiveMode::Contradicted(reported.clone()),
+        None => EffectiveMode::Agreed(reported.clone()),
+    };
     let reason = match (requested, contradiction) {
         (_, Some(c)) => c,
-        (Some(want), None) if want.as_str() != reported => not_honored(want, &reported, ready),
+        (Some(want), None) if reported.mode() != Some(want) => not_honored(want, &reported, ready),
         _ => String::new(),
     };
     let note = match reason.is_empty() {
@@ -118,10 +122,10 @@ fn library_refused(leg: &Leg, ready: &Ready) -> Option<String> {
 
 /// A child that ran WAL on a SQLite with the WAL-reset bug: honored, and
 /// said, since a careful resolver would have refused WAL there.
-pub fn wal_reset_note(effective: &str, ready: &Ready) -> String {
+pub fn wal_reset_note(effective: &EffectiveMode, ready: &Ready) -> String {
     let affected = SqliteVersion::parse(&ready.sqlite_version).is_some_and(wal_reset_affected);
     let said = ready.resolver.as_ref().is_some_and(|d| d.decided_by == Decider::AlreadyWal);
-    match effective == "wal" && affected && !said {
+    match effective.mode() == Some(JournalMode::Wal) && affected && !said {
         true => format!(
             "ran wal on SQLite {}, which has the WAL-reset bug ({WAL_RESET_RANGE}): \
              WAL with several connections may lose or corrupt commits",
@@ -151,15 +155,15 @@ impl JoinNonEmpty for [String] {
 /// header yet, and the child's word stands alone. `None` while the child's
 /// word agrees with the leg: only the audit after the kill can tell then.
 pub fn refused_at_ready(db: &Path, ready: &Ready, leg: &Leg) -> Option<Audit> {
-    let reported = ready.journal_mode.to_ascii_lowercase();
-    let mode_refused = leg.journal_mode.filter(|m| m.as_str() != reported);
+    let reported = ReportedMode::said(&ready.journal_mode);
+    let mode_refused = leg.journal_mode.filter(|&m| reported.mode() != Some(m));
     let level_refused = leg.synchronous.filter(|s| ready.synchronous.as_deref() != Some(s.as_str()));
     if mode_refused.is_none() && level_refused.is_none() && library_refused(leg, ready).is_none() {
         return None;
     }
     let mut a = audit_leg(db, ready, leg);
     if a.family == Family::Unknown {
-        a.effective = reported.clone();
+        a.effective = EffectiveMode::Agreed(reported.clone());
         let ran = ready.synchronous.as_deref().unwrap_or("unreported");
         a.reason = match (library_refused(leg, ready), mode_refused, level_refused) {
             (Some(why), _, _) => why,
@@ -173,7 +177,7 @@ pub fn refused_at_ready(db: &Path, ready: &Ready, leg: &Leg) -> Option<Audit> {
 
 /// The resolver's word when it chose something other than what was asked
 /// (or than its own default) and the result still counts for the leg.
-fn resolver_note(ran: &str, ready: &Ready) -> String {
+fn resolver_note(ran: &ReportedMode, ready: &Ready) -> String {
     match &ready.resolver {
         Some(d) if matches!(d.decided_by, Decider::WalResetGate | Decider::AlreadyWal) => {
             format!("ran {ran}: {}", d.reason)
@@ -182,7 +186,7 @@ fn resolver_note(ran: &str, ready: &Ready) -> String {
     }
 }
 
-fn not_honored(want: JournalMode, ran: &str, ready: &Ready) -> String {
+fn not_honored(want: JournalMode, ran: &ReportedMode, ready: &Ready) -> String {
     match &ready.resolver {
         Some(d) => format!("requested {want}, child ran {ran}: {} (decided by {})", d.reason, d.decided_by.as_str()),
         None => format!("requested {want}, child ran {ran} (the child reported no resolver decision)"),
@@ -190,14 +194,14 @@ fn not_honored(want: JournalMode, ran: &str, ready: &Ready) -> String {
 }
 
 /// What on disk contradicts the child's own report, if anything.
-fn contradiction(reported: &str, family: Family, a: &Artefacts) -> Option<String> {
-    let wal = reported == "wal";
+fn contradiction(reported: &ReportedMode, family: Family, a: &Artefacts) -> Option<String> {
+    let wal = reported.mode() == Some(JournalMode::Wal);
     match family {
         Family::Unknown => Some("the database header shows no journal family (no file, or not SQLite)".into()),
         Family::Wal if !wal => Some(format!("child reported {reported} but the header says WAL")),
         Family::Rollback if wal => Some("child reported wal but the header says rollback".into()),
         _ if !wal && a.wal.is_some() => Some(format!("child reported {reported} but a -wal file was left")),
-        _ if matches!(reported, "memory" | "off") && a.journal.is_some() => {
+        _ if matches!(reported.mode(), Some(JournalMode::Memory | JournalMode::Off)) && a.journal.is_some() => {
             Some(format!("child reported {reported} but a -journal file was left"))
         }
         _ => None,
@@ -261,7 +265,7 @@ mod tests {
         let (_dir, db) = db_with_header(2);
         let a = audit(&db, &ready("wal", Some(JournalMode::Wal), FIXED), Some(JournalMode::Wal));
         assert!(a.honored, "{}", a.reason);
-        assert_eq!((a.family, a.effective.as_str()), (Family::Wal, "wal"));
+        assert_eq!((a.family, a.effective.to_string().as_str()), (Family::Wal, "wal"));
         assert_eq!(a.effective_mode(), Some(JournalMode::Wal));
     }
 
@@ -280,7 +284,7 @@ mod tests {
         let a = audit(&db, &ready("delete", Some(JournalMode::Delete), FIXED), Some(JournalMode::Delete));
         assert!(!a.honored);
         assert!(a.reason.contains("header says WAL"), "{}", a.reason);
-        assert_eq!((a.effective.as_str(), a.effective_mode()), ("delete?", None));
+        assert_eq!((a.effective.to_string().as_str(), a.effective_mode()), ("delete?", None));
     }
 
     #[test]
@@ -298,7 +302,7 @@ mod tests {
         let (_dir, db) = db_with_header(1);
         let a = audit(&db, &ready("delete", None, AFFECTED), None);
         assert!(a.honored);
-        assert_eq!(a.effective, "delete");
+        assert_eq!(a.effective, EffectiveMode::from(JournalMode::Delete));
         assert!(a.note.contains("ran delete: WAL-reset gate") && a.note.contains("3.40.1"), "{}", a.note);
     }
 
@@ -343,7 +347,7 @@ mod tests {
         // No file yet: the child's word stands alone, with its resolver's reason.
         let none = db.with_file_name("never-written.db");
         let a = refused_at_ready(&none, &refused, &leg(JournalMode::Wal)).expect("refused");
-        assert_eq!(a.effective, "delete");
+        assert_eq!(a.effective, EffectiveMode::from(JournalMode::Delete));
         assert!(a.reason.starts_with("requested wal, child ran delete: WAL-reset gate"), "{}", a.reason);
         // A word that agrees with the leg waits for the audit after the kill,
         // whatever a header not yet final says now.
@@ -408,7 +412,10 @@ mod tests {
         // A fixed library, or DELETE on an affected one, says nothing.
         assert_eq!(audit(&db, &ready("wal", Some(JournalMode::Wal), FIXED), Some(JournalMode::Wal)).note, "");
         let (_d2, rollback) = db_with_header(1);
-        assert_eq!(wal_reset_note("delete", &ready("delete", Some(JournalMode::Delete), "3.45.1")), "");
+        assert_eq!(
+            wal_reset_note(&JournalMode::Delete.into(), &ready("delete", Some(JournalMode::Delete), "3.45.1")),
+            ""
+        );
         assert!(
             audit(&rollback, &ready("delete", Some(JournalMode::Delete), "3.45.1"), Some(JournalMode::Delete))
                 .note

@@ -19,6 +19,7 @@ pub mod dbfiles;
 pub mod error;
 pub mod harness;
 pub mod journal;
+pub mod journalmode;
 pub mod kill;
 pub mod killmode;
 pub mod legaudit;

@@ -10,7 +10,7 @@ fn main() {
     let code = if std::env::args_os().nth(1).is_some_and(|a| a == "child") {
         crashcells_child::main_from(std::env::args_os().skip(1))
     } else {
-        crashcells::cli::main()
+        crashcells::cli::main().code()
     };
     std::process::exit(code);
 }

@@ -101,8 +101,7 @@ pub fn execute_once(
     let copied = |i: usize| {
         let (judge, leg) = (copies.get(i).copied().flatten()?, plan[i].leg.as_ref()?);
         let configuration = same.get(&leg.name)?.1.words();
-        let requested = leg.journal_mode.map(|m| m.to_string());
-        ran[judge].as_ref().map(|r| r.judged_for(&leg.name, requested, configuration))
+        ran[judge].as_ref().map(|r| r.judged_for(&leg.name, leg.journal_mode, configuration))
     };
     (0..shown).filter_map(|i| ran[i].clone().or_else(|| copied(i))).collect()
 }

@@ -28,7 +28,7 @@ use syn::visit::Visit;
 /// The top-level modules, lowest first: a module may import only modules
 /// listed before it. Keep docs/design/layout.md's picture in step with it.
 const LAYERS: &[&[&str]] = &[
-    &["error", "seed", "journal", "dbfiles", "testskip", "suggest", "times", "scratch"],
+    &["error", "seed", "journal", "journalmode", "dbfiles", "testskip", "suggest", "times", "scratch"],
     &["sqlitelib"],
     &["catalog", "matrix"],
     &["legaudit", "trialdir", "harness"],

@@ -69,7 +69,7 @@ fn affected_wal_skip_reason(dir: &Path) -> String {
 fn skip_from(pass: &CellResult, reason: String) -> CellResult {
     let mut skip = pass.clone();
     skip.leg = "wal".into();
-    skip.requested_mode = Some("wal".into());
+    skip.requested_mode = Some(JournalMode::Wal);
     skip.effective_mode = Some("delete".into());
     skip.verdict = Verdict::Skip;
     skip.reason = reason;
@@ -417,7 +417,7 @@ fn a_leg_of_an_earlier_legs_configuration_is_judged_with_it_unless_every_leg() {
     let with = wal.judged_with.as_ref().unwrap();
     assert_eq!(with.configuration, format!("wal/full, SQLite {}", report.sqlite_version));
     assert_eq!((wal.verdict, &wal.kill_points, &wal.repro), (default.verdict, &default.kill_points, &default.repro));
-    assert_eq!((wal.requested_mode.as_deref(), wal.finding.fingerprint.as_ref()), (Some("wal"), None));
+    assert_eq!((wal.requested_mode, wal.finding.fingerprint.as_ref()), (Some(JournalMode::Wal), None));
     let from = dir.path().join("judged-once.json");
     std::fs::write(&from, report.to_json()).unwrap();
     let render = |format: &str| {

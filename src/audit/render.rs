@@ -5,6 +5,8 @@
 
 use std::fmt::Write;
 
+use crashcells_protocol::{Decider, JournalMode, Synchronous};
+
 use super::crash::{Column, Columns};
 use super::{AuditReport, Row};
 use crate::crashstate::level::distinguishable;
@@ -133,9 +135,12 @@ fn line(out: &mut String, cells: &[String], widths: &[usize]) {
 /// decided, and why, is the note under the row when it was not the leg's
 /// config); then its word in each of the table's `crash` columns.
 fn cells(r: &Row, crash: Option<&Columns>, libraries: bool) -> Vec<String> {
-    let requested =
-        format!("{}/{}", r.requested_mode.as_deref().unwrap_or("-"), r.requested_synchronous.as_deref().unwrap_or("-"));
-    let resolver = r.resolver.as_ref().map_or("-".into(), |d| d.applied.clone());
+    let requested = format!(
+        "{}/{}",
+        r.requested_mode.map_or("-", JournalMode::as_str),
+        r.requested_synchronous.as_deref().unwrap_or("-")
+    );
+    let resolver = r.resolver.as_ref().map_or("-".into(), |d| d.applied.to_string());
     let mut ran = format!("{}/{}", r.ran_mode, r.ran_synchronous.as_deref().unwrap_or("-"));
     if let Some(kept) = kept_otherwise(r) {
         ran.push_str(&format!(" kept {kept}"));
@@ -161,9 +166,8 @@ fn sqlite_cell(r: &Row) -> String {
 /// `ran` column shows it beside the claim (`wal/full kept normal`), so
 /// that the table stays within [`WIDTH`] where the two agree.
 fn kept_otherwise(r: &Row) -> Option<&str> {
-    use crashcells_protocol::{JournalMode, Synchronous};
     let kept = r.kept_synchronous.as_deref()?;
-    let mode: JournalMode = r.effective_mode.parse().ok()?;
+    let mode = r.effective_mode.mode()?;
     let level = |s: &str| s.parse::<Synchronous>().ok().map(|l| distinguishable(l, mode));
     (level(kept) != r.ran_synchronous.as_deref().and_then(level)).then_some(kept)
 }
@@ -180,7 +184,7 @@ fn notes(out: &mut String, r: &Row) {
         }
     }
     // A refusal's reason already carries the resolver's words.
-    if let Some(d) = r.resolver.as_ref().filter(|d| r.honored && d.decided_by != "config") {
+    if let Some(d) = r.resolver.as_ref().filter(|d| r.honored && d.decided_by != Decider::Config) {
         let _ = writeln!(out, "    resolver: {}", d.reason);
     }
     if !r.honored {

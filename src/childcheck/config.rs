@@ -10,6 +10,7 @@ use crashcells_protocol::{JournalMode, Op, Ready};
 use super::checker::Checker;
 use crate::harness::Exit;
 use crate::journal;
+use crate::journalmode::ReportedMode;
 
 impl Checker<'_> {
     /// `journal_mode = "delete"` is run or refused with a reason; `"wall"`
@@ -48,8 +49,8 @@ impl Checker<'_> {
 /// the connection reports) and why.
 fn delete_honoured_or_refused(r: &Ready, default: &Ready) -> Result<String, String> {
     let delete = JournalMode::Delete;
-    let ran = r.journal_mode.to_ascii_lowercase();
-    if ran == delete.as_str() {
+    let ran = ReportedMode::said(&r.journal_mode);
+    if ran.mode() == Some(delete) {
         return Ok(format!("journal_mode = \"delete\" ran delete (default ran {})", default.journal_mode));
     }
     let asked = format!("journal_mode = \"delete\" was asked but the child ran {ran}");
@@ -60,7 +61,7 @@ fn delete_honoured_or_refused(r: &Ready, default: &Ready) -> Result<String, Stri
         let said = d.requested.map_or("nothing".into(), |m| m.to_string());
         return Err(format!("{asked}, and its resolver says {said} was requested: the config home was not read"));
     }
-    if d.applied.as_str() != ran {
+    if ran.mode() != Some(d.applied) {
         return Err(format!("{asked}, but its resolver says it applied {}", d.applied));
     }
     if d.reason.trim().is_empty() {

@@ -228,7 +228,7 @@ mod tests {
             insta::assert_snapshot!("child_check.human", sample_report().to_human());
             insta::assert_json_snapshot!("child_check.json", sample_report());
         });
-        assert_eq!(sample_report().exit_code(), 1);
+        assert_eq!(sample_report().exit_code(), crate::model::ExitCode::Fire);
     }
 
     /// The store's finding is reported as one and leaves the adapter

@@ -15,6 +15,7 @@
 use crashcells_protocol::{Decider, JournalMode, Ready};
 
 use super::checker::Checker;
+use crate::journalmode::ReportedMode;
 use crate::matrix::Matrix;
 
 /// The check's name.
@@ -55,12 +56,12 @@ fn legs_asking(mode: JournalMode) -> Vec<String> {
 /// resolver's default or nothing said decided (a warning naming `legs`,
 /// those the store will skip).
 fn judged(r: &Ready, legs: &[String]) -> Policy {
-    let ran = r.journal_mode.to_ascii_lowercase();
+    let ran = ReportedMode::said(&r.journal_mode);
     let by = r.resolver.as_ref().map(|d| d.decided_by);
     let said = r.resolver.as_ref().map_or("no resolver decision".to_string(), |d| {
         format!("decided by {} ({})", d.decided_by.as_str(), d.reason.trim_end_matches('.'))
     });
-    if ran == JournalMode::Wal.as_str() {
+    if ran.mode() == Some(JournalMode::Wal) {
         return Policy::Runs("journal_mode = \"wal\" ran wal: every leg it is given runs".to_string());
     }
     if matches!(by, Some(Decider::Store | Decider::Other)) {

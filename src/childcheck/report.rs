@@ -12,6 +12,8 @@
 
 use serde::Serialize;
 
+use crate::model::ExitCode;
+
 /// The schema of the JSON report.
 pub const SCHEMA: &str = "crashcells.child-check.v1";
 
@@ -92,9 +94,9 @@ pub struct CheckReport {
 }
 
 impl CheckReport {
-    /// `0` conforming, `1` not.
-    pub fn exit_code(&self) -> i32 {
-        if self.conforming { 0 } else { 1 }
+    /// A pass when the child conforms, a fire when it does not.
+    pub fn exit_code(&self) -> ExitCode {
+        if self.conforming { ExitCode::Pass } else { ExitCode::Fire }
     }
 
     pub fn to_human(&self) -> String {

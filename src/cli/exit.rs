@@ -3,7 +3,7 @@
 //! interrupt, an empty share, nothing probed).
 
 use super::output::note;
-use crate::model;
+use crate::model::{self, ExitCode};
 
 /// The line a run that probed nothing ends with, so that a gate that reads
 /// only stderr still sees why it got no evidence.
@@ -16,7 +16,7 @@ fn nothing_ran(s: &model::Summary) -> String {
 
 /// The report's exit code; an interrupted run says how much of it ran, and
 /// a share of a partitioned run that holds no result is no failure.
-pub(super) fn run_exit_code(report: &model::Report, share: usize) -> i32 {
+pub(super) fn run_exit_code(report: &model::Report, share: usize) -> ExitCode {
     if let Some(sig) = report.signal {
         let name = nix::sys::signal::Signal::try_from(sig).map_or_else(|_| sig.to_string(), |s| s.as_str().to_string());
         let done = report.results.iter().filter(|r| r.verdict != model::Verdict::Interrupted).count();
@@ -25,11 +25,32 @@ pub(super) fn run_exit_code(report: &model::Report, share: usize) -> i32 {
     }
     if share == 0 {
         note("this partition holds no result of the plan: nothing to run");
-        return 0;
+        return ExitCode::Pass;
     }
     let code = report.exit_code();
-    if code == 3 {
+    if code == ExitCode::NothingRan {
         note(&nothing_ran(&report.summary));
     }
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `run --help` names each exit code by the number [`ExitCode`] gives it.
+    #[test]
+    fn the_help_names_each_code_by_its_number() {
+        let help = super::super::RUN_EXAMPLES.split_whitespace().collect::<Vec<_>>().join(" ");
+        let said = [
+            (ExitCode::Pass, "nothing fired"),
+            (ExitCode::Fire, "a cell fired"),
+            (ExitCode::Error, "bad input"),
+            (ExitCode::NothingRan, "nothing ran"),
+        ];
+        for (code, words) in said {
+            assert!(help.contains(&format!("{} {words}", code.code())), "{code:?}: {help}");
+        }
+        assert!(help.contains("128 + signal"), "{help}");
+    }
 }

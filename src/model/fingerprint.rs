@@ -31,14 +31,72 @@ pub const DEFAULT_LEVEL: &str = "default";
 /// The mode of a result no leg audit reached (no fire has none).
 const UNAUDITED: &str = "unaudited";
 
-/// A fingerprint, word by word.
+/// A fingerprint, word by word: each word that names a typed thing as
+/// that thing, printed and compared as the word it was.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fingerprint {
     pub cell: String,
-    pub mode: String,
-    pub synchronous: String,
-    pub kill: String,
+    /// The journal mode; `None` for a result no leg audit reached (`unaudited`).
+    pub mode: Option<Word<JournalMode>>,
+    /// The synchronous level; `None` for a child that reported none (`default`).
+    pub synchronous: Option<Word<Synchronous>>,
+    pub kill: KillMode,
     pub violation: String,
+}
+
+/// A fingerprint's word for a typed value: the value, or a word that names
+/// none (a known-findings file's misspelling, a mode of a child's own),
+/// kept as written so that it prints, compares and is named as it was.
+/// Read exactly: `WAL` is not `wal`, as a known finding's word never was.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Word<T> {
+    Is(T),
+    Other(String),
+}
+
+/// A value a fingerprint's word can name: its every value and their words.
+pub trait Named: Copy + 'static {
+    const ALL: &'static [Self];
+    fn as_str(self) -> &'static str;
+}
+
+impl Named for JournalMode {
+    const ALL: &'static [Self] = &JournalMode::ALL;
+    fn as_str(self) -> &'static str {
+        JournalMode::as_str(self)
+    }
+}
+
+impl Named for Synchronous {
+    const ALL: &'static [Self] = &Synchronous::ALL;
+    fn as_str(self) -> &'static str {
+        Synchronous::as_str(self)
+    }
+}
+
+impl<T: Named> Word<T> {
+    /// The value `word` names, if any, else the word.
+    fn read(word: &str) -> Word<T> {
+        match T::ALL.iter().find(|v| v.as_str() == word) {
+            Some(v) => Word::Is(*v),
+            None => Word::Other(word.to_string()),
+        }
+    }
+
+    /// The word `none` stands for when absent, else this word's value or
+    /// text: how a fingerprint writes it.
+    fn written<'a>(word: Option<&'a Word<T>>, none: &'a str) -> &'a str {
+        match word {
+            None => none,
+            Some(Word::Is(v)) => v.as_str(),
+            Some(Word::Other(w)) => w,
+        }
+    }
+
+    /// The word as a fingerprint holds it: `none`'s word is no value.
+    fn read_or(word: &str, none: &str) -> Option<Word<T>> {
+        (word != none).then(|| Word::read(word))
+    }
 }
 
 impl Fingerprint {
@@ -51,29 +109,30 @@ impl Fingerprint {
         }
         let violation = r.finding.violation.as_deref()?;
         let (mode, synchronous) = site(r);
-        Some(Fingerprint {
-            cell: word(&r.cell),
-            mode,
-            synchronous,
-            kill: r.kill.as_str().into(),
-            violation: word(violation),
-        })
+        Some(Fingerprint { cell: word(&r.cell), mode, synchronous, kill: r.kill, violation: word(violation) })
     }
 
     /// Whether `r` ran where this fingerprint points: its cell, mode,
     /// level and kill mode, whatever its verdict.
     pub fn is_site_of(&self, r: &CellResult) -> bool {
         let (mode, synchronous) = site(r);
-        word(&r.cell) == self.cell
-            && mode == self.mode
-            && synchronous == self.synchronous
-            && r.kill.as_str() == self.kill
+        word(&r.cell) == self.cell && mode == self.mode && synchronous == self.synchronous && r.kill == self.kill
     }
 
     /// The site as a reader says it: `rotation-atomicity in wal/full under
     /// syscall kills`.
     pub fn site_phrase(&self) -> String {
-        format!("{} in {}/{} under {} kills", self.cell, self.mode, self.synchronous, self.kill)
+        format!("{} in {}/{} under {} kills", self.cell, self.mode_word(), self.level_word(), self.kill.as_str())
+    }
+
+    /// The mode as the fingerprint writes it (`wal`, `unaudited`).
+    fn mode_word(&self) -> &str {
+        Word::written(self.mode.as_ref(), UNAUDITED)
+    }
+
+    /// The level as the fingerprint writes it (`full`, `default`).
+    fn level_word(&self) -> &str {
+        Word::written(self.synchronous.as_ref(), DEFAULT_LEVEL)
     }
 }
 
@@ -88,19 +147,20 @@ impl Fingerprint {
     pub fn unknown_word(&self) -> Option<String> {
         let cells: Vec<&str> = crate::cells::CELLS.iter().map(|c| c.id()).collect();
         let Some(cell) = crate::cells::find(&self.cell) else { return Some(unknown("cell", &self.cell, &cells)) };
-        let modes = JournalMode::ALL.map(JournalMode::as_str);
-        if !modes.contains(&self.mode.as_str()) {
-            return Some(unknown("journal mode", &self.mode, &modes));
+        // Every fire's leg was audited: `unaudited` is no mode a fire has.
+        if !matches!(self.mode, Some(Word::Is(_))) {
+            let modes = JournalMode::ALL.map(JournalMode::as_str);
+            return Some(unknown("journal mode", self.mode_word(), &modes));
         }
-        let levels = [Synchronous::ALL.map(Synchronous::as_str).as_slice(), &[DEFAULT_LEVEL]].concat();
-        if !levels.contains(&self.synchronous.as_str()) {
-            return Some(unknown("synchronous level", &self.synchronous, &levels));
+        if let Some(Word::Other(level)) = &self.synchronous {
+            let levels = [Synchronous::ALL.map(Synchronous::as_str).as_slice(), &[DEFAULT_LEVEL]].concat();
+            return Some(unknown("synchronous level", level, &levels));
         }
         // An injected failure (a failed write or sync) adds its clause (a).
-        let injected = KillMode::named(&self.kill).is_some_and(|k| matches!(k.mode().source, Source::Injected(_)));
+        let injected = matches!(self.kill.mode().source, Source::Injected(_));
         let kinds = fire_kinds(cell, &operations(cell), injected);
         if !kinds.contains(&self.violation.as_str()) {
-            let context = format!("for {} under {} kills", self.cell, self.kill);
+            let context = format!("for {} under {} kills", self.cell, self.kill.as_str());
             return Some(unknown_in("violation", &self.violation, &context, &kinds));
         }
         None
@@ -134,11 +194,13 @@ fn unknown_in(what: &str, word: &str, context: &str, valid: &[&str]) -> String {
     }
 }
 
-/// The mode and level `r` effectively ran, as fingerprint words.
-fn site(r: &CellResult) -> (String, String) {
-    let mode = r.effective_mode.as_deref().map_or(UNAUDITED.into(), word);
+/// The mode and level `r` effectively ran, as a fingerprint holds them:
+/// read from their words, so that a result's site is the site a
+/// known-findings file names with the same words.
+fn site(r: &CellResult) -> (Option<Word<JournalMode>>, Option<Word<Synchronous>>) {
+    let mode = r.effective_mode.as_ref().map_or(UNAUDITED.into(), |m| word(&m.to_string()));
     let synchronous = r.synchronous.as_deref().map_or(DEFAULT_LEVEL.into(), word);
-    (mode, synchronous)
+    (Word::read_or(&mode, UNAUDITED), Word::read_or(&synchronous, DEFAULT_LEVEL))
 }
 
 /// A value as one word of a fingerprint: lowercase, no separator inside.
@@ -148,7 +210,8 @@ fn word(s: &str) -> String {
 
 impl fmt::Display for Fingerprint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}/{}/{}/{}", self.cell, self.mode, self.synchronous, self.kill, self.violation)
+        let (mode, level) = (self.mode_word(), self.level_word());
+        write!(f, "{}/{mode}/{level}/{}/{}", self.cell, self.kill.as_str(), self.violation)
     }
 }
 
@@ -172,12 +235,17 @@ impl std::str::FromStr for Fingerprint {
             return Err(format!("its {empty} is empty"));
         }
         // Any kill mode a result can have, so that every fire can be listed.
-        if KillMode::named(kill).is_none() {
+        let Some(kill) = KillMode::named(kill) else {
             let all: Vec<&str> = KillMode::all().map(|k| k.as_str()).collect();
             return Err(format!("names {}", unknown("kill", kill, &all)));
-        }
-        let [cell, mode, synchronous, kill, violation] = [cell, mode, synchronous, kill, violation].map(String::from);
-        Ok(Fingerprint { cell, mode, synchronous, kill, violation })
+        };
+        Ok(Fingerprint {
+            cell: cell.into(),
+            mode: Word::read_or(mode, UNAUDITED),
+            synchronous: Word::read_or(synchronous, DEFAULT_LEVEL),
+            kill,
+            violation: violation.into(),
+        })
     }
 }
 
@@ -204,6 +272,18 @@ mod tests {
         assert_eq!(Fingerprint::of(&r).unwrap().to_string(), "rotation-atomicity/wal/default/syscall/orphan");
         assert!(!fp.is_site_of(&r), "another level is another site");
         assert_eq!(fp.to_string().parse::<Fingerprint>(), Ok(fp));
+    }
+
+    #[test]
+    fn its_words_are_typed_and_print_as_they_were_written() {
+        let fp: Fingerprint = "c/wal/default/none/lost-ack".parse().unwrap();
+        assert_eq!((&fp.mode, &fp.synchronous, fp.kill), (&Some(Word::Is(JournalMode::Wal)), &None, KillMode::None));
+        for s in ["c/WAL/Full/timed/x", "c/unaudited/default/syscall/x", "c/wal2/extra/power/x"] {
+            assert_eq!(s.parse::<Fingerprint>().unwrap().to_string(), s);
+        }
+        let upper: Fingerprint = "c/WAL/full/timed/x".parse().unwrap();
+        assert_eq!(upper.mode, Some(Word::Other("WAL".into())), "read exactly, as the words were compared");
+        assert_eq!(upper.synchronous, Some(Word::Is(Synchronous::Full)));
     }
 
     #[test]

@@ -233,9 +233,10 @@ fn status(fingerprint: &str, results: &[CellResult]) -> (KnownStatus, String) {
         return (KnownStatus::Gone, format!("the whole {} sweep of leg `{}`{points} {ended}", r.kill.as_str(), r.leg));
     }
     let legs: Vec<String> = site.iter().map(|r| format!("`{}` ({})", r.leg, r.verdict.as_str())).collect();
-    let why = match fp.kill.as_str() {
-        "timed" | "none" => "a kill that lands where the scheduler lets it is no evidence that it is gone",
-        _ => "no sweep there reached its end (it stopped at another result first, or was a sample)",
+    // A timed kill, and a race that kills nothing, land where the scheduler lets them.
+    let why = match fp.kill.is_timed() || !fp.kill.kills() {
+        true => "a kill that lands where the scheduler lets it is no evidence that it is gone",
+        false => "no sweep there reached its end (it stopped at another result first, or was a sample)",
     };
     (KnownStatus::NotFired, format!("ran {} on leg {}, not conclusive: {why}", fp.site_phrase(), legs.join(", ")))
 }
@@ -254,6 +255,7 @@ fn whole_sweep(r: &CellResult) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ExitCode;
     use crate::model::tests::{fire, report_of};
     use crate::plan::KillMode;
 
@@ -331,15 +333,15 @@ mod tests {
         let verdicts: Vec<Verdict> = r.results.iter().map(|r| r.verdict).collect();
         assert_eq!(verdicts, [Verdict::Known, Verdict::Fire], "the unlisted kind is new");
         assert_eq!(r.results[0].finding.known.as_ref().unwrap().issue, "#31");
-        assert_eq!((r.summary.known, r.summary.fire, r.exit_code()), (1, 1, 1));
+        assert_eq!((r.summary.known, r.summary.fire, r.exit_code()), (1, 1, ExitCode::Fire));
         assert_eq!(r.known_findings[0].status, KnownStatus::Fired);
         assert_eq!(r.known_findings[1].status, KnownStatus::NotRun, "nothing ran timed");
         r.results.truncate(1);
         r.judge_known(Some("known.toml".into()), read(FILE).unwrap());
-        assert_eq!((r.summary.known, r.summary.fire, r.exit_code()), (1, 0, 0), "known alone exits 0");
+        assert_eq!((r.summary.known, r.summary.fire, r.exit_code()), (1, 0, ExitCode::Pass), "known alone exits 0");
         // Judged again with no finding listed: the fire is new again.
         r.judge_known(Some("empty.toml".into()), vec![]);
-        assert_eq!((r.results[0].verdict, r.exit_code()), (Verdict::Fire, 1));
+        assert_eq!((r.results[0].verdict, r.exit_code()), (Verdict::Fire, ExitCode::Fire));
     }
 
     #[test]
@@ -364,12 +366,12 @@ mod tests {
         assert_eq!(r.known_findings[1].status, KnownStatus::NotFired);
         assert!(r.known_findings[1].why.contains("no evidence that it is gone"), "{}", r.known_findings[1].why);
         assert!(!r.known_findings[1].why.contains("delete"), "a skipped leg ran nothing: {}", r.known_findings[1].why);
-        assert_eq!((r.summary.gone, r.exit_code()), (1, 1), "gone fails the gate");
+        assert_eq!((r.summary.gone, r.exit_code()), (1, ExitCode::Fire), "gone fails the gate");
         // A sample of the sweep is not conclusive.
         pass.sweep.sampled = true;
         let mut r = report_of(vec![pass]);
         r.judge_known(None, read(FILE).unwrap());
-        assert_eq!((r.known_findings[0].status, r.exit_code()), (KnownStatus::NotFired, 0));
+        assert_eq!((r.known_findings[0].status, r.exit_code()), (KnownStatus::NotFired, ExitCode::Pass));
     }
 
     #[test]
@@ -382,7 +384,7 @@ mod tests {
                 format!("[[finding]]\nfingerprint = \"c/wal/default/{}/lost-ack\"\nissue = \"#7\"\n", kill.as_str());
             let mut r = report_of(vec![pass]);
             r.judge_known(None, read(&file).unwrap());
-            assert_eq!((r.known_findings[0].status, r.exit_code()), (KnownStatus::Gone, 1), "{kill:?}");
+            assert_eq!((r.known_findings[0].status, r.exit_code()), (KnownStatus::Gone, ExitCode::Fire), "{kill:?}");
         }
     }
 }

@@ -275,7 +275,7 @@ mod tests {
     /// the merged run says it fired, and its exit code follows.
     #[test]
     fn known_findings_are_judged_again_against_the_whole_run() {
-        use crate::model::{Fingerprint, KnownFinding, KnownStatus, Verdict};
+        use crate::model::{ExitCode, Fingerprint, KnownFinding, KnownStatus, Verdict};
         use crate::plan::KillMode;
         let mut fired = crate::model::tests::fire(KillMode::Syscall, "wal");
         fired.finding.violation = Some("orphan".into());
@@ -290,7 +290,7 @@ mod tests {
         assert_eq!(one.known_findings[0].status, KnownStatus::NotRun);
         let whole = merge(named(vec![one, two])).unwrap();
         assert_eq!(whole.known_findings[0].status, KnownStatus::Fired);
-        assert_eq!((whole.results[0].verdict, whole.exit_code()), (Verdict::Known, 0));
+        assert_eq!((whole.results[0].verdict, whole.exit_code()), (Verdict::Known, ExitCode::Pass));
         assert_eq!(whole.known_file.as_deref(), Some("known.toml"));
     }
 

@@ -12,6 +12,7 @@ pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("CRASHCE
 
 pub mod ci;
 pub mod event;
+mod exit;
 pub mod fingerprint;
 pub mod known;
 pub mod merge;
@@ -22,6 +23,7 @@ pub mod trace;
 
 pub use ci::CiRun;
 pub use event::{Event, Events, Fanout, Listener, Phase, Quiet};
+pub use exit::ExitCode;
 pub use fingerprint::Fingerprint;
 pub use known::{Known, KnownEntry, KnownFinding, KnownStatus};
 pub use merge::Partition;
@@ -29,6 +31,9 @@ pub use path::{Children, Refire, Spent, States};
 pub use summary::Summary;
 pub use trace::{Crash, Trace};
 
+use crashcells_protocol::JournalMode;
+
+use crate::journalmode::EffectiveMode;
 use crate::kill::{KillPoint, TrialIndex};
 use crate::plan::KillMode;
 
@@ -91,8 +96,12 @@ pub struct CellResult {
     #[serde(default)]
     pub clause: String,
     pub leg: String,
-    pub requested_mode: Option<String>,
-    pub effective_mode: Option<String>,
+    /// The mode the leg asked for; null for the resolver's default.
+    pub requested_mode: Option<JournalMode>,
+    /// The mode the deciding trial ran in, as its leg audit found it
+    /// (`wal`, `wal?` where the files contradict the child); null when no
+    /// leg audit reached it.
+    pub effective_mode: Option<EffectiveMode>,
     #[serde(default)]
     pub synchronous: Option<String>,
     /// The level the recorded commits kept, read from their calls (a
@@ -317,7 +326,7 @@ impl CellResult {
     /// asked for `requested_mode`): every figure the judge's, the leg and
     /// its request its own, labelled with the leg it was judged with. The
     /// fingerprint names the mode and level, not the leg: it stays.
-    pub fn judged_for(&self, leg: &str, requested_mode: Option<String>, configuration: String) -> CellResult {
+    pub fn judged_for(&self, leg: &str, requested_mode: Option<JournalMode>, configuration: String) -> CellResult {
         let judged_with = Some(JudgedWith { leg: self.leg.clone(), configuration });
         CellResult { leg: leg.to_string(), requested_mode, judged_with, ..self.clone() }
     }
@@ -405,8 +414,8 @@ impl CellResult {
 
     /// The leg as a reader needs it: what was asked for and what ran.
     pub fn mode_line(&self) -> String {
-        let requested = self.requested_mode.as_deref().unwrap_or("resolver default");
-        let effective = self.effective_mode.as_deref().unwrap_or("not audited");
+        let requested = self.requested_mode.map_or("resolver default", JournalMode::as_str);
+        let effective = self.effective_mode.as_ref().map_or("not audited".into(), ToString::to_string);
         let mut s = format!("requested {requested}, effective {effective}");
         if let Some(sync) = &self.synchronous {
             s.push_str(&format!(", synchronous {sync}"));
@@ -497,10 +506,14 @@ pub struct Report {
 }
 
 impl Report {
-    /// The exit code of the run this report is of: `128 + signal` for an
-    /// interrupted run (the shell's convention), else as its verdicts say.
-    pub fn exit_code(&self) -> i32 {
-        if self.interrupted { 128 + self.signal.unwrap_or(libc::SIGINT) } else { self.summary.exit_code() }
+    /// The exit code of the run this report is of: interrupted by its
+    /// signal (`SIGINT` when a report did not record one), else as its
+    /// verdicts say.
+    pub fn exit_code(&self) -> ExitCode {
+        match self.interrupted {
+            true => ExitCode::Interrupted { signal: self.signal.unwrap_or(libc::SIGINT) },
+            false => self.summary.exit_code(),
+        }
     }
 
     /// The summary recounted from the results and the known findings gone:
@@ -543,9 +556,11 @@ impl Report {
         s
     }
 
-    /// The journal modes the results effectively ran in, as audited, sorted.
-    pub fn journal_modes(&self) -> Vec<&str> {
-        let mut modes: Vec<&str> = self.results.iter().filter_map(|r| r.effective_mode.as_deref()).collect();
+    /// The journal modes the results effectively ran in, as audited: their
+    /// words, sorted.
+    pub fn journal_modes(&self) -> Vec<String> {
+        let mut modes: Vec<String> =
+            self.results.iter().filter_map(|r| r.effective_mode.as_ref().map(ToString::to_string)).collect();
         modes.sort_unstable();
         modes.dedup();
         modes

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CellResult, Verdict};
+use super::{CellResult, ExitCode, Verdict};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {
@@ -50,21 +50,21 @@ impl Summary {
         self.pass + self.fire + self.skip + self.stub + self.error + self.interrupted + self.known
     }
 
-    /// The exit code of `run`: 2 if any result errored (part of the run
-    /// did not run, whatever else fired: a gate that expects a fire must not
-    /// take an incomplete run for one); else 1 if anything fired that is not
-    /// known, or a known finding is gone (the file is wrong: a strict
-    /// expected failure); else 3 if nothing ran (every leg skipped, no known
-    /// fire); else 0 (a run whose every fire is known passes).
-    pub fn exit_code(&self) -> i32 {
+    /// The exit code of `run`: an error if any result errored (part of the
+    /// run did not run, whatever else fired: a gate that expects a fire must
+    /// not take an incomplete run for one); else a fire if anything fired
+    /// that is not known, or a known finding is gone (the file is wrong: a
+    /// strict expected failure); else nothing ran if every leg skipped and
+    /// no fire was known; else a pass (a run whose every fire is known passes).
+    pub fn exit_code(&self) -> ExitCode {
         if self.error > 0 {
-            2
+            ExitCode::Error
         } else if self.fire > 0 || self.gone > 0 {
-            1
+            ExitCode::Fire
         } else if self.pass == 0 && self.known == 0 {
-            3
+            ExitCode::NothingRan
         } else {
-            0
+            ExitCode::Pass
         }
     }
 
@@ -111,10 +111,10 @@ mod tests {
     fn errors_come_first_in_the_counts_and_decide_the_exit_code() {
         let clean = Summary { pass: 3, fire: 1, ..Summary::default() };
         assert_eq!(clean.counts(), "1 fire, 0 error, 3 pass, 0 skip, 0 stub");
-        assert_eq!(clean.exit_code(), 1);
+        assert_eq!(clean.exit_code(), ExitCode::Fire);
         let errored = Summary { pass: 3, fire: 1, error: 6, ..Summary::default() };
         assert_eq!(errored.counts(), "6 error, 1 fire, 3 pass, 0 skip, 0 stub");
-        assert_eq!(errored.exit_code(), 2, "a run that did not all run is not a clean finding");
+        assert_eq!(errored.exit_code(), ExitCode::Error, "a run that did not all run is not a clean finding");
     }
 
     #[test]
@@ -122,17 +122,17 @@ mod tests {
         let known = Summary { pass: 3, known: 2, ..Summary::default() };
         assert_eq!(
             (known.counts().as_str(), known.exit_code()),
-            ("0 fire, 0 error, 2 known, 3 pass, 0 skip, 0 stub", 0)
+            ("0 fire, 0 error, 2 known, 3 pass, 0 skip, 0 stub", ExitCode::Pass)
         );
         let only_known = Summary { known: 1, skip: 4, ..Summary::default() };
-        assert_eq!(only_known.exit_code(), 0, "a known fire ran: not `nothing ran`");
+        assert_eq!(only_known.exit_code(), ExitCode::Pass, "a known fire ran: not `nothing ran`");
         let gone = Summary { gone: 1, ..known.clone() };
         assert_eq!(
             (gone.counts().as_str(), gone.exit_code()),
-            ("0 fire, 0 error, 2 known, 1 gone, 3 pass, 0 skip, 0 stub", 1)
+            ("0 fire, 0 error, 2 known, 1 gone, 3 pass, 0 skip, 0 stub", ExitCode::Fire)
         );
         let errored = Summary { error: 1, ..gone };
-        assert_eq!(errored.exit_code(), 2, "an error still outranks");
+        assert_eq!(errored.exit_code(), ExitCode::Error, "an error still outranks");
         assert_eq!(
             Summary { gone: 1, ..Summary::default() }.counts(),
             "0 fire, 0 error, 1 gone, 0 pass, 0 skip, 0 stub"

@@ -256,7 +256,7 @@ mod tests {
     fn result(verdict: Verdict, leg: &str) -> CellResult {
         CellResult {
             clause: "acked appends survive".into(),
-            requested_mode: Some("wal".into()),
+            requested_mode: Some(crashcells_protocol::JournalMode::Wal),
             effective_mode: Some("wal".into()),
             reason: format!("{} <reason> & more", verdict.as_str()),
             trials: 1,

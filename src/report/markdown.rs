@@ -283,7 +283,7 @@ fn table(results: &[&CellResult]) -> String {
             r.number,
             r.cell,
             cell_text(&r.leg),
-            r.effective_mode.as_deref().unwrap_or("-"),
+            r.effective_mode.as_ref().map_or("-".into(), ToString::to_string),
             r.kill.as_str(),
             r.path(),
             ran(r),

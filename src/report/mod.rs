@@ -61,7 +61,7 @@ mod tests {
         assert_eq!((r.summary.interrupted, r.summary.error, r.summary.total()), (1, 0, 1));
         assert_eq!(r.summary.counts(), "0 fire, 0 error, 1 interrupted, 0 pass, 0 skip, 0 stub");
         (r.interrupted, r.signal) = (true, Some(libc::SIGTERM));
-        assert_eq!(r.exit_code(), 143);
+        assert_eq!(r.exit_code().code(), 143);
         let human = render(&r, Format::Human, false).unwrap();
         assert!(human.contains("1 result: 0 fire"), "singular: {human}");
     }

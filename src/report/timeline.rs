@@ -307,7 +307,7 @@ fn head(page: &Page, title: &str, acks: &[String]) -> String {
     let r = page.result;
     let mut s = String::new();
     let _ = writeln!(s, "<h1>{}</h1>", escape(title));
-    let mode = r.effective_mode.as_deref().unwrap_or("?");
+    let mode = r.effective_mode.as_ref().map_or("?".into(), ToString::to_string);
     let sync = r.synchronous.as_deref().unwrap_or("default");
     let _ = writeln!(
         s,
@@ -316,7 +316,7 @@ fn head(page: &Page, title: &str, acks: &[String]) -> String {
         escape(&r.cell),
         escape(&r.clause),
         escape(&r.leg),
-        escape(mode),
+        escape(&mode),
         escape(sync),
         r.kill.as_str()
     );

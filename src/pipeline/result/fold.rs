@@ -19,7 +19,7 @@ pub fn base_result(job: &Job, ctx: &Context, verdict: Verdict, reason: String, t
     let name = leg.map_or("-", |l| l.name.as_str());
     CellResult {
         clause: job.cell.clause.clone(),
-        requested_mode: leg.and_then(|l| l.journal_mode).map(|m| m.to_string()),
+        requested_mode: leg.and_then(|l| l.journal_mode),
         synchronous: leg.and_then(|l| l.synchronous).map(|s| s.to_string()),
         reason,
         trials,
