@@ -80,6 +80,8 @@ const PIPELINE: &[&str] = &[
     "workload::fault",
     "race::hold",
     "race::job",
+    "race::park",
+    "race::racers",
     "race::opener",
     "race::schedule",
     "race::sweep",

@@ -12,30 +12,31 @@
 //! orders with r0 recorded to its end, then, for each point, the others
 //! alone on the state r0's kill left (r0 gone). Every racer must end WON
 //! (0), LOST (10) or, for r0 at its point, killed; any other end is an
-//! `error`, never a loss.
+//! `error`, never a loss. Each race starts from the handoff parked once
+//! ([`crate::pipeline::race::park`]); its racers are started and waited for
+//! in [`crate::pipeline::race::racers`].
 
 use std::ffi::OsString;
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
 
 use crashcells_protocol::{EXIT_LOST, EXIT_WON, HANDOFF_SESSION as HANDOFF, Op, OpArgs};
 
 use crate::cells::End;
+use crate::crashstate::Log;
 use crate::crashstate::record::record_seeing;
 use crate::crashstate::walindex::WalIndex;
-use crate::crashstate::{Files, Log, Names};
-use crate::dbfiles::{DB_FILES, sibling};
-use crate::harness::{Cut, Exit, Launch, POLL, Running};
+use crate::dbfiles::sibling;
+use crate::harness::{Exit, Launch};
 use crate::kill::racer::RacerAt;
 use crate::kill::syscall::{Driven, Goal, Targets, drive};
 use crate::kill::{KillPoint, TrialIndex};
 use crate::pipeline::judge::census::{Census, Filter, trace_outcome};
 use crate::pipeline::judge::pending::{MakeTrial, Pending, in_order};
 use crate::pipeline::judge::verdict::{Acks, Crash, Ended, conclude, prepare};
-use crate::pipeline::outcome::{Failure, Interruption, Outcome, R0Wait, Since};
+use crate::pipeline::outcome::{Failure, Outcome, Since};
 use crate::pipeline::race::hold::Hold;
 use crate::pipeline::run::context::Scope;
 use crate::pipeline::trial::Trial;
@@ -59,7 +60,7 @@ pub struct Race<'a> {
     pub racing: Racing,
     /// The handoff parked once for every race of the result: its folder,
     /// or why `park` failed (each race then ends on that).
-    parked: OnceLock<Result<TrialEnv, Outcome>>,
+    pub(super) parked: OnceLock<Result<TrialEnv, Outcome>>,
 }
 
 /// How racer r0 takes part: racing freely, traced toward a goal, traced
@@ -291,49 +292,6 @@ impl<'a> Race<'a> {
         Ok(finished)
     }
 
-    /// The race's store with the handoff parked: `park` runs once per
-    /// result, and each race starts from a copy of what it left, checked
-    /// byte for byte (a store's park is the same whichever race it is for;
-    /// running it again for every race and every kill point only paid for
-    /// process starts).
-    fn park(&self, env: &TrialEnv) -> Result<(), Outcome> {
-        let parked = self.parked.get_or_init(|| self.park_once());
-        let parked = parked.as_ref().map_err(Clone::clone)?;
-        copy_parked(&parked.db, &env.db).map_err(|why| Outcome::Error(Failure::ParkCopy(why)))
-    }
-
-    /// The parked store's files, as every race starts from them: where a
-    /// recorded r0's log begins.
-    pub(super) fn parked_store(&self) -> Result<Files, Outcome> {
-        let parked = self.parked.get_or_init(|| self.park_once());
-        let parked = parked.as_ref().map_err(Clone::clone)?;
-        Files::read_store(parked.dir(), &Names::store(&parked.db))
-            .map_err(|e| Outcome::Error(Failure::ParkCopy(format!("{}: {e}", parked.db.display()))))
-    }
-
-    /// Parks the handoff in a folder of its own, for every race of the result.
-    fn park_once(&self) -> Result<TrialEnv, Outcome> {
-        let env = self.env("park").map_err(Outcome::Error)?;
-        self.ctx.pool.unit(&self.ctx.interrupt, || self.park_in(&env)).map(|()| env)
-    }
-
-    fn park_in(&self, env: &TrialEnv) -> Result<(), Outcome> {
-        let args = OpArgs::new(Op::Park).db(&env.db).session(HANDOFF).to_args();
-        let stdout = env.path("park.stdout");
-        let launch =
-            Launch { args: &args, home: &env.home, trial: env.dir(), stdout: Some(&stdout), stderr: Some(&env.stderr) };
-        let (exit, tail) =
-            self.ctx.child.run_to_end(&launch, self.ctx.deadline, &self.ctx.interrupt).map_err(|e| {
-                Outcome::Error(Failure::ChildStart { child: self.ctx.child.display(), why: e.to_string() })
-            })?;
-        match exit {
-            Ok(Exit::Code(0)) => Ok(()),
-            Ok(exit) => Err(Outcome::Error(Failure::Park { exit, stderr: tail })),
-            Err(Cut::Deadline) => Err(Outcome::Error(Failure::ParkDeadline)),
-            Err(Cut::Interrupted) => Err(Outcome::Interrupted(Interruption::Park)),
-        }
-    }
-
     /// Racer `r`'s arguments: its claim (or its appends), on its barrier.
     pub(super) fn racer_args(&self, env: &TrialEnv, r: u32, order: Order) -> Vec<OsString> {
         if let Racing::Appends(appends) = self.racing {
@@ -485,113 +443,6 @@ impl<'a> Race<'a> {
         }
         Ok(exits)
     }
-
-    fn spawn_racers(
-        &self,
-        env: &TrialEnv,
-        racers: std::ops::Range<u32>,
-        order: Order,
-        clock: &Clock,
-    ) -> Result<Vec<Running>, Outcome> {
-        let mut running = Vec::new();
-        for r in racers {
-            clock.racer(r, |t| t.started_ms = Some(clock.now()));
-            let stderr = env.path(&format!("racer-r{r}.stderr"));
-            let args = self.racer_args(env, r, order);
-            let launch = Launch { args: &args, home: &env.home, trial: env.dir(), stdout: None, stderr: Some(&stderr) };
-            let child = self
-                .ctx
-                .child
-                .spawn(&launch, self.ctx.deadline, &self.ctx.interrupt)
-                .map_err(|e| Outcome::Error(Failure::RacerStart { racer: r, why: e.to_string() }))?;
-            running.push(child);
-        }
-        Ok(running)
-    }
-
-    /// Waits for the free racers, numbered from `first`, to end: looks at
-    /// each in turn, so that the time each is seen to end is its own (the
-    /// timeline's lanes), not that of the racer waited on before it.
-    fn wait_all(
-        &self,
-        running: &mut [Running],
-        first: u32,
-        (clock, since): (&Clock, Since),
-    ) -> Result<Vec<Exit>, Outcome> {
-        let end = Instant::now() + self.ctx.deadline;
-        let mut exits: Vec<Option<Exit>> = vec![None; running.len()];
-        loop {
-            for ((r, child), exit) in (first..).zip(running.iter_mut()).zip(exits.iter_mut()) {
-                if exit.is_none() {
-                    *exit = child.try_exit();
-                    if exit.is_some() {
-                        clock.racer(r, |t| t.ended_ms = Some(clock.now()));
-                    }
-                }
-            }
-            let Some(r) = exits.iter().position(Option::is_none).map(|i| first + i as u32) else {
-                return Ok(exits.into_iter().flatten().collect());
-            };
-            if self.ctx.interrupt.is_set() {
-                return Err(Outcome::Interrupted(Interruption::Racer(r)));
-            }
-            if Instant::now() >= end {
-                return Err(Outcome::Error(Failure::RacerDeadline { racer: r, deadline: self.ctx.deadline, since }));
-            }
-            std::thread::sleep(POLL);
-        }
-    }
-
-    /// Waits until the traced r0 has ended (killed at its point, or finished).
-    fn wait_r0(&self, r0_done: &AtomicBool) -> Result<(), Outcome> {
-        let end = Instant::now() + self.ctx.deadline;
-        while !r0_done.load(Ordering::SeqCst) {
-            if self.ctx.interrupt.is_set() {
-                return Err(Outcome::Interrupted(Interruption::WaitingForR0));
-            }
-            if Instant::now() >= end {
-                return Err(Outcome::Error(Failure::R0Deadline { deadline: self.ctx.deadline, waited: R0Wait::End }));
-            }
-            std::thread::sleep(POLL);
-        }
-        Ok(())
-    }
-
-    /// Waits until every racer of `all` has written its ready record (it is
-    /// then at its barrier, or about to block on it).
-    fn wait_ready(
-        &self,
-        all: std::ops::Range<u32>,
-        ready: &dyn Fn(u32) -> bool,
-        running: &mut [Running],
-        first: u32,
-    ) -> Result<(), Outcome> {
-        // Every claimant of a race starts at once, and so may every race
-        // the pool runs beside it: they share one deadline, scaled with the
-        // child's measured start (Context::scaled_deadline).
-        let deadline = self.ctx.deadline;
-        let end = Instant::now() + deadline;
-        loop {
-            let pending: Vec<u32> = all.clone().filter(|&r| !ready(r)).collect();
-            if pending.is_empty() {
-                return Ok(());
-            }
-            for (r, child) in (first..).zip(running.iter_mut()) {
-                if let Some(exit) = child.try_exit() {
-                    let stderr = child.stderr_tail();
-                    return Err(Outcome::Error(Failure::RacerBeforeBarrier { racer: r, exit, stderr }));
-                }
-            }
-            if self.ctx.interrupt.is_set() {
-                return Err(Outcome::Interrupted(Interruption::AtBarrier));
-            }
-            if Instant::now() >= end {
-                let (at_once, start, path) = (self.ctx.at_once(), self.ctx.start, self.ctx.start_path());
-                return Err(Outcome::Error(Failure::RacersNotReady { pending, deadline, at_once, start, path }));
-            }
-            std::thread::sleep(POLL);
-        }
-    }
 }
 
 impl Barriers {
@@ -612,21 +463,6 @@ impl Barriers {
         self.r0.take();
         self.others.take();
     }
-}
-
-/// Copies the parked store's files (the database and any journal beside it)
-/// to `to`, and checks the copy byte for byte: every race must start from
-/// exactly what `park` left.
-fn copy_parked(from: &std::path::Path, to: &std::path::Path) -> Result<(), String> {
-    for suffix in DB_FILES {
-        let (src, dst) = (sibling(from, suffix), sibling(to, suffix));
-        let Ok(bytes) = std::fs::read(&src) else { continue };
-        std::fs::write(&dst, &bytes).map_err(|e| format!("{}: {e}", dst.display()))?;
-        if std::fs::read(&dst).map_err(|e| format!("{}: {e}", dst.display()))? != bytes {
-            return Err(format!("{} differs from the parked {}", dst.display(), src.display()));
-        }
-    }
-    Ok(())
 }
 
 /// The barrier racer `r` waits on: r0 has its own unless all go together.
@@ -803,22 +639,6 @@ mod tests {
             std::fs::write(acks_of(env, 1), "{\"ready\":true}\n").unwrap();
             assert!(matches!(claims(3).unwrap_err(), Outcome::Fire(_)), "a ready claimant's failure is the store's");
         });
-    }
-
-    /// Every race starts from the parked store, copied whole; a file park
-    /// did not leave is not made.
-    #[test]
-    fn the_parked_store_is_copied_byte_for_byte() {
-        let dir = tempfile::tempdir().unwrap();
-        let (from, to) = (dir.path().join("park.db"), dir.path().join("race.db"));
-        std::fs::write(&from, b"pages").unwrap();
-        std::fs::write(sibling(&from, "-wal"), b"frames").unwrap();
-        copy_parked(&from, &to).unwrap();
-        assert_eq!(std::fs::read(&to).unwrap(), b"pages");
-        assert_eq!(std::fs::read(sibling(&to, "-wal")).unwrap(), b"frames");
-        assert!(!sibling(&to, "-journal").exists());
-        let nowhere = dir.path().join("gone/race.db");
-        assert!(copy_parked(&from, &nowhere).unwrap_err().contains("gone/race.db"));
     }
 
     /// The timeline's lanes: whom each release let go, and how each

@@ -1,5 +1,7 @@
 //! The race shape (cell 2): the hold a controlled schedule stops a process
-//! with (hold), its job and free races (job), its controlled schedules
+//! with (hold), its job and free races (job; park, the handoff parked once
+//! and copied to each race; racers, the racers started and waited for),
+//! its controlled schedules
 //! (schedule; opener, a fresh process opening the store beside a held
 //! writer), its syscall sweep re-run at every point (sweep),
 //! and the same sweep from one recording of each of r0's paths (recorded),
@@ -12,6 +14,8 @@ pub mod compare;
 pub mod hold;
 pub mod job;
 pub mod opener;
+pub mod park;
+pub mod racers;
 pub mod recorded;
 pub mod schedule;
 pub mod sweep;
