@@ -62,6 +62,7 @@ fn context(work: &Path, jobs: usize, replay: Replay) -> Context {
         recoveries: Default::default(),
         plain_fires: Default::default(),
         applied: Default::default(),
+        libraries: Default::default(),
     }
 }
 

@@ -10,6 +10,7 @@
 mod checks;
 mod child;
 mod exit;
+mod libraries;
 mod list;
 mod outclaim;
 mod output;

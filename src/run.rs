@@ -331,15 +331,28 @@ pub fn report(ctx: &Context, facts: RunFacts, results: Vec<CellResult>) -> Repor
 /// How the run's operations started, in the report's words: the warm
 /// pool's size, or what befell the fork server (an end, its restart, the
 /// fall-back to exec: docs/PROTOCOL.md §9), or why a fast path the child
-/// offers was not taken in time; nothing when one server forked
-/// every operation, or every one was exec'd.
+/// offers was not taken in time; then the same of each placed SQLite
+/// library's fork server, named; nothing when one server forked every
+/// operation of each, or every one was exec'd.
 fn launcher_said(ctx: &Context) -> Option<String> {
-    if let Some(late) = ctx.child.late() {
+    let libraries = ctx.libraries.iter().filter_map(|l| {
+        said(&l.child).map(|s| match s.strip_prefix("fork server") {
+            Some(rest) if l.child.late().is_none() => format!("fork server of the {}{rest}", l.name),
+            _ => s,
+        })
+    });
+    let all: Vec<String> = said(&ctx.child).into_iter().chain(libraries).collect();
+    (!all.is_empty()).then(|| all.join("; "))
+}
+
+/// What one launcher's operations met, as [`launcher_said`] says it.
+fn said(launcher: &crate::harness::Launcher) -> Option<String> {
+    if let Some(late) = launcher.late() {
         return Some(late.to_string());
     }
-    let notes = ctx.child.notes();
-    match ctx.child.warm_pool() {
-        Some(_) => Some(ctx.child.launcher()),
+    let notes = launcher.notes();
+    match launcher.warm_pool() {
+        Some(_) => Some(launcher.launcher()),
         None if notes.is_empty() => None,
         None => Some(format!("fork server ({})", notes.join("; "))),
     }
@@ -373,6 +386,30 @@ pub fn os_description() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The report's `launcher` says what befell each library's launcher
+    /// after the run's own, and nothing for launchers that served
+    /// every operation or exec'd them all.
+    #[test]
+    fn the_launcher_line_names_each_librarys_server_after_the_runs() {
+        let mut ctx = Context::for_tests(1, None);
+        assert_eq!(launcher_said(&ctx), None);
+        let lib = |child| crate::pipeline::OnLibrary {
+            dir: "/l".into(),
+            name: "SQLite library bundled (3.54.1)".into(),
+            child,
+            start: std::time::Duration::ZERO,
+        };
+        let late = "fork server of the SQLite library bundled (3.54.1), not ready in time: ...".to_string();
+        let execd = crate::harness::Launcher::exec((*ctx.child).clone());
+        let slow = crate::harness::Launcher::exec_late((*ctx.child).clone(), late.clone());
+        ctx.libraries = std::sync::Arc::new(vec![lib(execd)]);
+        assert_eq!(launcher_said(&ctx), None);
+        ctx.libraries = std::sync::Arc::new(vec![lib(slow)]);
+        assert_eq!(launcher_said(&ctx).as_deref(), Some(late.as_str()));
+        ctx.child = crate::harness::Launcher::exec_late((*ctx.child).clone(), "fork server, not ready".into());
+        assert_eq!(launcher_said(&ctx), Some(format!("fork server, not ready; {late}")));
+    }
 
     /// The columns a template's line takes with `msg` as its message: each
     /// placeholder its width, the text between them as it is.

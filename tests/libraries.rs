@@ -23,6 +23,11 @@ fn bundled_sqlite() -> String {
 /// Cell 1, one timed trial on the short catalog, on `legs` of the
 /// `libraries` matrix: the result per leg.
 fn one_trial(child: &str, legs: &[&str]) -> Value {
+    one_trial_with(child, legs, &[])
+}
+
+/// [`one_trial`] with more of `run`'s flags.
+fn one_trial_with(child: &str, legs: &[&str], flags: &[&str]) -> Value {
     let dir = scratch();
     let catalog = short_catalog(dir.path());
     let mut args = vec!["run", "--matrix", "libraries", "--child", child, "--cell", "1", "--kill", "timed"];
@@ -30,6 +35,7 @@ fn one_trial(child: &str, legs: &[&str]) -> Value {
     for leg in legs {
         args.extend(["--leg", leg]);
     }
+    args.extend(flags);
     run_json(&args, dir.path()).1
 }
 
@@ -46,6 +52,71 @@ fn the_python_store_runs_wal_on_the_bundled_library_and_passes() {
     assert_eq!(r["effective_mode"], "wal", "{r:#}");
     let on = format!("on SQLite {} (bundled)", bundled_sqlite());
     assert!(r["reason"].as_str().unwrap().starts_with(&on), "{on}: {r:#}");
+}
+
+/// A bundled leg's operations are forked by a fork server of the
+/// library's own (the run's server loaded the child's own SQLite), and
+/// the forked child's ready record reports the bundled SQLite; with
+/// `--fork-server off` the leg runs exec'd, on the same library.
+#[test]
+fn a_bundled_leg_is_forked_by_its_librarys_server_and_execd_without_one() {
+    let on = format!("on SQLite {} (bundled)", bundled_sqlite());
+    for (flags, children) in [(&[][..], "forked"), (&["--fork-server", "off", "--warm-pool", "off"][..], "exec")] {
+        let report = one_trial_with(&store(""), &["bundled-delete"], flags);
+        let r = on_leg(&report, "bundled-delete");
+        assert_eq!((r["verdict"].as_str(), r["children"].as_str()), (Some("pass"), Some(children)), "{r:#}");
+        assert!(r["reason"].as_str().unwrap().starts_with(&on), "{on}: {r:#}");
+        // A server that served every operation, or none offered: nothing to say.
+        assert!(report.get("launcher").is_none(), "{report:#}");
+    }
+}
+
+/// A library's fork server whose forks run another SQLite than an exec'd
+/// child with the same loader path (here a wrapper that clears the path
+/// for the server alone) is not taken: the leg runs exec'd, on the
+/// library, with the verdict an exec'd run gives, and the report's
+/// `launcher` says why.
+#[test]
+fn a_librarys_server_whose_forks_run_another_sqlite_leaves_its_legs_execd() {
+    let (own, bundled) = (python_sqlite(), bundled_sqlite());
+    if own == bundled {
+        // Nothing tells the two apart: no server runs another SQLite.
+        return;
+    }
+    let dir = scratch();
+    let wrap = dir.path().join("wrap.sh");
+    let script = "for a in \"$@\"; do [ \"$a\" = fork-server ] && unset LD_LIBRARY_PATH; done\nexec \"$@\"\n";
+    std::fs::write(&wrap, script).unwrap();
+    let report = one_trial(&store(&format!("sh {} ", wrap.display())), &["bundled-delete"]);
+    let r = on_leg(&report, "bundled-delete");
+    assert_eq!((r["verdict"].as_str(), r["children"].as_str()), (Some("pass"), Some("exec")), "{r:#}");
+    assert!(r["reason"].as_str().unwrap().starts_with(&format!("on SQLite {bundled} (bundled)")), "{r:#}");
+    let launcher = report["launcher"].as_str().unwrap_or_default();
+    let want = format!("fork server of the SQLite library bundled ({bundled}): its first fork ran SQLite {own}");
+    assert!(launcher.starts_with(&want), "{want}: {report:#}");
+}
+
+/// A fire found through a library's fork server is confirmed exec'd on
+/// that library: an exec'd child without it would run the child's own
+/// SQLite, and its leg would skip as not honored instead.
+#[test]
+fn a_fire_found_forked_on_a_bundled_leg_is_confirmed_execd_on_the_library() {
+    let dir = scratch();
+    let catalog = short_catalog(dir.path());
+    let (child, catalog) = (store(""), catalog.to_str().unwrap());
+    let mut args = vec!["run", "--matrix", "libraries", "--child", &child, "--leg", "bundled-delete"];
+    args.extend(["--cell", "1", "--kill", "syscall", "--seed", "7", "--mutant", "ack-before-commit"]);
+    args.extend(["--catalog", catalog]);
+    let report = run_json(&args, dir.path()).1;
+    let r = on_leg(&report, "bundled-delete");
+    if r["reason"].as_str().unwrap_or_default().contains("unavailable") {
+        return crate::common::tracing_refused(&r["reason"]);
+    }
+    assert_eq!((r["verdict"].as_str(), r["children"].as_str()), (Some("fire"), Some("forked")), "{r:#}");
+    let details = r["details"].as_array().unwrap();
+    let confirmed =
+        details.iter().any(|d| d.as_str().unwrap().starts_with("confirmed exec'd (not through the fork server)"));
+    assert!(confirmed, "{r:#}");
 }
 
 /// The same store on its own library: the `wal` leg skips naming the

@@ -16,6 +16,7 @@ use crashcells_protocol::Ready;
 
 use super::checks::{self, workdir_or};
 use super::child::{probe_legs, run_context, start_child, validate_mutant};
+use super::libraries::start_libraries;
 use super::output::{note, reclaim};
 use crate::applied;
 use crate::catalog::Catalog;
@@ -109,6 +110,8 @@ impl RunPlan {
         // the process's token, which the run's every wait is given.
         ctx.interrupt = crate::harness::catch_interrupts().map_err(Error::io("signal handlers", "."))?;
         let ready = start_child(&mut ctx, &self.jobs)?;
+        // Every leg of the whole plan: a share runs its judges' jobs too.
+        start_libraries(&mut ctx, ready.as_ref(), &self.whole)?;
         let heard = probe_legs(&ctx, &self.whole);
         ctx.applied = Arc::new(heard.iter().filter_map(|(l, a)| Some((l.clone(), a.clone()?))).collect());
         let same = applied::judged_with(&heard);

@@ -33,5 +33,5 @@ pub mod workload;
 
 pub use outcome::Outcome;
 pub use result::dispatch::{run_job, run_job_guarded};
-pub use run::context::{Context, FIRST_START, Shared, preflight_deadline, scale_deadline};
+pub use run::context::{Context, FIRST_START, OnLibrary, Shared, preflight_deadline, scale_deadline};
 pub use trial::Trial;

@@ -118,6 +118,29 @@ pub struct Context {
     /// before any cell heard it ([`crate::applied`]); empty when not
     /// probed (`--every-leg`, one leg, the audit).
     pub applied: Arc<HashMap<String, Applied>>,
+    /// The launcher of each SQLite library a leg places under the child,
+    /// by its folder: its own fork server, or exec'd with the library first
+    /// on the loader path ([`Context::on_library`]); empty until the run
+    /// starts them (`crate::cli`), and for a run with no such leg.
+    pub libraries: Arc<Vec<OnLibrary>>,
+}
+
+/// A placed SQLite library's launcher, shared by every job on a leg that
+/// places it: a fork server started with the library first on its loader
+/// path (its forks inherit the library it loaded), or the exec'd child with
+/// that path, when the server was not taken.
+#[derive(Clone, Debug)]
+pub struct OnLibrary {
+    /// The library's folder ([`crate::sqlitelib::Placed::dir`]): how a
+    /// leg finds its launcher.
+    pub dir: PathBuf,
+    /// The library in the report's words: `SQLite library bundled (3.54.1)`.
+    pub name: String,
+    pub child: Launcher,
+    /// How long its first operation took to write its ready record (forked
+    /// through its server; the run's exec'd start when exec'd): what the
+    /// leg's waits scale with.
+    pub start: Duration,
 }
 
 impl Context {
@@ -155,6 +178,7 @@ impl Context {
             recoveries: Recoveries::default(),
             plain_fires: PlainFires::default(),
             applied: Arc::default(),
+            libraries: Arc::default(),
         }
     }
 }
@@ -352,12 +376,20 @@ impl Context {
     }
 
     /// This context for a leg that puts a SQLite library under its child:
-    /// every operation exec'd with the library's folder first on its
-    /// loader path (a fork server or warm process loaded the child's own
-    /// library already), its waits scaled as [`Context::execd`]'s; `None`
-    /// for a leg on the child's own library.
+    /// every operation through the library's own launcher (its fork
+    /// server, whose forks loaded that library; the run's server or warm
+    /// processes loaded the child's own), its waits scaled from that
+    /// launcher's start; exec'd with the library's folder first on the
+    /// loader path, scaled as [`Context::execd`]'s, where the run started
+    /// none for it. Its [`Context::plain`] and [`Context::execd`] exec with
+    /// the loader path: the library's launcher carries it. `None` for a leg
+    /// on the child's own library.
     pub fn on_library(&self, leg: &Leg) -> Option<Context> {
         let Some(Placement::Placed(placed)) = &leg.placed else { return None };
+        if let Some(lib) = self.libraries.iter().find(|l| l.dir == placed.dir) {
+            let on = Context { child: lib.child.clone(), start: lib.start, ..self.clone() };
+            return Some(Context { deadline: on.scaled_deadline(self.options.deadline()), ..on });
+        }
         let execd = self.execd();
         let child = execd.child.with_env(LOADER_PATH, placed.loader_path());
         Some(Context { child: Launcher::exec(child), ..execd })
@@ -431,6 +463,35 @@ mod tests {
             assert_eq!(copy.interrupt.signal(), Some(libc::SIGTERM));
         }
         assert!(!other.interrupt.is_set());
+    }
+
+    /// A leg on a placed library: the library's launcher where the run
+    /// started one, its waits scaled from that launcher's start; its plain
+    /// path execs with the library first on the loader path either way.
+    #[test]
+    fn a_leg_on_a_library_runs_on_its_launcher_and_its_plain_path_execs_with_the_loader_path() {
+        use crate::sqlitelib::Placed;
+        let ms = Duration::from_millis;
+        let placed = Placed { dir: "/lib/sqlite-bundled".into(), version: "3.54.1".into(), source_id: "id".into() };
+        let leg = Leg { placed: Some(Placement::Placed(placed.clone())), ..Leg::new("bundled-wal", None, None) };
+        let mut ctx = Context::for_tests(2, None);
+        (ctx.start, ctx.execd_start, ctx.crowd) = (ms(20), ms(1500), 4);
+        let loader = |c: &Context| c.child.env.iter().find(|(k, _)| k == LOADER_PATH).map(|(_, v)| v.clone());
+        assert_eq!(ctx.on_library(&Leg::new("wal", None, None)).map(|c| c.start), None, "the child's own library");
+        // No launcher of its own: exec'd with the loader path, as before.
+        let execd = ctx.on_library(&leg).unwrap();
+        assert_eq!((execd.fast(), execd.start, loader(&execd)), (false, ms(1500), Some(placed.loader_path())));
+        // The library's own launcher (here one whose server was late).
+        let child = ctx.child.with_env(LOADER_PATH, placed.loader_path());
+        let lib = Launcher::exec_late(child, "late".into());
+        let on = OnLibrary { dir: placed.dir.clone(), name: "bundled".into(), child: lib, start: ms(300) };
+        ctx.libraries = Arc::new(vec![on]);
+        let on = ctx.on_library(&leg).unwrap();
+        assert_eq!((on.child.late(), on.start), (Some("late"), ms(300)));
+        assert_eq!(on.deadline, scale_deadline(ctx.options.deadline(), ms(300), 8));
+        for plain in [on.plain(), on.execd()] {
+            assert_eq!((plain.fast(), plain.start, loader(&plain)), (false, ms(1500), Some(placed.loader_path())));
+        }
     }
 
     #[test]
