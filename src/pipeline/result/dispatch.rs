@@ -335,7 +335,7 @@ fn refired(job: &Job, ctx: &Context, runs: u32, at: Site) -> Option<crate::model
     let again = |i: u32| {
         // Its trial folders apart from the other reruns', which run beside
         // it; no progress drawn: a rerun is no trial the bar planned.
-        let work_root = ctx.work_root.join(format!("refire-{index}-{i}"));
+        let work_root = ctx.work_root.join(refire_folder(job, leg, index, i));
         std::fs::create_dir_all(&work_root).ok()?;
         let again =
             Context { options: options.clone(), events: crate::model::Events::default(), work_root, ..ctx.clone() };
@@ -344,6 +344,16 @@ fn refired(job: &Job, ctx: &Context, runs: u32, at: Site) -> Option<crate::model
         outcome
     };
     crate::pipeline::run::refire::measure(runs, ctx.jobs, &again)
+}
+
+/// The folder of rerun `i` of a fire at trial or point `index`: named by
+/// the job's cell, leg and kill mode too, since jobs refire beside each
+/// other, and two legs of one cell often fire at the same point. A
+/// shared name let one rerun remove the folder another's children were
+/// still starting in: their operations failed, and a fork server that
+/// forked one ended for it.
+fn refire_folder(job: &Job, leg: &Leg, index: u32, i: u32) -> String {
+    format!("refire-{}-{}-{}-{index}-{i}", job.cell.id, leg.name, job.kill.as_str())
 }
 
 /// A workload sweep's trials and what it covered (one path).
@@ -384,6 +394,18 @@ mod tests {
     use super::*;
     use crate::pipeline::result::fold::tests::first_job;
     use crashcells_protocol::{Op, Ready};
+
+    /// Two legs of one cell that fire at the same point rerun it in
+    /// folders of their own.
+    #[test]
+    fn two_jobs_refiring_one_point_rerun_in_folders_of_their_own() {
+        let job = first_job();
+        let (delete, wal) = (Leg::new("delete", None, None), Leg::new("wal", None, None));
+        assert_ne!(refire_folder(&job, &delete, 79, 0), refire_folder(&job, &wal, 79, 0));
+        let other = Job { kill: KillMode::Power, ..job.clone() };
+        assert_ne!(refire_folder(&job, &delete, 79, 0), refire_folder(&other, &delete, 79, 0));
+        assert_ne!(refire_folder(&job, &delete, 79, 0), refire_folder(&job, &delete, 79, 1));
+    }
 
     fn ctx(ready: Option<Ready>) -> Context {
         Context::for_tests(1, ready)
