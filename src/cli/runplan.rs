@@ -22,7 +22,7 @@ use crate::applied;
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::matrix::Matrix;
-use crate::model::{self, CellResult, Report, known::KnownFinding};
+use crate::model::{self, CellResult, ExitCode, Report, known::KnownFinding};
 use crate::options::RunOptions;
 use crate::pipeline::Context;
 use crate::plan::{Job, Selection, plan};
@@ -108,7 +108,8 @@ impl RunPlan {
         // preflight still ends with an (empty) partial report and 128 +
         // signal: an interrupted run starts no result. The signals raise
         // the process's token, which the run's every wait is given.
-        ctx.interrupt = crate::harness::catch_interrupts().map_err(Error::io("signal handlers", "."))?;
+        ctx.interrupt = crate::harness::catch_interrupts(|signal| ExitCode::Interrupted { signal }.code())
+            .map_err(Error::io("signal handlers", "."))?;
         let ready = start_child(&mut ctx, &self.jobs)?;
         // Every leg of the whole plan: a share runs its judges' jobs too.
         start_libraries(&mut ctx, ready.as_ref(), &self.whole)?;

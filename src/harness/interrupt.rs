@@ -59,6 +59,10 @@ impl Interrupt {
 /// `OnceLock` is one atomic load, async-signal-safe).
 static PROCESS: OnceLock<Interrupt> = OnceLock::new();
 
+/// The code a second signal ends the driver with, given by the caller of
+/// [`catch_interrupts`] before any handler is registered.
+static EXIT_CODE: OnceLock<fn(i32) -> i32> = OnceLock::new();
+
 /// When the first interrupting signal came, in nanoseconds of the monotonic
 /// clock (plus one, so that 0 means "none yet").
 static FIRST_AT: AtomicU64 = AtomicU64::new(0);
@@ -73,10 +77,12 @@ pub const BURST: Duration = Duration::from_millis(500);
 /// given the token gives up at once, so the run's children are killed and
 /// reaped by the ordinary paths, evidence is kept, and the driver writes a
 /// partial report. A second signal, later than [`BURST`] after the first,
-/// ends the driver at once with `128 + signal`; its children die with it
-/// (parent-death signal).
-pub fn catch_interrupts() -> std::io::Result<Interrupt> {
+/// ends the driver at once with the code `exit_code` gives that signal
+/// (the caller's: the exit codes are the model's, `model::ExitCode`); its
+/// children die with it (parent-death signal).
+pub fn catch_interrupts(exit_code: fn(i32) -> i32) -> std::io::Result<Interrupt> {
     let token = PROCESS.get_or_init(Interrupt::new).clone();
+    EXIT_CODE.get_or_init(|| exit_code);
     for sig in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: the handler only reads the monotonic clock (clock_gettime
         // is async-signal-safe), touches atomics (the process's token, set
@@ -96,7 +102,11 @@ fn on_signal(sig: i32) {
                 token.raise(sig);
             }
         }
-        Err(first) if abandons(first, now) => signal_hook::low_level::exit(128 + sig),
+        Err(first) if abandons(first, now) => {
+            if let Some(code) = EXIT_CODE.get() {
+                signal_hook::low_level::exit(code(sig));
+            }
+        }
         Err(_) => {}
     }
 }
