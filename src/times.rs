@@ -49,10 +49,10 @@ pub struct Racer {
     pub end: Option<String>,
     /// When its ack journal was last written (its claim's ack, if it wrote one).
     pub last_ack_ms: Option<f64>,
-    /// A controlled schedule's hold (r0's): when it was seen held, and when
-    /// it was let go; the timeline draws it over its lane.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub held_ms: Option<(f64, f64)>,
+    /// A controlled schedule's holds (r0's): when each was seen held, and
+    /// when it was let go; the timeline draws each over its lane.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held_ms: Vec<(f64, f64)>,
 }
 
 /// A barrier's release: whom it let go.

@@ -69,6 +69,7 @@ fn the_reference_store_refuses_the_examples_mutants() {
     for (mutant, cell) in [
         ("unsynced-body-file", "1"),
         ("split-position-read", "6"),
+        ("late-position-read", "6"),
         ("open-sweeps-orphans", "6"),
         ("split-attached-rotation", "3"),
     ] {

@@ -79,6 +79,7 @@ const PIPELINE: &[&str] = &[
     "workload::power",
     "workload::fault",
     "race::hold",
+    "race::preempt",
     "race::job",
     "race::park",
     "race::racers",

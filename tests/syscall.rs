@@ -410,4 +410,6 @@ fn reads_first_fires_racy_claim_by_construction_and_passes_the_reference_store()
     assert!(!passed.contains("every claim read before any claim wrote"), "what it meant, not what it did");
     assert!(passed.contains("passed schedule between-transactions: r0 held after its first commit"), "{:#}", rs[0]);
     assert!(passed.contains("claimed (its claim acked)"), "{:#}", rs[0]);
+    assert!(passed.contains("passed schedule preemptions-2: r0 to be held at its lock calls"), "{:#}", rs[0]);
+    assert!(passed.contains("passed schedule preemptions-3: r0 to be held at its lock calls"), "{:#}", rs[0]);
 }

@@ -152,7 +152,7 @@ fn mutant_of(op: &ChildOp) -> Option<Mutant> {
 /// when it is added, never silently passed as a store that plays it.
 fn not_here(m: Mutant) -> Option<&'static str> {
     match m {
-        Mutant::UnsyncedBodyFile | Mutant::SplitPositionRead | Mutant::OpenSweepsOrphans => {
+        Mutant::UnsyncedBodyFile | Mutant::SplitPositionRead | Mutant::LatePositionRead | Mutant::OpenSweepsOrphans => {
             Some("it is the Python example's (examples/python-store)")
         }
         Mutant::SplitAttachedRotation => {

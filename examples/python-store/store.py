@@ -71,7 +71,7 @@ CREATE TABLE IF NOT EXISTS obligations (
 );
 """
 
-# Only the split-position-read mutant's: the collision its INSERT OR IGNORE drops.
+# Only the split- and late-position-read mutants': the collision their INSERT OR IGNORE drops.
 UNIQUE_POSITIONS = "CREATE UNIQUE INDEX IF NOT EXISTS turns_at_position ON turns(conversation, pos)"
 # The two-file layout's attached file: where a rotation records the parent's
 # end (see PythonStore._two_files).
@@ -104,6 +104,7 @@ class PythonStore(adapter.Store):
         "split-continuation",
         "torn-branch",
         "split-position-read",
+        "late-position-read",
         "unsynced-body-file",
         "open-sweeps-orphans",
         "split-attached-rotation",
@@ -122,7 +123,7 @@ class PythonStore(adapter.Store):
             for schema in ("main", "archive") if self._two_files() else ("main",):
                 self.conn.execute("PRAGMA %s.synchronous=%s" % (schema, config.synchronous))
         with_retry(lambda: self.conn.executescript(SCHEMA))
-        if self.mutant == "split-position-read":
+        if self.mutant in ("split-position-read", "late-position-read"):
             with_retry(lambda: self.conn.execute(UNIQUE_POSITIONS))
         if self.mutant == "open-sweeps-orphans":
             # Mutant open-sweeps-orphans: "repairs" turns whose conversation row is missing, taken for a crash's leftovers.
@@ -157,6 +158,15 @@ class PythonStore(adapter.Store):
         before = self.ack_now if self.mutant == "ack-before-commit" else None
         head = self._head(name)
         if self.mutant == "split-position-read":
+            return self._append_position_read_earlier(head, role, content)
+        if self.mutant == "late-position-read":
+            # Mutant late-position-read: a first transaction touches the
+            # conversation (its count unchanged); the split read and insert
+            # follow in a second and a third. Holding a writer after its first
+            # commit (between-transactions) lets the other read a position
+            # before this one reads its own: only a hold after the second
+            # commit, before the third, makes the collision.
+            self._transaction(lambda c: c.execute("UPDATE conversations SET turns = turns WHERE name=?", (head,)))
             return self._append_position_read_earlier(head, role, content)
         if self.mutant == "unsynced-body-file":
             content = self._body_file(content)

@@ -351,6 +351,13 @@ pub enum Mutant {
     /// second: a collision silently drops an acked append (the Python
     /// example's; cell 6 fires under the between-transactions schedule).
     SplitPositionRead,
+    /// `co-append` commits a first transaction that touches the session,
+    /// then reads the next position in a second and inserts at it with
+    /// `INSERT OR IGNORE` in a third: a collision drops an acked append,
+    /// but only a writer held between its second and third transactions
+    /// makes one (the Python example's; cell 6 fires under a
+    /// `preemptions` schedule of `--kill syscall`, on some seeds).
+    LatePositionRead,
     /// `append` keeps each message's body in a file beside the database
     /// (written to a temporary name, then renamed), never fsync'd nor its
     /// folder, and only the file's name in the database; `dump` reads the
@@ -372,7 +379,7 @@ pub enum Mutant {
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 19] = [
+    pub const ALL: [Mutant; 20] = [
         Mutant::AckBeforeCommit,
         Mutant::RacyClaim,
         Mutant::SplitRotation,
@@ -389,6 +396,7 @@ impl Mutant {
         Mutant::ClaimsFull,
         Mutant::PositionReadOutsideTxn,
         Mutant::SplitPositionRead,
+        Mutant::LatePositionRead,
         Mutant::UnsyncedBodyFile,
         Mutant::OpenSweepsOrphans,
         Mutant::SplitAttachedRotation,
@@ -412,6 +420,7 @@ impl Mutant {
             Mutant::ClaimsFull => "claims-full",
             Mutant::PositionReadOutsideTxn => "position-read-outside-txn",
             Mutant::SplitPositionRead => "split-position-read",
+            Mutant::LatePositionRead => "late-position-read",
             Mutant::UnsyncedBodyFile => "unsynced-body-file",
             Mutant::OpenSweepsOrphans => "open-sweeps-orphans",
             Mutant::SplitAttachedRotation => "split-attached-rotation",
@@ -461,6 +470,10 @@ impl Mutant {
                 "`co-append` reads the next position in one transaction, inserts at it with INSERT OR IGNORE in a \
                  second (the Python example's)"
             }
+            Mutant::LatePositionRead => {
+                "`co-append` touches the session, then reads the next position in a second transaction and inserts \
+                 at it with INSERT OR IGNORE in a third (the Python example's)"
+            }
             Mutant::UnsyncedBodyFile => {
                 "`append` keeps each body in a file beside the database, renamed into place and never fsync'd (found \
                  by --kill power; the Python example's)"
@@ -504,7 +517,10 @@ impl Mutant {
             Mutant::SplitRotation | Mutant::SplitContinuation | Mutant::SplitAttachedRotation => 3,
             Mutant::TornFork | Mutant::TornBranch => 4,
             Mutant::ResendOnCatchUp => 5,
-            Mutant::PositionReadOutsideTxn | Mutant::SplitPositionRead | Mutant::OpenSweepsOrphans => 6,
+            Mutant::PositionReadOutsideTxn
+            | Mutant::SplitPositionRead
+            | Mutant::LatePositionRead
+            | Mutant::OpenSweepsOrphans => 6,
         }
     }
 }

@@ -14,7 +14,7 @@
 //! reads its next position.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::harness::{Exit, Interrupt, POLL, Running, TraceError, Traced};
@@ -79,6 +79,10 @@ pub struct Hold {
     unseen: Mutex<Vec<u32>>,
     /// What each other process (r1 on) did, once the hold let go.
     seen: Mutex<Vec<Seen>>,
+    /// The lock calls it made alone, from its release to where it was held
+    /// after its first commit: the bound the `preemptions` schedules draw
+    /// from ([`crate::pipeline::race::preempt`]).
+    solo_locks: AtomicU64,
 }
 
 impl Hold {
@@ -104,6 +108,12 @@ impl Hold {
     /// Lets the held process go on (idempotent).
     pub fn go(&self) {
         self.go.store(true, Ordering::SeqCst);
+    }
+
+    /// The lock calls it made alone, from its release to its hold after
+    /// its first commit (0 for a hold at the first write, or none reached).
+    pub fn solo_locks(&self) -> u64 {
+        self.solo_locks.load(Ordering::SeqCst)
     }
 
     /// The call the held process was held at, in words, once it was.
@@ -157,9 +167,12 @@ impl Hold {
     /// call (not run) in words and the points passed; or its end.
     fn drive_to_commit(&self, child: &mut Traced, targets: &Targets) -> Result<Reached, TraceError> {
         let (mut locks, mut committed, mut call) = (Tracker::default(), false, String::new());
+        let mut solo = 0;
         let mut ask = |pid, nr, args, p: Option<&crate::kill::syscall::Point>| {
             let lock = lock_of(pid, targets, nr, args);
+            solo += u64::from(lock.is_some() && self.released.load(Ordering::SeqCst));
             if committed && locks.quiet() {
+                self.solo_locks.store(solo, Ordering::SeqCst);
                 call = match (p, lock) {
                     (Some(p), _) => p.call(),
                     (None, Some(l)) => l.call(),
@@ -345,7 +358,7 @@ fn others_did(seen: &[Seen], what: &str, kind: HoldAt) -> String {
 /// thread, not the main one alone: a Go store's SQLite call runs on a
 /// thread of the runtime's choosing. Unreadable (gone, or not ours) is not
 /// waiting.
-fn waiting(pid: u32) -> bool {
+pub(super) fn waiting(pid: u32) -> bool {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return false };
     let mut slept = false;
     for task in tasks.flatten() {

@@ -38,6 +38,7 @@ use crate::pipeline::judge::pending::{MakeTrial, Pending, in_order};
 use crate::pipeline::judge::verdict::{Acks, Crash, Ended, conclude, prepare};
 use crate::pipeline::outcome::{Failure, Outcome, Since};
 use crate::pipeline::race::hold::Hold;
+use crate::pipeline::race::preempt::Preempt;
 use crate::pipeline::run::context::Scope;
 use crate::pipeline::trial::Trial;
 use crate::times::{Clock, Release};
@@ -76,6 +77,9 @@ pub(super) enum R0<'h> {
     /// Traced and held at its claim's first write until the others wait
     /// (a controlled schedule, [`crate::pipeline::race::schedule`]).
     Held(Filter, &'h Hold),
+    /// Traced and held at each of its drawn lock calls in turn (the
+    /// `preemptions` schedules, [`crate::pipeline::race::preempt`]).
+    Preempted(Filter, &'h Preempt),
     /// Not traced: killed once its journal holds `target` acks, the others
     /// running on (a writer's timed kill, [`crate::pipeline::race::writers`]).
     Timed {
@@ -106,6 +110,10 @@ pub(super) enum Order {
     /// (a fresh process opens the store and dumps it,
     /// [`crate::pipeline::race::opener`]), no other racer; then r0 goes on.
     Opener,
+    /// r0 alone, up to the first of its drawn lock calls, where it is held;
+    /// then the others, until each waits, acks or has ended; then r0 to its
+    /// next drawn call, held the same way, and so on to its end.
+    Preemptions,
 }
 
 impl Order {
@@ -114,9 +122,12 @@ impl Order {
     pub(super) fn path(self) -> &'static str {
         match self {
             Order::R0Last => "losing-claim",
-            Order::Together | Order::R0First | Order::ReadsFirst | Order::BetweenTransactions | Order::Opener => {
-                "winning-claim"
-            }
+            Order::Together
+            | Order::R0First
+            | Order::ReadsFirst
+            | Order::BetweenTransactions
+            | Order::Opener
+            | Order::Preemptions => "winning-claim",
         }
     }
 }
@@ -139,6 +150,26 @@ pub(super) struct Finished {
     pub log: Option<Log>,
     /// r0's `-shm` at each stop of its calls, when it was recorded.
     pub wal_index: Option<WalIndex>,
+}
+
+/// A traced r0's holds, as the release drives them: none, one hold
+/// (`reads-first`, `between-transactions`, `opener`) or its preemptions.
+#[derive(Clone, Copy)]
+enum Held<'h> {
+    Not,
+    Once(&'h Hold),
+    Preempted(&'h Preempt),
+}
+
+impl Held<'_> {
+    /// Lets r0 go from any hold it is at or will reach.
+    fn let_go(self) {
+        match self {
+            Held::Not => {}
+            Held::Once(hold) => hold.go(),
+            Held::Preempted(preempt) => preempt.let_all_go(),
+        }
+    }
 }
 
 /// The locks the racers wait on: r0's own (unless released together) and
@@ -253,20 +284,26 @@ impl<'a> Race<'a> {
             // resuming it while this thread runs the barriers.
             let tracer = match r0 {
                 R0::Free | R0::Gone => None,
-                R0::Traced(..) | R0::Recorded(_) | R0::Held(..) | R0::Timed { .. } => Some(s.spawn(move || {
-                    // r0 is this race's claimant: it works within the race's unit.
-                    clock.racer(0, |t| t.started_ms = Some(clock.now()));
-                    let end = self.ctx.pool.within(|| self.trace_r0(env, r0, order));
-                    clock.racer(0, |t| t.ended_ms = Some(clock.now()));
-                    r0_done.store(true, Ordering::SeqCst);
-                    end
-                })),
+                R0::Traced(..) | R0::Recorded(_) | R0::Held(..) | R0::Preempted(..) | R0::Timed { .. } => {
+                    Some(s.spawn(move || {
+                        // r0 is this race's claimant: it works within the race's unit.
+                        clock.racer(0, |t| t.started_ms = Some(clock.now()));
+                        let end = self.ctx.pool.within(|| self.trace_r0(env, r0, order));
+                        clock.racer(0, |t| t.ended_ms = Some(clock.now()));
+                        r0_done.store(true, Ordering::SeqCst);
+                        end
+                    }))
+                }
             };
             let apart = !matches!(r0, R0::Free);
-            let hold = if let R0::Held(_, hold) = r0 { Some(hold) } else { None };
-            let exits = self.release(env, racers, barriers, (order, turn), (apart, hold), (r0_done, clock));
+            let held = match r0 {
+                R0::Held(_, hold) => Held::Once(hold),
+                R0::Preempted(_, preempt) => Held::Preempted(preempt),
+                _ => Held::Not,
+            };
+            let exits = self.release(env, racers, barriers, (order, turn), (apart, held), (r0_done, clock));
             // Whatever ended the release, a held r0 must not wait for a go that never comes.
-            hold.inspect(|h| h.go());
+            held.let_go();
             let traced = tracer.map(|t| t.join().unwrap_or(Err(Outcome::Error(Failure::TracerPanicked))));
             (traced, exits)
         });
@@ -311,7 +348,7 @@ impl<'a> Race<'a> {
     fn trace_r0(&self, env: &TrialEnv, r0: R0, order: Order) -> Result<Traced0, Outcome> {
         let (filter, goal) = match r0 {
             R0::Traced(filter, goal) => (filter, Some(goal)),
-            R0::Recorded(filter) | R0::Held(filter, _) => (filter, None),
+            R0::Recorded(filter) | R0::Held(filter, _) | R0::Preempted(filter, _) => (filter, None),
             R0::Timed { target, trial } => return self.timed_r0(env, order, target, trial).map(Traced0::Killed),
             R0::Free | R0::Gone => unreachable!("only a traced r0 has a tracer"),
         };
@@ -323,8 +360,12 @@ impl<'a> Race<'a> {
         let spawned = self.ctx.child.spawn_traced(&launch, filter, deadline, &self.ctx.interrupt);
         let mut child = spawned.map_err(|e| trace_outcome(e, self.ctx))?;
         let targets = Targets::new(&env.db, &acks_of(env, 0));
-        if let R0::Held(_, hold) = r0 {
-            let held = hold.drive_held(&mut child, &targets, deadline, &self.ctx.interrupt);
+        let held = match r0 {
+            R0::Held(_, hold) => Some(hold.drive_held(&mut child, &targets, deadline, &self.ctx.interrupt)),
+            R0::Preempted(_, preempt) => Some(preempt.drive(&mut child, &targets, deadline, &self.ctx.interrupt)),
+            _ => None,
+        };
+        if let Some(held) = held {
             let (exit, counted) = held.map_err(|e| trace_outcome(e, self.ctx))?;
             return Ok(Traced0::Exited(exit, counted, None));
         }
@@ -369,7 +410,7 @@ impl<'a> Race<'a> {
         racers: u32,
         mut barriers: Barriers,
         (order, turn): (Order, &dyn Fn()),
-        (apart, hold): (bool, Option<&Hold>),
+        (apart, held): (bool, Held),
         (r0_done, clock): (&AtomicBool, &Clock),
     ) -> Result<Vec<Exit>, Outcome> {
         let first = u32::from(apart);
@@ -405,8 +446,23 @@ impl<'a> Race<'a> {
                 barriers.others.take();
                 released(&others);
             }
+            Order::Preemptions => {
+                let Held::Preempted(preempt) = held else { return Err(Outcome::Error(Failure::NoHold)) };
+                preempt.release_r0(|| barriers.r0.take());
+                released(&[0]);
+                let acks: Vec<PathBuf> = others.iter().map(|&r| acks_of(env, r)).collect();
+                let mut release_others = || {
+                    if barriers.others.take().is_some() {
+                        released(&others);
+                    }
+                };
+                let waits = (self.ctx.deadline, &self.ctx.interrupt);
+                preempt.hold_in_turn((&mut running, &acks), &mut release_others, (r0_done, clock), waits)?;
+                // r0 ended before its first point: the others race for what it left.
+                release_others();
+            }
             Order::ReadsFirst | Order::BetweenTransactions | Order::Opener => {
-                let hold = hold.ok_or(Outcome::Error(Failure::NoHold))?;
+                let Held::Once(hold) = held else { return Err(Outcome::Error(Failure::NoHold)) };
                 hold.release_r0(|| barriers.r0.take());
                 released(&[0]);
                 hold.wait_held(r0_done, self.ctx.deadline, &self.ctx.interrupt)?;
@@ -425,12 +481,12 @@ impl<'a> Race<'a> {
                 hold.go();
                 if let Some(from) = held_from {
                     let to = clock.now();
-                    clock.racer(0, |t| t.held_ms = Some((from, to)));
+                    clock.racer(0, |t| t.held_ms.push((from, to)));
                 }
             }
         }
         // A held r0 is let go only after the others' release and their wait (or the opener's run).
-        let held = matches!(order, Order::ReadsFirst | Order::BetweenTransactions | Order::Opener);
+        let held = matches!(order, Order::ReadsFirst | Order::BetweenTransactions | Order::Opener | Order::Preemptions);
         let since = if held { Since::HeldGo } else { Since::Release };
         let exits = self.wait_all(&mut running, first, (clock, since))?;
         if order == Order::R0Last {

@@ -15,6 +15,7 @@ pub mod hold;
 pub mod job;
 pub mod opener;
 pub mod park;
+pub mod preempt;
 pub mod racers;
 pub mod recorded;
 pub mod schedule;

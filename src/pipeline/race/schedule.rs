@@ -32,6 +32,7 @@
 //! writers can use it too.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::kill::TrialIndex;
 use crate::kill::syscall::lock_trap_set;
@@ -42,6 +43,7 @@ use crate::pipeline::judge::verdict::prepare;
 use crate::pipeline::outcome::{Failure, Outcome};
 use crate::pipeline::race::hold::Hold;
 use crate::pipeline::race::job::{Order, R0, Race, Racing};
+use crate::pipeline::race::preempt::{DEPTHS, Preempt, name};
 use crate::pipeline::trial::Trial;
 
 /// One controlled schedule of a race.
@@ -51,6 +53,9 @@ pub(super) enum Schedule {
     BetweenTransactions,
     /// A fresh process opens the store beside the held writer (cell 6 only).
     Opener,
+    /// r0 held at this many lock calls drawn from the seed
+    /// ([`crate::pipeline::race::preempt`]).
+    Preemptions(usize),
 }
 
 impl Race<'_> {
@@ -64,10 +69,18 @@ impl Race<'_> {
         if matches!(self.racing, Racing::Appends(_)) {
             schedules.push(Schedule::Opener);
         }
+        schedules.extend(DEPTHS.map(Schedule::Preemptions));
         let (mut said, mut last) = (Vec::new(), Vec::new());
+        // The preemptions' bound: what r0 does alone, as the between-transactions hold counted it.
+        let solo = AtomicU64::new(0);
         for schedule in schedules {
+            if matches!(schedule, Schedule::Preemptions(_)) && solo.load(Ordering::SeqCst) == 0 {
+                // Nothing to draw from: r0 never let go of the write lock
+                // alone (the between-transactions words say so).
+                break;
+            }
             let words = Mutex::new(Vec::new());
-            let trials = self.trials(None, &[TrialIndex::CENSUS], &|i| self.schedule(schedule, i, &words));
+            let trials = self.trials(None, &[TrialIndex::CENSUS], &|i| self.schedule(schedule, i, (&words, &solo)));
             said.extend(words.into_inner().unwrap_or_default());
             let bad = trials.iter().any(Trial::is_bad);
             last = trials;
@@ -78,7 +91,12 @@ impl Race<'_> {
         (last, said)
     }
 
-    fn schedule(&self, schedule: Schedule, index: TrialIndex, said: &Mutex<Vec<String>>) -> Pending {
+    fn schedule(
+        &self,
+        schedule: Schedule,
+        index: TrialIndex,
+        (said, solo): (&Mutex<Vec<String>>, &AtomicU64),
+    ) -> Pending {
         // Only a hold between transactions needs the lock calls.
         let filter = match schedule {
             Schedule::ReadsFirst => preflight(),
@@ -87,19 +105,35 @@ impl Race<'_> {
         match (schedule, filter) {
             (_, Err(o)) => Pending::ended(Trial::ended(index, o)),
             (Schedule::Opener, Ok(filter)) => self.opener(filter, index, said),
-            (_, Ok(filter)) => self.held(schedule, filter, index, said),
+            (Schedule::Preemptions(depth), Ok(filter)) => {
+                self.preemptions(filter, index, (depth, solo.load(Ordering::SeqCst)), said)
+            }
+            (_, Ok(filter)) => {
+                let pending = self.held(schedule, filter, index, said);
+                if let Some(locks) = pending.1 {
+                    solo.store(locks, Ordering::SeqCst);
+                }
+                pending.0
+            }
         }
     }
 
     /// `reads-first` or `between-transactions`: r0 held, the others released.
-    fn held(&self, schedule: Schedule, filter: Filter, index: TrialIndex, said: &Mutex<Vec<String>>) -> Pending {
+    /// With the lock calls r0 made alone to its hold, when held between transactions.
+    fn held(
+        &self,
+        schedule: Schedule,
+        filter: Filter,
+        index: TrialIndex,
+        said: &Mutex<Vec<String>>,
+    ) -> (Pending, Option<u64>) {
         let (hold, order) = match schedule {
             Schedule::ReadsFirst => (Hold::default(), Order::ReadsFirst),
             _ => (Hold::after_commit(), Order::BetweenTransactions),
         };
         let env = match self.env(hold.schedule()) {
             Ok(env) => env,
-            Err(f) => return Pending::ended(Trial::ended(index, Outcome::Error(f))),
+            Err(f) => return (Pending::ended(Trial::ended(index, Outcome::Error(f))), None),
         };
         let mut trial = Trial::new(index);
         trial.schedule = Some(hold.schedule());
@@ -107,6 +141,38 @@ impl Race<'_> {
         let held = hold.said(self.what());
         said.lock().expect("no schedule panics holding its words").push(held.clone());
         trial.details.push(held);
+        let prepared = raced.and_then(|f| prepare(&self.crash(&env, &f, None), &mut trial));
+        let solo = (order == Order::BetweenTransactions).then(|| hold.solo_locks());
+        (Pending::prepared(trial, env, prepared), solo)
+    }
+
+    /// A `preemptions` schedule of `depth`: r0 held at `depth` of its lock
+    /// calls drawn from the seed over `solo` (what it does alone to its
+    /// first commit) times the operations it makes.
+    fn preemptions(
+        &self,
+        filter: Filter,
+        index: TrialIndex,
+        (depth, solo): (usize, u64),
+        said: &Mutex<Vec<String>>,
+    ) -> Pending {
+        let ops = match self.racing {
+            Racing::Claims => 1,
+            Racing::Appends(n) => n.max(1),
+        };
+        let bound = solo.saturating_mul(ops);
+        let seed = crate::seed::derive(self.job.seed, &[name(depth)]);
+        let preempt = Preempt::drawn(seed, depth, bound);
+        let env = match self.env(preempt.schedule()) {
+            Ok(env) => env,
+            Err(f) => return Pending::ended(Trial::ended(index, Outcome::Error(f))),
+        };
+        let mut trial = Trial::new(index);
+        trial.schedule = Some(preempt.schedule());
+        let raced = self.run(&env, self.racers, R0::Preempted(filter, &preempt), Order::Preemptions);
+        let words = preempt.said(self.what());
+        said.lock().expect("no schedule panics holding its words").push(words.clone());
+        trial.details.push(words);
         let prepared = raced.and_then(|f| prepare(&self.crash(&env, &f, None), &mut trial));
         Pending::prepared(trial, env, prepared)
     }
