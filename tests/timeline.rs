@@ -190,3 +190,37 @@ fn a_browser_draws_the_kill_point_of_a_fires_timeline() {
     assert!(dom.contains("append 0: m0</text>") || dom.contains("<title>append 0: m0</title>"), "its operations");
     assert!(element(&dom, "time-how", "</p>").contains("No time axis"), "a trace counts calls, it does not time them");
 }
+
+/// A preemptions fire's page draws each of r0's holds as a box over its
+/// lane, as many as its schedule's details say it reached. The draw is the
+/// seed's: seeds 4 and 7 fired by a preemptions schedule when written.
+#[test]
+fn a_preemptions_page_draws_every_hold_over_r0s_lane() {
+    let Some(browser) = browser() else { return };
+    let dir = scratch();
+    let child = format!("python3 {}/examples/python-store/store.py", env!("CARGO_MANIFEST_DIR"));
+    for seed in ["4", "7", "1", "2", "3", "5", "6", "8"] {
+        let args = ["run", "--child", &child, "--cell", "6", "--kill", "syscall", "--mutant", "late-position-read"];
+        let (_, report) = run_json(&[&args[..], &["--seed", seed]].concat(), dir.path());
+        let r = &report["results"][0];
+        if r["verdict"] == "skip" {
+            crate::common::tracing_refused(&r["reason"]);
+            return;
+        }
+        let Some(said) = r["details"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|d| d.starts_with("schedule preemptions-"))
+        else {
+            continue;
+        };
+        let holds = said.matches(" while ").count();
+        let dom = dump_dom(browser, Path::new(r["timeline"].as_str().unwrap()));
+        assert!(holds > 0 && dom.matches("<rect class=\"hold\"").count() == holds, "{holds} holds: {said}\n{dom}");
+        assert!(dom.contains("held by its schedule (hold 1)"), "{dom}");
+        return;
+    }
+    panic!("no preemptions schedule fired on late-position-read on seeds 1 to 8");
+}
