@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::log::{At, Effect, Event};
-use super::pages::Pages;
+use super::pages::{Pages, Sought};
 use crate::dbfiles::sibling;
 use crate::kill::syscall::FileKind;
 
@@ -88,11 +88,13 @@ impl Files {
         self.files.iter().filter(|(k, _)| **k != FileKind::Acks)
     }
 
-    /// Whether any of the store's files holds `name`'s bytes: a state whose
-    /// files name the folder they were written in (SQLite's hot journal
-    /// names its super-journal by absolute path) is recovered there.
-    pub fn names(&self, name: &[u8]) -> bool {
-        self.store().any(|(_, pages)| pages.contains(name))
+    /// Whether any of the store's files holds `sought`'s needle, a name: a
+    /// state whose files name the folder they were written in (SQLite's hot
+    /// journal names its super-journal by absolute path) is recovered
+    /// there. Each page met before in `sought` is answered from it
+    /// ([`Pages::contains_sought`]).
+    pub fn names(&self, sought: &mut Sought) -> bool {
+        self.store().any(|(_, pages)| pages.contains_sought(sought))
     }
 
     /// A hash of the store's bytes (the ack journal aside): two states that

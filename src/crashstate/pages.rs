@@ -11,6 +11,7 @@
 //! file that grows again reads zeros there, as a file extended past its end
 //! does.
 
+use std::collections::HashMap;
 use std::io::{IoSlice, Write};
 use std::sync::Arc;
 
@@ -109,6 +110,30 @@ impl Pages {
         false
     }
 
+    /// [`Pages::contains`] for `sought`'s needle, each page's answer
+    /// (within its share of the length, or across the seam from the page
+    /// before) taken from `sought` when an earlier search met the same two
+    /// pages and the same share: the states of one recording share most of
+    /// their pages, and a sweep's hundreds of states are not hundreds of
+    /// times its megabytes to scan.
+    pub fn contains_sought(&self, sought: &mut Sought) -> bool {
+        let Sought { needle, pages } = sought;
+        if needle.is_empty() {
+            return true;
+        }
+        let mut before: Option<&Page> = None;
+        for (page, slice) in self.pages.iter().zip(self.slices()) {
+            // A last page's share of the length is part of the key.
+            let key = (before.map_or(0, address), address(page), slice.len());
+            let answer = || (before.cloned(), Arc::clone(page), reaches(before, slice, needle));
+            if pages.entry(key).or_insert_with(answer).2 {
+                return true;
+            }
+            before = Some(page);
+        }
+        false
+    }
+
     /// Writes the bytes to `out`, as few calls as the pages allow.
     pub fn write_into(&self, out: &mut impl Write) -> std::io::Result<()> {
         let slices: Vec<&[u8]> = self.slices().collect();
@@ -127,6 +152,49 @@ impl Pages {
         }
         Ok(())
     }
+}
+
+/// One needle searched for in many states' pages
+/// ([`Pages::contains_sought`]): whether each page met so far holds it
+/// within its share of the length, or the seam from the page before it
+/// does, by the two pages' addresses and the share. Each entry holds its
+/// pages, so that no address it knows can be another page's, and a page
+/// written since is a copy at another address (a write copies a page that
+/// is shared).
+pub struct Sought {
+    needle: Vec<u8>,
+    pages: HashMap<Met, Answer>,
+}
+
+/// A page as a search met it: the address of the page before it (0 for
+/// the first), its own, and its share of the length.
+type Met = (usize, usize, usize);
+
+/// A page's answer, with the two pages it is about, held.
+type Answer = (Option<Page>, Page, bool);
+
+impl Sought {
+    pub fn new(needle: &[u8]) -> Sought {
+        Sought { needle: needle.to_vec(), pages: HashMap::new() }
+    }
+
+    pub fn needle(&self) -> &[u8] {
+        &self.needle
+    }
+}
+
+/// Whether `needle` (not empty) is within `slice`, or across the seam
+/// from the page `before` it: its last bytes and the slice's first, as
+/// [`Pages::contains`] builds the seam.
+fn reaches(before: Option<&Page>, slice: &[u8], needle: &[u8]) -> bool {
+    let k = needle.len() - 1;
+    let seam = |b: &Page| [&b[PAGE.saturating_sub(k)..], &slice[..slice.len().min(k)]].concat();
+    before.is_some_and(|b| find(&seam(b), needle)) || find(slice, needle)
+}
+
+/// A page's address, which it keeps while it is held.
+fn address(page: &Page) -> usize {
+    Arc::as_ptr(page) as *const u8 as usize
 }
 
 /// Whether `needle` (not empty) occurs in `hay`: the C library's `memmem`,
@@ -199,6 +267,76 @@ mod tests {
         across.resize(PAGE + 3);
         assert!(!across.contains(name), "cut: only its first bytes are left");
         assert!(!Pages::from_slice(&[0u8; 3 * PAGE]).contains(b"/runs"));
+    }
+
+    /// The memoised search answers as the plain scan does, state after
+    /// state of one recording: a needle within a page, across a seam, cut
+    /// by the length, and a page rewritten in a later state.
+    #[test]
+    fn a_sought_needle_is_found_as_the_plain_scan_finds_it() {
+        let name = b"/runs/census-x1";
+        let mut sought = Sought::new(name);
+        let mut state = Pages::from_slice(&[1u8; 3 * PAGE]);
+        let mut states = vec![state.clone()];
+        let steps: [(usize, &[u8]); 8] = [
+            (100, b"/runs/census-x"),
+            (PAGE - 7, name),
+            // The page before the seam alone rewritten, then back.
+            (PAGE - 7, b"x"),
+            (PAGE - 7, b"/"),
+            (PAGE - 7, b"xxxxxxxxxxxxxxx"),
+            (2 * PAGE + 10, name),
+            (2 * PAGE + 10, b"/runs/census-y1"),
+            (5 * PAGE - 3, name),
+        ];
+        for (at, data) in steps {
+            state.write(at, data);
+            states.push(state.clone());
+        }
+        state.resize(5 * PAGE + 2);
+        states.push(state.clone());
+        let plain: Vec<bool> = states.iter().map(|s| s.contains(name)).collect();
+        assert_eq!(plain, [false, false, true, false, true, false, true, false, true, false]);
+        for _ in 0..2 {
+            let memo: Vec<bool> = states.iter().map(|s| s.contains_sought(&mut sought)).collect();
+            assert_eq!(memo, plain, "the memo's answers, asked again: the same");
+        }
+        assert!(sought.pages.len() >= 3, "whole pages met are kept, with the page before each");
+        let mut shared = Pages::from_slice(&[0u8; 2 * PAGE]);
+        shared.write(PAGE + 40, name);
+        let mut fresh = Sought::new(name);
+        assert!(shared.contains_sought(&mut fresh));
+        shared.write(PAGE + 40, b"/runs/census-z1");
+        assert!(!shared.contains_sought(&mut fresh), "a page rewritten since is not taken for the old one");
+        assert!(Pages::default().contains_sought(&mut Sought::new(b"")), "the empty needle, as contains");
+    }
+
+    /// Many states of one recording, by seeded writes of the needle, of
+    /// its pieces and of other bytes, and resizes: the memo answers each as
+    /// the plain scan does.
+    #[test]
+    fn a_sought_needle_agrees_with_the_plain_scan_over_a_seeded_recording() {
+        let name: &[u8] = b"/dev/shm/crashcells-7/t1";
+        let mut seed = 11u64;
+        let mut next = |n: usize| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) as usize % n
+        };
+        let (mut state, mut sought, mut found) = (Pages::default(), Sought::new(name), 0);
+        for _ in 0..2000 {
+            let at = next(6 * PAGE);
+            match next(10) {
+                0..=2 => state.write(at, name),
+                3 => state.write(at, &name[..next(name.len())]),
+                4 => state.write(at, &name[next(name.len())..]),
+                5 => state.resize(at),
+                _ => state.write(at, &vec![b'x'; next(3 * PAGE)]),
+            }
+            let plain = state.contains(name);
+            found += usize::from(plain);
+            assert_eq!(state.contains_sought(&mut sought), plain, "{state:?}");
+        }
+        assert!(found > 100 && found < 1900, "both answers met: {found} of 2000");
     }
 
     #[test]

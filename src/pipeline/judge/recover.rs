@@ -21,8 +21,10 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::crashstate::pages::Sought;
 use crate::crashstate::{Files, Names};
 use crate::pipeline::outcome::{Failure, Interruption, Outcome};
 use crate::pipeline::run::context::Scope;
@@ -59,6 +61,29 @@ pub struct Got {
 struct Alone {
     files: Files,
     recovery: OnceLock<Recovery>,
+}
+
+/// A store to recover, and the recorded folder it is recovered laid over
+/// if its files name it ([`Recoverer::named`]).
+pub type Placed<'f> = (&'f Files, Option<PathBuf>);
+
+/// The recorded folder's names sought in a sweep's stores so far: one
+/// [`Sought`] per name (the folder's path, and its canonical path).
+#[derive(Default)]
+struct Mentions(Vec<Sought>);
+
+impl Mentions {
+    /// Whether `files` name `name` ([`Files::names`]).
+    fn name(&mut self, files: &Files, name: &[u8]) -> bool {
+        let i = match self.0.iter().position(|s| s.needle() == name) {
+            Some(i) => i,
+            None => {
+                self.0.push(Sought::new(name));
+                self.0.len() - 1
+            }
+        };
+        files.names(&mut self.0[i])
+    }
 }
 
 /// Whether a recovery is a batch's "not run": no verdict of its own.
@@ -150,6 +175,8 @@ pub struct SweepStores {
     hits: usize,
     /// The pages digested for the run's cache.
     digests: Digests,
+    /// The pages searched for the recorded folder's names.
+    mentions: Mentions,
     /// The stores a batch left not run, each recovered alone if a verdict
     /// reads it.
     alone: HashMap<usize, Arc<Alone>>,
@@ -186,7 +213,7 @@ impl Recoverer<'_> {
         }
         let files: Vec<&Files> = new.iter().map(|&id| &ran.stores.files[id]).collect();
         let turn = plan.turn.map(Turn::take);
-        let got = self.recover_in_run(&files, plan, (&mut ran.hits, &mut ran.digests));
+        let got = self.recover_in_run(&files, plan, (&mut ran.hits, &mut ran.digests, &mut ran.mentions));
         drop(turn);
         ran.recovered.resize(ran.stores.len(), None);
         for (id, r) in new.into_iter().zip(got) {
@@ -213,18 +240,20 @@ impl Recoverer<'_> {
 
     /// Recovers one store alone, in a batch of its own.
     fn alone(&self, files: &Files) -> Recovery {
-        let (mut got, _) = self.recover(&[files], "alone");
+        let at = self.named(files, &mut Mentions::default());
+        let (mut got, _) = self.recover(&[(files, at)], "alone");
         got.pop().unwrap_or(Err(Outcome::Interrupted(Interruption::BetweenBatches)))
     }
 
     /// Recovers `files` in batches, as `plan` says, taking from the run's
     /// recoveries ([`crate::pipeline::run::recoveries`]) each store they hold (`hits`
-    /// counts them) and keeping there each new one that succeeded.
+    /// counts them) and keeping there each new one that succeeded; where
+    /// each new one is recovered is asked of `mentions` ([`Recoverer::named`]).
     fn recover_in_run(
         &self,
         files: &[&Files],
         plan: &Recovering,
-        (hits, memo): (&mut usize, &mut Digests),
+        (hits, memo, mentions): (&mut usize, &mut Digests, &mut Mentions),
     ) -> Vec<(Arc<Recovery>, Option<String>)> {
         let run = &self.ctx.recoveries;
         let setting = self.setting();
@@ -235,7 +264,7 @@ impl Recoverer<'_> {
         *hits += files.len() - missing.len();
         let done = |range: Range<usize>| self.ticked(plan, range);
         done(missing.len()..files.len());
-        let stores: Vec<&Files> = missing.iter().map(|&i| files[i]).collect();
+        let stores: Vec<Placed> = missing.iter().map(|&i| (files[i], self.named(files[i], mentions))).collect();
         for (&i, (r, note)) in missing.iter().zip(self.recover_spread(&stores, plan, &done)) {
             let r = Arc::new(r);
             run.put(bytes[i], &setting, Arc::clone(&r));
@@ -271,7 +300,7 @@ impl Recoverer<'_> {
     /// kept from starting is an interrupted recovery of each of its stores.
     fn recover_spread(
         &self,
-        files: &[&Files],
+        files: &[Placed],
         plan: &Recovering,
         done: &(dyn Fn(Range<usize>) + Sync),
     ) -> Vec<(Recovery, Option<String>)> {
@@ -290,13 +319,14 @@ impl Recoverer<'_> {
     }
 
     /// Recovers `stores` twice each, written out in a folder of their own
-    /// under the run's work folder; the results in order, and a note when
-    /// the batched dump failed and each store was recovered alone.
-    pub fn recover(&self, stores: &[&Files], label: &str) -> (Vec<Recovery>, Option<String>) {
+    /// under the run's work folder (or laid over the recorded folder, where
+    /// a store's place says so); the results in order, and a note when the
+    /// batched dump failed and each store was recovered alone.
+    pub fn recover(&self, stores: &[Placed], label: &str) -> (Vec<Recovery>, Option<String>) {
         self.ctx.pool.unit(&self.ctx.interrupt, || self.recover_in_folder(stores, label))
     }
 
-    fn recover_in_folder(&self, stores: &[&Files], label: &str) -> (Vec<Recovery>, Option<String>) {
+    fn recover_in_folder(&self, stores: &[Placed], label: &str) -> (Vec<Recovery>, Option<String>) {
         let fail = |f: Failure| (stores.iter().map(|_| Err(Outcome::Error(f.clone()))).collect(), None);
         let prefix = format!("{}-", self.label(label));
         let dir = match tempfile::Builder::new().prefix(&prefix).tempdir_in(&self.ctx.work_root) {
@@ -312,9 +342,9 @@ impl Recoverer<'_> {
         let db = self.recorded.db.file_name().map_or_else(|| "store.db".into(), |n| n.to_string_lossy().into_owned());
         let step = self.recorded.recovery_step.as_ref();
         let mut pairs = Vec::with_capacity(stores.len());
-        for (i, &files) in stores.iter().enumerate() {
+        for (i, &(files, ref at)) in stores.iter().enumerate() {
             let dirs = [1, 2].map(|n| dir.path().join(format!("{n}/s{i}")));
-            let write = |d: &std::path::Path| {
+            let write = |d: &Path| {
                 crate::harness::disk::checked(d, std::fs::create_dir_all(d).and_then(|()| files.write_store_to(d, &db)))
             };
             match (write(&dirs[0]), write(&dirs[1])) {
@@ -324,7 +354,7 @@ impl Recoverer<'_> {
                     let db = db.clone();
                     let restore: Restore =
                         Arc::new(move |n| files.write_store_to(&dirs[n as usize - 1], &db).map(drop));
-                    pairs.push(Pair { first, second, transports, restore: Some(restore), at: self.named(files) })
+                    pairs.push(Pair { first, second, transports, restore: Some(restore), at: at.clone() })
                 }
                 (Err(e), _) | (_, Err(e)) => return fail(Failure::WritingState(e.to_string())),
             }
@@ -345,12 +375,14 @@ impl Recoverer<'_> {
     /// The folder the recorded run wrote in, if `files` name it (SQLite's
     /// hot journal names its super-journal by absolute path): such a state
     /// is recovered laid over that folder, where every name in it resolves
-    /// (docs/design/recorded.md, "Where a state is recovered").
-    fn named(&self, files: &Files) -> Option<std::path::PathBuf> {
+    /// (docs/design/recorded.md, "Where a state is recovered"). The pages
+    /// met before are answered from `mentions`: a sweep asks it of each of
+    /// its distinct stores, and they share most of their pages.
+    fn named(&self, files: &Files, mentions: &mut Mentions) -> Option<PathBuf> {
         use std::os::unix::ffi::OsStrExt;
         let at = self.recorded.db.parent()?;
         let real = at.canonicalize().ok().filter(|r| r != at);
-        let named = |p: &std::path::Path| files.names(p.as_os_str().as_bytes());
+        let mut named = |p: &Path| mentions.name(files, p.as_os_str().as_bytes());
         (named(at) || real.as_deref().is_some_and(named)).then(|| at.to_path_buf())
     }
 }
