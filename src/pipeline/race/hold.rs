@@ -324,20 +324,25 @@ impl Hold {
 /// What the other processes did during a hold, grouped: `r1-r5 waited for
 /// the write lock and r6, r7 ended`, or `r1 read and wrote (acked 1 append)`.
 fn others_did(seen: &[Seen], what: &str, kind: HoldAt) -> String {
+    grouped(seen.iter().map(|s| match kind {
+        HoldAt::FirstWrite if s.waiting => "waited for the write lock".to_string(),
+        HoldAt::FirstWrite if s.ended => "ended".to_string(),
+        HoldAt::FirstWrite => "neither waited nor ended".to_string(),
+        HoldAt::AfterCommit if s.acked > 0 && what == "claim" => "claimed (its claim acked)".to_string(),
+        HoldAt::AfterCommit if s.acked > 0 => {
+            let plural = if s.acked == 1 { "" } else { "s" };
+            format!("read and wrote (acked {} {what}{plural})", s.acked)
+        }
+        HoldAt::AfterCommit if s.ended => format!("ended without acking a {what}"),
+        HoldAt::AfterCommit => format!("acked no {what}"),
+    }))
+}
+
+/// Each other process's phrase (r1's first), grouped by phrase in the
+/// order first met: `r1-r5 waited for the write lock and r6, r7 ended`.
+pub(super) fn grouped(phrases: impl Iterator<Item = String>) -> String {
     let mut groups: Vec<(String, Vec<u32>)> = Vec::new();
-    for (r, s) in (1..).zip(seen) {
-        let phrase = match kind {
-            HoldAt::FirstWrite if s.waiting => "waited for the write lock".to_string(),
-            HoldAt::FirstWrite if s.ended => "ended".to_string(),
-            HoldAt::FirstWrite => "neither waited nor ended".to_string(),
-            HoldAt::AfterCommit if s.acked > 0 && what == "claim" => "claimed (its claim acked)".to_string(),
-            HoldAt::AfterCommit if s.acked > 0 => {
-                let plural = if s.acked == 1 { "" } else { "s" };
-                format!("read and wrote (acked {} {what}{plural})", s.acked)
-            }
-            HoldAt::AfterCommit if s.ended => format!("ended without acking a {what}"),
-            HoldAt::AfterCommit => format!("acked no {what}"),
-        };
+    for (r, phrase) in (1..).zip(phrases) {
         match groups.iter_mut().find(|(p, _)| *p == phrase) {
             Some((_, rs)) => rs.push(r),
             None => groups.push((phrase, vec![r])),

@@ -34,7 +34,7 @@ use crate::harness::{Exit, Interrupt, POLL, Running, TraceError, Traced};
 use crate::kill::locks::lock_of;
 use crate::kill::syscall::{Halted, Targets, drive_until};
 use crate::pipeline::outcome::{Failure, Interruption, Outcome, R0Wait};
-use crate::pipeline::race::hold::{HOLD_AT_MOST, waiting};
+use crate::pipeline::race::hold::{HOLD_AT_MOST, grouped, waiting};
 use crate::times::Clock;
 
 /// The schedules' names, by depth: a result names the one that fired.
@@ -329,25 +329,13 @@ impl Preempt {
 /// What the others did during one hold, grouped: `r1 waited for a lock
 /// and r2 acked 1 append`.
 fn others_did(did: &[Did], what: &str) -> String {
-    let mut groups: Vec<(String, Vec<u32>)> = Vec::new();
-    for (r, d) in (1..).zip(did) {
-        let phrase = match d {
-            Did { acked: 1.., .. } if what == "claim" => "made its claim".to_string(),
-            Did { acked: n @ 1.., .. } => format!("acked {n} {what}{}", if *n == 1 { "" } else { "s" }),
-            Did { waiting: true, .. } => "waited for a lock".to_string(),
-            Did { ended: true, .. } => "ended".to_string(),
-            _ => "neither waited, acked nor ended".to_string(),
-        };
-        match groups.iter_mut().find(|(p, _)| *p == phrase) {
-            Some((_, rs)) => rs.push(r),
-            None => groups.push((phrase, vec![r])),
-        }
-    }
-    let parts: Vec<String> = groups
-        .iter()
-        .map(|(p, rs)| format!("{} {p}", rs.iter().map(|r| format!("r{r}")).collect::<Vec<_>>().join(", ")))
-        .collect();
-    if parts.is_empty() { "no other process ran".to_string() } else { parts.join(" and ") }
+    grouped(did.iter().map(|d| match d {
+        Did { acked: 1.., .. } if what == "claim" => "claimed".to_string(),
+        Did { acked: n @ 1.., .. } => format!("acked {n} {what}{}", if *n == 1 { "" } else { "s" }),
+        Did { waiting: true, .. } => "waited for a lock".to_string(),
+        Did { ended: true, .. } => "ended".to_string(),
+        _ => "neither waited, acked nor ended".to_string(),
+    }))
 }
 
 #[cfg(test)]

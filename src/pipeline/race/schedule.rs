@@ -169,7 +169,13 @@ impl Race<'_> {
         };
         let mut trial = Trial::new(index);
         trial.schedule = Some(preempt.schedule());
-        let raced = self.run(&env, self.racers, R0::Preempted(filter, &preempt), Order::Preemptions);
+        // A claim's race is preempted among as few racers as its recorded
+        // sweep races: two others to run at each hold, at a third of the cost.
+        let racers = match self.racing {
+            Racing::Claims => self.racers.min(self.job.cell.params.sweep_racers()),
+            Racing::Appends(_) => self.racers,
+        };
+        let raced = self.run(&env, racers, R0::Preempted(filter, &preempt), Order::Preemptions);
         let words = preempt.said(self.what());
         said.lock().expect("no schedule panics holding its words").push(words.clone());
         trial.details.push(words);
