@@ -558,7 +558,7 @@ fn rebuilt_wal_race_states_reach_the_verdicts_of_real_kills_point_by_point() {
         let ctx = Context { child_ready: Some(ready.clone()), ..ctx };
         let race = Race::new(Scope { job: &job, leg, cell, ctx: &ctx }, job.cell.params.sweep_racers());
         let full = Race::new(Scope { job: &job, leg, cell, ctx: &ctx }, job.cell.params.sweep_racers());
-        let sides = match side_by_side(&race, &full, None) {
+        let sides = match side_by_side(&race, &full, (None, None)) {
             Err(why) if why.contains("unavailable") => return crate::common::tracing_refused(&why),
             Err(why) => panic!("{mutant:?}: the recordings did not stand: {why}"),
             Ok(sides) => sides,
@@ -589,6 +589,31 @@ fn rebuilt_wal_race_states_reach_the_verdicts_of_real_kills_point_by_point() {
 /// what it left, and recovers as many of each writer's appends as it acked.
 #[test]
 fn rebuilt_writer_states_reach_the_verdicts_of_real_kills_point_by_point() {
+    writer_states_side_by_side(reference(), &["delete", "wal"], None);
+}
+
+/// The same for Hermes's `SessionDB`, whose open writes (it upserts its
+/// session row): its other writer's open lands while r0 waits at its
+/// barrier, and the recording holds it from r0's release on (issue 51,
+/// item 4). Only WAL: Hermes refuses DELETE.
+#[test]
+fn rebuilt_hermes_writer_states_reach_the_verdicts_of_real_kills_point_by_point() {
+    let site = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/hermes-store/.wheel/site/.complete");
+    if !site.is_file() {
+        use crashcells::testskip::{Need, skip_or_fail};
+        return skip_or_fail(Need::HermesWheel, format_args!("{} is missing", site.display()));
+    }
+    let adapter = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/hermes-store/adapter.py");
+    let hermes = ChildCommand { program: "python3".into(), prefix: vec![adapter.into()], cwd: None, env: Vec::new() };
+    // Eight of its some thirty points, the first and last among them: each
+    // real kill races two Hermes processes, and every point costs a second.
+    writer_states_side_by_side(hermes, &["wal"], Some(8));
+}
+
+/// Cell 6's writers of `child` on each of `legs`: every point's rebuilt
+/// state (or `most` of them, spread) against a real kill there, verdicts
+/// and appends alike.
+fn writer_states_side_by_side(child: ChildCommand, legs: &[&str], most: Option<usize>) {
     use crashcells::pipeline::Context;
     use crashcells::pipeline::race::compare::side_by_side;
     use crashcells::pipeline::race::job::Race;
@@ -601,12 +626,12 @@ fn rebuilt_writer_states_reach_the_verdicts_of_real_kills_point_by_point() {
     let matrix = crashcells::matrix::Matrix::load("default").unwrap();
     let selection = Selection { cells: vec!["6".into()], legs: vec!["default".into()], kills: vec![KillMode::Syscall] };
     let job = plan(&catalog, &matrix, &selection, 11).unwrap().remove(0);
-    let child = crashcells::harness::Launcher::exec(reference());
+    let child = crashcells::harness::Launcher::exec(child);
     let ready = crashcells::probe::preflight(&child, &work, Duration::from_secs(30), &Interrupt::new()).unwrap();
     let cell = crashcells::cells::find(&job.cell.id).unwrap();
     // One append each: its every call and its ack, at half the cost of the sweep's two.
     let writers = job.cell.params.racers.unwrap();
-    for name in ["delete", "wal"] {
+    for &name in legs {
         // Cell 6 runs on the default leg only; its states are compared on both journals.
         let leg = matrix.legs.iter().find(|l| l.name == name).unwrap();
         let job = crashcells::plan::Job { leg: Some(leg.clone()), ..job.clone() };
@@ -616,12 +641,12 @@ fn rebuilt_writer_states_reach_the_verdicts_of_real_kills_point_by_point() {
         let ctx = Context::new(options, 11, child.clone(), root, work.join("evidence"), Duration::from_secs(30), 2);
         let ctx = Context { child_ready: Some(ready.clone()), ..ctx };
         let race = Race::writers(Scope { job: &job, leg, cell, ctx: &ctx }, (writers, 1));
-        let sides = match side_by_side(&race, &race, None) {
+        let sides = match side_by_side(&race, &race, (None, most)) {
             Err(why) if why.contains("unavailable") => return crate::common::tracing_refused(&why),
             Err(why) => panic!("{name}: the recording did not stand: {why}"),
             Ok(sides) => sides,
         };
-        assert!(sides.len() >= 6, "{name}: r0's points after its ready record: {sides:#?}");
+        assert!(sides.len() >= most.unwrap_or(6).min(6), "{name}: r0's points after its ready record: {sides:#?}");
         for s in &sides {
             eprintln!("{name} point {}: rebuilt {}, real {} (race {})", s.point, s.recorded, s.real, s.races);
         }

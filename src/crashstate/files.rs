@@ -242,6 +242,30 @@ impl Files {
         files
     }
 
+    /// The calls that would make this model's store files (the ack journal
+    /// aside) what `other`'s are: each file that differs rewritten whole
+    /// (created, emptied, written), each it lacks unlinked. What another
+    /// process wrote while the recorded one was stopped, as a log can hold it.
+    pub fn effects_to(&self, other: &Files) -> Vec<Effect> {
+        let kinds: std::collections::BTreeSet<FileKind> =
+            self.files.keys().chain(other.files.keys()).copied().filter(|k| *k != FileKind::Acks).collect();
+        let mut effects = Vec::new();
+        for kind in kinds {
+            match (self.files.get(&kind), other.files.get(&kind)) {
+                (Some(mine), Some(theirs)) if mine == theirs => {}
+                (_, Some(theirs)) => {
+                    effects.push(Effect::Open { file: kind, create: true, truncate: true });
+                    if !theirs.is_empty() {
+                        effects.push(Effect::Write { file: kind, at: At::Offset(0), data: theirs.to_vec() });
+                    }
+                }
+                (Some(_), None) => effects.push(Effect::Unlink { file: kind }),
+                (None, None) => {}
+            }
+        }
+        effects
+    }
+
     /// The store's files alone: the ack journal left out.
     pub fn without_acks(mut self) -> Files {
         self.files.remove(&FileKind::Acks);
@@ -365,6 +389,31 @@ mod tests {
 
     fn write(file: FileKind, at: At, data: &[u8]) -> Event {
         ev(Effect::Write { file, at, data: data.to_vec() })
+    }
+
+    /// What another process left (a file changed, one added, one gone)
+    /// becomes calls that, applied to the model, give the disk's store
+    /// exactly; the ack journal and equal files are left alone.
+    #[test]
+    fn effects_to_another_store_make_the_model_that_store() {
+        let mine = Files::after(&[
+            write(FileKind::Database, At::Offset(0), &[1; 5000]),
+            write(FileKind::Journal, At::Offset(0), b"hot"),
+            write(FileKind::Wal, At::Offset(0), b"same"),
+            write(FileKind::Acks, At::End, b"{\"kind\":\"ready\"}\n"),
+        ]);
+        let theirs = Files::after(&[
+            write(FileKind::Database, At::Offset(0), &[2; 3000]),
+            write(FileKind::Wal, At::Offset(0), b"same"),
+            write(FileKind::Other(crate::kill::syscall::Sidecar::named("store.db.lock")), At::Offset(0), b""),
+        ]);
+        let effects = mine.effects_to(&theirs);
+        assert!(effects.iter().all(|e| !effect_files(e).contains(&FileKind::Acks)), "{effects:?}");
+        assert!(!effects.iter().any(|e| effect_files(e).contains(&FileKind::Wal)), "equal files untouched");
+        let mut model = mine.clone();
+        effects.iter().for_each(|e| model.apply(e));
+        assert_eq!(model.without_acks().differs_from(&theirs), None);
+        assert!(mine.effects_to(&mine.clone().without_acks()).is_empty(), "the acks aside, nothing differs");
     }
 
     /// A killed trial's folder read as a state: its store's files as they

@@ -143,6 +143,19 @@ impl Log {
         self.ran = self.events.len();
     }
 
+    /// Puts `effects` in as calls no kill point counts, before event
+    /// `index` (what other processes did while the recorded one was
+    /// stopped there): the states of every later point hold them.
+    pub fn insert_uncounted(&mut self, index: usize, effects: Vec<Effect>) {
+        let (index, n) = (index.min(self.events.len()), effects.len());
+        let events = effects.into_iter().map(|effect| Event { point: None, effect });
+        self.events.splice(index..index, events);
+        self.at.iter_mut().filter(|a| **a >= index).for_each(|a| *a += n);
+        if self.ran >= index {
+            self.ran += n;
+        }
+    }
+
     /// The child was killed at the entry of the last logged call: it never ran.
     pub fn killed_at_last(&mut self) {
         self.ran = self.events.len().saturating_sub(1);
@@ -329,6 +342,24 @@ pub(crate) mod build {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Calls put in before an event shift every later kill point's event
+    /// (their numbers stay), so the states after it hold them and the ones
+    /// before do not.
+    #[test]
+    fn uncounted_calls_put_in_reach_only_the_later_points() {
+        use crate::kill::syscall::{FileKind, Point};
+        let mut log = Log::default();
+        let write = |data: &[u8]| Effect::Write { file: FileKind::Database, at: At::Offset(0), data: data.to_vec() };
+        let point = |n| Point::end(Ordinal(n));
+        log.push(Some(point(1)), write(b"a"));
+        log.push(Some(point(2)), write(b"b"));
+        log.insert_uncounted(1, vec![write(b"other"), Effect::SyncDir]);
+        assert_eq!((log.total(), log.events.len(), log.ran), (2, 4, 4));
+        assert_eq!(log.before(1).len(), 0);
+        assert_eq!(log.before(2).len(), 3, "point 2's state holds the other process's write");
+        assert_eq!(log.events[log.at[1]].effect, write(b"b"));
+    }
     use crate::kill::syscall::Call;
 
     fn point() -> Point {

@@ -54,8 +54,13 @@ impl Side {
 /// times until it reaches the rebuilt verdict; or why the recordings
 /// cannot stand for the states.
 /// No points: every winning-claim point after r0's ready record, where the
-/// others were connected when r0 died (on WAL, where the `-shm` matters).
-pub fn side_by_side(race: &Race, full: &Race, points: Option<&[u64]>) -> Result<Vec<Side>, String> {
+/// others were connected when r0 died (on WAL, where the `-shm` matters);
+/// `most` keeps that many of them, spread evenly from the first to the last.
+pub fn side_by_side(
+    race: &Race,
+    full: &Race,
+    (points, most): (Option<&[u64]>, Option<usize>),
+) -> Result<Vec<Side>, String> {
     let rec = match recordings(race) {
         Ok(Ok(rec)) => rec,
         Ok(Err(why)) => return Err(why),
@@ -66,6 +71,12 @@ pub fn side_by_side(race: &Race, full: &Race, points: Option<&[u64]>) -> Result<
     }
     let connected = rec.connected();
     let points = points.map_or(connected, <[u64]>::to_vec);
+    let points = match most {
+        Some(n) if n >= 2 && points.len() > n => {
+            (0..n).map(|i| points[i * (points.len() - 1) / (n - 1)]).collect::<Vec<_>>()
+        }
+        _ => points,
+    };
     let real = RealKills::of(full, rec.split());
     let rebuilt = |point: u64| {
         let (mut trials, _, unindexed) = judged(race, &rec, &[point]);

@@ -132,6 +132,19 @@ impl Order {
     }
 }
 
+/// Where a race calls its `turn` ([`Race::run_turning`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Turn {
+    /// r0 about to be released alone, every other racer at its barrier
+    /// (r0 first): what the others' opens wrote is on the disk, and r0 is
+    /// stopped at its barrier.
+    R0Release,
+    /// One side of an ordered race has ended and the other is not yet
+    /// released; released together, every racer is at its barrier; held,
+    /// r0 is held.
+    Sides,
+}
+
 /// How a traced r0 ended.
 enum Traced0 {
     Killed(KillPoint),
@@ -250,7 +263,7 @@ impl<'a> Race<'a> {
     /// One unit of the run's pool: the park and every claimant, which must
     /// be alive together to race.
     pub(super) fn run(&self, env: &TrialEnv, racers: u32, r0: R0, order: Order) -> Result<Finished, Outcome> {
-        self.run_turning(env, racers, r0, order, &|| ())
+        self.run_turning(env, racers, r0, order, &|_| ())
     }
 
     /// [`Race::run`], calling `turn` when one side of an ordered race has
@@ -264,12 +277,19 @@ impl<'a> Race<'a> {
         racers: u32,
         r0: R0,
         order: Order,
-        turn: &dyn Fn(),
+        turn: &dyn Fn(Turn),
     ) -> Result<Finished, Outcome> {
         self.ctx.pool.unit(&self.ctx.interrupt, || self.race(env, racers, r0, order, turn))
     }
 
-    fn race(&self, env: &TrialEnv, racers: u32, r0: R0, order: Order, turn: &dyn Fn()) -> Result<Finished, Outcome> {
+    fn race(
+        &self,
+        env: &TrialEnv,
+        racers: u32,
+        r0: R0,
+        order: Order,
+        turn: &dyn Fn(Turn),
+    ) -> Result<Finished, Outcome> {
         // A gone r0's crash state is already in the folder; writers start empty.
         if !matches!(r0, R0::Gone) && self.racing == Racing::Claims {
             self.park(env)?;
@@ -409,7 +429,7 @@ impl<'a> Race<'a> {
         env: &TrialEnv,
         racers: u32,
         mut barriers: Barriers,
-        (order, turn): (Order, &dyn Fn()),
+        (order, turn): (Order, &dyn Fn(Turn)),
         (apart, held): (bool, Held),
         (r0_done, clock): (&AtomicBool, &Clock),
     ) -> Result<Vec<Exit>, Outcome> {
@@ -430,15 +450,16 @@ impl<'a> Race<'a> {
         let released = |who: &[u32]| released(clock, who);
         match order {
             Order::Together => {
-                turn();
+                turn(Turn::Sides);
                 barriers.drop_all();
                 released(&(0..racers).collect::<Vec<_>>());
             }
             Order::R0First => {
+                turn(Turn::R0Release);
                 barriers.r0.take();
                 released(&[0]);
                 self.wait_r0(r0_done)?;
-                turn();
+                turn(Turn::Sides);
                 barriers.others.take();
                 released(&others);
             }
@@ -468,7 +489,7 @@ impl<'a> Race<'a> {
                 hold.wait_held(r0_done, self.ctx.deadline, &self.ctx.interrupt)?;
                 let held_from = hold.held_call().map(|_| clock.now());
                 if order == Order::Opener && hold.held_call().is_some() {
-                    turn();
+                    turn(Turn::Sides);
                 }
                 barriers.others.take();
                 released(&others);
@@ -490,7 +511,7 @@ impl<'a> Race<'a> {
         let since = if held { Since::HeldGo } else { Since::Release };
         let exits = self.wait_all(&mut running, first, (clock, since))?;
         if order == Order::R0Last {
-            turn();
+            turn(Turn::Sides);
         }
         // R0Last: r0 goes once the others have ended.
         barriers.drop_all();

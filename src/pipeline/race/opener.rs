@@ -36,7 +36,7 @@ use crate::pipeline::judge::pending::Pending;
 use crate::pipeline::judge::verdict::prepare;
 use crate::pipeline::outcome::{Failure, Finding, Interruption, Outcome, Since};
 use crate::pipeline::race::hold::{Hold, OPENER};
-use crate::pipeline::race::job::{Order, R0, Race, acks_of};
+use crate::pipeline::race::job::{Order, R0, Race, Turn, acks_of};
 use crate::pipeline::trial::Trial;
 use crate::trialdir::TrialEnv;
 
@@ -52,7 +52,7 @@ impl Race<'_> {
             Err(f) => return Pending::ended(Trial::ended(index, Outcome::Error(f))),
         };
         let (hold, opened) = (Hold::after_commit(), Mutex::new(None::<Opened>));
-        let turn = || {
+        let turn = |_: Turn| {
             let run = self.open_and_dump(&env);
             *opened.lock().expect("no opener panics holding its result") = Some(run);
         };

@@ -55,7 +55,7 @@ use crate::pipeline::judge::verdict::{Acks, Crash, Ended, conclude};
 use crate::pipeline::outcome::{Failure, Outcome};
 use crate::pipeline::plain::confirm;
 use crate::pipeline::plain::decide::{Found, decide};
-use crate::pipeline::race::job::{Finished, Order, R0, Race, Racing, acks_of};
+use crate::pipeline::race::job::{Finished, Order, R0, Race, Racing, Turn, acks_of};
 use crate::pipeline::race::sweep::{Claim, RaceSweep, Split, killed_on, ready_of};
 use crate::pipeline::race::writers_sweep::{WritersSweep, appending, writers_sweep};
 use crate::pipeline::trial::Trial;
@@ -279,11 +279,16 @@ fn record(race: &Race, filter: Filter, claim: Claim) -> Result<Recorded, Box<Tri
     let census_error = |env: Option<TrialEnv>, f: Failure| ended_with(env, Outcome::Error(Failure::census(f)));
     let parked = start_of(race).map_err(|o| ended_with(None, o.of_census()))?;
     let env = race.env(&format!("record-{}", claim.name())).map_err(|f| census_error(None, f))?;
-    let at_turn = Mutex::new(None);
+    let (at_turn, at_release) = (Mutex::new(None), Mutex::new(None));
     let shm = sibling(&env.db, "-shm");
-    // The -shm at the turn is where the winning claim's r0 ended: what the others then map.
-    let turn = || {
-        *at_turn.lock().expect("no turn panics") = Some((Files::from_disk(env.dir(), &r0_names(&env)), snapshot(&shm)))
+    let turn = |t: Turn| match t {
+        // What the others' opens wrote while r0 waited at its barrier.
+        Turn::R0Release => *at_release.lock().expect("no turn panics") = Some(store_of(&env)),
+        // The -shm at the turn is where the winning claim's r0 ended: what the others then map.
+        Turn::Sides => {
+            *at_turn.lock().expect("no turn panics") =
+                Some((Files::from_disk(env.dir(), &r0_names(&env)), snapshot(&shm)))
+        }
     };
     let finished = match race.run_turning(&env, race.racers, R0::Recorded(filter), claim.order(), &turn) {
         Ok(f) => f,
@@ -292,13 +297,18 @@ fn record(race: &Race, filter: Filter, claim: Claim) -> Result<Recorded, Box<Tri
     let (turned, at_end) = at_turn.into_inner().expect("no turn panics").unwrap_or_default();
     let mut wal_index = finished.wal_index.unwrap_or_default();
     wal_index.ended(at_end);
-    let log = match (finished.log, finished.ends.first()) {
+    let mut log = match (finished.log, finished.ends.first()) {
         (Some(log), Some(&End::Exited(code))) if code == claim.exit() => log,
         (_, _) => {
             let f = Failure::R0OffPath { path: claim.phrase(), ends: finished.ends };
             return Err(census_error(Some(env), f));
         }
     };
+    let ready = log.points.iter().position(|p| p.file == Some(FileKind::Acks)).map(|i| i as u64 + 1);
+    let released = at_release.into_inner().expect("no turn panics");
+    if let (Claim::Winning, Some(Some(released)), Some(ready)) = (claim, released, ready) {
+        others_opened(&mut log, &parked, ready, &released);
+    }
     let (base, ended) = match claim {
         Claim::Winning => (parked, turned),
         Claim::Losing => (turned.without_acks(), Files::from_disk(env.dir(), &r0_names(&env))),
@@ -309,8 +319,28 @@ fn record(race: &Race, filter: Filter, claim: Claim) -> Result<Recorded, Box<Tri
         .zip(finished.ends.into_iter().skip(1))
         .map(|(r, end)| (end, std::fs::read(acks_of(&env, r)).unwrap_or_default()))
         .collect();
-    let ready = log.points.iter().position(|p| p.file == Some(FileKind::Acks)).map(|i| i as u64 + 1);
     Ok(Recorded { claim, log, base, others, disagrees, env, wal_index, ready })
+}
+
+/// The store on the disk in `env`, its ack journal aside; `None` if it
+/// cannot be read (the recording's self-check then says where it differs).
+fn store_of(env: &TrialEnv) -> Option<Files> {
+    Files::read_store(env.dir(), &r0_names(env)).ok()
+}
+
+/// Puts into r0's `log`, just after its ready record (point `ready`), what
+/// the other racers' opens wrote to the store while r0 waited at its
+/// barrier (`released`: the store read as r0 was released): a store whose
+/// open writes (Hermes's upserts its session row) is modelled as the disk
+/// had it, so its states are recorded, not re-executed. r0 writes nothing
+/// to the store between its ready record and its barrier, and the others
+/// nothing after their ready records until r0 has ended.
+fn others_opened(log: &mut Log, base: &Files, ready: u64, released: &Files) {
+    let Some(&at) = log.at.get(ready as usize - 1) else { return };
+    let mut model = base.clone();
+    log.events[..=at].iter().for_each(|e| model.apply(&e.effect));
+    let effects = model.without_acks().effects_to(released);
+    log.insert_uncounted(at + 1, effects);
 }
 
 /// The store every race of `race` starts from: the parked handoff, or
@@ -509,7 +539,7 @@ impl<'a> Points<'a> {
         // they did when r0 died; SQLite's close sees a hold kept longer and would
         // not checkpoint.
         let hold = Mutex::new(hold);
-        let at_barrier = || drop(hold.lock().expect("no turn panics").take());
+        let at_barrier = |_: Turn| drop(hold.lock().expect("no turn panics").take());
         let ran = race.run_turning(&env, race.racers, R0::Gone, Order::Together, &at_barrier);
         drop(hold);
         match ran {

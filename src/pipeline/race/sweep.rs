@@ -43,7 +43,7 @@ use crate::pipeline::judge::pending::{MakeTrial, Pending};
 use crate::pipeline::judge::sweep::{Sweepable, re_executed};
 use crate::pipeline::judge::verdict::prepare;
 use crate::pipeline::outcome::{Failure, Outcome};
-use crate::pipeline::race::job::{Finished, Order, R0, Race, acks_of};
+use crate::pipeline::race::job::{Finished, Order, R0, Race, Turn, acks_of};
 use crate::pipeline::trial::Trial;
 use crate::pipeline::workload::job::ended_with;
 use crate::trialdir::TrialEnv;
@@ -236,7 +236,11 @@ impl RaceSweep<'_> {
         let r0 = R0::Traced(filter, Goal::KillAt(at));
         // The store when one side of the race had ended and the other had not begun.
         let at_turn = Mutex::new(None);
-        let turn = || *at_turn.lock().expect("no turn panics") = store_of(env);
+        let turn = |t: Turn| {
+            if t == Turn::Sides {
+                *at_turn.lock().expect("no turn panics") = store_of(env);
+            }
+        };
         let finished = self.race.run_turning(env, self.race.racers, r0, claim.order(), &turn)?;
         let turned = at_turn.into_inner().expect("no turn panics");
         Ok(self.weighed(finished, claim, turned, env))
