@@ -28,8 +28,16 @@ pub fn note(line: &str) {
 /// never sees half a report. The file is created with mode 0666 less the
 /// umask, as any file a shell redirect makes (a temporary file's own 0600
 /// would hide the report from a CI uploader running as another user).
+/// A `path` that is a device, a pipe or a socket (`--out /dev/null`,
+/// `/dev/stdout`, a FIFO a reader waits on) is written in place: a rename
+/// would replace it with a file, and as root it would (`/dev/null` made a
+/// regular file for every process of the machine).
 pub fn write_atomically(path: &Path, text: &str) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        let written = std::fs::OpenOptions::new().write(true).open(path).and_then(|mut f| f.write_all(text.as_bytes()));
+        return written.map_err(Error::io("--out", path));
+    }
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let mut tmp = tempfile::Builder::new()
         .prefix(".crashcells-out-")
@@ -73,6 +81,27 @@ pub(super) fn reclaim(workdir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A FIFO stands for any file that is not one (`/dev/null` itself is
+    /// not tested: a wrong answer would replace the machine's).
+    #[test]
+    fn a_pipe_is_written_in_place_never_replaced() {
+        use std::io::Read;
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("report.fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        // A reader that never blocks: opened first, it lets the write's open go through.
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut reader = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo).unwrap();
+        write_atomically(&fifo, "{\"results\":[]}").unwrap();
+        let mut got = String::new();
+        let _ = reader.read_to_string(&mut got);
+        assert_eq!(got, "{\"results\":[]}", "the report went through the pipe");
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo(), "still a FIFO");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(left.len(), 1, "no temporary file left: {left:?}");
+    }
 
     #[test]
     fn an_atomic_write_honours_the_umask_and_replaces_the_file() {
