@@ -266,11 +266,14 @@ impl<'a> Race<'a> {
         self.run_turning(env, racers, r0, order, &|_| ())
     }
 
-    /// [`Race::run`], calling `turn` when one side of an ordered race has
-    /// ended and the other is not yet released (a recording reads the
-    /// files there: r0's winning claim ends, the others' claims end before
-    /// r0's losing one starts), or, released together, once every racer is
-    /// at its barrier (a rebuilt WAL state's hold on the `-shm` ends there).
+    /// [`Race::run`], calling `turn` ([`Turn::Sides`]) when one side of an
+    /// ordered race has ended and the other is not yet released (a
+    /// recording reads the files there: r0's winning claim ends, the
+    /// others' claims end before r0's losing one starts), or, released
+    /// together, once every racer is at its barrier (a rebuilt WAL state's
+    /// hold on the `-shm` ends there); and, r0 first, as r0 is about to be
+    /// released ([`Turn::R0Release`]: a recording reads what the others'
+    /// opens wrote).
     pub(super) fn run_turning(
         &self,
         env: &TrialEnv,
