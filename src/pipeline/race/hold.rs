@@ -151,10 +151,7 @@ impl Hold {
         if let Ok(mut at) = self.at.lock() {
             *at = Some(call);
         }
-        let end = Instant::now() + deadline;
-        while !self.go.load(Ordering::SeqCst) && Instant::now() < end && !interrupt.is_set() {
-            std::thread::sleep(POLL);
-        }
+        wait_for_go(&|| self.go.load(Ordering::SeqCst), deadline, interrupt);
         child.resume()?;
         match drive(child, targets, Goal::ToEnd)? {
             Driven::Exited { exit, counted: rest } => Ok((exit, counted + rest)),
@@ -194,17 +191,7 @@ impl Hold {
     /// Waits until the held process is held, or has ended (`done`); gives
     /// up at `deadline`, or once `interrupt` is raised.
     pub fn wait_held(&self, done: &AtomicBool, deadline: Duration, interrupt: &Interrupt) -> Result<(), Outcome> {
-        let end = Instant::now() + deadline;
-        while self.held_at().is_none() && !done.load(Ordering::SeqCst) {
-            if interrupt.is_set() {
-                return Err(Outcome::Interrupted(Interruption::WaitingForR0));
-            }
-            if Instant::now() >= end {
-                return Err(Outcome::Error(Failure::R0Deadline { deadline, waited: R0Wait::Held }));
-            }
-            std::thread::sleep(POLL);
-        }
-        Ok(())
+        wait_for_hold(&|| self.held_at().is_some(), done, deadline, interrupt).map(drop)
     }
 
     /// Waits until each of `running` (r1 on) waits for a lock or has ended,
@@ -243,10 +230,7 @@ impl Hold {
         deadline: Duration,
         interrupt: &Interrupt,
     ) -> Result<(), Outcome> {
-        let count = |i: usize| {
-            let bytes = acks.get(i).and_then(|p| std::fs::read(p).ok()).unwrap_or_default();
-            crate::journal::parse(&bytes).map_or(0, |j| j.acks.len())
-        };
+        let count = |i: usize| acks_in(acks.get(i));
         self.wait_each(running, (deadline, interrupt), &mut |i, c: &mut Running| {
             let ended = c.try_exit().is_some();
             let acked = count(i);
@@ -319,6 +303,48 @@ impl Hold {
             )
         }
     }
+}
+
+/// Waits until a traced process is `held`, or has ended (`done`): whether
+/// it is held. Gives up at `deadline`, or once `interrupt` is raised.
+pub(super) fn wait_for_hold(
+    held: &dyn Fn() -> bool,
+    done: &AtomicBool,
+    deadline: Duration,
+    interrupt: &Interrupt,
+) -> Result<bool, Outcome> {
+    let end = Instant::now() + deadline;
+    loop {
+        if held() {
+            return Ok(true);
+        }
+        if done.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
+        if interrupt.is_set() {
+            return Err(Outcome::Interrupted(Interruption::WaitingForR0));
+        }
+        if Instant::now() >= end {
+            return Err(Outcome::Error(Failure::R0Deadline { deadline, waited: R0Wait::Held }));
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// The held process's side of a hold: waits until it may `go` on, at most
+/// `deadline`, or until `interrupt` is raised (it then goes on, to be
+/// reaped with the run).
+pub(super) fn wait_for_go(go: &dyn Fn() -> bool, deadline: Duration, interrupt: &Interrupt) {
+    let end = Instant::now() + deadline;
+    while !go() && Instant::now() < end && !interrupt.is_set() {
+        std::thread::sleep(POLL);
+    }
+}
+
+/// The acks an ack journal holds (0 for none, or one not readable yet).
+pub(super) fn acks_in(journal: Option<&std::path::PathBuf>) -> usize {
+    let bytes = journal.and_then(|p| std::fs::read(p).ok()).unwrap_or_default();
+    crate::journal::parse(&bytes).map_or(0, |j| j.acks.len())
 }
 
 /// What the other processes did during a hold, grouped: `r1-r5 waited for

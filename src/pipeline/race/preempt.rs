@@ -30,11 +30,11 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::harness::{Exit, Interrupt, POLL, Running, TraceError, Traced};
+use crate::harness::{Exit, Interrupt, Running, TraceError, Traced};
 use crate::kill::locks::lock_of;
 use crate::kill::syscall::{Halted, Targets, drive_until};
-use crate::pipeline::outcome::{Failure, Interruption, Outcome, R0Wait};
-use crate::pipeline::race::hold::{HOLD_AT_MOST, grouped, waiting};
+use crate::pipeline::outcome::{Interruption, Outcome};
+use crate::pipeline::race::hold::{HOLD_AT_MOST, acks_in, grouped, wait_for_go, wait_for_hold, waiting};
 use crate::times::Clock;
 
 /// The schedules' names, by depth: a result names the one that fired.
@@ -173,10 +173,7 @@ impl Preempt {
             if let Ok(mut r) = self.reached.lock() {
                 r.push(Reached { call, ..Reached::default() });
             }
-            let end = Instant::now() + deadline;
-            while self.gone.load(Ordering::SeqCst) <= i && Instant::now() < end && !interrupt.is_set() {
-                std::thread::sleep(POLL);
-            }
+            wait_for_go(&|| self.gone.load(Ordering::SeqCst) > i, deadline, interrupt);
             child.resume()?;
         }
         // To its end, its lock calls still counted: the words say how many it made.
@@ -202,22 +199,7 @@ impl Preempt {
         deadline: Duration,
         interrupt: &Interrupt,
     ) -> Result<bool, Outcome> {
-        let end = Instant::now() + deadline;
-        loop {
-            if self.reached_count() > i {
-                return Ok(true);
-            }
-            if done.load(Ordering::SeqCst) {
-                return Ok(false);
-            }
-            if interrupt.is_set() {
-                return Err(Outcome::Interrupted(Interruption::WaitingForR0));
-            }
-            if Instant::now() >= end {
-                return Err(Outcome::Error(Failure::R0Deadline { deadline, waited: R0Wait::Held }));
-            }
-            std::thread::sleep(POLL);
-        }
+        wait_for_hold(&|| self.reached_count() > i, done, deadline, interrupt)
     }
 
     /// Waits, during hold `i`, until each of `running` (r1 on, their ack
@@ -232,10 +214,7 @@ impl Preempt {
         deadline: Duration,
         interrupt: &Interrupt,
     ) -> Result<(), Outcome> {
-        let count = |r: usize| {
-            let bytes = acks.get(r).and_then(|p| std::fs::read(p).ok()).unwrap_or_default();
-            crate::journal::parse(&bytes).map_or(0, |j| j.acks.len())
-        };
+        let count = |r: usize| acks_in(acks.get(r));
         let before: Vec<usize> = (0..running.len()).map(count).collect();
         let mut was = vec![false; running.len()];
         let end = Instant::now() + deadline.min(HOLD_AT_MOST);
