@@ -22,7 +22,10 @@
 //! reads in one transaction and writes what it read in the next is seen:
 //! the others' writes land between r0's two transactions. The `opener`
 //! schedule ([`crate::pipeline::race::opener`]) holds a writer the same
-//! way while a fresh process opens the store and dumps it.
+//! way while a fresh process opens the store and dumps it. Last, the
+//! `preemptions` schedules ([`crate::pipeline::race::preempt`]) hold r0 at
+//! 2, then 3, of its lock calls drawn from the seed, their bound the lock
+//! calls the between-transactions hold counted.
 //!
 //! Clause: the race's own (cell 2): at most one racer wins, the handoff is
 //! claimed exactly once. The free races stay beside this schedule: they
@@ -61,9 +64,10 @@ pub(super) enum Schedule {
 impl Race<'_> {
     /// The race's controlled schedules, each a trial judged as a free race
     /// is, in turn up to the first that does not pass: `reads-first`, then
-    /// then `between-transactions`, then (writers) `opener`, each as trial 0 (a
-    /// sweep's points start at 1); and what each schedule's hold did, as
-    /// data for [`noted`].
+    /// `between-transactions`, then (writers) `opener`, then
+    /// `preemptions-2` and `preemptions-3`, each as trial 0 (a sweep's
+    /// points start at 1); and what each schedule's hold did, as data for
+    /// [`noted`].
     pub fn scheduled(&self) -> (Vec<Trial>, Vec<String>) {
         let mut schedules = vec![Schedule::ReadsFirst, Schedule::BetweenTransactions];
         if matches!(self.racing, Racing::Appends(_)) {
